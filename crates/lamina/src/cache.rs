@@ -1,0 +1,1 @@
+//! The block cache (being written).

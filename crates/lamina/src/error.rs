@@ -1,0 +1,109 @@
+//! The engine's typed errors.
+//!
+//! Every fallible operation of the library returns [`Result`]. Bytes read from
+//! disk never cause a panic: they either decode or produce [`Error::Corruption`]
+//! naming the file and the offset where decoding failed.
+
+use std::path::PathBuf;
+
+/// Result alias used throughout the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors returned by the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    #[error("I/O error during {op} on {path}: {source}")]
+    Io {
+        /// What the engine was doing (`append`, `sync`, `rename`, ...).
+        op: &'static str,
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Stored bytes failed a checksum or could not be decoded.
+    #[error("corruption in {file} at offset {offset}: {reason}")]
+    Corruption {
+        /// The file holding the bad bytes.
+        file: String,
+        /// Byte offset of the bad record or block.
+        offset: u64,
+        /// What was wrong.
+        reason: String,
+    },
+    /// Another process (or another `Db` in this process) holds the directory lock.
+    #[error("database directory {0} is locked by another process")]
+    Locked(PathBuf),
+    /// A caller passed an argument the engine cannot honour.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The database has been closed.
+    #[error("database is closed")]
+    Closed,
+    /// A background flush or compaction failed; writes are refused until the
+    /// cause is fixed and the database is reopened (reads keep working).
+    #[error("background error, database is read-only until reopened: {0}")]
+    Background(String),
+}
+
+impl Error {
+    /// Builds an [`Error::Io`].
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+
+    /// True when the error is an out-of-space condition (ENOSPC).
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            _ => false,
+        }
+    }
+
+    /// A copy suitable for reporting the same failure to several waiters.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { op, path, source } => Error::Io {
+                op,
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                reason: reason.clone(),
+            },
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::Closed => Error::Closed,
+            Error::Background(s) => Error::Background(s.clone()),
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! Internal keys and the order-preserving key encodings.
+//!
+//! Every entry stored by the engine is addressed by an *internal key*: the
+//! user key followed by an 8-byte little-endian trailer `seq << 8 | kind`.
+//! Internal keys order by user key ascending (bytewise), then by trailer
+//! descending, so the newest version of a key comes first.
+//!
+//! ```text
+//! +-------------------+-----------------------------------+
+//! | user key (n B)    | trailer: u64 LE = seq << 8 | kind |
+//! +-------------------+-----------------------------------+
+//! ```
+
+use std::cmp::Ordering;
+
+/// Largest sequence number representable in a trailer (56 bits).
+pub const MAX_SEQ: u64 = (1 << 56) - 1;
+
+/// Length of the trailer appended to a user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// What an entry records about its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ValueKind {
+    /// A tombstone: the key was deleted at this sequence number.
+    Delete = 0,
+    /// A value was written at this sequence number.
+    Put = 1,
+}
+
+impl ValueKind {
+    /// Decodes a kind byte.
+    pub fn from_byte(b: u8) -> Option<ValueKind> {
+        match b {
+            0 => Some(ValueKind::Delete),
+            1 => Some(ValueKind::Put),
+            _ => None,
+        }
+    }
+}
+
+/// The kind used in seek targets: the largest kind, so a target sorts before
+/// every entry of the same user key and sequence number.
+const SEEK_KIND: u8 = ValueKind::Put as u8;
+
+/// Builds an internal key.
+pub fn make_internal_key(user_key: &[u8], seq: u64, kind: ValueKind) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    append_internal_key(&mut k, user_key, seq, kind);
+    k
+}
+
+/// Appends an internal key to `dst`.
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: u64, kind: ValueKind) {
+    dst.extend_from_slice(user_key);
+    dst.extend_from_slice(&((seq << 8) | kind as u64).to_le_bytes());
+}
+
+/// The internal key that sorts first among the versions of `user_key`
+/// visible at `snapshot_seq`.
+pub fn seek_key(user_key: &[u8], snapshot_seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    k.extend_from_slice(user_key);
+    k.extend_from_slice(&((snapshot_seq.min(MAX_SEQ) << 8) | SEEK_KIND as u64).to_le_bytes());
+    k
+}
+
+/// A decoded view of an internal key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedKey<'a> {
+    /// The user's key.
+    pub user_key: &'a [u8],
+    /// Sequence number of the write.
+    pub seq: u64,
+    /// Put or tombstone.
+    pub kind: ValueKind,
+}
+
+/// Splits an internal key; `None` if it is too short or has an unknown kind.
+pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
+    let split = ikey.len().checked_sub(TRAILER_LEN)?;
+    let (user_key, trailer) = ikey.split_at(split);
+    let t = u64::from_le_bytes(trailer.try_into().ok()?);
+    Some(ParsedKey {
+        user_key,
+        seq: t >> 8,
+        kind: ValueKind::from_byte((t & 0xff) as u8)?,
+    })
+}
+
+/// The user-key part of an internal key (the whole slice if it is too short,
+/// which only happens for corrupt input that decoding rejects elsewhere).
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
+}
+
+fn trailer(ikey: &[u8]) -> u64 {
+    let start = ikey.len().saturating_sub(TRAILER_LEN);
+    let mut t = [0u8; 8];
+    let tail = &ikey[start..];
+    t[..tail.len()].copy_from_slice(tail);
+    u64::from_le_bytes(t)
+}
+
+/// Total order on internal keys: user key ascending, then newest first.
+pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
+    user_key(a)
+        .cmp(user_key(b))
+        .then_with(|| trailer(b).cmp(&trailer(a)))
+}
+
+/// An owned internal key with the internal ordering, for ordered containers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InternalKey(pub Vec<u8>);
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Encodes an `i32` so that bytewise order equals numeric order
+/// (big-endian with the sign bit flipped).
+pub fn encode_i32(v: i32) -> [u8; 4] {
+    ((v as u32) ^ 0x8000_0000).to_be_bytes()
+}
+
+/// Inverse of [`encode_i32`]; `None` unless `b` is exactly 4 bytes.
+pub fn decode_i32(b: &[u8]) -> Option<i32> {
+    let arr: [u8; 4] = b.try_into().ok()?;
+    Some((u32::from_be_bytes(arr) ^ 0x8000_0000) as i32)
+}
+
+/// Encodes a `u64` so that bytewise order equals numeric order (big-endian).
+pub fn encode_u64(v: u64) -> [u8; 8] {
+    v.to_be_bytes()
+}
+
+/// Inverse of [`encode_u64`]; `None` unless `b` is exactly 8 bytes.
+pub fn decode_u64(b: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(b.try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_order_is_user_key_then_newest_first() {
+        let a1 = make_internal_key(b"a", 1, ValueKind::Put);
+        let a2 = make_internal_key(b"a", 2, ValueKind::Delete);
+        let ab = make_internal_key(b"ab", 0, ValueKind::Put);
+        assert_eq!(compare_internal(&a2, &a1), Ordering::Less);
+        assert_eq!(compare_internal(&a1, &ab), Ordering::Less);
+        assert_eq!(compare_internal(&seek_key(b"a", 2), &a2), Ordering::Less);
+        assert_eq!(compare_internal(&seek_key(b"a", 1), &a2), Ordering::Greater);
+    }
+
+    #[test]
+    fn parse_roundtrip_and_rejects_garbage() {
+        let k = make_internal_key(b"key", 42, ValueKind::Delete);
+        let p = parse_internal_key(&k).unwrap();
+        assert_eq!((p.user_key, p.seq, p.kind), (&b"key"[..], 42, ValueKind::Delete));
+        assert!(parse_internal_key(b"short").is_none());
+        let mut bad = k.clone();
+        let n = bad.len();
+        bad[n - 8] = 7;
+        assert!(parse_internal_key(&bad).is_none());
+    }
+
+    #[test]
+    fn i32_encoding_preserves_order() {
+        let vals = [i32::MIN, -100, -1, 0, 1, 99, i32::MAX];
+        for w in vals.windows(2) {
+            assert!(encode_i32(w[0]) < encode_i32(w[1]));
+        }
+        for v in vals {
+            assert_eq!(decode_i32(&encode_i32(v)), Some(v));
+        }
+        assert_eq!(decode_i32(b"abc"), None);
+    }
+
+    #[test]
+    fn u64_encoding_preserves_order() {
+        assert!(encode_u64(255) < encode_u64(256));
+        assert_eq!(decode_u64(&encode_u64(7)), Some(7));
+    }
+}

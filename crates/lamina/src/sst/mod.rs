@@ -1,0 +1,1 @@
+//! The SST format (being written).

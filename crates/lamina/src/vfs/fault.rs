@@ -1,0 +1,1 @@
+//! Fault-injecting filesystem (being written).

@@ -1,0 +1,1 @@
+//! In-memory filesystem with crash clones (being written).

@@ -1,0 +1,99 @@
+//! The filesystem abstraction through which the engine does all file I/O.
+//!
+//! [`Vfs`] is implemented by [`OsFs`] (the real filesystem), by an in-memory
+//! filesystem that can produce crash clones, and by a fault injector that
+//! wraps another `Vfs` (see the submodules). Tests use the latter two to
+//! simulate power loss, torn writes, I/O errors and a full disk.
+//!
+//! Durability vocabulary used across the engine:
+//! * [`WritableFile::flush`] hands buffered bytes to the OS (`write()`): they
+//!   survive a process crash but not a power loss.
+//! * [`WritableFile::sync`] additionally calls `fdatasync`: the bytes survive a
+//!   power loss.
+//! * [`Vfs::sync_dir`] makes creations, renames and removals in a directory
+//!   durable.
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::Result;
+
+pub mod fault;
+pub mod mem;
+mod os;
+pub use os::OsFs;
+
+/// A file opened for appending.
+pub trait WritableFile: Send + Sync + Debug {
+    /// Appends bytes (possibly buffered in user space).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands every appended byte to the OS (`write()`).
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes every appended byte durable (`fdatasync`).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True if nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file opened for positional reads.
+pub trait RandomAccessFile: Send + Sync + Debug {
+    /// Reads exactly `buf.len()` bytes at `offset`; reading past the end is an
+    /// error (`UnexpectedEof`).
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// The file's length in bytes.
+    fn len(&self) -> u64;
+    /// True if the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An exclusive lock on a database directory, released on drop.
+pub trait DirLock: Send + Sync + Debug {}
+
+/// Every file-system operation the engine performs.
+pub trait Vfs: Send + Sync + Debug + 'static {
+    /// Creates (or truncates) a file for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for appending at its end.
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Atomically renames `from` to `to`, replacing `to`.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Truncates a file to `len` bytes and makes the new length durable.
+    fn truncate(&self, path: &Path, len: u64) -> Result<()>;
+    /// Names (not paths) of the entries of a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Creates a directory and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// True if the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Takes an exclusive lock, failing at once with `Error::Locked` if held.
+    fn lock(&self, path: &Path) -> Result<Box<dyn DirLock>>;
+
+    /// Reads a whole file into memory.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let file = self.open_read(path)?;
+        let len = usize::try_from(file.len()).map_err(|_| {
+            crate::Error::InvalidArgument(format!("{} is too large", path.display()))
+        })?;
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+}
+
+/// Joins a directory and a file name.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
