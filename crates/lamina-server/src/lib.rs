@@ -1,0 +1,1 @@
+//! lamina-server (in progress)

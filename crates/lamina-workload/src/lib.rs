@@ -1,0 +1,826 @@
+//! A deterministic, CS265-style workload generator for lamina.
+//!
+//! A [`WorkloadSpec`] says how many operations of each kind to produce; a
+//! [`Generator`] turns it into a stream of [`Op`]s, and [`write_dsl`] writes
+//! that stream as CS265 DSL text (`p K V`, `g K`, `r LO HI`, `d K`,
+//! `l "PATH"`), writing the binary files that `l` lines reference.
+//!
+//! # Semantics
+//!
+//! * **Order.** Operations are mixed in a random order: at every step the next
+//!   kind is drawn with probability proportional to how many operations of
+//!   that kind remain, which is a uniform shuffle of the whole multiset. Gets
+//!   that must hit and deletes are only drawn once some key is live, so a
+//!   workload never starts with a get or delete that cannot be satisfied.
+//! * **Keys.** Keys lie in `[key_min, key_max]` (default: all of `i32`). The
+//!   key space is split in two halves by a seeded hash: puts only ever use
+//!   keys of the "put" half, and gets that should miss only use keys of the
+//!   other half, so a miss is a key that is *never* put, not even later.
+//! * **Puts.** A put writes a fresh key (never put before) unless the spec's
+//!   `update_ratio` says it should overwrite a live key. Values are uniform
+//!   over `i32`.
+//! * **Gets.** A fraction `gets_misses_ratio` of the gets target never-put keys;
+//!   the others target live keys. With probability `gets_skewness` a hitting
+//!   get picks one of the hot keys — the first 1 % (at least one) of the live
+//!   keys, i.e. roughly the earliest-put ones — otherwise any live key.
+//! * **Ranges.** `r LO HI` is the half-open range `[LO, HI)`. `LO` is a live key
+//!   when there is one (else uniform in the key space); the width `HI - LO` is
+//!   uniform in `[1, max_range_size]` (`Uniform`), or drawn from a normal
+//!   distribution with mean `max/2` and standard deviation `max/6`, clamped to
+//!   `[1, max]` (`Gaussian`).
+//! * **Deletes.** A delete removes a live key (one put before and not deleted
+//!   since). If no key is live and no put remains, it deletes a never-put key.
+//! * **External puts.** With `external_puts`, puts are grouped into batches of
+//!   `puts_per_file`; each batch becomes one `Op::Load` (one `.dat` file of
+//!   little-endian `(i32 key, i32 value)` pairs and one `l "PATH"` line).
+//! * **Determinism.** The same spec (including `seed`) always produces the same
+//!   stream, on every platform and version of this crate's dependencies: the
+//!   generator uses ChaCha8 seeded with `seed` and its own float conversions.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Errors of the generator.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// The spec is inconsistent (a ratio out of `[0, 1]`, an empty key space, …).
+    #[error("invalid workload spec: {0}")]
+    InvalidSpec(String),
+    /// Writing the DSL or a load file failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = WorkloadError> = std::result::Result<T, E>;
+
+/// How range widths are distributed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RangeDist {
+    /// Width uniform in `[1, max_range_size]`.
+    #[default]
+    Uniform,
+    /// Width normal around `max_range_size / 2`, clamped to `[1, max_range_size]`.
+    Gaussian,
+}
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadSpec {
+    /// Number of puts (as `p` lines, or inside load files with `external_puts`).
+    pub puts: u64,
+    /// Number of gets.
+    pub gets: u64,
+    /// Probability in `[0, 1]` that a hitting get picks a hot key.
+    pub gets_skewness: f64,
+    /// Fraction in `[0, 1]` of the gets that target keys never put.
+    pub gets_misses_ratio: f64,
+    /// Number of range queries.
+    pub ranges: u64,
+    /// Largest width (`HI - LO`) of a range query.
+    pub max_range_size: u32,
+    /// Distribution of range widths.
+    pub range_dist: RangeDist,
+    /// Number of deletes.
+    pub deletes: u64,
+    /// Write puts to binary load files referenced by `l` lines.
+    pub external_puts: bool,
+    /// Puts per load file when `external_puts` is set.
+    pub puts_per_file: u64,
+    /// Fraction in `[0, 1]` of the puts that overwrite a live key.
+    pub update_ratio: f64,
+    /// Smallest key generated.
+    pub key_min: i32,
+    /// Largest key generated.
+    pub key_max: i32,
+    /// Seed of the pseudo-random stream.
+    pub seed: u64,
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            puts: 0,
+            gets: 0,
+            gets_skewness: 0.0,
+            gets_misses_ratio: 0.0,
+            ranges: 0,
+            max_range_size: 1000,
+            range_dist: RangeDist::Uniform,
+            deletes: 0,
+            external_puts: false,
+            puts_per_file: 100_000,
+            update_ratio: 0.0,
+            key_min: i32::MIN,
+            key_max: i32::MAX,
+            seed: 0,
+        }
+    }
+}
+
+impl WorkloadSpec {
+    /// Checks the spec for inconsistencies.
+    pub fn validate(&self) -> Result<()> {
+        let unit = |name: &str, v: f64| {
+            if (0.0..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(WorkloadError::InvalidSpec(format!(
+                    "{name} must be in [0, 1], got {v}"
+                )))
+            }
+        };
+        unit("gets_skewness", self.gets_skewness)?;
+        unit("gets_misses_ratio", self.gets_misses_ratio)?;
+        unit("update_ratio", self.update_ratio)?;
+        if self.key_min > self.key_max {
+            return Err(WorkloadError::InvalidSpec(format!(
+                "key_min {} > key_max {}",
+                self.key_min, self.key_max
+            )));
+        }
+        if self.ranges > 0 && self.max_range_size == 0 {
+            return Err(WorkloadError::InvalidSpec(
+                "max_range_size must be at least 1 when ranges are generated".into(),
+            ));
+        }
+        if self.external_puts && self.puts_per_file == 0 {
+            return Err(WorkloadError::InvalidSpec(
+                "puts_per_file must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Total number of operations (each put counts once, even inside a load).
+    pub fn total_ops(&self) -> u64 {
+        self.puts
+            .saturating_add(self.gets)
+            .saturating_add(self.ranges)
+            .saturating_add(self.deletes)
+    }
+}
+
+/// One generated operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// `p K V`
+    Put {
+        /// Key.
+        key: i32,
+        /// Value.
+        value: i32,
+    },
+    /// `g K`
+    Get(i32),
+    /// `r LO HI`: the half-open range `[lo, hi)`.
+    Range {
+        /// Inclusive lower bound.
+        lo: i32,
+        /// Exclusive upper bound.
+        hi: i32,
+    },
+    /// `d K`
+    Delete(i32),
+    /// A batch of puts to be written to a load file, in order.
+    Load(Vec<(i32, i32)>),
+}
+
+impl fmt::Display for Op {
+    /// DSL form; a `Load` renders as `l "<N pairs>"` since its path is only
+    /// known to [`write_dsl`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Put { key, value } => write!(f, "p {key} {value}"),
+            Op::Get(k) => write!(f, "g {k}"),
+            Op::Range { lo, hi } => write!(f, "r {lo} {hi}"),
+            Op::Delete(k) => write!(f, "d {k}"),
+            Op::Load(pairs) => write!(f, "l \"<{} pairs>\"", pairs.len()),
+        }
+    }
+}
+
+/// Share of the live keys that are "hot" for skewed gets.
+const HOT_FRACTION: f64 = 0.01;
+/// Attempts at drawing a suitable random key before falling back.
+const KEY_ATTEMPTS: usize = 64;
+
+/// Streams the operations of a [`WorkloadSpec`].
+pub struct Generator {
+    spec: WorkloadSpec,
+    rng: ChaCha8Rng,
+    salt: u64,
+    puts_left: u64,
+    hits_left: u64,
+    misses_left: u64,
+    ranges_left: u64,
+    deletes_left: u64,
+    /// Keys currently live, in insertion order except for swap-removals.
+    live: Vec<i32>,
+    /// Position of each live key in `live`.
+    live_pos: HashMap<i32, usize>,
+    /// Every key ever put.
+    ever: HashSet<i32>,
+}
+
+impl Generator {
+    /// A generator for `spec`; fails if the spec is invalid.
+    pub fn new(spec: WorkloadSpec) -> Result<Generator> {
+        spec.validate()?;
+        let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
+        let salt = rng.next_u64();
+        let misses = round_share(spec.gets, spec.gets_misses_ratio);
+        Ok(Generator {
+            puts_left: spec.puts,
+            hits_left: spec.gets - misses,
+            misses_left: misses,
+            ranges_left: spec.ranges,
+            deletes_left: spec.deletes,
+            rng,
+            salt,
+            live: Vec::new(),
+            live_pos: HashMap::new(),
+            ever: HashSet::new(),
+            spec,
+        })
+    }
+
+    /// The spec being generated.
+    pub fn spec(&self) -> &WorkloadSpec {
+        &self.spec
+    }
+
+    /// Whether `key` belongs to the half of the key space used by puts.
+    pub fn is_put_key(&self, key: i32) -> bool {
+        splitmix64(key as u32 as u64 ^ self.salt) & 1 == 0
+    }
+
+    fn random_key(&mut self) -> i32 {
+        self.rng.gen_range(self.spec.key_min..=self.spec.key_max)
+    }
+
+    fn uniform01(&mut self) -> f64 {
+        // 53 random bits → [0, 1), independent of rand's float conversion.
+        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.uniform01() < p
+    }
+
+    fn add_live(&mut self, key: i32) {
+        if !self.live_pos.contains_key(&key) {
+            self.live_pos.insert(key, self.live.len());
+            self.live.push(key);
+        }
+        self.ever.insert(key);
+    }
+
+    fn remove_live_at(&mut self, idx: usize) -> i32 {
+        let key = self.live.swap_remove(idx);
+        self.live_pos.remove(&key);
+        if let Some(&moved) = self.live.get(idx) {
+            self.live_pos.insert(moved, idx);
+        }
+        key
+    }
+
+    fn random_live_index(&mut self) -> usize {
+        self.rng.gen_range(0..self.live.len())
+    }
+
+    /// The key of the next put (fresh, or an update of a live key).
+    fn put_key(&mut self) -> i32 {
+        if !self.live.is_empty() && self.chance(self.spec.update_ratio) {
+            let i = self.random_live_index();
+            return self.live[i];
+        }
+        for _ in 0..KEY_ATTEMPTS {
+            let k = self.random_key();
+            if self.is_put_key(k) && !self.ever.contains(&k) {
+                return k;
+            }
+        }
+        // The put half of the key space is (nearly) exhausted.
+        if !self.live.is_empty() {
+            let i = self.random_live_index();
+            return self.live[i];
+        }
+        for _ in 0..KEY_ATTEMPTS {
+            let k = self.random_key();
+            if self.is_put_key(k) {
+                return k;
+            }
+        }
+        self.random_key()
+    }
+
+    /// A key that is never put (best effort in degenerate tiny key spaces).
+    fn miss_key(&mut self) -> i32 {
+        for _ in 0..KEY_ATTEMPTS {
+            let k = self.random_key();
+            if !self.is_put_key(k) {
+                return k;
+            }
+        }
+        for _ in 0..KEY_ATTEMPTS {
+            let k = self.random_key();
+            if !self.ever.contains(&k) {
+                return k;
+            }
+        }
+        self.random_key()
+    }
+
+    fn next_put(&mut self) -> (i32, i32) {
+        let key = self.put_key();
+        let value = self.rng.next_u32() as i32;
+        self.add_live(key);
+        (key, value)
+    }
+
+    fn hit_key(&mut self) -> i32 {
+        let n = self.live.len();
+        if self.chance(self.spec.gets_skewness) {
+            let hot = ((n as f64 * HOT_FRACTION).ceil() as usize).clamp(1, n);
+            let i = self.rng.gen_range(0..hot);
+            self.live[i]
+        } else {
+            let i = self.random_live_index();
+            self.live[i]
+        }
+    }
+
+    fn range(&mut self) -> (i32, i32) {
+        let lo = if self.live.is_empty() {
+            self.random_key()
+        } else {
+            let i = self.random_live_index();
+            self.live[i]
+        };
+        let max = self.spec.max_range_size.max(1);
+        let width: u32 = match self.spec.range_dist {
+            RangeDist::Uniform => self.rng.gen_range(1..=max),
+            RangeDist::Gaussian => {
+                // Box–Muller.
+                let u1 = self.uniform01().max(f64::MIN_POSITIVE);
+                let u2 = self.uniform01();
+                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                let mean = max as f64 / 2.0;
+                let w = (mean + z * max as f64 / 6.0).round();
+                w.clamp(1.0, max as f64) as u32
+            }
+        };
+        let hi = (lo as i64 + width as i64).min(i32::MAX as i64) as i32;
+        if hi <= lo {
+            (hi - 1, hi)
+        } else {
+            (lo, hi)
+        }
+    }
+}
+
+impl Iterator for Generator {
+    type Item = Op;
+
+    fn next(&mut self) -> Option<Op> {
+        let has_live = !self.live.is_empty();
+        // Gets that must hit and deletes wait until some key is live, unless
+        // no put is left to make one live.
+        let can_target_live = has_live || self.puts_left == 0;
+        let weights = [
+            self.puts_left,
+            if can_target_live { self.hits_left } else { 0 },
+            self.misses_left,
+            self.ranges_left,
+            if can_target_live {
+                self.deletes_left
+            } else {
+                0
+            },
+        ];
+        let total: u64 = weights.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut r = self.rng.gen_range(0..total);
+        let mut kind = 0;
+        for (i, w) in weights.iter().enumerate() {
+            if r < *w {
+                kind = i;
+                break;
+            }
+            r -= w;
+        }
+        let op = match kind {
+            0 if self.spec.external_puts => {
+                let n = self.puts_left.min(self.spec.puts_per_file);
+                self.puts_left -= n;
+                let pairs = (0..n).map(|_| self.next_put()).collect();
+                Op::Load(pairs)
+            }
+            0 => {
+                self.puts_left -= 1;
+                let (key, value) = self.next_put();
+                Op::Put { key, value }
+            }
+            1 => {
+                self.hits_left -= 1;
+                if has_live {
+                    Op::Get(self.hit_key())
+                } else {
+                    Op::Get(self.miss_key())
+                }
+            }
+            2 => {
+                self.misses_left -= 1;
+                Op::Get(self.miss_key())
+            }
+            3 => {
+                self.ranges_left -= 1;
+                let (lo, hi) = self.range();
+                Op::Range { lo, hi }
+            }
+            _ => {
+                self.deletes_left -= 1;
+                if has_live {
+                    let i = self.random_live_index();
+                    Op::Delete(self.remove_live_at(i))
+                } else {
+                    Op::Delete(self.miss_key())
+                }
+            }
+        };
+        Some(op)
+    }
+}
+
+/// What [`write_dsl`] produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// DSL lines written.
+    pub lines: u64,
+    /// Load files written, in order.
+    pub load_files: Vec<PathBuf>,
+}
+
+/// Writes the workload of `spec` as DSL to `out`. Load files (with
+/// `external_puts`) are written to `files_dir` as `<file_prefix><n>.dat`, and
+/// the `l` lines name them as `files_dir.join(name)`, so a relative
+/// `files_dir` is relative to wherever the DSL is later executed.
+pub fn write_dsl<W: Write>(
+    spec: &WorkloadSpec,
+    out: W,
+    files_dir: &Path,
+    file_prefix: &str,
+) -> Result<Summary> {
+    let gen = Generator::new(spec.clone())?;
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    let mut summary = Summary::default();
+    for op in gen {
+        match op {
+            Op::Load(pairs) => {
+                let path = files_dir.join(format!("{file_prefix}{}.dat", summary.load_files.len()));
+                let shown = path.to_str().ok_or_else(|| {
+                    WorkloadError::InvalidSpec(format!("load path {path:?} is not UTF-8"))
+                })?;
+                if shown.contains('"') || shown.contains('\n') || shown.contains('\r') {
+                    return Err(WorkloadError::InvalidSpec(format!(
+                        "load path {shown:?} cannot be quoted in the DSL"
+                    )));
+                }
+                write_load_file(&path, &pairs)?;
+                writeln!(out, "l \"{shown}\"")?;
+                summary.load_files.push(path);
+            }
+            op => writeln!(out, "{op}")?,
+        }
+        summary.lines += 1;
+    }
+    out.flush()?;
+    Ok(summary)
+}
+
+/// Writes `pairs` as little-endian `(i32 key, i32 value)` records.
+pub fn write_load_file(path: &Path, pairs: &[(i32, i32)]) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, File::create(path)?);
+    for (k, v) in pairs {
+        w.write_all(&k.to_le_bytes())?;
+        w.write_all(&v.to_le_bytes())?;
+    }
+    w.flush()?;
+    w.get_ref().sync_all()
+}
+
+fn round_share(n: u64, ratio: f64) -> u64 {
+    ((n as f64 * ratio).round() as u64).min(n)
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn spec() -> WorkloadSpec {
+        WorkloadSpec {
+            puts: 5000,
+            gets: 3000,
+            gets_misses_ratio: 0.3,
+            gets_skewness: 0.5,
+            ranges: 200,
+            max_range_size: 1 << 24,
+            deletes: 500,
+            update_ratio: 0.1,
+            seed: 42,
+            ..Default::default()
+        }
+    }
+
+    fn ops(s: &WorkloadSpec) -> Vec<Op> {
+        Generator::new(s.clone())
+            .map(|g| g.collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        let a = ops(&spec());
+        let b = ops(&spec());
+        assert_eq!(a, b);
+        let c = ops(&WorkloadSpec { seed: 43, ..spec() });
+        assert_ne!(a, c);
+    }
+
+    const PINNED: [&str; 5] = [
+        "p 1160025393 -1270124359",
+        "g 1160025393",
+        "p 1097796222 -647295133",
+        "p -1960823527 -2056216080",
+        "g 1097796222",
+    ];
+
+    #[test]
+    fn stable_across_versions() {
+        // Pins the stream: a change here breaks reproducibility of published
+        // workloads and must be deliberate.
+        let s = WorkloadSpec {
+            puts: 3,
+            gets: 2,
+            seed: 7,
+            ..Default::default()
+        };
+        let text: Vec<String> = ops(&s).iter().map(|o| o.to_string()).collect();
+        assert_eq!(text, PINNED, "generator output for seed 7 changed");
+    }
+
+    #[test]
+    fn exact_counts_and_semantics() {
+        let s = spec();
+        let all = ops(&s);
+        let mut model: BTreeMap<i32, i32> = BTreeMap::new();
+        let mut ever = HashSet::new();
+        let (mut p, mut g, mut r, mut d) = (0, 0, 0, 0);
+        let mut gets = Vec::new();
+        for op in &all {
+            match op {
+                Op::Put { key, value } => {
+                    p += 1;
+                    model.insert(*key, *value);
+                    ever.insert(*key);
+                }
+                Op::Get(k) => {
+                    g += 1;
+                    gets.push((*k, model.contains_key(k)));
+                }
+                Op::Range { lo, hi } => {
+                    r += 1;
+                    assert!(lo < hi);
+                    assert!((*hi as i64 - *lo as i64) <= s.max_range_size as i64);
+                }
+                Op::Delete(k) => {
+                    d += 1;
+                    assert!(model.remove(k).is_some(), "delete of non-live key {k}");
+                }
+                Op::Load(_) => panic!("no loads expected"),
+            }
+        }
+        assert_eq!((p, g, r, d), (s.puts, s.gets, s.ranges, s.deletes));
+        let misses: Vec<_> = gets.iter().filter(|(k, _)| !ever.contains(k)).collect();
+        assert_eq!(
+            misses.len() as u64,
+            round_share(s.gets, s.gets_misses_ratio)
+        );
+        // Every get that is not a miss was live when issued.
+        let hits = gets.iter().filter(|(_, live)| *live).count();
+        assert_eq!(hits + misses.len(), gets.len());
+    }
+
+    #[test]
+    fn not_front_loaded() {
+        let s = spec();
+        let all = ops(&s);
+        let half = all.len() / 2;
+        let gets_first = all[..half]
+            .iter()
+            .filter(|o| matches!(o, Op::Get(_)))
+            .count();
+        let gets_second = all[half..]
+            .iter()
+            .filter(|o| matches!(o, Op::Get(_)))
+            .count();
+        assert!(
+            gets_first > 1000 && gets_second > 1000,
+            "{gets_first} {gets_second}"
+        );
+        let puts_second = all[half..]
+            .iter()
+            .filter(|o| matches!(o, Op::Put { .. }))
+            .count();
+        assert!(puts_second > 1500, "{puts_second}");
+    }
+
+    #[test]
+    fn skew_concentrates_gets() {
+        let s = WorkloadSpec {
+            puts: 10_000,
+            gets: 10_000,
+            gets_skewness: 0.9,
+            seed: 1,
+            ..Default::default()
+        };
+        let all = ops(&s);
+        let mut counts: HashMap<i32, u32> = HashMap::new();
+        for op in &all {
+            if let Op::Get(k) = op {
+                *counts.entry(*k).or_default() += 1;
+            }
+        }
+        let mut c: Vec<u32> = counts.values().copied().collect();
+        c.sort_unstable_by(|a, b| b.cmp(a));
+        let top: u32 = c.iter().take(200).sum();
+        assert!(top > 5000, "top-200 keys got only {top} of 10000 gets");
+        let flat = ops(&WorkloadSpec {
+            gets_skewness: 0.0,
+            ..s
+        });
+        let mut counts: HashMap<i32, u32> = HashMap::new();
+        for op in &flat {
+            if let Op::Get(k) = op {
+                *counts.entry(*k).or_default() += 1;
+            }
+        }
+        let mut c: Vec<u32> = counts.values().copied().collect();
+        c.sort_unstable_by(|a, b| b.cmp(a));
+        let top: u32 = c.iter().take(200).sum();
+        assert!(top < 2000, "unskewed top-200 keys got {top}");
+    }
+
+    #[test]
+    fn gaussian_ranges_cluster_around_the_middle() {
+        let s = WorkloadSpec {
+            puts: 100,
+            ranges: 2000,
+            max_range_size: 600,
+            range_dist: RangeDist::Gaussian,
+            key_min: -1_000_000,
+            key_max: 1_000_000,
+            seed: 3,
+            ..Default::default()
+        };
+        let widths: Vec<i64> = ops(&s)
+            .iter()
+            .filter_map(|o| match o {
+                Op::Range { lo, hi } => Some(*hi as i64 - *lo as i64),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(widths.len(), 2000);
+        let mid = widths.iter().filter(|w| (200..=400).contains(*w)).count();
+        assert!(mid > 1200, "{mid}");
+        assert!(widths.iter().all(|w| (1..=600).contains(w)));
+    }
+
+    #[test]
+    fn small_key_space_and_edges() {
+        let s = WorkloadSpec {
+            puts: 500,
+            gets: 100,
+            gets_misses_ratio: 0.5,
+            ranges: 50,
+            deletes: 50,
+            max_range_size: 10,
+            key_min: i32::MAX - 100,
+            key_max: i32::MAX,
+            seed: 9,
+            ..Default::default()
+        };
+        let all = ops(&s);
+        assert_eq!(all.len(), 700);
+        for op in &all {
+            match op {
+                Op::Put { key, .. } | Op::Get(key) | Op::Delete(key) => {
+                    assert!(*key >= s.key_min)
+                }
+                Op::Range { lo, hi } => assert!(lo < hi),
+                Op::Load(_) => {}
+            }
+        }
+        // Only gets and deletes, no puts: they still come out.
+        let s = WorkloadSpec {
+            gets: 5,
+            deletes: 5,
+            seed: 1,
+            ..Default::default()
+        };
+        assert_eq!(ops(&s).len(), 10);
+    }
+
+    #[test]
+    fn invalid_specs_are_rejected() {
+        for bad in [
+            WorkloadSpec {
+                gets_misses_ratio: 1.5,
+                ..Default::default()
+            },
+            WorkloadSpec {
+                gets_skewness: -0.1,
+                ..Default::default()
+            },
+            WorkloadSpec {
+                key_min: 5,
+                key_max: 4,
+                ..Default::default()
+            },
+            WorkloadSpec {
+                ranges: 1,
+                max_range_size: 0,
+                ..Default::default()
+            },
+            WorkloadSpec {
+                external_puts: true,
+                puts_per_file: 0,
+                ..Default::default()
+            },
+        ] {
+            assert!(Generator::new(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn external_puts_write_files() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let s = WorkloadSpec {
+            puts: 2500,
+            gets: 100,
+            external_puts: true,
+            puts_per_file: 1000,
+            seed: 5,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let summary = write_dsl(&s, &mut out, dir.path(), "w")?;
+        assert_eq!(summary.load_files.len(), 3);
+        let text = String::from_utf8_lossy(&out);
+        let loads: Vec<&str> = text.lines().filter(|l| l.starts_with("l ")).collect();
+        assert_eq!(loads.len(), 3);
+        assert!(!text.lines().any(|l| l.starts_with("p ")));
+        let sizes: Vec<u64> = summary
+            .load_files
+            .iter()
+            .map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+            .collect();
+        assert_eq!(sizes.iter().sum::<u64>(), 2500 * 8);
+        assert!(loads[0].contains(&*summary.load_files[0].to_string_lossy()));
+        // Deterministic output, files included.
+        let dir2 = tempfile::tempdir()?;
+        let mut out2 = Vec::new();
+        write_dsl(&s, &mut out2, dir2.path(), "w")?;
+        let t2 = String::from_utf8_lossy(&out2).replace(
+            &*dir2.path().to_string_lossy(),
+            &dir.path().to_string_lossy(),
+        );
+        assert_eq!(text, t2);
+        for (a, b) in summary
+            .load_files
+            .iter()
+            .zip((0..3).map(|i| dir2.path().join(format!("w{i}.dat"))))
+        {
+            assert_eq!(std::fs::read(a)?, std::fs::read(b)?);
+        }
+        Ok(())
+    }
+}
