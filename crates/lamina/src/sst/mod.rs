@@ -1,1 +1,85 @@
-//! The SST format (being written).
+//! The SST (sorted string table) format: immutable files of internal keys →
+//! values, written once by [`TableBuilder`] and read by [`Table`].
+//!
+//! ```text
+//! [data block | trailer]*  [filter | trailer]  [index | trailer]
+//! [properties | trailer]   [footer, 64 bytes]
+//! ```
+//!
+//! The layout, byte by byte, is in `docs/format.md` (section "SSTable").
+//! Every block carries a masked CRC32C, the footer checksums itself, and the
+//! reader checks that the footer's handles tile the file exactly, so any
+//! damaged or truncated file is reported as [`crate::Error::Corruption`]
+//! naming the file and the offset of the bad block rather than yielding a
+//! wrong answer.
+
+mod block;
+mod bloom;
+mod builder;
+mod format;
+mod reader;
+#[cfg(test)]
+mod tests;
+
+pub use block::Block;
+pub use builder::TableBuilder;
+pub use reader::{Table, TableIterator};
+
+/// How tables are written.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// Target size of a data block's contents; a block is closed as soon as it
+    /// reaches this size, so blocks are slightly larger (by one entry at most).
+    pub block_size: usize,
+    /// Bloom filter budget in bits per distinct user key; 0 writes no filter.
+    pub bloom_bits_per_key: f64,
+    /// Entries between restart points in a data block (full keys stored).
+    pub restart_interval: usize,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            bloom_bits_per_key: 10.0,
+            restart_interval: 16,
+        }
+    }
+}
+
+/// Facts about a table, stored in its properties block and used by compaction
+/// policies (key range, tombstone density and age, sequence range) without
+/// reading the data.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TableProperties {
+    /// Smallest user key (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Largest user key (empty for an empty table).
+    pub largest_key: Vec<u8>,
+    /// Number of entries (all versions, tombstones included).
+    pub entries: u64,
+    /// Number of tombstone entries.
+    pub tombstones: u64,
+    /// Unix ms of the oldest tombstone, as given by the writer at finish.
+    pub oldest_tombstone_time: Option<u64>,
+    /// Unix ms when the table was written, as given by the writer.
+    pub creation_time: u64,
+    /// Smallest sequence number of any entry (0 for an empty table).
+    pub smallest_seq: u64,
+    /// Largest sequence number of any entry (0 for an empty table).
+    pub largest_seq: u64,
+    /// Length of the whole file in bytes (not stored: taken from the file).
+    pub file_size: u64,
+    /// Bytes of all data blocks, trailers included.
+    pub data_bytes: u64,
+    /// Bytes of the index block, trailer included.
+    pub index_bytes: u64,
+    /// Bytes of the filter block, trailer included (5 when there is no filter).
+    pub filter_bytes: u64,
+    /// The filter budget the table was written with.
+    pub bloom_bits_per_key: f64,
+    /// Sum of the internal key lengths (user key + 8-byte trailer) added.
+    pub raw_key_bytes: u64,
+    /// Sum of the value lengths added.
+    pub raw_value_bytes: u64,
+}

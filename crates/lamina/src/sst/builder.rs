@@ -1,0 +1,249 @@
+//! Writing a table: entries stream into data blocks, which are written as
+//! soon as they fill up; filter, index, properties and footer follow at
+//! [`TableBuilder::finish`].
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+use crate::key::{compare_internal, parse_internal_key, ValueKind};
+use crate::vfs::WritableFile;
+
+use super::block::BlockBuilder;
+use super::bloom::{build_filter, key_hash};
+use super::format::{
+    block_trailer, encode_index, encode_properties, BlockHandle, Footer, IndexEntry,
+    BLOCK_TRAILER_LEN,
+};
+use super::{TableOptions, TableProperties};
+
+/// Streams sorted entries into a new table file.
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    opts: TableOptions,
+    file_name: String,
+    /// Bytes written to the file so far.
+    offset: u64,
+    block: BlockBuilder,
+    block_first_key: Vec<u8>,
+    last_key: Vec<u8>,
+    index: Vec<IndexEntry>,
+    /// xxh3 of each distinct user key, for the filter built at finish.
+    bloom_hashes: Vec<u64>,
+    props: TableProperties,
+    /// Set after a write failed: the file is in an unknown state, so further
+    /// use is refused rather than producing a table with a hole in it.
+    failed: bool,
+}
+
+impl fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("file_name", &self.file_name)
+            .field("entries", &self.props.entries)
+            .field("offset", &self.offset)
+            .finish()
+    }
+}
+
+/// Clamps a bits-per-key setting to something a filter can be built from:
+/// NaN and negatives mean "no filter", and absurd budgets are capped.
+fn sanitize_bits(bits: f64) -> f64 {
+    if bits.is_nan() || bits <= 0.0 {
+        0.0
+    } else {
+        bits.min(100.0)
+    }
+}
+
+impl TableBuilder {
+    /// Starts a table written to `file`; `file_name` is used in errors.
+    pub fn new(file: Box<dyn WritableFile>, mut opts: TableOptions, file_name: String) -> Self {
+        opts.bloom_bits_per_key = sanitize_bits(opts.bloom_bits_per_key);
+        let block = BlockBuilder::new(opts.restart_interval);
+        let props = TableProperties {
+            smallest_key: Vec::new(),
+            largest_key: Vec::new(),
+            entries: 0,
+            tombstones: 0,
+            oldest_tombstone_time: None,
+            creation_time: 0,
+            smallest_seq: 0,
+            largest_seq: 0,
+            file_size: 0,
+            data_bytes: 0,
+            index_bytes: 0,
+            filter_bytes: 0,
+            bloom_bits_per_key: opts.bloom_bits_per_key,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+        };
+        TableBuilder {
+            file,
+            opts,
+            file_name,
+            offset: 0,
+            block,
+            block_first_key: Vec::new(),
+            last_key: Vec::new(),
+            index: Vec::new(),
+            bloom_hashes: Vec::new(),
+            props,
+            failed: false,
+        }
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.failed {
+            return Err(Error::InvalidArgument(format!(
+                "table builder for {} failed earlier",
+                self.file_name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Adds an entry. Keys must be valid internal keys in strictly increasing
+    /// internal order; anything else is `InvalidArgument` (and nothing is
+    /// written).
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        let parsed = parse_internal_key(ikey).ok_or_else(|| {
+            Error::InvalidArgument(format!("{}: not an internal key", self.file_name))
+        })?;
+        let first = self.props.entries == 0;
+        if !first && !compare_internal(&self.last_key, ikey).is_lt() {
+            return Err(Error::InvalidArgument(format!(
+                "{}: keys added out of order",
+                self.file_name
+            )));
+        }
+        if self.block.is_empty() {
+            self.block_first_key.clear();
+            self.block_first_key.extend_from_slice(ikey);
+        }
+        self.block.add(ikey, value)?;
+
+        let new_user_key = first || crate::key::user_key(&self.last_key) != parsed.user_key;
+        if new_user_key {
+            if self.opts.bloom_bits_per_key > 0.0 {
+                self.bloom_hashes.push(key_hash(parsed.user_key));
+            }
+            if first {
+                self.props.smallest_key = parsed.user_key.to_vec();
+            }
+            self.props.largest_key.clear();
+            self.props.largest_key.extend_from_slice(parsed.user_key);
+        }
+        let p = &mut self.props;
+        if first {
+            p.smallest_seq = parsed.seq;
+            p.largest_seq = parsed.seq;
+        } else {
+            p.smallest_seq = p.smallest_seq.min(parsed.seq);
+            p.largest_seq = p.largest_seq.max(parsed.seq);
+        }
+        p.entries += 1;
+        if parsed.kind == ValueKind::Delete {
+            p.tombstones += 1;
+        }
+        p.raw_key_bytes += ikey.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+
+        if self.block.estimated_size() >= self.opts.block_size {
+            self.flush_block()?;
+        }
+        Ok(())
+    }
+
+    /// Appends `contents` and its trailer, returning the block's handle.
+    fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: contents.len() as u64,
+        };
+        let trailer = block_trailer(contents);
+        let res = self
+            .file
+            .append(contents)
+            .and_then(|()| self.file.append(&trailer));
+        if let Err(e) = res {
+            self.failed = true;
+            return Err(e);
+        }
+        self.offset += (contents.len() + BLOCK_TRAILER_LEN) as u64;
+        Ok(handle)
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let contents = self.block.finish();
+        let handle = self.write_block(&contents)?;
+        self.index.push(IndexEntry {
+            first_key: std::mem::take(&mut self.block_first_key),
+            last_key: self.last_key.clone(),
+            handle,
+        });
+        Ok(())
+    }
+
+    /// Bytes written so far plus the pending block.
+    pub fn estimated_size(&self) -> u64 {
+        let pending = if self.block.is_empty() {
+            0
+        } else {
+            (self.block.estimated_size() + BLOCK_TRAILER_LEN) as u64
+        };
+        self.offset + pending
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Writes the last data block, filter, index, properties and footer, then
+    /// syncs the file. Times are unix milliseconds chosen by the caller (so
+    /// tests and simulations control the clock).
+    pub fn finish(
+        mut self,
+        creation_time: u64,
+        oldest_tombstone_time: Option<u64>,
+    ) -> Result<TableProperties> {
+        self.check_usable()?;
+        self.flush_block()?;
+        self.props.data_bytes = self.offset;
+
+        let filter = if self.opts.bloom_bits_per_key > 0.0 {
+            build_filter(&self.bloom_hashes, self.opts.bloom_bits_per_key)
+        } else {
+            Vec::new()
+        };
+        let filter_handle = self.write_block(&filter)?;
+        self.props.filter_bytes = (filter.len() + BLOCK_TRAILER_LEN) as u64;
+
+        let index = encode_index(&self.index);
+        let index_handle = self.write_block(&index)?;
+        self.props.index_bytes = (index.len() + BLOCK_TRAILER_LEN) as u64;
+
+        self.props.creation_time = creation_time;
+        self.props.oldest_tombstone_time = oldest_tombstone_time;
+        let props_block = encode_properties(&self.props);
+        let props_handle = self.write_block(&props_block)?;
+
+        let footer = Footer {
+            filter: filter_handle,
+            index: index_handle,
+            properties: props_handle,
+        }
+        .encode();
+        self.file.append(&footer)?;
+        self.offset += footer.len() as u64;
+        self.file.sync()?;
+        self.props.file_size = self.offset;
+        Ok(self.props)
+    }
+}

@@ -1,0 +1,362 @@
+//! Fixed pieces of the SST file format: block handles, the block trailer, the
+//! footer, and the encodings of the index and properties blocks.
+//!
+//! Everything here is pure encoding/decoding. Decoders return
+//! `Err(&'static str)` with a reason; the reader turns that into
+//! [`crate::Error::Corruption`] naming the file and the offset of the block,
+//! which only it knows.
+
+use crate::coding::{
+    get_bytes, get_u32, get_u64, get_varint, masked_crc, masked_crc2, put_bytes, put_varint,
+};
+use crate::key::{compare_internal, parse_internal_key};
+
+use super::TableProperties;
+
+/// Magic number at the very end of every table ("lamSST01" in spirit).
+pub const MAGIC: u64 = 0x4c41_4d53_5354_3031;
+/// Version of the layout described in `docs/format.md`.
+pub const FORMAT_VERSION: u32 = 1;
+/// Bytes after each block: compression type (1) + masked CRC32C (4).
+pub const BLOCK_TRAILER_LEN: usize = 5;
+/// Size of the footer at the end of the file.
+pub const FOOTER_LEN: usize = 64;
+/// The only compression type written: none.
+pub const COMPRESSION_NONE: u8 = 0;
+
+/// Local result of a decoder: the reason is attached to a file and offset by
+/// the caller.
+pub type DecodeResult<T> = std::result::Result<T, &'static str>;
+
+/// Where a block lives: `size` counts the block's bytes without the trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockHandle {
+    /// Offset of the block's first byte.
+    pub offset: u64,
+    /// Length of the block's contents (trailer excluded).
+    pub size: u64,
+}
+
+impl BlockHandle {
+    /// Offset just past the block's trailer; `None` on overflow (only for
+    /// corrupt handles).
+    pub fn end(&self) -> Option<u64> {
+        self.offset
+            .checked_add(self.size)?
+            .checked_add(BLOCK_TRAILER_LEN as u64)
+    }
+
+    fn encode_fixed(&self, dst: &mut Vec<u8>) {
+        dst.extend_from_slice(&self.offset.to_le_bytes());
+        dst.extend_from_slice(&self.size.to_le_bytes());
+    }
+
+    fn decode_fixed(src: &mut &[u8]) -> Option<BlockHandle> {
+        Some(BlockHandle {
+            offset: get_u64(src)?,
+            size: get_u64(src)?,
+        })
+    }
+}
+
+/// The trailer written after `contents`: type byte then the masked CRC32C of
+/// contents ++ type byte (so a flipped type byte is caught too).
+pub fn block_trailer(contents: &[u8]) -> [u8; BLOCK_TRAILER_LEN] {
+    let crc = masked_crc2(contents, &[COMPRESSION_NONE]);
+    let c = crc.to_le_bytes();
+    [COMPRESSION_NONE, c[0], c[1], c[2], c[3]]
+}
+
+/// Checks the trailer of a raw block (contents ++ trailer) and returns the
+/// contents.
+pub fn check_block(raw: &[u8]) -> DecodeResult<&[u8]> {
+    let split = raw
+        .len()
+        .checked_sub(BLOCK_TRAILER_LEN)
+        .ok_or("block shorter than its trailer")?;
+    let (contents, trailer) = raw.split_at(split);
+    let mut t = trailer;
+    let (&kind, rest) = t.split_first().ok_or("missing block type")?;
+    t = rest;
+    let stored = get_u32(&mut t).ok_or("missing block checksum")?;
+    if masked_crc2(contents, &[kind]) != stored {
+        return Err("block checksum mismatch");
+    }
+    if kind != COMPRESSION_NONE {
+        return Err("unknown block compression type");
+    }
+    Ok(contents)
+}
+
+/// The fixed-size footer: where the metadata blocks are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footer {
+    /// The Bloom filter block (size 0 = no filter).
+    pub filter: BlockHandle,
+    /// The index (fence pointer) block.
+    pub index: BlockHandle,
+    /// The properties block.
+    pub properties: BlockHandle,
+}
+
+impl Footer {
+    /// Encodes exactly [`FOOTER_LEN`] bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FOOTER_LEN);
+        self.filter.encode_fixed(&mut out);
+        self.index.encode_fixed(&mut out);
+        self.properties.encode_fixed(&mut out);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let crc = masked_crc(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out
+    }
+
+    /// Decodes and checks magic, checksum and version.
+    pub fn decode(raw: &[u8]) -> DecodeResult<Footer> {
+        if raw.len() != FOOTER_LEN {
+            return Err("footer has the wrong length");
+        }
+        let (covered, rest) = raw.split_at(52);
+        let mut rest = rest;
+        let crc = get_u32(&mut rest).ok_or("short footer")?;
+        let magic = get_u64(&mut rest).ok_or("short footer")?;
+        if magic != MAGIC {
+            return Err("bad magic number (not an SST, or truncated)");
+        }
+        if masked_crc(covered) != crc {
+            return Err("footer checksum mismatch");
+        }
+        let mut cur = covered;
+        let filter = BlockHandle::decode_fixed(&mut cur).ok_or("short footer")?;
+        let index = BlockHandle::decode_fixed(&mut cur).ok_or("short footer")?;
+        let properties = BlockHandle::decode_fixed(&mut cur).ok_or("short footer")?;
+        let version = get_u32(&mut cur).ok_or("short footer")?;
+        if version != FORMAT_VERSION {
+            return Err("unsupported format version");
+        }
+        Ok(Footer {
+            filter,
+            index,
+            properties,
+        })
+    }
+}
+
+/// A fence pointer: the key range and location of one data block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// First internal key in the block.
+    pub first_key: Vec<u8>,
+    /// Last internal key in the block.
+    pub last_key: Vec<u8>,
+    /// Where the block is.
+    pub handle: BlockHandle,
+}
+
+/// Encodes the index block: varint count, then per entry first key, last key
+/// (both varint-length-prefixed), varint offset, varint size.
+pub fn encode_index(entries: &[IndexEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_varint(&mut out, entries.len() as u64);
+    for e in entries {
+        put_bytes(&mut out, &e.first_key);
+        put_bytes(&mut out, &e.last_key);
+        put_varint(&mut out, e.handle.offset);
+        put_varint(&mut out, e.handle.size);
+    }
+    out
+}
+
+/// Decodes the index block and checks that it describes a well-formed data
+/// region `[0, data_end)`: contiguous blocks in strictly increasing key order.
+pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<Vec<IndexEntry>> {
+    let mut cur = contents;
+    let count = get_varint(&mut cur).ok_or("bad index entry count")?;
+    // Each entry takes at least 4 bytes, so a count larger than that is a lie;
+    // checking first keeps a corrupt count from driving a huge allocation.
+    if count > (cur.len() / 4) as u64 {
+        return Err("index entry count exceeds block size");
+    }
+    let mut entries: Vec<IndexEntry> = Vec::with_capacity(count as usize);
+    let mut expected_offset = 0u64;
+    for _ in 0..count {
+        let first_key = get_bytes(&mut cur).ok_or("bad index first key")?.to_vec();
+        let last_key = get_bytes(&mut cur).ok_or("bad index last key")?.to_vec();
+        let offset = get_varint(&mut cur).ok_or("bad index block offset")?;
+        let size = get_varint(&mut cur).ok_or("bad index block size")?;
+        if parse_internal_key(&first_key).is_none() || parse_internal_key(&last_key).is_none() {
+            return Err("index key is not a valid internal key");
+        }
+        if compare_internal(&first_key, &last_key).is_gt() {
+            return Err("index entry first key after last key");
+        }
+        if let Some(prev) = entries.last() {
+            if !compare_internal(&prev.last_key, &first_key).is_lt() {
+                return Err("index entries out of order");
+            }
+        }
+        let handle = BlockHandle { offset, size };
+        if offset != expected_offset || size < 8 {
+            return Err("index block handle does not follow the previous block");
+        }
+        expected_offset = handle.end().ok_or("index block handle overflows")?;
+        entries.push(IndexEntry {
+            first_key,
+            last_key,
+            handle,
+        });
+    }
+    if !cur.is_empty() {
+        return Err("trailing bytes after index entries");
+    }
+    if expected_offset != data_end {
+        return Err("index does not cover the data region");
+    }
+    Ok(entries)
+}
+
+/// Encodes the properties that are stored (everything but `file_size`, which
+/// the reader takes from the file itself).
+pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_bytes(&mut out, &p.smallest_key);
+    put_bytes(&mut out, &p.largest_key);
+    put_varint(&mut out, p.entries);
+    put_varint(&mut out, p.tombstones);
+    match p.oldest_tombstone_time {
+        Some(t) => {
+            out.push(1);
+            put_varint(&mut out, t);
+        }
+        None => out.push(0),
+    }
+    put_varint(&mut out, p.creation_time);
+    put_varint(&mut out, p.smallest_seq);
+    put_varint(&mut out, p.largest_seq);
+    put_varint(&mut out, p.data_bytes);
+    put_varint(&mut out, p.index_bytes);
+    put_varint(&mut out, p.filter_bytes);
+    out.extend_from_slice(&p.bloom_bits_per_key.to_bits().to_le_bytes());
+    put_varint(&mut out, p.raw_key_bytes);
+    put_varint(&mut out, p.raw_value_bytes);
+    out
+}
+
+/// Inverse of [`encode_properties`]; `file_size` is filled in by the caller.
+pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
+    let mut cur = contents;
+    let c = &mut cur;
+    let bad = "malformed properties block";
+    let smallest_key = get_bytes(c).ok_or(bad)?.to_vec();
+    let largest_key = get_bytes(c).ok_or(bad)?.to_vec();
+    let entries = get_varint(c).ok_or(bad)?;
+    let tombstones = get_varint(c).ok_or(bad)?;
+    let (&flag, rest) = c.split_first().ok_or(bad)?;
+    *c = rest;
+    let oldest_tombstone_time = match flag {
+        0 => None,
+        1 => Some(get_varint(c).ok_or(bad)?),
+        _ => return Err(bad),
+    };
+    let creation_time = get_varint(c).ok_or(bad)?;
+    let smallest_seq = get_varint(c).ok_or(bad)?;
+    let largest_seq = get_varint(c).ok_or(bad)?;
+    let data_bytes = get_varint(c).ok_or(bad)?;
+    let index_bytes = get_varint(c).ok_or(bad)?;
+    let filter_bytes = get_varint(c).ok_or(bad)?;
+    let bloom_bits_per_key = f64::from_bits(get_u64(c).ok_or(bad)?);
+    let raw_key_bytes = get_varint(c).ok_or(bad)?;
+    let raw_value_bytes = get_varint(c).ok_or(bad)?;
+    if !c.is_empty() {
+        return Err("trailing bytes after properties");
+    }
+    if tombstones > entries || smallest_seq > largest_seq || smallest_key > largest_key {
+        return Err("inconsistent properties");
+    }
+    Ok(TableProperties {
+        smallest_key,
+        largest_key,
+        entries,
+        tombstones,
+        oldest_tombstone_time,
+        creation_time,
+        smallest_seq,
+        largest_seq,
+        file_size: 0,
+        data_bytes,
+        index_bytes,
+        filter_bytes,
+        bloom_bits_per_key,
+        raw_key_bytes,
+        raw_value_bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_roundtrip_and_checks() {
+        let f = Footer {
+            filter: BlockHandle {
+                offset: 10,
+                size: 20,
+            },
+            index: BlockHandle {
+                offset: 35,
+                size: 7,
+            },
+            properties: BlockHandle {
+                offset: 47,
+                size: 9,
+            },
+        };
+        let raw = f.encode();
+        assert_eq!(raw.len(), FOOTER_LEN);
+        assert_eq!(Footer::decode(&raw), Ok(f));
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 0x10;
+            assert!(Footer::decode(&bad).is_err(), "flip at {i} undetected");
+        }
+    }
+
+    #[test]
+    fn trailer_detects_flips() {
+        let contents = b"hello block".to_vec();
+        let mut raw = contents.clone();
+        raw.extend_from_slice(&block_trailer(&contents));
+        assert_eq!(check_block(&raw), Ok(&contents[..]));
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 1;
+            assert!(check_block(&bad).is_err());
+        }
+        assert!(check_block(&raw[..3]).is_err());
+    }
+
+    #[test]
+    fn properties_roundtrip() {
+        let p = TableProperties {
+            smallest_key: b"a".to_vec(),
+            largest_key: b"z".to_vec(),
+            entries: 10,
+            tombstones: 2,
+            oldest_tombstone_time: Some(123),
+            creation_time: 456,
+            smallest_seq: 1,
+            largest_seq: 99,
+            file_size: 0,
+            data_bytes: 1000,
+            index_bytes: 50,
+            filter_bytes: 20,
+            bloom_bits_per_key: 7.5,
+            raw_key_bytes: 300,
+            raw_value_bytes: 700,
+        };
+        assert_eq!(decode_properties(&encode_properties(&p)), Ok(p));
+    }
+}

@@ -1,0 +1,502 @@
+//! Reading a table: the footer, index, filter and properties are loaded and
+//! validated at open; data blocks are read on demand through the block cache.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
+use crate::stats::{BlockKind, IoStats};
+use crate::vfs::RandomAccessFile;
+
+use super::block::{Block, BlockIter};
+use super::bloom::BloomFilter;
+use super::format::{
+    check_block, decode_index, decode_properties, BlockHandle, DecodeResult, Footer, IndexEntry,
+    FOOTER_LEN,
+};
+use super::TableProperties;
+
+/// An open, immutable table. Cheap to share (`Arc<Table>`); all methods take
+/// `&self` and are safe to call from many threads.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    file_id: u64,
+    file_name: String,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<IoStats>,
+    footer: Footer,
+    index: Vec<IndexEntry>,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("file_id", &self.file_id)
+            .field("file_name", &self.file_name)
+            .field("blocks", &self.index.len())
+            .field("entries", &self.props.entries)
+            .finish()
+    }
+}
+
+fn kind_idx(kind: BlockKind) -> usize {
+    IoStats::kind_index(kind)
+}
+
+/// Reads `handle`'s block plus trailer from `file`, checks it and returns the
+/// contents; the caller has checked the handle lies inside the file.
+fn read_checked(
+    file: &dyn RandomAccessFile,
+    file_name: &str,
+    stats: &IoStats,
+    handle: BlockHandle,
+) -> Result<Vec<u8>> {
+    let total = handle
+        .end()
+        .and_then(|end| end.checked_sub(handle.offset))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::corruption(file_name, handle.offset, "block length overflows"))?;
+    let mut raw = vec![0u8; total];
+    file.read_exact_at(&mut raw, handle.offset)?;
+    stats.blocks_read.inc();
+    stats.bytes_read.add(total as u64);
+    let len = check_block(&raw)
+        .map_err(|r| Error::corruption(file_name, handle.offset, r))?
+        .len();
+    raw.truncate(len);
+    Ok(raw)
+}
+
+impl Table {
+    /// Opens a table: reads the footer, checks that the metadata blocks tile
+    /// the file exactly (data | filter | index | properties | footer), then
+    /// loads and validates index, filter and properties. A file that is
+    /// truncated, extended or damaged anywhere in those parts fails here with
+    /// `Corruption`; data blocks are checked when read.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_id: u64,
+        file_name: String,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<IoStats>,
+    ) -> Result<Arc<Table>> {
+        let len = file.len();
+        let corrupt =
+            |offset: u64, reason: &str| Error::corruption(file_name.as_str(), offset, reason);
+        let footer_offset = len
+            .checked_sub(FOOTER_LEN as u64)
+            .ok_or_else(|| corrupt(0, "file shorter than an SST footer"))?;
+        let mut raw_footer = vec![0u8; FOOTER_LEN];
+        file.read_exact_at(&mut raw_footer, footer_offset)?;
+        stats.bytes_read.add(FOOTER_LEN as u64);
+        let footer = Footer::decode(&raw_footer).map_err(|r| corrupt(footer_offset, r))?;
+
+        // The layout is fixed, so every handle must start where the previous
+        // part ends; this bounds every length by the file size before any
+        // allocation.
+        let layout_ok = footer.index.offset == footer.filter.end().unwrap_or(u64::MAX)
+            && footer.properties.offset == footer.index.end().unwrap_or(u64::MAX)
+            && footer.properties.end() == Some(footer_offset);
+        if !layout_ok {
+            return Err(corrupt(
+                footer_offset,
+                "footer handles do not tile the file",
+            ));
+        }
+
+        let props_raw = read_checked(file.as_ref(), &file_name, &stats, footer.properties)?;
+        let mut props =
+            decode_properties(&props_raw).map_err(|r| corrupt(footer.properties.offset, r))?;
+        props.file_size = len;
+
+        let index_raw = read_checked(file.as_ref(), &file_name, &stats, footer.index)?;
+        stats.cache_misses[kind_idx(BlockKind::Index)].inc();
+        let index = decode_index(&index_raw, footer.filter.offset)
+            .and_then(|index| check_index_against_props(&index, &props).map(|()| index))
+            .map_err(|r| corrupt(footer.index.offset, r))?;
+
+        let filter_raw = read_checked(file.as_ref(), &file_name, &stats, footer.filter)?;
+        let filter = if filter_raw.is_empty() {
+            None
+        } else {
+            stats.cache_misses[kind_idx(BlockKind::Filter)].inc();
+            Some(BloomFilter::decode(&filter_raw).map_err(|r| corrupt(footer.filter.offset, r))?)
+        };
+
+        Ok(Arc::new(Table {
+            file,
+            file_id,
+            file_name,
+            cache,
+            stats,
+            footer,
+            index,
+            filter,
+            props,
+        }))
+    }
+
+    /// The table's properties (with `file_size` = the file's length).
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// The id the table was opened with (the block cache key).
+    pub fn file_id(&self) -> u64 {
+        self.file_id
+    }
+
+    /// Number of data blocks (fence pointers in the index).
+    pub fn num_data_blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The name used in errors.
+    pub fn file_name(&self) -> &str {
+        &self.file_name
+    }
+
+    fn corrupt_block(&self, block_idx: usize, reason: &str) -> Error {
+        let offset = self.index.get(block_idx).map_or(0, |e| e.handle.offset);
+        Error::corruption(self.file_name.as_str(), offset, reason)
+    }
+
+    /// Data block `idx`, from the cache or the file. `fill_cache = false`
+    /// (scans, verification) avoids evicting the hot set for blocks that will
+    /// not be read again.
+    fn data_block(&self, idx: usize, fill_cache: bool) -> Result<Arc<Block>> {
+        let handle = self
+            .index
+            .get(idx)
+            .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?
+            .handle;
+        let data = kind_idx(BlockKind::Data);
+        if let Some(cache) = &self.cache {
+            if let Some(b) = cache.get(self.file_id, handle.offset) {
+                self.stats.cache_hits[data].inc();
+                return Ok(b);
+            }
+        }
+        self.stats.cache_misses[data].inc();
+        let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
+        let block = Arc::new(
+            Block::new(contents)
+                .map_err(|r| Error::corruption(self.file_name.as_str(), handle.offset, r))?,
+        );
+        if fill_cache {
+            if let Some(cache) = &self.cache {
+                cache.insert(self.file_id, handle.offset, block.clone());
+            }
+        }
+        Ok(block)
+    }
+
+    /// Index of the first block whose last key is `>= target` (== number of
+    /// blocks if none): the only block that can hold the first entry `>= target`.
+    fn find_block(&self, target: &[u8]) -> usize {
+        self.index
+            .partition_point(|e| compare_internal(&e.last_key, target).is_lt())
+    }
+
+    /// The first entry `>= target` if it belongs to `user_key`.
+    fn find_entry(
+        &self,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
+        let idx = self.find_block(target);
+        if idx >= self.index.len() {
+            return Ok(None);
+        }
+        let mut it = BlockIter::new(self.data_block(idx, true)?);
+        it.seek(target).map_err(|r| self.corrupt_block(idx, r))?;
+        if !it.valid() {
+            return Err(self.corrupt_block(idx, "block ends before its indexed last key"));
+        }
+        let parsed = parse_internal_key(it.key())
+            .ok_or_else(|| self.corrupt_block(idx, "entry key is not a valid internal key"))?;
+        if parsed.user_key != user_key {
+            return Ok(None);
+        }
+        Ok(Some((parsed.kind, parsed.seq, it.value().to_vec())))
+    }
+
+    /// Newest entry for `user_key` with `seq <= snapshot_seq`: `(kind, seq,
+    /// value)`. The Bloom filter is consulted first; when it says "maybe" but
+    /// the file holds no version of the key at all, that is counted as a false
+    /// positive (a key present only in versions newer than the snapshot is not).
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        snapshot_seq: u64,
+    ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
+        if let Some(filter) = &self.filter {
+            self.stats.cache_hits[kind_idx(BlockKind::Filter)].inc();
+            self.stats.bloom_probes.inc();
+            if !filter.may_contain(user_key) {
+                self.stats.bloom_negatives.inc();
+                return Ok(None);
+            }
+        }
+        self.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
+        let found = self.find_entry(&seek_key(user_key, snapshot_seq), user_key)?;
+        if found.is_none() && self.filter.is_some() {
+            let present = snapshot_seq < MAX_SEQ
+                && self
+                    .find_entry(&seek_key(user_key, MAX_SEQ), user_key)?
+                    .is_some();
+            if !present {
+                self.stats.bloom_false_positives.inc();
+            }
+        }
+        Ok(found)
+    }
+
+    /// Pure filter check (no statistics): false only if the key is certainly
+    /// absent. Always true for a table without a filter.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            Some(f) => f.may_contain(user_key),
+            None => true,
+        }
+    }
+
+    /// An iterator over every entry; data blocks are read lazily and cached.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(self.clone(), true)
+    }
+
+    /// Like [`Table::iter`], but blocks read from the file are not inserted
+    /// into the block cache (for compaction inputs and full scans, which would
+    /// otherwise flush the cache's hot set). Cached blocks are still used.
+    pub fn iter_no_fill(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(self.clone(), false)
+    }
+
+    /// Re-reads the whole file, bypassing the cache, and checks every block's
+    /// checksum and structure, key order across the whole table, the index's
+    /// fence keys, that the filter holds every key, and the entry/tombstone/
+    /// sequence counts of the properties. Returns the first problem found.
+    pub fn verify(&self) -> Result<()> {
+        let len = self.file.len();
+        let footer_offset = len
+            .checked_sub(FOOTER_LEN as u64)
+            .ok_or_else(|| Error::corruption(self.file_name.as_str(), 0, "file shrank"))?;
+        let mut raw_footer = vec![0u8; FOOTER_LEN];
+        self.file.read_exact_at(&mut raw_footer, footer_offset)?;
+        let footer = Footer::decode(&raw_footer)
+            .map_err(|r| Error::corruption(self.file_name.as_str(), footer_offset, r))?;
+        if footer != self.footer || len != self.props.file_size {
+            return Err(Error::corruption(
+                self.file_name.as_str(),
+                footer_offset,
+                "footer changed since open",
+            ));
+        }
+        for handle in [footer.filter, footer.index, footer.properties] {
+            read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
+        }
+
+        let mut prev: Option<Vec<u8>> = None;
+        let (mut entries, mut tombstones) = (0u64, 0u64);
+        let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
+        for entry in &self.index {
+            let bad = |r: &str| Error::corruption(self.file_name.as_str(), entry.handle.offset, r);
+            let contents = read_checked(
+                self.file.as_ref(),
+                &self.file_name,
+                &self.stats,
+                entry.handle,
+            )?;
+            let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
+            it.seek_to_first().map_err(bad)?;
+            if it.key() != entry.first_key.as_slice() {
+                return Err(bad("first key differs from the index"));
+            }
+            while it.valid() {
+                let parsed = parse_internal_key(it.key()).ok_or_else(|| bad("bad internal key"))?;
+                if let Some(p) = &prev {
+                    if !compare_internal(p, it.key()).is_lt() {
+                        return Err(bad("keys out of order"));
+                    }
+                }
+                if !self.may_contain(parsed.user_key) {
+                    return Err(Error::corruption(
+                        self.file_name.as_str(),
+                        self.footer.filter.offset,
+                        "filter is missing a key of the table",
+                    ));
+                }
+                entries += 1;
+                if parsed.kind == ValueKind::Delete {
+                    tombstones += 1;
+                }
+                min_seq = min_seq.min(parsed.seq);
+                max_seq = max_seq.max(parsed.seq);
+                prev = Some(it.key().to_vec());
+                it.next().map_err(bad)?;
+            }
+            if prev.as_deref() != Some(entry.last_key.as_slice()) {
+                return Err(bad("last key differs from the index"));
+            }
+        }
+        let p = &self.props;
+        let seqs_ok = entries == 0 || (p.smallest_seq == min_seq && p.largest_seq == max_seq);
+        if entries != p.entries || tombstones != p.tombstones || !seqs_ok {
+            return Err(Error::corruption(
+                self.file_name.as_str(),
+                self.footer.properties.offset,
+                "properties disagree with the data",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `(1 - e^{-k n / m})^k` for this table's filter; 1.0 without a filter.
+    pub fn bloom_fpr_theoretical(&self) -> f64 {
+        self.filter
+            .as_ref()
+            .map_or(1.0, BloomFilter::fpr_theoretical)
+    }
+}
+
+/// Cross-checks the index against the properties block (each checksummed on
+/// its own, so a disagreement means a bad writer or a crafted file).
+fn check_index_against_props(index: &[IndexEntry], props: &TableProperties) -> DecodeResult<()> {
+    match (index.first(), index.last()) {
+        (None, None) if props.entries == 0 => Ok(()),
+        (Some(first), Some(last))
+            if props.entries >= index.len() as u64
+                && crate::key::user_key(&first.first_key) == props.smallest_key.as_slice()
+                && crate::key::user_key(&last.last_key) == props.largest_key.as_slice() =>
+        {
+            Ok(())
+        }
+        _ => Err("index disagrees with the properties block"),
+    }
+}
+
+/// A forward iterator over a table; owns an `Arc<Table>` so it is `'static`.
+/// After an error it is invalid; the error names the file and block offset.
+pub struct TableIterator {
+    table: Arc<Table>,
+    fill_cache: bool,
+    block_idx: usize,
+    iter: Option<BlockIter>,
+}
+
+impl fmt::Debug for TableIterator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableIterator")
+            .field("file_id", &self.table.file_id)
+            .field("block_idx", &self.block_idx)
+            .field("valid", &self.valid())
+            .finish()
+    }
+}
+
+impl TableIterator {
+    fn new(table: Arc<Table>, fill_cache: bool) -> Self {
+        TableIterator {
+            table,
+            fill_cache,
+            block_idx: 0,
+            iter: None,
+        }
+    }
+
+    /// Loads block `idx` (or becomes exhausted past the last block).
+    fn load_block(&mut self, idx: usize) -> Result<bool> {
+        self.iter = None;
+        self.block_idx = idx;
+        if idx >= self.table.index.len() {
+            return Ok(false);
+        }
+        let block = self.table.data_block(idx, self.fill_cache)?;
+        self.iter = Some(BlockIter::new(block));
+        Ok(true)
+    }
+
+    fn block_err(&mut self, reason: &str) -> Error {
+        self.iter = None;
+        self.table.corrupt_block(self.block_idx, reason)
+    }
+
+    /// Moves past exhausted blocks to the first entry of the next non-empty one.
+    fn skip_exhausted(&mut self) -> Result<()> {
+        while self.iter.as_ref().is_some_and(|it| !it.valid()) {
+            if !self.load_block(self.block_idx + 1)? {
+                return Ok(());
+            }
+            let res = self.iter.as_mut().map_or(Ok(()), BlockIter::seek_to_first);
+            if let Err(r) = res {
+                return Err(self.block_err(r));
+            }
+        }
+        Ok(())
+    }
+
+    fn guard(&mut self, res: Result<()>) -> Result<()> {
+        if res.is_err() {
+            self.iter = None;
+        }
+        res
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.iter.as_ref().is_some_and(BlockIter::valid)
+    }
+
+    fn key(&self) -> &[u8] {
+        self.iter.as_ref().map_or(&[], BlockIter::key)
+    }
+
+    fn value(&self) -> &[u8] {
+        self.iter.as_ref().map_or(&[], BlockIter::value)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let Some(it) = self.iter.as_mut() else {
+            return Ok(());
+        };
+        if !it.valid() {
+            return Ok(());
+        }
+        if let Err(r) = it.next() {
+            return Err(self.block_err(r));
+        }
+        let res = self.skip_exhausted();
+        self.guard(res)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.table.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
+        let idx = self.table.find_block(target);
+        let res = self.load_block(idx);
+        self.guard(res.map(|_| ()))?;
+        let res = self.iter.as_mut().map_or(Ok(()), |it| it.seek(target));
+        if let Err(r) = res {
+            return Err(self.block_err(r));
+        }
+        let res = self.skip_exhausted();
+        self.guard(res)
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let res = self.load_block(0);
+        self.guard(res.map(|_| ()))?;
+        let res = self.iter.as_mut().map_or(Ok(()), BlockIter::seek_to_first);
+        if let Err(r) = res {
+            return Err(self.block_err(r));
+        }
+        let res = self.skip_exhausted();
+        self.guard(res)
+    }
+}

@@ -1,0 +1,547 @@
+//! Table-level tests: round trips against a `BTreeMap` oracle, filters,
+//! corruption and truncation, and the cache interplay.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+use crate::cache::BlockCache;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{make_internal_key, parse_internal_key, seek_key, InternalKey, ValueKind};
+use crate::stats::IoStats;
+use crate::vfs::{OsFs, RandomAccessFile, Vfs};
+
+/// An in-memory file, so corruption tests can mutate bytes cheaply.
+#[derive(Debug)]
+struct VecFile(Vec<u8>);
+
+impl RandomAccessFile for VecFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let end = start.checked_add(buf.len());
+        match end.and_then(|e| self.0.get(start..e)) {
+            Some(src) => {
+                buf.copy_from_slice(src);
+                Ok(())
+            }
+            None => Err(crate::Error::io(
+                "read",
+                "vecfile",
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            )),
+        }
+    }
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+}
+
+type Oracle = BTreeMap<InternalKey, Vec<u8>>;
+
+fn write_table(dir: &Path, name: &str, opts: TableOptions, data: &Oracle) -> TableProperties {
+    let file = OsFs.create(&dir.join(name)).unwrap();
+    let mut b = TableBuilder::new(file, opts, name.to_string());
+    for (k, v) in data {
+        b.add(&k.0, v).unwrap();
+    }
+    assert_eq!(b.num_entries(), data.len() as u64);
+    b.finish(1_000, Some(500)).unwrap()
+}
+
+fn open(dir: &Path, name: &str, cache: Option<Arc<BlockCache>>, stats: Arc<IoStats>) -> Arc<Table> {
+    let f = OsFs.open_read(&dir.join(name)).unwrap();
+    Table::open(f, 1, name.to_string(), cache, stats).unwrap()
+}
+
+/// Random keys with several versions each and some tombstones.
+fn random_data(rng: &mut StdRng, n_keys: usize) -> Oracle {
+    let mut data = Oracle::new();
+    let mut seq = 1u64;
+    for _ in 0..n_keys {
+        let klen = rng.gen_range(1..24);
+        let key: Vec<u8> = (0..klen).map(|_| rng.gen_range(b'a'..=b'h')).collect();
+        for _ in 0..rng.gen_range(1..4) {
+            seq += rng.gen_range(1..5);
+            let kind = if rng.gen_bool(0.2) {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
+            let value: Vec<u8> = if kind == ValueKind::Put {
+                (0..rng.gen_range(0..100)).map(|_| rng.gen()).collect()
+            } else {
+                Vec::new()
+            };
+            data.insert(InternalKey(make_internal_key(&key, seq, kind)), value);
+        }
+    }
+    data
+}
+
+/// What `get` must return according to the oracle.
+fn oracle_get(data: &Oracle, user_key: &[u8], snap: u64) -> Option<(ValueKind, u64, Vec<u8>)> {
+    let target = InternalKey(seek_key(user_key, snap));
+    let (k, v) = data.range(target..).next()?;
+    let p = parse_internal_key(&k.0)?;
+    (p.user_key == user_key).then(|| (p.kind, p.seq, v.clone()))
+}
+
+fn collect(it: &mut TableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+#[test]
+fn round_trip_against_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(42);
+    let data = random_data(&mut rng, 3000);
+    let opts = TableOptions {
+        block_size: 512,
+        ..TableOptions::default()
+    };
+    let props = write_table(dir.path(), "t.sst", opts, &data);
+    let stats = Arc::new(IoStats::default());
+    let cache = BlockCache::new(1 << 20);
+    let table = open(dir.path(), "t.sst", Some(cache.clone()), stats.clone());
+    assert_eq!(table.properties(), &props);
+    assert_eq!(props.entries, data.len() as u64);
+    let tomb = data.keys().filter(|k| k.0[k.0.len() - 8] == 0).count() as u64;
+    assert_eq!(props.tombstones, tomb);
+    assert_eq!(props.oldest_tombstone_time, Some(500));
+    assert_eq!(props.creation_time, 1_000);
+    let first = parse_internal_key(&data.keys().next().unwrap().0).unwrap();
+    let last = parse_internal_key(&data.keys().last().unwrap().0).unwrap();
+    assert_eq!(props.smallest_key, first.user_key);
+    assert_eq!(props.largest_key, last.user_key);
+    assert!(table.num_data_blocks() > 10, "want many blocks");
+    table.verify().unwrap();
+
+    // Full iteration.
+    let mut it = table.iter();
+    it.seek_to_first().unwrap();
+    let all = collect(&mut it);
+    let expect: Vec<_> = data.iter().map(|(k, v)| (k.0.clone(), v.clone())).collect();
+    assert_eq!(all, expect);
+
+    // Point lookups at various snapshots, present and absent keys.
+    let max_seq = props.largest_seq;
+    for (k, _) in data.iter().step_by(3) {
+        let p = parse_internal_key(&k.0).unwrap();
+        for snap in [
+            p.seq,
+            p.seq.saturating_sub(1),
+            p.seq + 1,
+            max_seq,
+            u64::MAX,
+            0,
+        ] {
+            assert_eq!(
+                table.get(p.user_key, snap).unwrap(),
+                oracle_get(&data, p.user_key, snap),
+                "key {:?} snap {snap}",
+                p.user_key
+            );
+        }
+    }
+    for _ in 0..2000 {
+        let key: Vec<u8> = (0..rng.gen_range(0..6))
+            .map(|_| rng.gen_range(b'a'..=b'i'))
+            .collect();
+        let snap = rng.gen_range(0..max_seq + 2);
+        assert_eq!(
+            table.get(&key, snap).unwrap(),
+            oracle_get(&data, &key, snap)
+        );
+    }
+
+    // Seeks to random targets, then a few steps.
+    for _ in 0..2000 {
+        let key: Vec<u8> = (0..rng.gen_range(0..6))
+            .map(|_| rng.gen_range(b'a'..=b'i'))
+            .collect();
+        let target = seek_key(&key, rng.gen_range(0..max_seq + 2));
+        it.seek(&target).unwrap();
+        let mut exp = data.range(InternalKey(target.clone())..);
+        for _ in 0..3 {
+            match exp.next() {
+                Some((k, v)) => {
+                    assert!(it.valid());
+                    assert_eq!(it.key(), &k.0[..]);
+                    assert_eq!(it.value(), &v[..]);
+                    it.next().unwrap();
+                }
+                None => {
+                    assert!(!it.valid());
+                    break;
+                }
+            }
+        }
+    }
+    assert!(stats.cache_hits[0].get() > 0);
+    assert!(cache.usage() > 0);
+}
+
+#[test]
+fn empty_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let props = write_table(dir.path(), "e.sst", TableOptions::default(), &Oracle::new());
+    assert_eq!(props.entries, 0);
+    let table = open(dir.path(), "e.sst", None, Arc::new(IoStats::default()));
+    assert_eq!(table.properties(), &props);
+    assert_eq!(table.get(b"x", u64::MAX).unwrap(), None);
+    let mut it = table.iter();
+    it.seek_to_first().unwrap();
+    assert!(!it.valid());
+    it.seek(&seek_key(b"", 0)).unwrap();
+    assert!(!it.valid());
+    table.verify().unwrap();
+}
+
+#[test]
+fn builder_rejects_bad_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = OsFs.create(&dir.path().join("x.sst")).unwrap();
+    let mut b = TableBuilder::new(file, TableOptions::default(), "x.sst".into());
+    b.add(&make_internal_key(b"b", 5, ValueKind::Put), b"v")
+        .unwrap();
+    let dup = make_internal_key(b"b", 5, ValueKind::Put);
+    assert!(matches!(
+        b.add(&dup, b"v"),
+        Err(crate::Error::InvalidArgument(_))
+    ));
+    let older_first = make_internal_key(b"a", 1, ValueKind::Put);
+    assert!(matches!(
+        b.add(&older_first, b"v"),
+        Err(crate::Error::InvalidArgument(_))
+    ));
+    let newer_same = make_internal_key(b"b", 6, ValueKind::Put);
+    assert!(b.add(&newer_same, b"v").is_err());
+    assert!(b.add(b"short", b"v").is_err());
+    b.add(&make_internal_key(b"b", 4, ValueKind::Delete), b"")
+        .unwrap();
+    assert!(b.estimated_size() > 0);
+    let props = b.finish(1, None).unwrap();
+    assert_eq!((props.entries, props.tombstones), (2, 1));
+}
+
+#[test]
+fn bloom_filter_behaviour() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = Oracle::new();
+    for i in 0..10_000u32 {
+        data.insert(
+            InternalKey(make_internal_key(
+                format!("key{i:06}").as_bytes(),
+                1,
+                ValueKind::Put,
+            )),
+            b"v".to_vec(),
+        );
+    }
+    write_table(dir.path(), "b.sst", TableOptions::default(), &data);
+    let stats = Arc::new(IoStats::default());
+    let table = open(dir.path(), "b.sst", None, stats.clone());
+    for i in 0..10_000u32 {
+        let k = format!("key{i:06}");
+        assert!(table.may_contain(k.as_bytes()));
+    }
+    let theory = table.bloom_fpr_theoretical();
+    assert!((0.005..0.012).contains(&theory), "theory {theory}");
+    let trials = 50_000u32;
+    let mut fp = 0;
+    for i in 0..trials {
+        // Interleaved absent keys, inside the table's key range.
+        let k = format!("key{:06}x", i % 10_000);
+        if table.get(k.as_bytes(), u64::MAX).unwrap().is_some() {
+            panic!("absent key found");
+        }
+        if table.may_contain(k.as_bytes()) {
+            fp += 1;
+        }
+    }
+    let measured = fp as f64 / f64::from(trials);
+    assert!(
+        measured < theory * 1.6 && measured > theory * 0.4,
+        "measured {measured} theory {theory}"
+    );
+    assert_eq!(stats.bloom_probes.get(), u64::from(trials));
+    assert_eq!(stats.bloom_false_positives.get(), fp as u64);
+    assert_eq!(stats.bloom_negatives.get(), u64::from(trials) - fp as u64);
+
+    // A key present only in versions newer than the snapshot is not a false positive.
+    let before = stats.bloom_false_positives.get();
+    let mut d2 = Oracle::new();
+    d2.insert(
+        InternalKey(make_internal_key(b"k", 10, ValueKind::Put)),
+        b"v".to_vec(),
+    );
+    write_table(dir.path(), "c.sst", TableOptions::default(), &d2);
+    let t2 = open(dir.path(), "c.sst", None, stats.clone());
+    assert_eq!(t2.get(b"k", 5).unwrap(), None);
+    assert_eq!(stats.bloom_false_positives.get(), before);
+
+    // bits_per_key = 0: no filter.
+    write_table(
+        dir.path(),
+        "n.sst",
+        TableOptions {
+            bloom_bits_per_key: 0.0,
+            ..TableOptions::default()
+        },
+        &d2,
+    );
+    let t3 = open(dir.path(), "n.sst", None, stats.clone());
+    assert!(t3.may_contain(b"anything"));
+    assert_eq!(t3.bloom_fpr_theoretical(), 1.0);
+    let probes = stats.bloom_probes.get();
+    assert_eq!(
+        t3.get(b"k", 20).unwrap(),
+        Some((ValueKind::Put, 10, b"v".to_vec()))
+    );
+    assert_eq!(stats.bloom_probes.get(), probes);
+}
+
+/// Checks that a table opened from `bytes` never yields a wrong answer:
+/// every operation gives the right result or `Corruption`, and `verify`
+/// reports `Corruption` whenever `must_fail`.
+fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
+    let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
+    let table = match Table::open(
+        file,
+        9,
+        "dmg.sst".into(),
+        None,
+        Arc::new(IoStats::default()),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(e.is_corruption(), "{what}: open gave {e}");
+            return;
+        }
+    };
+    match table.verify() {
+        Ok(()) => assert!(!must_fail, "{what}: verify missed the damage"),
+        Err(e) => assert!(e.is_corruption(), "{what}: verify gave {e}"),
+    }
+    for k in data.keys() {
+        let p = parse_internal_key(&k.0).unwrap();
+        match table.get(p.user_key, u64::MAX) {
+            Ok(got) => assert_eq!(got, oracle_get(data, p.user_key, u64::MAX), "{what}"),
+            Err(e) => assert!(e.is_corruption(), "{what}: get gave {e}"),
+        }
+    }
+    let mut it = table.iter();
+    let mut expect = data.iter();
+    let mut res = it.seek_to_first();
+    loop {
+        match res {
+            Err(e) => {
+                assert!(e.is_corruption(), "{what}: iter gave {e}");
+                break;
+            }
+            Ok(()) => match expect.next() {
+                Some((k, v)) => {
+                    assert!(it.valid(), "{what}: iterator ended early without error");
+                    assert_eq!((it.key(), it.value()), (&k.0[..], &v[..]), "{what}");
+                    res = it.next();
+                }
+                None => {
+                    assert!(!it.valid(), "{what}: extra entries");
+                    break;
+                }
+            },
+        }
+    }
+}
+
+fn small_table() -> (Vec<u8>, Oracle) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let data = random_data(&mut rng, 25);
+    let opts = TableOptions {
+        block_size: 128,
+        restart_interval: 4,
+        ..TableOptions::default()
+    };
+    write_table(dir.path(), "s.sst", opts, &data);
+    (std::fs::read(dir.path().join("s.sst")).unwrap(), data)
+}
+
+#[test]
+fn every_byte_flip_is_detected() {
+    let (bytes, data) = small_table();
+    assert!(bytes.len() > 500);
+    check_damaged(bytes.clone(), &data, false, "pristine");
+    for pos in 0..bytes.len() {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut bad = bytes.clone();
+            bad[pos] ^= mask;
+            check_damaged(bad, &data, true, &format!("flip {mask:#x} at {pos}"));
+        }
+    }
+}
+
+#[test]
+fn truncated_and_extended_files_are_corrupt() {
+    let (bytes, data) = small_table();
+    for len in 0..bytes.len() {
+        check_damaged(
+            bytes[..len].to_vec(),
+            &data,
+            true,
+            &format!("truncated to {len}"),
+        );
+    }
+    let mut longer = bytes.clone();
+    longer.extend_from_slice(&[0u8; 10]);
+    check_damaged(longer, &data, true, "extended");
+}
+
+#[test]
+fn garbage_and_absurd_lengths_are_corrupt() {
+    let mut rng = StdRng::seed_from_u64(3);
+    for len in [0usize, 10, 63, 64, 65, 200, 5000] {
+        let bytes: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+        check_damaged(bytes, &Oracle::new(), true, &format!("garbage {len}"));
+    }
+    // A footer with a valid checksum whose handles claim gigabytes.
+    let footer = format::Footer {
+        filter: format::BlockHandle {
+            offset: 0,
+            size: 1 << 40,
+        },
+        index: format::BlockHandle {
+            offset: (1 << 40) + 5,
+            size: 1 << 41,
+        },
+        properties: format::BlockHandle {
+            offset: 3 << 40,
+            size: 10,
+        },
+    };
+    check_damaged(footer.encode(), &Oracle::new(), true, "huge handles");
+}
+
+#[test]
+fn data_block_corruption_names_the_block() {
+    let (mut bytes, _) = small_table();
+    bytes[3] ^= 0x40;
+    let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
+    let table = Table::open(
+        file,
+        1,
+        "named.sst".into(),
+        None,
+        Arc::new(IoStats::default()),
+    )
+    .unwrap();
+    match table.verify() {
+        Err(crate::Error::Corruption { file, offset, .. }) => {
+            assert_eq!(file, "named.sst");
+            assert_eq!(offset, 0);
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn cache_serves_repeat_reads_and_evict_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let data = random_data(&mut rng, 500);
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    write_table(dir.path(), "c.sst", opts, &data);
+    let stats = Arc::new(IoStats::default());
+    let cache = BlockCache::new(8 << 20);
+    let table = open(dir.path(), "c.sst", Some(cache.clone()), stats.clone());
+    assert_eq!(stats.cache_misses[1].get(), 1, "index miss at open");
+    assert_eq!(stats.cache_misses[2].get(), 1, "filter miss at open");
+    let nblocks = table.num_data_blocks() as u64;
+
+    let mut it = table.iter_no_fill();
+    it.seek_to_first().unwrap();
+    collect(&mut it);
+    assert_eq!(cache.usage(), 0, "no-fill scan leaves the cache alone");
+
+    let mut it = table.iter();
+    it.seek_to_first().unwrap();
+    collect(&mut it);
+    let reads = stats.blocks_read.get();
+    assert_eq!(cache.evict_file(2), 0);
+    let mut it = table.iter();
+    it.seek_to_first().unwrap();
+    collect(&mut it);
+    assert_eq!(
+        stats.blocks_read.get(),
+        reads,
+        "second scan served from cache"
+    );
+    assert_eq!(stats.cache_hits[0].get(), nblocks);
+    assert_eq!(cache.evict_file(1), nblocks);
+    assert_eq!(cache.usage(), 0);
+}
+
+#[test]
+fn table_is_send_sync_and_iterator_static() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_static_iter<T: InternalIterator + 'static>() {}
+    assert_send_sync::<Table>();
+    assert_send_sync::<BlockCache>();
+    assert_static_iter::<TableIterator>();
+}
+
+#[test]
+fn versions_spanning_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = Oracle::new();
+    for seq in 1..=200u64 {
+        let kind = if seq % 7 == 0 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Put
+        };
+        data.insert(
+            InternalKey(make_internal_key(b"hot", seq, kind)),
+            seq.to_le_bytes().to_vec(),
+        );
+    }
+    data.insert(
+        InternalKey(make_internal_key(b"a", 3, ValueKind::Put)),
+        b"a".to_vec(),
+    );
+    data.insert(
+        InternalKey(make_internal_key(b"z", 300, ValueKind::Put)),
+        b"z".to_vec(),
+    );
+    let opts = TableOptions {
+        block_size: 64,
+        restart_interval: 2,
+        ..TableOptions::default()
+    };
+    write_table(dir.path(), "v.sst", opts, &data);
+    let table = open(dir.path(), "v.sst", None, Arc::new(IoStats::default()));
+    assert!(table.num_data_blocks() > 20);
+    for snap in 0..=305u64 {
+        for key in [&b"hot"[..], b"a", b"z", b"ho", b"hotx"] {
+            assert_eq!(
+                table.get(key, snap).unwrap(),
+                oracle_get(&data, key, snap),
+                "snap {snap}"
+            );
+        }
+    }
+    table.verify().unwrap();
+}
