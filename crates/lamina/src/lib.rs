@@ -1,17 +1,31 @@
 //! lamina: an LSM-tree key-value storage engine and compaction laboratory.
 //!
 //! The crate is organised as the tree is: [`vfs`] (all file I/O), [`sst`]
-//! (the on-disk sorted-string-table format), the write-ahead log and manifest,
-//! the memtable, the version (levels → sorted runs → files), pure compaction
-//! policies and the executor that runs their tasks.
+//! (the on-disk sorted-string-table format), the write-ahead log ([`record`],
+//! [`batch`]) and [`manifest`], the [`memtable`], the [`version`] (levels →
+//! sorted runs → files), pure [`compaction`] policies and the executor that
+//! runs their tasks, and [`Db`] tying them together.
 
+pub mod batch;
 pub mod cache;
 pub mod coding;
+pub mod compaction;
+mod db;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod manifest;
+pub mod memtable;
+pub mod options;
+pub mod record;
 pub mod sst;
 pub mod stats;
+pub mod tables;
+pub mod version;
 pub mod vfs;
 
+pub use batch::WriteBatch;
+pub use db::{Db, DbIterator, LevelEntry, Snapshot};
 pub use error::{Error, Result};
+pub use options::{Options, SyncMode};
+pub use stats::{DbStats, LevelStats};

@@ -67,3 +67,388 @@ impl IoStats {
         }
     }
 }
+
+/// Operations with a latency histogram.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Op {
+    Put,
+    Get,
+    Scan,
+    Compaction,
+}
+
+/// Buckets: 4 sub-buckets per power of two of nanoseconds up to 2^40 ns.
+const SUB: usize = 4;
+const BUCKETS: usize = 41 * SUB;
+
+/// A lock-free log-linear latency histogram (relative error ≤ 25%).
+#[derive(Debug)]
+pub struct Histogram {
+    buckets: Box<[AtomicU64]>,
+    max: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            max: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Histogram {
+    fn bucket(ns: u64) -> usize {
+        if ns < SUB as u64 {
+            return ns as usize;
+        }
+        let log = 63 - ns.leading_zeros() as usize;
+        let sub = ((ns >> (log - 2)) & (SUB as u64 - 1)) as usize;
+        (log * SUB + sub).min(BUCKETS - 1)
+    }
+
+    fn upper(bucket: usize) -> u64 {
+        if bucket < SUB {
+            return bucket as u64;
+        }
+        let log = bucket / SUB;
+        let sub = (bucket % SUB) as u64;
+        ((SUB as u64 + sub + 1) << (log - 2)) - 1
+    }
+
+    /// Records one duration.
+    pub fn record(&self, d: std::time::Duration) {
+        let ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
+        if let Some(b) = self.buckets.get(Self::bucket(ns)) {
+            b.fetch_add(1, Ordering::Relaxed);
+        }
+        self.max.fetch_max(ns, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// p50/p90/p99/max in microseconds.
+    pub fn summary(&self) -> LatencySummary {
+        let counts: Vec<u64> = self
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let total: u64 = counts.iter().sum();
+        let quantile = |q: f64| -> f64 {
+            if total == 0 {
+                return 0.0;
+            }
+            let rank = ((total as f64) * q).ceil().max(1.0) as u64;
+            let mut seen = 0;
+            for (i, c) in counts.iter().enumerate() {
+                seen += c;
+                if seen >= rank {
+                    return Self::upper(i) as f64 / 1000.0;
+                }
+            }
+            0.0
+        };
+        LatencySummary {
+            count: total,
+            p50_us: quantile(0.50),
+            p90_us: quantile(0.90),
+            p99_us: quantile(0.99),
+            max_us: self.max.load(Ordering::Relaxed) as f64 / 1000.0,
+        }
+    }
+}
+
+/// Latency percentiles of one operation.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub struct LatencySummary {
+    /// Operations recorded.
+    pub count: u64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// Maximum, µs.
+    pub max_us: f64,
+}
+
+/// Engine-wide counters.
+#[derive(Debug, Default)]
+pub(crate) struct EngineStats {
+    pub bytes_ingested: Counter,
+    pub writes: Counter,
+    pub flushes: Counter,
+    pub flush_bytes_written: Counter,
+    pub compactions: Counter,
+    pub trivial_moves: Counter,
+    pub compaction_errors: Counter,
+    pub compaction_bytes_read: Counter,
+    pub compaction_bytes_written: Counter,
+    pub run_count_sum: Counter,
+    pub stalls: Counter,
+    pub stall_micros: Counter,
+    pub gets: Counter,
+    pub get_hits: Counter,
+    pub put_latency: Histogram,
+    pub get_latency: Histogram,
+    pub scan_latency: Histogram,
+    pub compaction_latency: Histogram,
+}
+
+impl EngineStats {
+    pub(crate) fn record(&self, op: Op, d: std::time::Duration) {
+        match op {
+            Op::Put => self.put_latency.record(d),
+            Op::Get => self.get_latency.record(d),
+            Op::Scan => self.scan_latency.record(d),
+            Op::Compaction => self.compaction_latency.record(d),
+        }
+    }
+
+    pub(crate) fn count_get(&self, hit: bool) {
+        self.gets.inc();
+        if hit {
+            self.get_hits.inc();
+        }
+    }
+
+    pub(crate) fn snapshot(
+        &self,
+        io: &IoStats,
+        levels: Vec<LevelStats>,
+        memtable_bytes: u64,
+        memtable_entries: u64,
+        sorted_runs: usize,
+    ) -> DbStats {
+        let flush = self.flush_bytes_written.get();
+        let written = self.compaction_bytes_written.get();
+        let disk: u64 = levels.iter().map(|l| l.bytes).sum();
+        // Live data is estimated by the deepest level's logical bytes scaled
+        // to its on-disk size: exact figures would need a full scan.
+        let live = levels
+            .iter()
+            .rev()
+            .find(|l| l.bytes > 0)
+            .map_or(0, |l| l.bytes);
+        let flushes = self.flushes.get();
+        let kinds = |a: &[Counter; 3]| BlockCounts {
+            data: a[0].get(),
+            index: a[1].get(),
+            filter: a[2].get(),
+        };
+        DbStats {
+            bytes_ingested: self.bytes_ingested.get(),
+            writes: self.writes.get(),
+            flushes,
+            flush_bytes_written: flush,
+            compactions: self.compactions.get(),
+            trivial_moves: self.trivial_moves.get(),
+            compaction_errors: self.compaction_errors.get(),
+            compaction_bytes_read: self.compaction_bytes_read.get(),
+            compaction_bytes_written: written,
+            write_amplification: if flush == 0 {
+                0.0
+            } else {
+                (flush + written) as f64 / flush as f64
+            },
+            sorted_runs,
+            avg_sorted_runs: if flushes == 0 {
+                0.0
+            } else {
+                self.run_count_sum.get() as f64 / flushes as f64
+            },
+            space_amplification: if live == 0 {
+                0.0
+            } else {
+                disk as f64 / live as f64
+            },
+            disk_bytes: disk,
+            memtable_bytes,
+            memtable_entries,
+            gets: self.gets.get(),
+            get_hits: self.get_hits.get(),
+            get_misses: self.gets.get() - self.get_hits.get(),
+            bloom_probes: io.bloom_probes.get(),
+            bloom_negatives: io.bloom_negatives.get(),
+            bloom_false_positives: io.bloom_false_positives.get(),
+            cache_hits: kinds(&io.cache_hits),
+            cache_misses: kinds(&io.cache_misses),
+            cache_invalidated_blocks: io.cache_invalidated_blocks.get(),
+            blocks_read: io.blocks_read.get(),
+            bytes_read: io.bytes_read.get(),
+            stalls: self.stalls.get(),
+            stall_micros: self.stall_micros.get(),
+            put_latency: self.put_latency.summary(),
+            get_latency: self.get_latency.summary(),
+            scan_latency: self.scan_latency.summary(),
+            compaction_latency: self.compaction_latency.summary(),
+            levels,
+        }
+    }
+}
+
+/// Per-kind block counts.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub struct BlockCounts {
+    /// Data blocks.
+    pub data: u64,
+    /// Index blocks.
+    pub index: u64,
+    /// Filter blocks.
+    pub filter: u64,
+}
+
+/// Shape and filter figures of one disk level.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct LevelStats {
+    /// Level number (1 = first disk level; 0 is the memtable buffer).
+    pub level: usize,
+    /// Sorted runs.
+    pub runs: usize,
+    /// Files.
+    pub files: usize,
+    /// Bytes on disk.
+    pub bytes: u64,
+    /// Entries (versions, tombstones included).
+    pub entries: u64,
+    /// Tombstones.
+    pub tombstones: u64,
+    /// Bloom filter bytes.
+    pub filter_bytes: u64,
+    /// Bloom bits per key of the level's files (entry-weighted mean).
+    pub bloom_bits_per_key: f64,
+    /// Theoretical false-positive rate of the level's filters (entry-weighted).
+    pub bloom_fpr_theoretical: f64,
+    /// Bytes read from the level's files by compactions so far.
+    pub bytes_read: u64,
+    /// Bytes written into the level.
+    pub bytes_written: u64,
+}
+
+impl LevelStats {
+    pub(crate) fn of_level(
+        number: usize,
+        level: &crate::version::Level,
+        loader: &crate::tables::TableLoader,
+    ) -> Self {
+        let mut s = LevelStats {
+            level: number,
+            runs: level.runs.len(),
+            files: level.file_count(),
+            bytes: level.bytes(),
+            ..Default::default()
+        };
+        let (mut bits, mut fpr) = (0.0, 0.0);
+        for f in level.runs.iter().flat_map(|r| &r.files) {
+            s.entries += f.entries;
+            s.tombstones += f.tombstones;
+            s.bytes_written += f.size;
+            if let Ok(t) = loader.table(f) {
+                let p = t.properties();
+                s.filter_bytes += p.filter_bytes;
+                bits += p.bloom_bits_per_key * f.entries as f64;
+                fpr += t.bloom_fpr_theoretical() * f.entries as f64;
+            }
+        }
+        if s.entries > 0 {
+            s.bloom_bits_per_key = bits / s.entries as f64;
+            s.bloom_fpr_theoretical = fpr / s.entries as f64;
+        }
+        s
+    }
+}
+
+/// A snapshot of the engine's statistics (`Db::stats()`), serializable to JSON.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct DbStats {
+    /// User key + value bytes written by callers.
+    pub bytes_ingested: u64,
+    /// Entries written by callers (puts and deletes).
+    pub writes: u64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes_written: u64,
+    /// Merging compactions.
+    pub compactions: u64,
+    /// Compactions done as manifest-only moves.
+    pub trivial_moves: u64,
+    /// Compactions that failed (the tree was left unchanged).
+    pub compaction_errors: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// (flush bytes + compaction bytes written) / flush bytes.
+    pub write_amplification: f64,
+    /// Sorted runs now.
+    pub sorted_runs: usize,
+    /// Sorted runs averaged over flushes (sampled after each flush).
+    pub avg_sorted_runs: f64,
+    /// Bytes on disk / estimated live bytes (the deepest level's size).
+    pub space_amplification: f64,
+    /// Bytes of all SST files.
+    pub disk_bytes: u64,
+    /// Memtable bytes (active and immutable).
+    pub memtable_bytes: u64,
+    /// Memtable entries.
+    pub memtable_entries: u64,
+    /// Point lookups.
+    pub gets: u64,
+    /// Point lookups that found a value.
+    pub get_hits: u64,
+    /// Point lookups that found nothing.
+    pub get_misses: u64,
+    /// Bloom filter probes.
+    pub bloom_probes: u64,
+    /// Probes answered "absent".
+    pub bloom_negatives: u64,
+    /// Probes answered "maybe" for an absent key.
+    pub bloom_false_positives: u64,
+    /// Block cache hits by kind.
+    pub cache_hits: BlockCounts,
+    /// Block cache misses by kind.
+    pub cache_misses: BlockCounts,
+    /// Cached blocks dropped because their file was deleted.
+    pub cache_invalidated_blocks: u64,
+    /// Blocks read from SST files.
+    pub blocks_read: u64,
+    /// Bytes read from SST files.
+    pub bytes_read: u64,
+    /// Write stalls.
+    pub stalls: u64,
+    /// Time writers spent stalled, µs.
+    pub stall_micros: u64,
+    /// Put/write latency.
+    pub put_latency: LatencySummary,
+    /// Get latency.
+    pub get_latency: LatencySummary,
+    /// Scan set-up latency.
+    pub scan_latency: LatencySummary,
+    /// Compaction latency.
+    pub compaction_latency: LatencySummary,
+    /// Disk levels.
+    pub levels: Vec<LevelStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn histogram_quantiles_bound_the_true_values() {
+        let h = Histogram::default();
+        for us in 1..=1000u64 {
+            h.record(Duration::from_micros(us));
+        }
+        let s = h.summary();
+        assert_eq!(s.count, 1000);
+        assert!(s.p50_us >= 500.0 && s.p50_us <= 500.0 * 1.25, "{s:?}");
+        assert!(s.p99_us >= 990.0 && s.p99_us <= 990.0 * 1.25, "{s:?}");
+        assert_eq!(s.max_us, 1000.0);
+    }
+}

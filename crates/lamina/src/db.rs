@@ -1,0 +1,1242 @@
+//! The database: write path (group commit, WAL, memtables), read path, and
+//! the background flush and compaction threads.
+//!
+//! Locking: `wal` (held by the group-commit leader for a whole commit, and
+//! for memtable switches) is taken before `state`. Readers take neither: they
+//! clone the current [`SuperVersion`] under a short read lock.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{bounded, Sender};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::batch::{decode_entries, decode_header, encode_header, WriteBatch};
+use crate::cache::BlockCache;
+use crate::compaction::{
+    execute, flush_memtable, policy_from_spec, CompactionContext, CompactionOutcome,
+    CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, TaskInput, TreeView,
+};
+use crate::error::{Error, Result};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{parse_internal_key, seek_key, ValueKind};
+use crate::manifest::{self, Counters, Manifest};
+use crate::memtable::MemTable;
+use crate::options::{Options, SyncMode};
+use crate::record::{append_record, read_records};
+use crate::sst::TableOptions;
+use crate::stats::{DbStats, EngineStats, IoStats, LevelStats, Op};
+use crate::tables::{RunIterator, TableLoader};
+use crate::version::{AddedFile, FileMeta, NewRun, Version, VersionEdit};
+use crate::vfs::{DirLock, Vfs, WritableFile};
+
+/// Name of WAL number `n`.
+fn wal_name(n: u64) -> String {
+    format!("{n:06}.log")
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a reader pins: memtables and the tree at one instant.
+#[derive(Debug)]
+struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+}
+
+struct State {
+    manifest: Manifest,
+    counters: Counters,
+    mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    imms: VecDeque<Arc<MemTable>>,
+    version: Arc<Version>,
+    /// Files owned by running compactions.
+    busy: HashSet<u64>,
+    /// Files removed from the tree, deleted once no reader pins them.
+    obsolete: Vec<Arc<FileMeta>>,
+    /// A manual compaction is waiting or running; background picking pauses.
+    manual: bool,
+    compactions_running: usize,
+    /// Last background failure; writes fail while it is set.
+    bg_error: Option<String>,
+}
+
+struct WalState {
+    file: Box<dyn WritableFile>,
+    number: u64,
+    /// Bytes appended since the last sync (interval mode).
+    dirty: bool,
+    /// A failed append may have left a partial record: switch files first.
+    broken: bool,
+}
+
+enum Msg {
+    Done(Result<()>),
+    Lead,
+}
+
+struct Pending {
+    batch: WriteBatch,
+    tx: Sender<Msg>,
+}
+
+#[derive(Default)]
+struct WriteQueue {
+    pending: Vec<Pending>,
+    leader_active: bool,
+}
+
+struct Inner {
+    dir: PathBuf,
+    opts: Options,
+    vfs: Arc<dyn Vfs>,
+    _lock: Box<dyn DirLock>,
+    loader: Arc<TableLoader>,
+    io: Arc<IoStats>,
+    stats: EngineStats,
+    sv: RwLock<Arc<SuperVersion>>,
+    state: Mutex<State>,
+    cv: Condvar,
+    queue: Mutex<WriteQueue>,
+    wal: Mutex<WalState>,
+    /// Sequence number of the last write visible to readers.
+    visible_seq: AtomicU64,
+    /// Sequence number of the last write assigned (leader only).
+    last_seq: AtomicU64,
+    next_file: AtomicU64,
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    policy: RwLock<Arc<dyn CompactionPolicy>>,
+    shutdown: AtomicBool,
+}
+
+/// An open database. Share it between threads with `Arc<Db>`.
+pub struct Db {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+/// A key and its value at one level (`None` = tombstone).
+pub type LevelEntry = (Vec<u8>, Option<Vec<u8>>);
+
+/// A consistent read view; writes after it was taken are invisible to it.
+pub struct Snapshot {
+    inner: Arc<Inner>,
+    seq: u64,
+}
+
+impl Snapshot {
+    /// The value of `key` as of the snapshot.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get_at(key, self.seq)
+    }
+
+    /// The live keys of `[lo, hi)`-style bounds as of the snapshot.
+    pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
+        self.inner.scan_at(lo, hi, self.seq)
+    }
+
+    /// The snapshot's sequence number.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.inner.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seq);
+            }
+        }
+    }
+}
+
+impl Db {
+    /// Opens (or creates) the database in `path`, recovering from the
+    /// manifest and replaying write-ahead logs.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let dir = path.as_ref().to_path_buf();
+        validate(&opts)?;
+        let vfs = Arc::clone(&opts.vfs);
+        vfs.create_dir_all(&dir)?;
+        let lock = vfs.lock(&dir.join("LOCK"))?;
+        let policy: Arc<dyn CompactionPolicy> =
+            Arc::from(policy_from_spec(&opts.compaction, policy_defaults(&opts))?);
+        let io = Arc::new(IoStats::default());
+        let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
+        let loader = Arc::new(TableLoader {
+            vfs: Arc::clone(&vfs),
+            dir: dir.clone(),
+            cache,
+            stats: Arc::clone(&io),
+        });
+
+        let recovered = manifest::recover(vfs.as_ref(), &dir)?;
+        if recovered.is_none() && !opts.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "no database in {}",
+                dir.display()
+            )));
+        }
+        let (version, mut counters, old_manifest) = recovered.map_or(
+            (Version::default(), Counters::default(), None),
+            |(v, c, n)| (v, c, Some(n)),
+        );
+        let names = vfs.list(&dir)?;
+        let max_number = names
+            .iter()
+            .filter_map(|n| file_number(n))
+            .max()
+            .unwrap_or(0);
+        let next_file = AtomicU64::new(counters.next_file_number.max(max_number + 1).max(1));
+        let alloc = || next_file.fetch_add(1, Ordering::SeqCst);
+
+        // Replay the WALs that are not yet in SSTs into one memtable, then
+        // flush it so the new manifest makes every old log obsolete.
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|n| n.strip_suffix(".log").and_then(|s| s.parse().ok()))
+            .filter(|&n| n >= counters.log_number)
+            .collect();
+        wals.sort_unstable();
+        let mut last_seq = counters.last_seq;
+        let replay = Arc::new(MemTable::new(0));
+        for &n in &wals {
+            last_seq = last_seq.max(replay_wal(vfs.as_ref(), &dir, n, &replay)?);
+        }
+        let mut version = version;
+        let mut flush_edit = VersionEdit::default();
+        if !replay.is_empty() {
+            let ctx = CompactionContext {
+                loader: &loader,
+                table_options: table_options(&opts),
+                alloc_id: &alloc,
+                smallest_snapshot: last_seq,
+                now_ms: now_ms(),
+            };
+            if let Some(meta) = flush_memtable(&ctx, &replay)? {
+                let run_id = alloc();
+                flush_edit.new_runs.push(NewRun {
+                    level: 0,
+                    run_id,
+                    order: run_id,
+                });
+                flush_edit.added_files.push(AddedFile {
+                    level: 0,
+                    run_id,
+                    meta,
+                });
+                version = version.apply(&flush_edit)?;
+            }
+        }
+        let wal_number = alloc();
+        let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
+        counters.log_number = wal_number;
+        counters.last_seq = last_seq;
+        counters.next_file_number = next_file.load(Ordering::SeqCst) + 1;
+        let manifest = Manifest::create(vfs.as_ref(), &dir, alloc(), &version, counters)?;
+        counters.next_file_number = next_file.load(Ordering::SeqCst);
+
+        // Everything not referenced by the new manifest is garbage now.
+        let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+        for name in vfs.list(&dir)? {
+            let obsolete = match file_number(&name) {
+                Some(n) if name.ends_with(".sst") => !live.contains(&n),
+                Some(n) if name.ends_with(".log") => n != wal_number,
+                Some(n) if name.starts_with("MANIFEST-") => n != manifest.number(),
+                _ => name == "CURRENT.tmp",
+            };
+            if obsolete {
+                vfs.remove(&dir.join(&name))?;
+            }
+        }
+        if old_manifest.is_some() || !wals.is_empty() {
+            vfs.sync_dir(&dir)?;
+        }
+
+        let mem = Arc::new(MemTable::new(wal_number));
+        let version = Arc::new(version);
+        let sv = Arc::new(SuperVersion {
+            mem: Arc::clone(&mem),
+            imms: Vec::new(),
+            version: Arc::clone(&version),
+        });
+        let inner = Arc::new(Inner {
+            dir,
+            vfs,
+            _lock: lock,
+            loader,
+            io,
+            stats: EngineStats::default(),
+            sv: RwLock::new(sv),
+            state: Mutex::new(State {
+                manifest,
+                counters,
+                mem,
+                imms: VecDeque::new(),
+                version,
+                busy: HashSet::new(),
+                obsolete: Vec::new(),
+                manual: false,
+                compactions_running: 0,
+                bg_error: None,
+            }),
+            cv: Condvar::new(),
+            queue: Mutex::new(WriteQueue::default()),
+            wal: Mutex::new(WalState {
+                file: wal_file,
+                number: wal_number,
+                dirty: false,
+                broken: false,
+            }),
+            visible_seq: AtomicU64::new(last_seq),
+            last_seq: AtomicU64::new(last_seq),
+            next_file,
+            snapshots: Mutex::new(BTreeMap::new()),
+            policy: RwLock::new(policy),
+            shutdown: AtomicBool::new(false),
+            opts,
+        });
+        let mut threads = Vec::new();
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(f)
+                .map_err(|e| Error::io("spawn thread", PathBuf::from(name), e))
+        };
+        let i = Arc::clone(&inner);
+        threads.push(spawn("lamina-flush", Box::new(move || i.flush_loop()))?);
+        for _ in 0..inner.opts.compaction_threads.max(1) {
+            let i = Arc::clone(&inner);
+            threads.push(spawn(
+                "lamina-compact",
+                Box::new(move || i.compaction_loop()),
+            )?);
+        }
+        if let SyncMode::Interval(period) = inner.opts.sync {
+            let i = Arc::clone(&inner);
+            threads.push(spawn("lamina-sync", Box::new(move || i.sync_loop(period)))?);
+        }
+        inner.cv.notify_all();
+        Ok(Db {
+            inner,
+            threads: Mutex::new(threads),
+        })
+    }
+
+    /// Stores `key` → `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(b)
+    }
+
+    /// Deletes `key` (writes a tombstone).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(b)
+    }
+
+    /// Applies `batch` atomically. Its durability on return is given by
+    /// [`Options::sync`] (see [`SyncMode`]).
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let result = self.inner.write(batch);
+        self.inner.stats.record(Op::Put, start.elapsed());
+        result
+    }
+
+    /// The newest value of `key`, or `None` if absent or deleted.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let start = Instant::now();
+        let r = self
+            .inner
+            .get_at(key, self.inner.visible_seq.load(Ordering::Acquire));
+        self.inner.stats.record(Op::Get, start.elapsed());
+        if let Ok(found) = &r {
+            self.inner.stats.count_get(found.is_some());
+        }
+        r
+    }
+
+    /// Live entries with keys within the bounds, in key order.
+    pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
+        self.inner
+            .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A consistent read view of the database as of now.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snaps = self.inner.snapshots.lock();
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seq,
+        }
+    }
+
+    /// Writes the memtable to an SST and waits until every write accepted
+    /// before the call is in SSTs under a durable manifest.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_and_wait()
+    }
+
+    /// Merges every file overlapping `[lo, hi]` (None = unbounded) into the
+    /// deepest level, after a flush. Waits for running compactions first.
+    pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.inner.flush_and_wait()?;
+        self.inner.compact_range(lo, hi)
+    }
+
+    /// Replaces the compaction strategy of the open database.
+    pub fn set_compaction(&self, spec: &str) -> Result<()> {
+        let policy = policy_from_spec(spec, policy_defaults(&self.inner.opts))?;
+        *self.inner.policy.write() = Arc::from(policy);
+        self.inner.cv.notify_all();
+        Ok(())
+    }
+
+    /// The spec of the compaction strategy in force.
+    pub fn compaction_spec(&self) -> String {
+        self.inner.policy.read().spec()
+    }
+
+    /// Statistics of the engine.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats()
+    }
+
+    /// Levels including the buffer: 1 + disk levels.
+    pub fn num_levels(&self) -> usize {
+        1 + self.inner.sv.read().version.levels.len()
+    }
+
+    /// Entries stored at `level` (0 = memtables, 1.. = disk levels), newest
+    /// version per key within that level, tombstones as `None`.
+    pub fn level_entries(&self, level: usize, limit: usize) -> Result<Vec<LevelEntry>> {
+        let sv = Arc::clone(&self.inner.sv.read());
+        let children: Vec<Box<dyn InternalIterator>> = if level == 0 {
+            memtable_iters(&sv)
+        } else {
+            match sv.version.levels.get(level - 1) {
+                Some(l) => l
+                    .runs
+                    .iter()
+                    .map(|r| {
+                        Box::new(RunIterator::new(
+                            r.files.clone(),
+                            Arc::clone(&self.inner.loader),
+                        )) as Box<dyn InternalIterator>
+                    })
+                    .collect(),
+                None => Vec::new(),
+            }
+        };
+        let mut it = MergingIterator::new(children);
+        it.seek_to_first()?;
+        let mut out: Vec<LevelEntry> = Vec::new();
+        while it.valid() && out.len() < limit {
+            let p = parse_internal_key(it.key())
+                .ok_or_else(|| Error::corruption("level", 0, "bad internal key"))?;
+            if out.last().is_none_or(|(k, _)| k.as_slice() != p.user_key) {
+                let v = (p.kind == ValueKind::Put).then(|| it.value().to_vec());
+                out.push((p.user_key.to_vec(), v));
+            }
+            it.next()?;
+        }
+        Ok(out)
+    }
+
+    /// Directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Flushes the memtable, stops background work and releases the
+    /// directory lock.
+    pub fn close(self) -> Result<()> {
+        let flushed = self.inner.flush_and_wait();
+        let synced = self.inner.wal.lock().file.sync();
+        self.stop();
+        flushed.and(synced)
+    }
+
+    fn stop(&self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        {
+            let _st = self.inner.state.lock();
+            self.inner.cv.notify_all();
+        }
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        self.inner.delete_obsolete_files();
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn validate(opts: &Options) -> Result<()> {
+    let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
+    if opts.write_buffer_size < 1024 {
+        return bad("write_buffer_size must be at least 1 KiB");
+    }
+    if opts.block_size < 64 || opts.block_size > (64 << 20) {
+        return bad("block_size must be within 64 B ..= 64 MiB");
+    }
+    if !(0.0..=64.0).contains(&opts.bloom_bits_per_key) {
+        return bad("bloom_bits_per_key must be within 0 ..= 64");
+    }
+    if opts.max_immutable_memtables == 0 {
+        return bad("max_immutable_memtables must be at least 1");
+    }
+    Ok(())
+}
+
+fn policy_defaults(opts: &Options) -> PolicyDefaults {
+    PolicyDefaults {
+        size_ratio: opts.size_ratio,
+        target_file_size: opts.target_file_size,
+    }
+}
+
+fn table_options(opts: &Options) -> TableOptions {
+    TableOptions {
+        block_size: opts.block_size,
+        bloom_bits_per_key: opts.bloom_bits_per_key,
+        ..TableOptions::default()
+    }
+}
+
+/// The number in an engine file name (`000012.sst`, `000012.log`, `MANIFEST-000012`).
+fn file_number(name: &str) -> Option<u64> {
+    let stem = name
+        .strip_suffix(".sst")
+        .or_else(|| name.strip_suffix(".log"))
+        .or_else(|| name.strip_prefix("MANIFEST-"))?;
+    stem.parse().ok()
+}
+
+/// Replays WAL `n` into `mem`; returns the largest sequence number seen.
+/// A torn tail is cut off (and the file truncated); corruption is an error.
+fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> Result<u64> {
+    let name = wal_name(n);
+    let path = dir.join(&name);
+    let data = vfs.read_all(&path)?;
+    let mut max_seq = 0;
+    let now = now_ms();
+    let end = read_records(&data, &name, |offset, payload| {
+        let bad = || Error::corruption(name.as_str(), offset, "malformed write batch");
+        let (seq, count, entries) = decode_header(payload).ok_or_else(bad)?;
+        let mut applied = 0u64;
+        for entry in decode_entries(entries) {
+            let e = entry.ok_or_else(bad)?;
+            mem.add(seq + applied, e.kind, e.key, e.value, now);
+            applied += 1;
+        }
+        if applied != u64::from(count) {
+            return Err(bad());
+        }
+        max_seq = max_seq.max(seq + applied.saturating_sub(1));
+        Ok(())
+    })?;
+    if end.torn {
+        vfs.truncate(&path, end.valid_len)?;
+    }
+    Ok(max_seq)
+}
+
+fn memtable_iters(sv: &SuperVersion) -> Vec<Box<dyn InternalIterator>> {
+    std::iter::once(&sv.mem)
+        .chain(sv.imms.iter())
+        .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>)
+        .collect()
+}
+
+impl Inner {
+    fn table_options(&self) -> TableOptions {
+        table_options(&self.opts)
+    }
+
+    fn alloc_id(&self) -> u64 {
+        self.next_file.fetch_add(1, Ordering::SeqCst)
+    }
+
+    fn smallest_snapshot(&self) -> u64 {
+        let snaps = self.snapshots.lock();
+        let latest = self.visible_seq.load(Ordering::Acquire);
+        snaps.keys().next().copied().unwrap_or(latest).min(latest)
+    }
+
+    fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
+        let sv = Arc::clone(&self.sv.read());
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if let Some((kind, v)) = mem.get(key, seq) {
+                return Ok((kind == ValueKind::Put).then_some(v));
+            }
+        }
+        for (_, run) in sv.version.runs_newest_first() {
+            if let Some(f) = run.file_for(key) {
+                let table = self.loader.table(f)?;
+                if let Some((kind, _, v)) = table.get(key, seq)? {
+                    return Ok((kind == ValueKind::Put).then_some(v));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn scan_at(
+        self: &Arc<Self>,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        seq: u64,
+    ) -> Result<DbIterator> {
+        let start = Instant::now();
+        let sv = Arc::clone(&self.sv.read());
+        let mut children = memtable_iters(&sv);
+        for (_, run) in sv.version.runs_newest_first() {
+            children.push(Box::new(RunIterator::new(
+                run.files.clone(),
+                Arc::clone(&self.loader),
+            )));
+        }
+        let mut merged = MergingIterator::new(children);
+        let mut skip = None;
+        match lo {
+            Bound::Included(k) => merged.seek(&seek_key(k, seq))?,
+            Bound::Excluded(k) => {
+                merged.seek(&seek_key(k, seq))?;
+                skip = Some(k.to_vec());
+            }
+            Bound::Unbounded => merged.seek_to_first()?,
+        }
+        self.stats.record(Op::Scan, start.elapsed());
+        Ok(DbIterator {
+            merged,
+            seq,
+            hi: match hi {
+                Bound::Included(k) => Bound::Included(k.to_vec()),
+                Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+                Bound::Unbounded => Bound::Unbounded,
+            },
+            last_key: skip.clone(),
+            has_last: skip.is_some(),
+            done: false,
+            _sv: sv,
+        })
+    }
+
+    // ---------------------------------------------------------------- writes
+
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        let (tx, rx) = bounded(1);
+        {
+            let mut q = self.queue.lock();
+            q.pending.push(Pending { batch, tx });
+            if q.leader_active {
+                drop(q);
+                match rx.recv() {
+                    Ok(Msg::Done(r)) => return r,
+                    Ok(Msg::Lead) => {}
+                    Err(_) => return Err(Error::Closed),
+                }
+            } else {
+                q.leader_active = true;
+            }
+        }
+        self.lead();
+        match rx.try_recv() {
+            Ok(Msg::Done(r)) => r,
+            _ => Err(Error::Closed),
+        }
+    }
+
+    /// Commits one group as leader, then hands leadership to the next
+    /// waiting writer (so no writer leads forever).
+    fn lead(&self) {
+        let group = std::mem::take(&mut self.queue.lock().pending);
+        let result = self.commit_group(&group);
+        for p in &group {
+            let r = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            };
+            let _ = p.tx.send(Msg::Done(r));
+        }
+        let mut q = self.queue.lock();
+        match q.pending.first() {
+            Some(next) => {
+                let _ = next.tx.send(Msg::Lead);
+            }
+            None => q.leader_active = false,
+        }
+    }
+
+    fn commit_group(&self, group: &[Pending]) -> Result<()> {
+        let mut wal = self.wal.lock();
+        if self.shutdown.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        let mem = self.make_room(&mut wal, false)?;
+        let count: u32 = group.iter().map(|p| p.batch.count()).sum();
+        let first_seq = self.last_seq.load(Ordering::Relaxed) + 1;
+        let mut rep =
+            Vec::with_capacity(12 + group.iter().map(|p| p.batch.entries().len()).sum::<usize>());
+        encode_header(&mut rep, first_seq, count);
+        for p in group {
+            rep.extend_from_slice(p.batch.entries());
+        }
+        let logged = append_record(wal.file.as_mut(), &rep).and_then(|()| match self.opts.sync {
+            SyncMode::Always => wal.file.sync(),
+            _ => wal.file.flush(),
+        });
+        if let Err(e) = logged {
+            wal.broken = true;
+            return Err(e);
+        }
+        wal.dirty = true;
+        let now = now_ms();
+        let mut seq = first_seq;
+        let mut bytes = 0;
+        for p in group {
+            for entry in decode_entries(p.batch.entries()).flatten() {
+                mem.add(seq, entry.kind, entry.key, entry.value, now);
+                seq += 1;
+            }
+            bytes += p.batch.user_bytes();
+        }
+        let last = first_seq + u64::from(count) - 1;
+        self.last_seq.store(last, Ordering::Relaxed);
+        self.visible_seq.store(last, Ordering::Release);
+        self.stats.bytes_ingested.add(bytes);
+        self.stats.writes.add(u64::from(count));
+        Ok(())
+    }
+
+    /// Returns the memtable to write into, switching to a new memtable and
+    /// WAL when the current one is full (or `force`), and stalling while
+    /// flushes or compactions are too far behind.
+    fn make_room(&self, wal: &mut WalState, mut force: bool) -> Result<Arc<MemTable>> {
+        let mut st = self.state.lock();
+        let mut stall_start: Option<Instant> = None;
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if self.shutdown.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            let full = st.mem.approximate_bytes() >= self.opts.write_buffer_size;
+            if !force && !full && !wal.broken {
+                break;
+            }
+            if force && st.mem.is_empty() && !wal.broken {
+                break;
+            }
+            let l0_runs = st.version.levels.first().map_or(0, |l| l.runs.len());
+            let behind = st.imms.len() >= self.opts.max_immutable_memtables
+                || (self.opts.level0_stop_runs > 0 && l0_runs >= self.opts.level0_stop_runs);
+            if behind && !wal.broken {
+                stall_start.get_or_insert_with(Instant::now);
+                self.cv.notify_all();
+                self.cv.wait_for(&mut st, Duration::from_millis(50));
+                continue;
+            }
+            // Switch: the old WAL is synced first so that, after a power
+            // loss, what survives across WAL files is a prefix.
+            let number = self.alloc_id();
+            let file = self.vfs.create(&self.dir.join(wal_name(number)))?;
+            if !wal.broken {
+                wal.file.sync()?;
+            }
+            self.vfs.sync_dir(&self.dir)?;
+            let old_number = wal.number;
+            *wal = WalState {
+                file,
+                number,
+                dirty: false,
+                broken: false,
+            };
+            let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+            if old.is_empty() {
+                // Nothing to flush: the old log holds no write.
+                let _ = self.vfs.remove(&self.dir.join(wal_name(old_number)));
+            } else {
+                st.imms.push_back(old);
+            }
+            self.install(&mut st);
+            self.cv.notify_all();
+            force = false;
+        }
+        if let Some(t) = stall_start {
+            self.stats.stall_micros.add(t.elapsed().as_micros() as u64);
+            self.stats.stalls.inc();
+        }
+        Ok(Arc::clone(&st.mem))
+    }
+
+    /// Publishes the current memtables and version to readers.
+    fn install(&self, st: &mut State) {
+        let sv = Arc::new(SuperVersion {
+            mem: Arc::clone(&st.mem),
+            imms: st.imms.iter().rev().cloned().collect(),
+            version: Arc::clone(&st.version),
+        });
+        *self.sv.write() = sv;
+    }
+
+    fn flush_and_wait(&self) -> Result<()> {
+        let target = {
+            let mut wal = self.wal.lock();
+            self.make_room(&mut wal, true)?;
+            self.wal_numbers_pending()
+        };
+        let mut st = self.state.lock();
+        loop {
+            if st.imms.iter().all(|m| !target.contains(&m.wal_number())) {
+                return Ok(());
+            }
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if self.shutdown.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            self.cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+
+    fn wal_numbers_pending(&self) -> Vec<u64> {
+        self.state
+            .lock()
+            .imms
+            .iter()
+            .map(|m| m.wal_number())
+            .collect()
+    }
+
+    fn sync_loop(&self, period: Duration) {
+        while !self.shutdown.load(Ordering::Acquire) {
+            std::thread::sleep(period);
+            let mut wal = self.wal.lock();
+            if wal.dirty && !wal.broken && wal.file.sync().is_ok() {
+                wal.dirty = false;
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- background
+
+    fn context<'a>(&'a self, alloc: &'a (dyn Fn() -> u64 + Sync)) -> CompactionContext<'a> {
+        CompactionContext {
+            loader: &self.loader,
+            table_options: self.table_options(),
+            alloc_id: alloc,
+            smallest_snapshot: self.smallest_snapshot(),
+            now_ms: now_ms(),
+        }
+    }
+
+    fn flush_loop(&self) {
+        loop {
+            let mem = {
+                let mut st = self.state.lock();
+                loop {
+                    if let Some(m) = st.imms.front() {
+                        break Arc::clone(m);
+                    }
+                    if self.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    self.cv.wait_for(&mut st, Duration::from_millis(200));
+                }
+            };
+            if let Err(e) = self.flush_one(&mem) {
+                tracing_error("flush", &e);
+                let mut st = self.state.lock();
+                st.bg_error = Some(e.to_string());
+                self.cv.notify_all();
+                // Retry after a pause: a transient failure (a full disk) clears.
+                self.cv.wait_for(&mut st, Duration::from_millis(500));
+                if self.shutdown.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn flush_one(&self, mem: &Arc<MemTable>) -> Result<()> {
+        let alloc = || self.alloc_id();
+        let ctx = self.context(&alloc);
+        let meta = flush_memtable(&ctx, mem)?;
+        let written = meta.as_ref().map_or(0, |m| m.size);
+        let file_id = meta.as_ref().map(|m| m.id);
+        let mut edit = VersionEdit::default();
+        if let Some(meta) = meta {
+            let run_id = self.alloc_id();
+            edit.new_runs.push(NewRun {
+                level: 0,
+                run_id,
+                order: run_id,
+            });
+            edit.added_files.push(AddedFile {
+                level: 0,
+                run_id,
+                meta,
+            });
+        }
+        let mut st = self.state.lock();
+        // Logs older than the next unflushed memtable's are obsolete now.
+        let next_log = st
+            .imms
+            .get(1)
+            .map_or(st.mem.wal_number(), |m| m.wal_number());
+        edit.log_number = Some(next_log);
+        let max_seq = self.last_seq.load(Ordering::Relaxed);
+        if let Err(e) = self.log_and_apply(&mut st, edit, Some(max_seq)) {
+            if let Some(id) = file_id {
+                let _ = self.vfs.remove(&self.loader.path(id));
+            }
+            return Err(e);
+        }
+        st.imms.pop_front();
+        self.install(&mut st);
+        st.bg_error = None;
+        let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
+        self.stats.flushes.inc();
+        self.stats.flush_bytes_written.add(written);
+        self.stats.run_count_sum.add(st.version.run_count() as u64);
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Logs `edit` in the manifest and makes its result the current version.
+    fn log_and_apply(
+        &self,
+        st: &mut State,
+        mut edit: VersionEdit,
+        last_seq: Option<u64>,
+    ) -> Result<()> {
+        let next = st.version.apply(&edit)?;
+        let mut counters = st.counters;
+        if let Some(n) = edit.log_number {
+            counters.log_number = n;
+        }
+        if let Some(s) = last_seq {
+            counters.last_seq = counters.last_seq.max(s);
+        }
+        // Reserve a number for a possible fresh manifest before stamping.
+        let spare = self.alloc_id();
+        counters.next_file_number = self.next_file.load(Ordering::SeqCst);
+        edit.next_file_number = Some(counters.next_file_number);
+        edit.last_seq = Some(counters.last_seq);
+        edit.log_number = Some(counters.log_number);
+        st.manifest
+            .log(self.vfs.as_ref(), &edit, &next, counters, || spare)?;
+        st.counters = counters;
+        let old = std::mem::replace(&mut st.version, Arc::new(next));
+        let added: HashSet<u64> = edit.added_files.iter().map(|a| a.meta.id).collect();
+        for (_, _, f) in old.files() {
+            if !added.contains(&f.id) && edit.removed_files.iter().any(|r| r.file_id == f.id) {
+                st.obsolete.push(Arc::clone(f));
+            }
+        }
+        drop(old);
+        self.install(st);
+        self.collect_obsolete(st);
+        Ok(())
+    }
+
+    /// Deletes removed files that no reader pins any more.
+    fn collect_obsolete(&self, st: &mut State) {
+        let mut keep = Vec::new();
+        for f in st.obsolete.drain(..) {
+            if Arc::strong_count(&f) == 1 {
+                let _ = self.vfs.remove(&self.loader.path(f.id));
+                if let Some(cache) = &self.loader.cache {
+                    self.io.cache_invalidated_blocks.add(cache.evict_file(f.id));
+                }
+            } else {
+                keep.push(f);
+            }
+        }
+        st.obsolete = keep;
+    }
+
+    fn delete_obsolete_files(&self) {
+        let mut st = self.state.lock();
+        self.collect_obsolete(&mut st);
+    }
+
+    fn compaction_loop(&self) {
+        loop {
+            let (task, version) = {
+                let mut st = self.state.lock();
+                loop {
+                    if self.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    self.collect_obsolete(&mut st);
+                    if !st.manual {
+                        if let Some(task) = self.pick(&st) {
+                            for id in task.input_file_ids() {
+                                st.busy.insert(id);
+                            }
+                            st.compactions_running += 1;
+                            break (task, Arc::clone(&st.version));
+                        }
+                    }
+                    self.cv.wait_for(&mut st, Duration::from_millis(500));
+                }
+            };
+            let result = self.run_task(&task, &version);
+            let mut st = self.state.lock();
+            for id in task.input_file_ids() {
+                st.busy.remove(&id);
+            }
+            st.compactions_running -= 1;
+            if let Err(e) = result {
+                tracing_error("compaction", &e);
+                self.stats.compaction_errors.inc();
+                self.cv.notify_all();
+                self.cv.wait_for(&mut st, Duration::from_millis(500));
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    fn pick(&self, st: &State) -> Option<CompactionTask> {
+        let view = TreeView::of_version(
+            &st.version,
+            &st.busy,
+            self.stats.flushes.get(),
+            self.opts.write_buffer_size as u64,
+            now_ms(),
+        );
+        let policy = Arc::clone(&self.policy.read());
+        policy
+            .pick(&view)
+            .into_iter()
+            .find(|t| t.input_file_ids().all(|id| !st.busy.contains(&id)))
+    }
+
+    /// Executes a task and installs its result.
+    fn run_task(&self, task: &CompactionTask, version: &Version) -> Result<()> {
+        let alloc = || self.alloc_id();
+        let ctx = self.context(&alloc);
+        let started = Instant::now();
+        let outcome: CompactionOutcome = execute(&ctx, version, task)?;
+        let mut st = self.state.lock();
+        let written = outcome.files_written.clone();
+        if let Err(e) = self.log_and_apply(&mut st, outcome.edit, None) {
+            for id in written {
+                let _ = self.vfs.remove(&self.loader.path(id));
+            }
+            return Err(e);
+        }
+        if outcome.trivial_move {
+            self.stats.trivial_moves.inc();
+        } else {
+            self.stats.compactions.inc();
+            self.stats.compaction_bytes_read.add(outcome.bytes_read);
+            self.stats
+                .compaction_bytes_written
+                .add(outcome.bytes_written);
+            self.stats.record(Op::Compaction, started.elapsed());
+        }
+        Ok(())
+    }
+
+    fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        let (task, version) = {
+            let mut st = self.state.lock();
+            st.manual = true;
+            while st.compactions_running > 0 {
+                self.cv.wait_for(&mut st, Duration::from_millis(50));
+            }
+            let v = Arc::clone(&st.version);
+            let task = manual_task(&v, lo, hi, self.opts.target_file_size);
+            if let Some(t) = &task {
+                for id in t.input_file_ids() {
+                    st.busy.insert(id);
+                }
+            }
+            (task, v)
+        };
+        let result = match &task {
+            Some(t) => self.run_task(t, &version),
+            None => Ok(()),
+        };
+        let mut st = self.state.lock();
+        if let Some(t) = &task {
+            for id in t.input_file_ids() {
+                st.busy.remove(&id);
+            }
+        }
+        st.manual = false;
+        self.cv.notify_all();
+        result
+    }
+
+    fn stats(&self) -> DbStats {
+        let sv = Arc::clone(&self.sv.read());
+        let levels = sv
+            .version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| LevelStats::of_level(i + 1, l, &self.loader))
+            .collect();
+        let mem_bytes = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .map(|m| m.approximate_bytes() as u64)
+            .sum();
+        let mem_entries = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .map(|m| m.len() as u64)
+            .sum();
+        self.stats.snapshot(
+            &self.io,
+            levels,
+            mem_bytes,
+            mem_entries,
+            sv.version.run_count(),
+        )
+    }
+}
+
+/// The manual task of `compact_range`: every file meeting the range, merged
+/// into the deepest level.
+fn manual_task(
+    v: &Version,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    target: u64,
+) -> Option<CompactionTask> {
+    let lo = lo.unwrap_or(&[]);
+    let in_range =
+        |f: &FileMeta| hi.is_none_or(|h| f.smallest.as_slice() <= h) && f.largest.as_slice() >= lo;
+    let inputs: Vec<TaskInput> = v
+        .runs_newest_first()
+        .map(|(level, run)| TaskInput {
+            level,
+            run_id: run.id,
+            file_ids: run
+                .files
+                .iter()
+                .filter(|f| in_range(f))
+                .map(|f| f.id)
+                .collect(),
+        })
+        .filter(|i| !i.file_ids.is_empty())
+        .collect();
+    if inputs.is_empty() {
+        return None;
+    }
+    let output_level = v.levels.len().saturating_sub(1).max(1);
+    let output_run = match v.levels.get(output_level).map(|l| l.runs.as_slice()) {
+        Some([only]) => OutputRun::Existing(only.id),
+        _ => OutputRun::New,
+    };
+    Some(CompactionTask {
+        inputs,
+        output_level,
+        output_run,
+        target_file_size: target,
+        reason: "manual compact_range".into(),
+    })
+}
+
+fn tracing_error(what: &str, e: &Error) {
+    eprintln!("lamina: background {what} failed: {e}");
+}
+
+/// Iterates live entries in key order (see [`Db::scan`]).
+pub struct DbIterator {
+    merged: MergingIterator,
+    seq: u64,
+    hi: Bound<Vec<u8>>,
+    last_key: Option<Vec<u8>>,
+    has_last: bool,
+    done: bool,
+    _sv: Arc<SuperVersion>,
+}
+
+impl DbIterator {
+    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while !self.done && self.merged.valid() {
+            let p = parse_internal_key(self.merged.key())
+                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
+            let past_end = match &self.hi {
+                Bound::Included(h) => p.user_key > h.as_slice(),
+                Bound::Excluded(h) => p.user_key >= h.as_slice(),
+                Bound::Unbounded => false,
+            };
+            if past_end {
+                self.done = true;
+                break;
+            }
+            let seen = self.has_last && self.last_key.as_deref() == Some(p.user_key);
+            if p.seq > self.seq || seen {
+                self.merged.next()?;
+                continue;
+            }
+            // The newest visible version of a new key decides it.
+            self.last_key = Some(p.user_key.to_vec());
+            self.has_last = true;
+            let item = (p.kind == ValueKind::Put)
+                .then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
+            self.merged.next()?;
+            if item.is_some() {
+                return Ok(item);
+            }
+        }
+        self.done = true;
+        Ok(None)
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.advance() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Options of a database.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::vfs::{OsFs, Vfs};
+
+/// When the write-ahead log is made durable.
+///
+/// Every write is appended to the WAL before it is acknowledged. The modes
+/// differ in what a successful `put`/`write` guarantees:
+///
+/// * `None`: the record was handed to the OS with `write()` before the call
+///   returned. It survives a crash of the process; a power loss or kernel
+///   crash may lose it (and any later write).
+/// * `Always`: the record was written and `fdatasync`ed before the call
+///   returned. It survives a power loss.
+/// * `Interval(d)`: as `None`, and a background thread `fdatasync`s the WAL
+///   every `d`, so after a power loss at most the writes of the last `d`
+///   (plus one sync) are lost; what survives is always a prefix of the
+///   acknowledged writes.
+///
+/// In every mode, `Db::flush` returning `Ok` means all writes acknowledged
+/// before it are durable in SST files referenced by an fsynced manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncMode {
+    /// `write()` per group commit, no fsync.
+    #[default]
+    None,
+    /// `fdatasync` per group commit.
+    Always,
+    /// `write()` per group commit, `fdatasync` on a timer.
+    Interval(Duration),
+}
+
+impl FromStr for SyncMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(SyncMode::None),
+            "always" => Ok(SyncMode::Always),
+            _ => {
+                let ms = s
+                    .strip_prefix("interval:")
+                    .and_then(|n| n.trim_end_matches("ms").parse::<u64>().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| {
+                        format!("sync mode must be none, always or interval:MS, not {s:?}")
+                    })?;
+                Ok(SyncMode::Interval(Duration::from_millis(ms)))
+            }
+        }
+    }
+}
+
+impl fmt::Display for SyncMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SyncMode::None => write!(f, "none"),
+            SyncMode::Always => write!(f, "always"),
+            SyncMode::Interval(d) => write!(f, "interval:{}", d.as_millis()),
+        }
+    }
+}
+
+/// Options of a database.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Filesystem used for every file operation.
+    pub vfs: Arc<dyn Vfs>,
+    /// Create the directory if it holds no database.
+    pub create_if_missing: bool,
+    /// Memtable size that triggers a flush, in bytes.
+    pub write_buffer_size: usize,
+    /// Immutable memtables allowed to wait for a flush before writes stall.
+    pub max_immutable_memtables: usize,
+    /// Target size of SST data blocks.
+    pub block_size: usize,
+    /// Bloom filter bits per key (0 disables filters).
+    pub bloom_bits_per_key: f64,
+    /// Block cache capacity in bytes (0 disables the cache).
+    pub block_cache_bytes: usize,
+    /// Size ratio T between adjacent levels.
+    pub size_ratio: usize,
+    /// Target size of SST files written by compactions.
+    pub target_file_size: u64,
+    /// Compaction strategy spec, e.g. `leveling` or `leveling:T=4`.
+    pub compaction: String,
+    /// Background compaction threads.
+    pub compaction_threads: usize,
+    /// Runs in level 0 at which writes stall until compactions catch up
+    /// (0 = never stall on runs).
+    pub level0_stop_runs: usize,
+    /// WAL durability mode.
+    pub sync: SyncMode,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            vfs: Arc::new(OsFs),
+            create_if_missing: true,
+            write_buffer_size: 64 << 20,
+            max_immutable_memtables: 2,
+            block_size: 4096,
+            bloom_bits_per_key: 10.0,
+            block_cache_bytes: 64 << 20,
+            size_ratio: 10,
+            target_file_size: 16 << 20,
+            compaction: "leveling".to_string(),
+            compaction_threads: 1,
+            level0_stop_runs: 12,
+            sync: SyncMode::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_mode_parses_and_prints() {
+        for s in ["none", "always", "interval:250"] {
+            assert_eq!(s.parse::<SyncMode>().unwrap().to_string(), s);
+        }
+        assert!("interval:0".parse::<SyncMode>().is_err());
+        assert!("sometimes".parse::<SyncMode>().is_err());
+    }
+}

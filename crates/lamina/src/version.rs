@@ -1,0 +1,544 @@
+//! The tree model: levels → sorted runs → files, and the edits that change it.
+//!
+//! A [`Version`] is an immutable snapshot of the tree. Readers pin one with an
+//! `Arc`; flushes and compactions build a new one by applying a
+//! [`VersionEdit`] and publish it atomically, so they never block readers.
+//!
+//! * A **file** is one SST, described by [`FileMeta`].
+//! * A **run** is a set of key-disjoint files sorted by key: one sorted run.
+//! * A **level** holds runs ordered newest first. Leveling keeps one run per
+//!   level, tiering up to T, stack-based layouts use one level with k runs.
+//!
+//! Recency is global: every run in level *i* is newer than every run in level
+//! *i+1*, and within a level runs are ordered by `order` (larger = newer).
+//! A lookup therefore stops at the first run that holds the key.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
+use crate::error::{Error, Result};
+use crate::sst::Table;
+
+/// Metadata of one SST file.
+#[derive(Debug)]
+pub struct FileMeta {
+    /// File number; the file is named `{id:06}.sst`.
+    pub id: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Entries (versions) stored.
+    pub entries: u64,
+    /// Tombstones stored.
+    pub tombstones: u64,
+    /// Smallest user key.
+    pub smallest: Vec<u8>,
+    /// Largest user key.
+    pub largest: Vec<u8>,
+    /// Smallest sequence number.
+    pub smallest_seq: u64,
+    /// Largest sequence number.
+    pub largest_seq: u64,
+    /// When the file was written (unix ms).
+    pub created_ms: u64,
+    /// When the oldest tombstone in the file was written (unix ms).
+    pub oldest_tombstone_ms: Option<u64>,
+    /// User key + value bytes stored, an estimate of the logical data size.
+    pub raw_bytes: u64,
+    /// The opened table, loaded on first use.
+    pub(crate) table: OnceLock<Arc<Table>>,
+}
+
+impl FileMeta {
+    /// True if the key ranges `[lo, hi]` and this file's intersect.
+    pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest.as_slice() <= hi && lo <= self.largest.as_slice()
+    }
+
+    fn encode(&self, dst: &mut Vec<u8>) {
+        for v in [
+            self.id,
+            self.size,
+            self.entries,
+            self.tombstones,
+            self.smallest_seq,
+            self.largest_seq,
+            self.created_ms,
+            self.oldest_tombstone_ms.map_or(0, |t| t + 1),
+            self.raw_bytes,
+        ] {
+            put_varint(dst, v);
+        }
+        put_bytes(dst, &self.smallest);
+        put_bytes(dst, &self.largest);
+    }
+
+    fn decode(src: &mut &[u8]) -> Option<FileMeta> {
+        let mut v = [0u64; 9];
+        for slot in &mut v {
+            *slot = get_varint(src)?;
+        }
+        let smallest = get_bytes(src)?.to_vec();
+        let largest = get_bytes(src)?.to_vec();
+        Some(FileMeta {
+            id: v[0],
+            size: v[1],
+            entries: v[2],
+            tombstones: v[3],
+            smallest_seq: v[4],
+            largest_seq: v[5],
+            created_ms: v[6],
+            oldest_tombstone_ms: v[7].checked_sub(1),
+            raw_bytes: v[8],
+            smallest,
+            largest,
+            table: OnceLock::new(),
+        })
+    }
+}
+
+/// One sorted run: key-disjoint files sorted by key.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Identifier, unique in the database.
+    pub id: u64,
+    /// Recency rank: larger is newer.
+    pub order: u64,
+    /// Files sorted by smallest key, pairwise disjoint.
+    pub files: Vec<Arc<FileMeta>>,
+}
+
+impl Run {
+    /// Total bytes of the run's files.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+
+    /// Total entries of the run's files.
+    pub fn entries(&self) -> u64 {
+        self.files.iter().map(|f| f.entries).sum()
+    }
+
+    /// The file that may hold `user_key`.
+    pub fn file_for(&self, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
+        let i = self
+            .files
+            .partition_point(|f| f.largest.as_slice() < user_key);
+        self.files
+            .get(i)
+            .filter(|f| f.smallest.as_slice() <= user_key)
+    }
+
+    /// Files intersecting `[lo, hi]`.
+    pub fn overlapping<'a>(
+        &'a self,
+        lo: &'a [u8],
+        hi: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
+        let start = self.files.partition_point(|f| f.largest.as_slice() < lo);
+        self.files[start..]
+            .iter()
+            .take_while(move |f| f.smallest.as_slice() <= hi)
+    }
+}
+
+/// One level: runs ordered newest first.
+#[derive(Debug, Clone, Default)]
+pub struct Level {
+    /// Runs, newest first.
+    pub runs: Vec<Run>,
+}
+
+impl Level {
+    /// Total bytes in the level.
+    pub fn bytes(&self) -> u64 {
+        self.runs.iter().map(Run::bytes).sum()
+    }
+
+    /// Number of files in the level.
+    pub fn file_count(&self) -> usize {
+        self.runs.iter().map(|r| r.files.len()).sum()
+    }
+}
+
+/// An immutable snapshot of the tree.
+#[derive(Debug, Clone, Default)]
+pub struct Version {
+    /// Levels, shallowest first.
+    pub levels: Vec<Level>,
+}
+
+impl Version {
+    /// Every file with its level and run id.
+    pub fn files(&self) -> impl Iterator<Item = (usize, u64, &Arc<FileMeta>)> {
+        self.levels.iter().enumerate().flat_map(|(l, level)| {
+            level
+                .runs
+                .iter()
+                .flat_map(move |r| r.files.iter().map(move |f| (l, r.id, f)))
+        })
+    }
+
+    /// Total number of sorted runs.
+    pub fn run_count(&self) -> usize {
+        self.levels.iter().map(|l| l.runs.len()).sum()
+    }
+
+    /// Total bytes of all files.
+    pub fn bytes(&self) -> u64 {
+        self.levels.iter().map(Level::bytes).sum()
+    }
+
+    /// Runs in recency order (newest first) with their level.
+    pub fn runs_newest_first(&self) -> impl Iterator<Item = (usize, &Run)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, level)| level.runs.iter().map(move |r| (l, r)))
+    }
+
+    /// Applies an edit, producing the next version. Files removed from one
+    /// place and added elsewhere with the same id keep their `Arc` (and their
+    /// opened table), so a trivial move keeps cached blocks valid.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
+        let bad = |reason: String| Error::corruption("MANIFEST", 0, reason);
+        let mut next = self.clone();
+        let mut moved: Vec<Arc<FileMeta>> = Vec::new();
+        for r in &edit.removed_files {
+            let run = next
+                .levels
+                .get_mut(r.level)
+                .and_then(|l| l.runs.iter_mut().find(|run| run.id == r.run_id))
+                .ok_or_else(|| bad(format!("removal from unknown run {}", r.run_id)))?;
+            let pos = run
+                .files
+                .iter()
+                .position(|f| f.id == r.file_id)
+                .ok_or_else(|| bad(format!("removal of unknown file {}", r.file_id)))?;
+            moved.push(run.files.remove(pos));
+        }
+        for nr in &edit.new_runs {
+            if next.levels.len() <= nr.level {
+                next.levels.resize_with(nr.level + 1, Level::default);
+            }
+            let level = &mut next.levels[nr.level];
+            if level.runs.iter().any(|r| r.id == nr.run_id) {
+                return Err(bad(format!("duplicate run {}", nr.run_id)));
+            }
+            let pos = level.runs.partition_point(|r| r.order > nr.order);
+            level.runs.insert(
+                pos,
+                Run {
+                    id: nr.run_id,
+                    order: nr.order,
+                    files: Vec::new(),
+                },
+            );
+        }
+        for a in &edit.added_files {
+            let meta = match moved.iter().position(|m| m.id == a.meta.id) {
+                Some(i) => moved.swap_remove(i),
+                None => Arc::new(a.meta.clone_meta()),
+            };
+            let run = next
+                .levels
+                .get_mut(a.level)
+                .and_then(|l| l.runs.iter_mut().find(|run| run.id == a.run_id))
+                .ok_or_else(|| bad(format!("addition to unknown run {}", a.run_id)))?;
+            let pos = run
+                .files
+                .partition_point(|f| f.smallest.as_slice() < meta.smallest.as_slice());
+            let clashes = |f: Option<&Arc<FileMeta>>| {
+                f.is_some_and(|f| f.overlaps(&meta.smallest, &meta.largest))
+            };
+            if clashes(run.files.get(pos))
+                || clashes(pos.checked_sub(1).and_then(|p| run.files.get(p)))
+            {
+                return Err(bad(format!(
+                    "file {} overlaps a file of run {}",
+                    meta.id, a.run_id
+                )));
+            }
+            run.files.insert(pos, meta);
+        }
+        for level in &mut next.levels {
+            level.runs.retain(|r| !r.files.is_empty());
+        }
+        while next.levels.last().is_some_and(|l| l.runs.is_empty()) {
+            next.levels.pop();
+        }
+        Ok(next)
+    }
+}
+
+impl FileMeta {
+    /// A copy of the metadata without the opened table.
+    pub fn clone_meta(&self) -> FileMeta {
+        FileMeta {
+            id: self.id,
+            size: self.size,
+            entries: self.entries,
+            tombstones: self.tombstones,
+            smallest: self.smallest.clone(),
+            largest: self.largest.clone(),
+            smallest_seq: self.smallest_seq,
+            largest_seq: self.largest_seq,
+            created_ms: self.created_ms,
+            oldest_tombstone_ms: self.oldest_tombstone_ms,
+            raw_bytes: self.raw_bytes,
+            table: OnceLock::new(),
+        }
+    }
+}
+
+/// A new, empty run placed by its recency rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRun {
+    /// Level of the run.
+    pub level: usize,
+    /// Run id.
+    pub run_id: u64,
+    /// Recency rank.
+    pub order: u64,
+}
+
+/// A file added to a run.
+#[derive(Debug)]
+pub struct AddedFile {
+    /// Level of the run.
+    pub level: usize,
+    /// Run receiving the file.
+    pub run_id: u64,
+    /// The file.
+    pub meta: FileMeta,
+}
+
+/// A file removed from a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemovedFile {
+    /// Level of the run.
+    pub level: usize,
+    /// Run losing the file.
+    pub run_id: u64,
+    /// The file's id.
+    pub file_id: u64,
+}
+
+/// One atomic change to the tree and its counters, as logged in the manifest.
+#[derive(Debug, Default)]
+pub struct VersionEdit {
+    /// WALs numbered below this are no longer needed.
+    pub log_number: Option<u64>,
+    /// Next file number to allocate.
+    pub next_file_number: Option<u64>,
+    /// Largest sequence number persisted in SSTs.
+    pub last_seq: Option<u64>,
+    /// Runs created.
+    pub new_runs: Vec<NewRun>,
+    /// Files removed (applied first).
+    pub removed_files: Vec<RemovedFile>,
+    /// Files added (applied after new runs).
+    pub added_files: Vec<AddedFile>,
+}
+
+const TAG_LOG_NUMBER: u64 = 1;
+const TAG_NEXT_FILE: u64 = 2;
+const TAG_LAST_SEQ: u64 = 3;
+const TAG_NEW_RUN: u64 = 4;
+const TAG_REMOVE_FILE: u64 = 5;
+const TAG_ADD_FILE: u64 = 6;
+
+impl VersionEdit {
+    /// Serializes the edit (see docs/format.md, "Manifest").
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (tag, v) in [
+            (TAG_LOG_NUMBER, self.log_number),
+            (TAG_NEXT_FILE, self.next_file_number),
+            (TAG_LAST_SEQ, self.last_seq),
+        ] {
+            if let Some(v) = v {
+                put_varint(&mut out, tag);
+                put_varint(&mut out, v);
+            }
+        }
+        for r in &self.new_runs {
+            put_varint(&mut out, TAG_NEW_RUN);
+            put_varint(&mut out, r.level as u64);
+            put_varint(&mut out, r.run_id);
+            put_varint(&mut out, r.order);
+        }
+        for r in &self.removed_files {
+            put_varint(&mut out, TAG_REMOVE_FILE);
+            put_varint(&mut out, r.level as u64);
+            put_varint(&mut out, r.run_id);
+            put_varint(&mut out, r.file_id);
+        }
+        for a in &self.added_files {
+            put_varint(&mut out, TAG_ADD_FILE);
+            put_varint(&mut out, a.level as u64);
+            put_varint(&mut out, a.run_id);
+            a.meta.encode(&mut out);
+        }
+        out
+    }
+
+    /// Parses an edit; `None` if the bytes are malformed.
+    pub fn decode(mut src: &[u8]) -> Option<VersionEdit> {
+        let mut e = VersionEdit::default();
+        let level = |src: &mut &[u8]| -> Option<usize> {
+            usize::try_from(get_varint(src)?).ok().filter(|&l| l < 1024)
+        };
+        while !src.is_empty() {
+            match get_varint(&mut src)? {
+                TAG_LOG_NUMBER => e.log_number = Some(get_varint(&mut src)?),
+                TAG_NEXT_FILE => e.next_file_number = Some(get_varint(&mut src)?),
+                TAG_LAST_SEQ => e.last_seq = Some(get_varint(&mut src)?),
+                TAG_NEW_RUN => e.new_runs.push(NewRun {
+                    level: level(&mut src)?,
+                    run_id: get_varint(&mut src)?,
+                    order: get_varint(&mut src)?,
+                }),
+                TAG_REMOVE_FILE => e.removed_files.push(RemovedFile {
+                    level: level(&mut src)?,
+                    run_id: get_varint(&mut src)?,
+                    file_id: get_varint(&mut src)?,
+                }),
+                TAG_ADD_FILE => e.added_files.push(AddedFile {
+                    level: level(&mut src)?,
+                    run_id: get_varint(&mut src)?,
+                    meta: FileMeta::decode(&mut src)?,
+                }),
+                _ => return None,
+            }
+        }
+        Some(e)
+    }
+
+    /// An edit that recreates `version` from an empty tree.
+    pub fn snapshot_of(version: &Version) -> VersionEdit {
+        let mut e = VersionEdit::default();
+        for (l, level) in version.levels.iter().enumerate() {
+            for run in &level.runs {
+                e.new_runs.push(NewRun {
+                    level: l,
+                    run_id: run.id,
+                    order: run.order,
+                });
+                for f in &run.files {
+                    e.added_files.push(AddedFile {
+                        level: l,
+                        run_id: run.id,
+                        meta: f.clone_meta(),
+                    });
+                }
+            }
+        }
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn meta(id: u64, lo: &[u8], hi: &[u8]) -> FileMeta {
+        FileMeta {
+            id,
+            size: 100,
+            entries: 10,
+            tombstones: 1,
+            smallest: lo.to_vec(),
+            largest: hi.to_vec(),
+            smallest_seq: 1,
+            largest_seq: 9,
+            created_ms: 7,
+            oldest_tombstone_ms: Some(3),
+            raw_bytes: 90,
+            table: OnceLock::new(),
+        }
+    }
+
+    /// (level, run id, file id, smallest, largest)
+    type FileSpec<'a> = (usize, u64, u64, &'a [u8], &'a [u8]);
+
+    fn edit_with(runs: &[(usize, u64, u64)], files: &[FileSpec<'_>]) -> VersionEdit {
+        VersionEdit {
+            new_runs: runs
+                .iter()
+                .map(|&(level, run_id, order)| NewRun {
+                    level,
+                    run_id,
+                    order,
+                })
+                .collect(),
+            added_files: files
+                .iter()
+                .map(|&(level, run_id, id, lo, hi)| AddedFile {
+                    level,
+                    run_id,
+                    meta: meta(id, lo, hi),
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn edit_roundtrip() {
+        let mut e = edit_with(&[(1, 3, 4)], &[(1, 3, 9, b"a", b"z")]);
+        e.log_number = Some(5);
+        e.last_seq = Some(77);
+        e.removed_files.push(RemovedFile {
+            level: 0,
+            run_id: 1,
+            file_id: 2,
+        });
+        let d = VersionEdit::decode(&e.encode()).unwrap();
+        assert_eq!(d.log_number, Some(5));
+        assert_eq!(d.last_seq, Some(77));
+        assert_eq!(d.new_runs, e.new_runs);
+        assert_eq!(d.removed_files, e.removed_files);
+        assert_eq!(d.added_files[0].meta.largest, b"z");
+        assert_eq!(d.added_files[0].meta.oldest_tombstone_ms, Some(3));
+        assert!(VersionEdit::decode(&[0xff]).is_none());
+        assert!(VersionEdit::decode(&[TAG_ADD_FILE as u8, 1]).is_none());
+    }
+
+    #[test]
+    fn runs_order_newest_first_and_files_sorted() {
+        let v = Version::default()
+            .apply(&edit_with(
+                &[(0, 1, 1), (0, 2, 2)],
+                &[
+                    (0, 1, 10, b"m", b"p"),
+                    (0, 1, 11, b"a", b"c"),
+                    (0, 2, 12, b"b", b"x"),
+                ],
+            ))
+            .unwrap();
+        let ids: Vec<u64> = v.levels[0].runs.iter().map(|r| r.id).collect();
+        assert_eq!(ids, vec![2, 1]);
+        let files: Vec<u64> = v.levels[0].runs[1].files.iter().map(|f| f.id).collect();
+        assert_eq!(files, vec![11, 10]);
+        assert_eq!(v.levels[0].runs[1].file_for(b"n").map(|f| f.id), Some(10));
+        assert!(v.levels[0].runs[1].file_for(b"d").is_none());
+    }
+
+    #[test]
+    fn overlapping_file_in_a_run_is_rejected_and_moves_keep_the_arc() {
+        let v = Version::default()
+            .apply(&edit_with(&[(0, 1, 1)], &[(0, 1, 10, b"a", b"f")]))
+            .unwrap();
+        assert!(v.apply(&edit_with(&[], &[(0, 1, 11, b"e", b"g")])).is_err());
+        let before = Arc::clone(&v.levels[0].runs[0].files[0]);
+        let mut mv = edit_with(&[(1, 5, 1)], &[(1, 5, 10, b"a", b"f")]);
+        mv.removed_files.push(RemovedFile {
+            level: 0,
+            run_id: 1,
+            file_id: 10,
+        });
+        let v2 = v.apply(&mv).unwrap();
+        assert_eq!(v2.levels[0].runs.len(), 0);
+        assert!(Arc::ptr_eq(&before, &v2.levels[1].runs[0].files[0]));
+    }
+}
