@@ -1,0 +1,204 @@
+//! Model-based test: long random sequences of every operation, checked
+//! against a `BTreeMap` oracle, across flushes, compactions and reopens.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use common::{dump, key, tiny_options};
+use lamina::vfs::mem::MemFs;
+use lamina::{Db, WriteBatch};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let len = rng.gen_range(0..120);
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+fn bound(rng: &mut StdRng, space: u64) -> Bound<Vec<u8>> {
+    match rng.gen_range(0..5) {
+        0 => Bound::Unbounded,
+        1 | 2 => Bound::Included(key(rng.gen_range(0..space))),
+        _ => Bound::Excluded(key(rng.gen_range(0..space))),
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn expected_range(model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .iter()
+        .filter(|(k, _)| {
+            let above = match lo {
+                Bound::Included(l) => *k >= l,
+                Bound::Excluded(l) => *k > l,
+                Bound::Unbounded => true,
+            };
+            let below = match hi {
+                Bound::Included(h) => *k <= h,
+                Bound::Excluded(h) => *k < h,
+                Bound::Unbounded => true,
+            };
+            above && below
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn run_model(seed: u64, ops: usize, space: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let fs = MemFs::new();
+    let mut db = Db::open("/db", tiny_options(&fs)).unwrap();
+    let mut model = Model::new();
+    let mut snapshots: Vec<(lamina::Snapshot, Model)> = Vec::new();
+    // Counters restart at every open; sum them over the sessions.
+    let (mut flushes, mut compactions) = (0, 0);
+    for step in 0..ops {
+        match rng.gen_range(0..100) {
+            0..=39 => {
+                let (k, v) = (key(rng.gen_range(0..space)), value(&mut rng));
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            40..=49 => {
+                let k = key(rng.gen_range(0..space));
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            50..=54 => {
+                let mut batch = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let k = key(rng.gen_range(0..space));
+                    if rng.gen_bool(0.3) {
+                        batch.delete(&k);
+                        model.remove(&k);
+                    } else {
+                        let v = value(&mut rng);
+                        batch.put(&k, &v);
+                        model.insert(k, v);
+                    }
+                }
+                db.write(batch).unwrap();
+            }
+            55..=79 => {
+                let k = key(rng.gen_range(0..space));
+                assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "seed {seed} step {step} get");
+            }
+            80..=89 => {
+                let (lo, hi) = (bound(&mut rng, space), bound(&mut rng, space));
+                let got: Vec<_> = db.scan(as_ref(&lo), as_ref(&hi)).unwrap().map(|r| r.unwrap()).collect();
+                assert_eq!(got, expected_range(&model, &lo, &hi), "seed {seed} step {step} scan");
+            }
+            90..=92 => {
+                if snapshots.len() < 4 {
+                    snapshots.push((db.snapshot(), model.clone()));
+                } else {
+                    let (snap, old) = snapshots.remove(rng.gen_range(0..snapshots.len()));
+                    let k = key(rng.gen_range(0..space));
+                    assert_eq!(snap.get(&k).unwrap(), old.get(&k).cloned(), "seed {seed} step {step} snapshot get");
+                    let all: Model = snap
+                        .scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+                        .unwrap()
+                        .map(|r| r.unwrap())
+                        .collect();
+                    assert_eq!(all, old, "seed {seed} step {step} snapshot scan");
+                }
+            }
+            93..=95 => db.flush().unwrap(),
+            96..=97 => db.compact_range(None, None).unwrap(),
+            _ => {
+                snapshots.clear();
+                let st = db.stats();
+                flushes += st.flushes;
+                compactions += st.compactions + st.trivial_moves;
+                db.close().unwrap();
+                db = Db::open("/db", tiny_options(&fs)).unwrap();
+                assert_eq!(dump(&db), model, "seed {seed} step {step} after reopen");
+            }
+        }
+    }
+    assert_eq!(dump(&db), model, "seed {seed} final");
+    let st = db.stats();
+    flushes += st.flushes;
+    compactions += st.compactions + st.trivial_moves;
+    assert!(flushes > 10 && compactions > 5, "flushes {flushes}, compactions {compactions}");
+    db.close().unwrap();
+}
+
+#[test]
+fn model_small_key_space() {
+    for seed in 0..3 {
+        run_model(seed, 6_000, 300);
+    }
+}
+
+#[test]
+fn model_large_key_space() {
+    for seed in 10..12 {
+        run_model(seed, 12_000, 5_000);
+    }
+}
+
+#[test]
+fn model_on_the_real_filesystem() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = || lamina::Options {
+        write_buffer_size: 16 * 1024,
+        target_file_size: 8 * 1024,
+        compaction: "leveling:T=3,l0=2".into(),
+        ..lamina::Options::default()
+    };
+    let mut model = Model::new();
+    let mut rng = StdRng::seed_from_u64(99);
+    let mut db = Db::open(dir.path(), opts()).unwrap();
+    for round in 0..4 {
+        for _ in 0..3_000 {
+            let k = key(rng.gen_range(0..2_000));
+            if rng.gen_bool(0.2) {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            } else {
+                let v = value(&mut rng);
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+        }
+        if round % 2 == 0 {
+            db.close().unwrap();
+        } else {
+            drop(db); // no flush: recovery replays the WAL
+        }
+        db = Db::open(dir.path(), opts()).unwrap();
+        assert_eq!(dump(&db), model);
+    }
+    // A second open of a locked directory is refused.
+    assert!(matches!(Db::open(dir.path(), opts()), Err(lamina::Error::Locked(_))));
+}
+
+#[test]
+fn deletes_are_eventually_purged_by_full_compaction() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", tiny_options(&fs)).unwrap();
+    for i in 0..2_000 {
+        db.put(&key(i), b"some value bytes").unwrap();
+    }
+    for i in 0..2_000 {
+        db.delete(&key(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let stats = db.stats();
+    let tombstones: u64 = stats.levels.iter().map(|l| l.tombstones).sum();
+    let entries: u64 = stats.levels.iter().map(|l| l.entries).sum();
+    assert_eq!((tombstones, entries), (0, 0), "{stats:?}");
+    assert!(dump(&db).is_empty());
+}
