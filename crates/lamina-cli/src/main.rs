@@ -1,1 +1,42 @@
-fn main() {}
+//! `lamina`: the command-line tool of the lamina storage engine.
+//!
+//! Each subcommand lives in its own module; add new ones by adding a module
+//! with an `Args` struct and a `run` function and a variant to [`Command`].
+
+mod client;
+mod engine_opts;
+mod exec;
+mod gen;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// lamina: an LSM-tree key-value store speaking the CS265 DSL.
+#[derive(Debug, Parser)]
+#[command(name = "lamina", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve a database over TCP (one thread per connection).
+    Serve(serve::ServeArgs),
+    /// Send DSL from stdin to a server and print the replies.
+    Client(client::ClientArgs),
+    /// Run DSL from stdin against an embedded database.
+    Exec(exec::ExecArgs),
+    /// Generate a CS265-style workload as DSL on stdout.
+    Gen(gen::GenArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Client(args) => client::run(args),
+        Command::Exec(args) => exec::run(args),
+        Command::Gen(args) => gen::run(args),
+    }
+}

@@ -1,0 +1,148 @@
+//! Engine options shared by the subcommands that open a database.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use lamina::{Db, Options, SyncMode};
+
+/// Bytes per page for `--buffer-pages`.
+pub const PAGE_SIZE: usize = 4096;
+
+/// How to open the database.
+#[derive(Debug, Clone, Args)]
+pub struct EngineOpts {
+    /// Database directory (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "./lamina-data")]
+    pub dir: PathBuf,
+    /// Write buffer (memtable) size in bytes [default: 64 MiB]; accepts K, M, G suffixes.
+    #[arg(long, value_name = "N", value_parser = parse_size, conflicts_with = "buffer_pages")]
+    pub buffer_bytes: Option<usize>,
+    /// Write buffer size in 4096-byte pages.
+    #[arg(long, value_name = "N")]
+    pub buffer_pages: Option<usize>,
+    /// Bloom filter bits per key [default: the engine's].
+    #[arg(long, value_name = "N", conflicts_with = "bloom_fpr")]
+    pub bloom_bits: Option<f64>,
+    /// Target Bloom filter false-positive rate; bits = -ln F / (ln 2)^2.
+    #[arg(long, value_name = "F")]
+    pub bloom_fpr: Option<f64>,
+    /// Size ratio T between adjacent levels.
+    #[arg(long, value_name = "T", default_value_t = 10)]
+    pub size_ratio: usize,
+    /// Compaction policy spec (e.g. leveling, tiering).
+    #[arg(long, value_name = "SPEC", default_value = "leveling")]
+    pub compaction: String,
+    /// Compaction threads [default: the engine's].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// WAL sync mode: none, always or interval:MS.
+    #[arg(long, value_name = "MODE", default_value = "none")]
+    pub sync: String,
+    /// Block cache size in bytes [default: the engine's]; accepts K, M, G suffixes.
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub block_cache_bytes: Option<usize>,
+}
+
+/// Parses a byte count with an optional K/M/G (binary) suffix.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let (digits, mult): (&str, usize) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a byte count: {s:?}"))
+}
+
+/// Bloom bits per key for a target false-positive rate.
+pub fn bits_for_fpr(fpr: f64) -> Result<f64> {
+    if !(fpr > 0.0 && fpr < 1.0) {
+        bail!("--bloom-fpr must be strictly between 0 and 1, got {fpr}");
+    }
+    let ln2 = std::f64::consts::LN_2;
+    Ok(-fpr.ln() / (ln2 * ln2))
+}
+
+impl EngineOpts {
+    /// The engine options these flags describe.
+    pub fn to_options(&self) -> Result<Options> {
+        let write_buffer_size = match (self.buffer_bytes, self.buffer_pages) {
+            (Some(b), _) => b,
+            (None, Some(p)) => p
+                .checked_mul(PAGE_SIZE)
+                .ok_or_else(|| anyhow!("--buffer-pages {p} is too large"))?,
+            (None, None) => 64 << 20,
+        };
+        let mut o = Options {
+            write_buffer_size,
+            ..Options::default()
+        };
+        if o.write_buffer_size == 0 {
+            bail!("the write buffer size must be positive");
+        }
+        if let Some(bits) = self.bloom_bits {
+            if !(bits.is_finite() && bits >= 0.0) {
+                bail!("--bloom-bits must be a non-negative number, got {bits}");
+            }
+            o.bloom_bits_per_key = bits;
+        }
+        if let Some(fpr) = self.bloom_fpr {
+            o.bloom_bits_per_key = bits_for_fpr(fpr)?;
+        }
+        if self.size_ratio < 2 {
+            bail!("--size-ratio must be at least 2, got {}", self.size_ratio);
+        }
+        o.size_ratio = self.size_ratio;
+        o.compaction = self.compaction.clone();
+        if let Some(t) = self.threads {
+            o.compaction_threads = t;
+        }
+        o.sync = self
+            .sync
+            .parse::<SyncMode>()
+            .map_err(|e| anyhow!("bad --sync {:?}: {e}", self.sync))?;
+        if let Some(c) = self.block_cache_bytes {
+            o.block_cache_bytes = c;
+        }
+        Ok(o)
+    }
+
+    /// Opens the database.
+    pub fn open(&self) -> Result<Db> {
+        let opts = self.to_options()?;
+        Db::open(&self.dir, opts)
+            .with_context(|| format!("cannot open database in {}", self.dir.display()))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("2k"), Ok(2048));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn fpr_to_bits() {
+        let b = bits_for_fpr(0.01).unwrap();
+        assert!((b - 9.585).abs() < 0.01, "{b}");
+        assert!(bits_for_fpr(0.0).is_err());
+        assert!(bits_for_fpr(1.0).is_err());
+        assert!(bits_for_fpr(f64::NAN).is_err());
+    }
+}

@@ -1,0 +1,106 @@
+//! `lamina serve`: the TCP server.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use lamina::Db;
+use lamina_server::{run_console, Server};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::engine_opts::EngineOpts;
+
+/// How long shutdown waits for the console to let go of the database.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Flags of `lamina serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Port to listen on (0 picks a free one; the start-up line shows it).
+    #[arg(long, default_value_t = 7878)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    #[command(flatten)]
+    pub engine: EngineOpts,
+}
+
+/// Serves until SIGINT, SIGTERM or `quit` on the console, then closes the
+/// database cleanly.
+///
+/// Start-up prints two lines on stdout:
+/// `lamina: data directory <DIR>` and `lamina: listening on <IP>:<PORT>`.
+pub fn run(args: ServeArgs) -> Result<()> {
+    let db = Arc::new(args.engine.open()?);
+    let server = Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
+        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+    let dir = std::fs::canonicalize(&args.engine.dir).unwrap_or_else(|_| args.engine.dir.clone());
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "lamina: data directory {}", dir.display())?;
+        writeln!(out, "lamina: listening on {}", server.local_addr())?;
+        out.flush()?;
+    }
+
+    let handle = server.shutdown_handle();
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
+    let on_signal = handle.clone();
+    thread::Builder::new()
+        .name("lamina-signals".into())
+        .spawn(move || {
+            let mut seen = 0;
+            for sig in signals.forever() {
+                seen += 1;
+                if seen == 1 {
+                    eprintln!("lamina: signal {sig}, shutting down");
+                    on_signal.trigger();
+                } else {
+                    eprintln!("lamina: second signal, exiting without a clean shutdown");
+                    std::process::exit(130);
+                }
+            }
+        })
+        .context("cannot start the signal thread")?;
+
+    let console_db = Arc::downgrade(&db);
+    let on_quit = handle.clone();
+    thread::Builder::new()
+        .name("lamina-console".into())
+        .spawn(move || {
+            if let Err(e) = run_console(console_db, on_quit, io::stdin(), io::stdout()) {
+                eprintln!("lamina: console: {e}");
+            }
+        })
+        .context("cannot start the console thread")?;
+
+    server.run().context("server failed")?;
+    eprintln!("lamina: closing the database");
+    let db = release(db)?;
+    db.close().context("closing the database failed")?;
+    eprintln!("lamina: shut down cleanly");
+    Ok(())
+}
+
+/// Waits until this is the last reference to the database.
+fn release(mut db: Arc<Db>) -> Result<Db> {
+    let start = Instant::now();
+    loop {
+        match Arc::try_unwrap(db) {
+            Ok(db) => return Ok(db),
+            Err(shared) => {
+                if start.elapsed() > RELEASE_TIMEOUT {
+                    // Last resort: make the data durable even if we cannot close.
+                    shared.flush().context("final flush failed")?;
+                    bail!("the database is still in use; flushed it but could not close it");
+                }
+                db = shared;
+                thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,499 @@
+//! The command executor: runs parsed DSL commands against a [`Db`] and
+//! appends their replies to a buffer.
+//!
+//! Consecutive puts and deletes are coalesced into one [`WriteBatch`], which
+//! is applied before any other command runs and by the caller (through
+//! [`Session::apply_pending`]) before any buffered reply is sent, so a
+//! write is acknowledged once a reply to it or to a later command was sent.
+//!
+//! # Replies
+//!
+//! | command | reply |
+//! | --- | --- |
+//! | `p`, `d`, `l` | nothing on success |
+//! | `g K` | the value, or an empty line if absent |
+//! | `r LO HI` | `k:v` pairs of `[LO, HI)` in key order, space separated, on one line (empty line if none, or if `LO >= HI`) |
+//! | `s [N]` | see [`Session`]'s `stats` section below |
+//! | `info` | one line per disk level: `LVLn runs=R files=F bytes=B entries=E` (`LVL1` is the buffer, see below), or `empty` |
+//! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
+//! | `misses` | `gets=G hits=H misses=M` |
+//! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W`, then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
+//! | `stats-json` | the engine's `DbStats` as one line of JSON |
+//! | `flush`, `compact` | `OK` once done |
+//! | `quit`, `@end` | ends the session (the transport decides what to send) |
+//! | `@sync` | `@sync` over the network, nothing locally |
+//! | anything bad | exactly one line starting with `ERROR ` |
+//!
+//! # Level numbering
+//!
+//! `LVL1` is the engine's level 0, the in-memory buffer (memtables); `LVLn`
+//! is the engine's disk level `n - 1`.
+//!
+//! # `s [N]`
+//!
+//! Line 1: `Logical Pairs: C`, the number of live keys (a full scan).
+//! Line 2: the number of entries stored at each non-empty level,
+//! `LVL1: 3, LVL3: 9` (entries counts the newest version of each key within
+//! the level, tombstones included; for a disk level of more than
+//! [`EXACT_COUNT_LIMIT`] stored entries it is the stored-entry count, all
+//! versions; an empty tree prints an empty line).
+//! Then for each non-empty level one line of at most `N` entries in key order,
+//! `k:v:L1 k:v:L1 ...`, a tombstone shown as `k:DEL:L1`, followed by an
+//! empty line.
+//!
+//! # Measured false-positive rate
+//!
+//! `measured_fpr = false_positives / (false_positives + negatives)`: among
+//! filter probes for keys absent from the probed run (the filter's
+//! negatives, which are always true negatives, plus its false positives), the
+//! share the filter let through. `n/a` before any such probe.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::ops::Bound;
+
+use lamina::key::{decode_i32, encode_i32};
+use lamina::{Db, WriteBatch};
+
+use crate::parse::{parse_line, show, Command};
+
+/// Largest batch of coalesced puts/deletes before it is applied anyway.
+pub const MAX_BATCH: usize = 16 * 1024;
+/// Above this many stored entries `s` reports a disk level's stored-entry
+/// count rather than counting its distinct keys.
+pub const EXACT_COUNT_LIMIT: u64 = 1_000_000;
+/// Records per write batch when loading a file.
+const LOAD_BATCH: usize = 8 * 1024;
+
+/// Where the session's input comes from; decides how markers are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A network connection: `@sync` is answered with a `@sync` line.
+    Network,
+    /// Local input (`lamina exec`, the server console): markers print nothing.
+    Local,
+}
+
+/// What the transport should do after a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Keep going.
+    Continue,
+    /// `quit` was received.
+    Quit,
+    /// `@end` was received.
+    End,
+}
+
+/// One client's execution state over a shared [`Db`].
+pub struct Session<'a> {
+    db: &'a Db,
+    mode: Mode,
+    batch: WriteBatch,
+}
+
+/// Appends `ERROR <msg>\n`.
+pub fn push_error(out: &mut Vec<u8>, msg: &str) {
+    out.extend_from_slice(b"ERROR ");
+    // The message must stay one line.
+    out.extend(
+        msg.bytes()
+            .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+    );
+    out.push(b'\n');
+}
+
+fn push_int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
+    let mut b = itoa::Buffer::new();
+    out.extend_from_slice(b.format(v).as_bytes());
+}
+
+/// Appends a stored key or value: its `i32` if it is 4 bytes, else `0x` hex.
+fn push_datum(out: &mut Vec<u8>, bytes: &[u8]) {
+    match decode_i32(bytes) {
+        Some(v) => push_int(out, v),
+        None => {
+            out.extend_from_slice(b"0x");
+            for b in bytes {
+                out.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+        }
+    }
+}
+
+fn fpr(fp: u64, negatives: u64) -> String {
+    let denom = fp.saturating_add(negatives);
+    if denom == 0 {
+        "n/a".to_string()
+    } else {
+        format!("{:.6}", fp as f64 / denom as f64)
+    }
+}
+
+impl<'a> Session<'a> {
+    /// A session over `db`.
+    pub fn new(db: &'a Db, mode: Mode) -> Session<'a> {
+        Session {
+            db,
+            mode,
+            batch: WriteBatch::new(),
+        }
+    }
+
+    /// Applies the coalesced puts and deletes, appending one `ERROR` line to
+    /// `out` if the engine refuses them.
+    pub fn apply_pending(&mut self, out: &mut Vec<u8>) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.batch);
+        if let Err(e) = self.db.write(batch) {
+            push_error(out, &format!("write failed: {e}"));
+        }
+    }
+
+    /// Whether puts or deletes are waiting to be applied.
+    pub fn has_pending(&self) -> bool {
+        !self.batch.is_empty()
+    }
+
+    /// Reports a line that exceeded the length limit.
+    pub fn line_too_long(&mut self, out: &mut Vec<u8>, limit: usize) {
+        push_error(out, &format!("line longer than {limit} bytes"));
+    }
+
+    /// Parses and executes one line, appending its reply to `out`.
+    pub fn execute_line(&mut self, line: &[u8], out: &mut Vec<u8>) -> Control {
+        match parse_line(line) {
+            Ok(cmd) => self.execute(cmd, out),
+            Err(e) => {
+                push_error(out, &e.to_string());
+                Control::Continue
+            }
+        }
+    }
+
+    /// Executes one command, appending its reply to `out`.
+    pub fn execute(&mut self, cmd: Command<'_>, out: &mut Vec<u8>) -> Control {
+        match cmd {
+            Command::Nothing => {}
+            Command::Put(k, v) => {
+                self.batch.put(&encode_i32(k), &encode_i32(v));
+                if self.batch.len() >= MAX_BATCH {
+                    self.apply_pending(out);
+                }
+            }
+            Command::Delete(k) => {
+                self.batch.delete(&encode_i32(k));
+                if self.batch.len() >= MAX_BATCH {
+                    self.apply_pending(out);
+                }
+            }
+            other => {
+                self.apply_pending(out);
+                return self.execute_read(other, out);
+            }
+        }
+        Control::Continue
+    }
+
+    fn execute_read(&mut self, cmd: Command<'_>, out: &mut Vec<u8>) -> Control {
+        let mark = out.len();
+        let result = match cmd {
+            Command::Get(k) => self.get(k, out),
+            Command::Range(lo, hi) => self.range(lo, hi, out),
+            Command::Load(path) => self.load(path),
+            Command::Stats(n) => self.stats(n, out),
+            Command::Info => {
+                self.info(out);
+                Ok(())
+            }
+            Command::Bloom => {
+                self.bloom(out);
+                Ok(())
+            }
+            Command::Misses => {
+                let s = self.db.stats();
+                out.extend_from_slice(
+                    format!(
+                        "gets={} hits={} misses={}\n",
+                        s.gets, s.get_hits, s.get_misses
+                    )
+                    .as_bytes(),
+                );
+                Ok(())
+            }
+            Command::Io => {
+                self.io(out);
+                Ok(())
+            }
+            Command::StatsJson => match serde_json::to_string(&self.db.stats()) {
+                Ok(j) => {
+                    out.extend_from_slice(j.as_bytes());
+                    out.push(b'\n');
+                    Ok(())
+                }
+                Err(e) => Err(format!("cannot encode stats: {e}")),
+            },
+            Command::Flush => self
+                .db
+                .flush()
+                .map(|()| out.extend_from_slice(b"OK\n"))
+                .map_err(|e| format!("flush failed: {e}")),
+            Command::Compact => self
+                .db
+                .compact_range(None, None)
+                .map(|()| out.extend_from_slice(b"OK\n"))
+                .map_err(|e| format!("compaction failed: {e}")),
+            Command::Quit => return Control::Quit,
+            Command::End => return Control::End,
+            Command::Sync => {
+                if self.mode == Mode::Network {
+                    out.extend_from_slice(crate::SYNC_REPLY);
+                }
+                Ok(())
+            }
+            Command::Nothing | Command::Put(..) | Command::Delete(_) => Ok(()),
+        };
+        if let Err(msg) = result {
+            out.truncate(mark);
+            push_error(out, &msg);
+        }
+        Control::Continue
+    }
+
+    fn get(&mut self, k: i32, out: &mut Vec<u8>) -> Result<(), String> {
+        match self.db.get(&encode_i32(k)) {
+            Ok(Some(v)) => push_datum(out, &v),
+            Ok(None) => {}
+            Err(e) => return Err(format!("get failed: {e}")),
+        }
+        out.push(b'\n');
+        Ok(())
+    }
+
+    fn range(&mut self, lo: i32, hi: i32, out: &mut Vec<u8>) -> Result<(), String> {
+        if lo < hi {
+            let (lo, hi) = (encode_i32(lo), encode_i32(hi));
+            let iter = self
+                .db
+                .scan(Bound::Included(&lo[..]), Bound::Excluded(&hi[..]))
+                .map_err(|e| format!("range failed: {e}"))?;
+            let mut first = true;
+            for item in iter {
+                let (k, v) = item.map_err(|e| format!("range failed: {e}"))?;
+                if !first {
+                    out.push(b' ');
+                }
+                first = false;
+                push_datum(out, &k);
+                out.push(b':');
+                push_datum(out, &v);
+            }
+        }
+        out.push(b'\n');
+        Ok(())
+    }
+
+    /// Streams a file of little-endian `(i32, i32)` records into the db.
+    fn load(&mut self, path: &str) -> Result<(), String> {
+        let mut file = File::open(path)
+            .map_err(|e| format!("cannot open \"{}\": {e}", show(path.as_bytes())))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot stat \"{}\": {e}", show(path.as_bytes())))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "\"{}\" is not a regular file",
+                show(path.as_bytes())
+            ));
+        }
+        let len = meta.len();
+        if len % 8 != 0 {
+            return Err(format!(
+                "\"{}\" is {len} bytes, not a whole number of 8-byte records",
+                show(path.as_bytes())
+            ));
+        }
+        let mut buf = vec![0u8; LOAD_BATCH * 8];
+        let mut loaded: u64 = 0;
+        loop {
+            let n = read_full(&mut file, &mut buf).map_err(|e| format!("read failed: {e}"))?;
+            if n % 8 != 0 {
+                return Err(format!(
+                    "\"{}\" changed while loading ({} records loaded)",
+                    show(path.as_bytes()),
+                    loaded
+                ));
+            }
+            if n == 0 {
+                return Ok(());
+            }
+            let mut batch = WriteBatch::new();
+            for rec in buf[..n].chunks_exact(8) {
+                let k = i32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+                let v = i32::from_le_bytes([rec[4], rec[5], rec[6], rec[7]]);
+                batch.put(&encode_i32(k), &encode_i32(v));
+            }
+            self.db
+                .write(batch)
+                .map_err(|e| format!("load failed after {loaded} records: {e}"))?;
+            loaded += (n / 8) as u64;
+        }
+    }
+
+    fn stats(&mut self, n: usize, out: &mut Vec<u8>) -> Result<(), String> {
+        let err = |e: lamina::Error| format!("stats failed: {e}");
+        let mut live: u64 = 0;
+        for item in self
+            .db
+            .scan(Bound::Unbounded, Bound::Unbounded)
+            .map_err(err)?
+        {
+            item.map_err(err)?;
+            live += 1;
+        }
+        out.extend_from_slice(b"Logical Pairs: ");
+        push_int(out, live);
+        out.push(b'\n');
+        let mut counts = Vec::new();
+        let mut shown = Vec::new();
+        let stats = self.db.stats();
+        for level in 0..self.db.num_levels() {
+            let count = self.level_count(level, &stats).map_err(err)?;
+            if count == 0 {
+                continue;
+            }
+            counts.push((level, count));
+            shown.push((level, self.db.level_entries(level, n).map_err(err)?));
+        }
+        for (i, (level, count)) in counts.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(b"LVL");
+            push_int(out, level + 1);
+            out.extend_from_slice(b": ");
+            push_int(out, *count);
+        }
+        out.push(b'\n');
+        for (level, entries) in shown {
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push(b' ');
+                }
+                push_datum(out, k);
+                out.push(b':');
+                match v {
+                    Some(v) => push_datum(out, v),
+                    None => out.extend_from_slice(b"DEL"),
+                }
+                out.extend_from_slice(b":L");
+                push_int(out, level + 1);
+            }
+            out.extend_from_slice(b"\n\n");
+        }
+        Ok(())
+    }
+
+    /// Entries stored at a level: the newest version of each key within the
+    /// level, tombstones included. A disk level holding more than
+    /// [`EXACT_COUNT_LIMIT`] entries reports its stored entry count instead
+    /// (all versions), which avoids materialising the level.
+    fn level_count(&self, level: usize, stats: &lamina::DbStats) -> lamina::Result<u64> {
+        if level > 0 {
+            if let Some(l) = stats.levels.iter().find(|l| l.level == level) {
+                if l.entries > EXACT_COUNT_LIMIT {
+                    return Ok(l.entries);
+                }
+            }
+        }
+        Ok(self.db.level_entries(level, usize::MAX)?.len() as u64)
+    }
+
+    fn info(&mut self, out: &mut Vec<u8>) {
+        let s = self.db.stats();
+        if s.levels.is_empty() {
+            out.extend_from_slice(b"empty\n");
+        }
+        for l in &s.levels {
+            out.extend_from_slice(
+                format!(
+                    "LVL{} runs={} files={} bytes={} entries={}\n",
+                    l.level + 1,
+                    l.runs,
+                    l.files,
+                    l.bytes,
+                    l.entries
+                )
+                .as_bytes(),
+            );
+        }
+    }
+
+    fn bloom(&mut self, out: &mut Vec<u8>) {
+        let s = self.db.stats();
+        for l in &s.levels {
+            out.extend_from_slice(
+                format!(
+                    "LVL{} filter_bytes={} bits_per_key={:.2} fpr_theoretical={:.6}\n",
+                    l.level + 1,
+                    l.filter_bytes,
+                    l.bloom_bits_per_key,
+                    l.bloom_fpr_theoretical
+                )
+                .as_bytes(),
+            );
+        }
+        out.extend_from_slice(
+            format!(
+                "probes={} negatives={} false_positives={} measured_fpr={}\n",
+                s.bloom_probes,
+                s.bloom_negatives,
+                s.bloom_false_positives,
+                fpr(s.bloom_false_positives, s.bloom_negatives)
+            )
+            .as_bytes(),
+        );
+    }
+
+    fn io(&mut self, out: &mut Vec<u8>) {
+        let s = self.db.stats();
+        for l in &s.levels {
+            out.extend_from_slice(
+                format!(
+                    "LVL{} bytes_read={} bytes_written={}\n",
+                    l.level + 1,
+                    l.bytes_read,
+                    l.bytes_written
+                )
+                .as_bytes(),
+            );
+        }
+        out.extend_from_slice(
+            format!(
+                "ingested={} flush_written={} compaction_read={} compaction_written={} write_amplification={:.3}\n",
+                s.bytes_ingested,
+                s.flush_bytes_written,
+                s.compaction_bytes_read,
+                s.compaction_bytes_written,
+                s.write_amplification
+            )
+            .as_bytes(),
+        );
+    }
+}
+
+/// Reads until `buf` is full or end of file; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(m) => n += m,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,242 @@
+//! A bounded line reader over any [`Read`].
+//!
+//! [`LineReader`] reads big chunks and hands out the complete lines it holds
+//! without copying them. A line longer than the limit is never buffered whole:
+//! its bytes are discarded up to the next newline and it is reported once, as
+//! [`Line::TooLong`], in its place in the stream.
+
+use std::io::{self, Read};
+
+/// Default size of one read.
+pub const READ_CHUNK: usize = 256 * 1024;
+
+/// Default longest accepted line, excluding the newline.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// One item of the line stream.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// A complete line, without its `\n` (a trailing `\r` is kept; the parser
+    /// ignores it).
+    Complete(&'a [u8]),
+    /// A line longer than the limit; its bytes were discarded.
+    TooLong,
+}
+
+/// Splits a byte stream into bounded lines.
+#[derive(Debug)]
+pub struct LineReader {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    max_line: usize,
+    read_chunk: usize,
+    /// Inside an over-long line: drop bytes until the next newline.
+    discarding: bool,
+}
+
+impl Default for LineReader {
+    fn default() -> Self {
+        LineReader::new(MAX_LINE, READ_CHUNK)
+    }
+}
+
+impl LineReader {
+    /// A reader accepting lines of at most `max_line` bytes, reading up to
+    /// `read_chunk` bytes at a time.
+    pub fn new(max_line: usize, read_chunk: usize) -> LineReader {
+        LineReader {
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            max_line,
+            read_chunk: read_chunk.max(1),
+            discarding: false,
+        }
+    }
+
+    /// Reads once from `r` into the buffer. Returns the number of bytes read;
+    /// 0 means end of input. Unconsumed bytes are kept.
+    pub fn fill<R: Read + ?Sized>(&mut self, r: &mut R) -> io::Result<usize> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let want = self.end + self.read_chunk;
+        if self.buf.len() < want {
+            self.buf.resize(want, 0);
+        }
+        let n = r.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// The next complete line, if one is buffered.
+    pub fn next_line(&mut self) -> Option<Line<'_>> {
+        let pending = &self.buf[self.start..self.end];
+        let Some(i) = memchr::memchr(b'\n', pending) else {
+            if self.discarding || pending.len() > self.max_line {
+                // Drop what we have of the over-long line.
+                self.discarding = true;
+                self.start = 0;
+                self.end = 0;
+            }
+            // Shrink back after a burst of huge lines.
+            if self.start == self.end && self.buf.len() > 4 * self.read_chunk {
+                self.start = 0;
+                self.end = 0;
+                self.buf.truncate(self.read_chunk);
+                self.buf.shrink_to(self.read_chunk);
+            }
+            return None;
+        };
+        let line_start = self.start;
+        self.start += i + 1;
+        if self.discarding {
+            self.discarding = false;
+            return Some(Line::TooLong);
+        }
+        if i > self.max_line {
+            return Some(Line::TooLong);
+        }
+        Some(Line::Complete(&self.buf[line_start..line_start + i]))
+    }
+
+    /// At end of input: the unterminated last line, if any (consumed).
+    pub fn take_rest(&mut self) -> Option<Line<'_>> {
+        if self.discarding {
+            self.discarding = false;
+            self.start = self.end;
+            return Some(Line::TooLong);
+        }
+        if self.start == self.end {
+            return None;
+        }
+        let s = self.start;
+        self.start = self.end;
+        if self.end - s > self.max_line {
+            return Some(Line::TooLong);
+        }
+        Some(Line::Complete(&self.buf[s..self.end]))
+    }
+
+    /// Whether part of a line is buffered (or being discarded).
+    pub fn has_partial(&self) -> bool {
+        self.discarding || self.start < self.end
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// A reader returning the given pieces one `read` at a time.
+    struct Pieces(Vec<Vec<u8>>);
+    impl Read for Pieces {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let p = &mut self.0[0];
+            let n = p.len().min(buf.len());
+            buf[..n].copy_from_slice(&p[..n]);
+            p.drain(..n);
+            if p.is_empty() {
+                self.0.remove(0);
+            }
+            Ok(n)
+        }
+    }
+
+    type Collected = (Vec<Option<Vec<u8>>>, Option<Option<Vec<u8>>>);
+
+    fn collect(r: &mut LineReader, input: &mut dyn Read) -> Collected {
+        let mut out = Vec::new();
+        loop {
+            while let Some(l) = r.next_line() {
+                out.push(match l {
+                    Line::Complete(b) => Some(b.to_vec()),
+                    Line::TooLong => None,
+                });
+            }
+            if r.fill(input).unwrap() == 0 {
+                break;
+            }
+        }
+        let rest = r.take_rest().map(|l| match l {
+            Line::Complete(b) => Some(b.to_vec()),
+            Line::TooLong => None,
+        });
+        (out, rest)
+    }
+
+    #[test]
+    fn splits_lines_across_reads() {
+        let mut r = LineReader::new(100, 3);
+        let mut input = Pieces(vec![
+            b"p 1 2\ng".to_vec(),
+            b" 1\n\nr 1".to_vec(),
+            b" 5".to_vec(),
+        ]);
+        let (lines, rest) = collect(&mut r, &mut input);
+        assert_eq!(
+            lines,
+            vec![
+                Some(b"p 1 2".to_vec()),
+                Some(b"g 1".to_vec()),
+                Some(b"".to_vec())
+            ]
+        );
+        assert_eq!(rest, Some(Some(b"r 1 5".to_vec())));
+    }
+
+    #[test]
+    fn too_long_lines_are_reported_once_in_place() {
+        let mut r = LineReader::new(10, 4);
+        let long = vec![b'x'; 1000];
+        let mut data = b"g 1\n".to_vec();
+        data.extend_from_slice(&long);
+        data.extend_from_slice(b"\ng 2\n");
+        data.extend_from_slice(&[b'y'; 11]);
+        data.extend_from_slice(b"\n");
+        data.extend_from_slice(&[b'z'; 10]);
+        data.extend_from_slice(b"\n");
+        let mut input = Pieces(data.chunks(7).map(|c| c.to_vec()).collect());
+        let (lines, rest) = collect(&mut r, &mut input);
+        assert_eq!(
+            lines,
+            vec![
+                Some(b"g 1".to_vec()),
+                None,
+                Some(b"g 2".to_vec()),
+                None,
+                Some(vec![b'z'; 10])
+            ]
+        );
+        assert_eq!(rest, None);
+        // Memory stays bounded by the limit plus a chunk or so.
+        assert!(r.buf.len() <= 64, "{}", r.buf.len());
+    }
+
+    #[test]
+    fn too_long_unterminated_tail() {
+        let mut r = LineReader::new(10, 64);
+        let mut input = Pieces(vec![vec![b'x'; 500]]);
+        let (lines, rest) = collect(&mut r, &mut input);
+        assert!(lines.is_empty());
+        assert_eq!(rest, Some(None));
+    }
+
+    #[test]
+    fn one_big_read_many_lines() {
+        let mut r = LineReader::default();
+        let text: String = (0..10_000).map(|i| format!("p {i} {i}\n")).collect();
+        let mut input = Pieces(vec![text.into_bytes()]);
+        let (lines, rest) = collect(&mut r, &mut input);
+        assert_eq!(lines.len(), 10_000);
+        assert_eq!(rest, None);
+        assert!(!r.has_partial());
+    }
+}

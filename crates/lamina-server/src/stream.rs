@@ -1,0 +1,140 @@
+//! Drives a [`Session`] from a byte stream: shared by the TCP server's
+//! connections, `lamina exec` and the server console, so command logic exists
+//! once.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+
+use lamina::Db;
+
+use crate::exec::{Control, Mode, Session};
+use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+
+/// Replies buffered beyond this size are written out mid-chunk.
+const OUT_FLUSH: usize = 1 << 20;
+
+/// Executes every complete line buffered in `lines`. Replies accumulate in
+/// `out`; when `out` grows past a threshold the pending batch is applied and
+/// `out` is written to `w`. Stops early at `quit` / `@end`.
+pub fn drain_lines<W: Write + ?Sized>(
+    session: &mut Session<'_>,
+    lines: &mut LineReader,
+    out: &mut Vec<u8>,
+    w: &mut W,
+) -> io::Result<Control> {
+    while let Some(line) = lines.next_line() {
+        let ctl = match line {
+            Line::Complete(b) => session.execute_line(b, out),
+            Line::TooLong => {
+                session.line_too_long(out, MAX_LINE);
+                Control::Continue
+            }
+        };
+        if ctl != Control::Continue {
+            return Ok(ctl);
+        }
+        if out.len() >= OUT_FLUSH {
+            session.apply_pending(out);
+            w.write_all(out)?;
+            out.clear();
+        }
+    }
+    Ok(Control::Continue)
+}
+
+fn read_some<R: Read + ?Sized>(lines: &mut LineReader, r: &mut R) -> io::Result<usize> {
+    loop {
+        match lines.fill(r) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Serves one network connection until the peer ends the session (`@end`
+/// or `quit`, answered with [`crate::BYE_REPLY`]) or disconnects.
+///
+/// Every complete line received is executed; an unterminated last line of a
+/// connection that drops is discarded, so nothing partial is applied.
+/// Coalesced writes are applied at the end of every read chunk, before its
+/// replies are sent. Returns the control that ended the session
+/// ([`Control::Continue`] for a disconnect).
+pub fn serve_connection(db: &Db, stream: &TcpStream) -> io::Result<Control> {
+    let mut session = Session::new(db, Mode::Network);
+    let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
+    let mut out = Vec::with_capacity(64 * 1024);
+    let mut reader = stream;
+    let mut writer = stream;
+    loop {
+        let n = match read_some(&mut lines, &mut reader) {
+            Ok(n) => n,
+            Err(e) => {
+                // A reset connection: what was executed stays executed.
+                let mut ignored = Vec::new();
+                session.apply_pending(&mut ignored);
+                return Err(e);
+            }
+        };
+        if n == 0 {
+            // Peer closed without `@end`: the partial line (if any) is dropped.
+            session.apply_pending(&mut out);
+            return Ok(Control::Continue);
+        }
+        let ctl = drain_lines(&mut session, &mut lines, &mut out, &mut writer)?;
+        session.apply_pending(&mut out);
+        if ctl != Control::Continue {
+            out.extend_from_slice(crate::BYE_REPLY);
+            writer.write_all(&out)?;
+            writer.flush()?;
+            let _ = stream.shutdown(Shutdown::Write);
+            return Ok(ctl);
+        }
+        if !out.is_empty() {
+            writer.write_all(&out)?;
+            out.clear();
+        }
+    }
+}
+
+/// Runs DSL from `input` to `output` (as `lamina exec` does) until end of
+/// input, `quit` or `@end`. An unterminated last line is executed.
+pub fn run_local<R: Read, W: Write>(db: &Db, mut input: R, mut output: W) -> io::Result<Control> {
+    let mut session = Session::new(db, Mode::Local);
+    let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
+    let mut out = Vec::with_capacity(64 * 1024);
+    let result = run_local_inner(&mut session, &mut lines, &mut out, &mut input, &mut output);
+    session.apply_pending(&mut out);
+    output.write_all(&out)?;
+    output.flush()?;
+    result
+}
+
+fn run_local_inner<R: Read, W: Write>(
+    session: &mut Session<'_>,
+    lines: &mut LineReader,
+    out: &mut Vec<u8>,
+    input: &mut R,
+    output: &mut W,
+) -> io::Result<Control> {
+    loop {
+        let n = read_some(lines, input)?;
+        if n == 0 {
+            let ctl = match lines.take_rest() {
+                Some(Line::Complete(b)) => session.execute_line(b, out),
+                Some(Line::TooLong) => {
+                    session.line_too_long(out, MAX_LINE);
+                    Control::Continue
+                }
+                None => Control::Continue,
+            };
+            return Ok(ctl);
+        }
+        let ctl = drain_lines(session, lines, out, output)?;
+        session.apply_pending(out);
+        output.write_all(out)?;
+        out.clear();
+        if ctl != Control::Continue {
+            return Ok(ctl);
+        }
+    }
+}
