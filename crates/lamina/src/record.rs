@@ -3,23 +3,26 @@
 //! A log file is a sequence of records:
 //!
 //! ```text
-//! +------------------+------------------+-----------------+
-//! | crc: u32 LE      | len: u32 LE      | payload (len B) |
-//! +------------------+------------------+-----------------+
-//! crc = masked CRC32C over the 4 len bytes followed by the payload
+//! +--------------+--------------+------------------+-----------------+
+//! | crc: u32 LE  | len: u32 LE  | len_crc: u32 LE  | payload (len B) |
+//! +--------------+--------------+------------------+-----------------+
+//! crc     = masked CRC32C over the 4 len bytes followed by the payload
+//! len_crc = masked CRC32C over the 4 len bytes
 //! ```
 //!
-//! Reading distinguishes a *torn tail* (the last record is incomplete, or
-//! fails its checksum with nothing but zeros after it: what a crash during an
-//! append leaves behind) from *corruption* (a bad record followed by more
-//! data), which is reported as [`Error::Corruption`].
+//! The length has its own checksum so that a damaged length is recognised
+//! as corruption rather than mistaken for a record cut short by a crash.
+//! Reading distinguishes a *torn tail* (the file ends inside the last record,
+//! or in zeros: what a crash during an append leaves behind) from
+//! *corruption* (any record that is complete but fails a checksum), which is
+//! reported as [`Error::Corruption`] naming the file and offset.
 
-use crate::coding::masked_crc2;
+use crate::coding::{masked_crc, masked_crc2};
 use crate::error::{Error, Result};
 use crate::vfs::WritableFile;
 
 /// Bytes of the record header.
-pub const HEADER_LEN: usize = 8;
+pub const HEADER_LEN: usize = 12;
 
 /// Largest payload a record may carry; a header claiming more is corrupt.
 pub const MAX_RECORD_LEN: usize = 1 << 30;
@@ -31,10 +34,10 @@ pub fn append_record(file: &mut dyn WritableFile, payload: &[u8]) -> Result<()> 
         .filter(|&l| (l as usize) <= MAX_RECORD_LEN)
         .ok_or_else(|| Error::InvalidArgument("record larger than 1 GiB".into()))?;
     let len_bytes = len.to_le_bytes();
-    let crc = masked_crc2(&len_bytes, payload);
     let mut header = [0u8; HEADER_LEN];
-    header[..4].copy_from_slice(&crc.to_le_bytes());
-    header[4..].copy_from_slice(&len_bytes);
+    header[..4].copy_from_slice(&masked_crc2(&len_bytes, payload).to_le_bytes());
+    header[4..8].copy_from_slice(&len_bytes);
+    header[8..].copy_from_slice(&masked_crc(&len_bytes).to_le_bytes());
     file.append(&header)?;
     file.append(payload)
 }
@@ -48,10 +51,16 @@ pub struct LogEnd {
     pub torn: bool,
 }
 
-/// Calls `f(offset, payload)` for every record of `data`, in order.
-///
-/// Returns where the valid prefix ends. A bad record followed by further
-/// non-zero data is corruption and is returned as an error naming `file`.
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    if let Some(s) = b.get(at..at + 4) {
+        a.copy_from_slice(s);
+    }
+    u32::from_le_bytes(a)
+}
+
+/// Calls `f(offset, payload)` for every record of `data`, in order, and
+/// returns where the valid prefix ends.
 pub fn read_records(
     data: &[u8],
     file: &str,
@@ -64,32 +73,38 @@ pub fn read_records(
             valid_len: pos as u64,
             torn: true,
         };
-        if rest.len() < HEADER_LEN {
+        if rest.len() < HEADER_LEN || rest.iter().all(|&b| b == 0) {
             return Ok(torn);
         }
-        let crc = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        let len_bytes = [rest[4], rest[5], rest[6], rest[7]];
-        let len = u32::from_le_bytes(len_bytes) as usize;
-        let body = rest.get(HEADER_LEN..HEADER_LEN + len);
-        match body {
-            Some(payload) if len <= MAX_RECORD_LEN && masked_crc2(&len_bytes, payload) == crc => {
-                f(pos as u64, payload)?;
-                pos += HEADER_LEN + len;
-            }
-            // The record runs past the end of the file: an append was cut short.
-            None => return Ok(torn),
-            Some(_) => {
-                let after = &rest[(HEADER_LEN + len).min(rest.len())..];
-                if after.iter().all(|&b| b == 0) {
-                    return Ok(torn);
-                }
-                return Err(Error::corruption(
-                    file,
-                    pos as u64,
-                    "record checksum mismatch followed by more records",
-                ));
-            }
+        let len_bytes = u32_at(rest, 4).to_le_bytes();
+        if masked_crc(&len_bytes) != u32_at(rest, 8) {
+            return Err(Error::corruption(
+                file,
+                pos as u64,
+                "record length checksum mismatch",
+            ));
         }
+        let len = u32::from_le_bytes(len_bytes) as usize;
+        if len > MAX_RECORD_LEN {
+            return Err(Error::corruption(
+                file,
+                pos as u64,
+                "record length out of range",
+            ));
+        }
+        let Some(payload) = rest.get(HEADER_LEN..HEADER_LEN + len) else {
+            // The file ends inside this record: an append was cut short.
+            return Ok(torn);
+        };
+        if masked_crc2(&len_bytes, payload) != u32_at(rest, 0) {
+            return Err(Error::corruption(
+                file,
+                pos as u64,
+                "record checksum mismatch",
+            ));
+        }
+        f(pos as u64, payload)?;
+        pos += HEADER_LEN + len;
     }
     Ok(LogEnd {
         valid_len: pos as u64,
@@ -153,16 +168,28 @@ mod tests {
     }
 
     #[test]
-    fn flipped_byte_in_middle_is_corruption_and_in_last_record_is_torn() {
+    fn every_flipped_byte_is_corruption() {
         let data = build(&[b"first", b"second", b"third"]);
-        let mut mid = data.clone();
-        mid[HEADER_LEN + 1] ^= 0x40;
-        assert!(collect(&mid).unwrap_err().is_corruption());
-        let mut last = data.clone();
-        let n = last.len();
-        last[n - 1] ^= 0x40;
-        let (recs, end) = collect(&last).unwrap();
-        assert_eq!(recs.len(), 2);
-        assert!(end.torn);
+        for i in 0..data.len() {
+            let mut bad = data.clone();
+            bad[i] ^= 0x40;
+            assert!(collect(&bad).unwrap_err().is_corruption(), "flip at {i}");
+        }
+    }
+
+    #[test]
+    fn zero_tail_is_torn() {
+        let mut data = build(&[b"first"]);
+        let n = data.len();
+        data.extend_from_slice(&[0; 100]);
+        let (recs, end) = collect(&data).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(
+            end,
+            LogEnd {
+                valid_len: n as u64,
+                torn: true
+            }
+        );
     }
 }

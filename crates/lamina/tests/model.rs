@@ -35,7 +35,11 @@ fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
-fn expected_range(model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn expected_range(
+    model: &Model,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     model
         .iter()
         .filter(|(k, _)| {
@@ -92,12 +96,24 @@ fn run_model(seed: u64, ops: usize, space: u64) {
             }
             55..=79 => {
                 let k = key(rng.gen_range(0..space));
-                assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "seed {seed} step {step} get");
+                assert_eq!(
+                    db.get(&k).unwrap(),
+                    model.get(&k).cloned(),
+                    "seed {seed} step {step} get"
+                );
             }
             80..=89 => {
                 let (lo, hi) = (bound(&mut rng, space), bound(&mut rng, space));
-                let got: Vec<_> = db.scan(as_ref(&lo), as_ref(&hi)).unwrap().map(|r| r.unwrap()).collect();
-                assert_eq!(got, expected_range(&model, &lo, &hi), "seed {seed} step {step} scan");
+                let got: Vec<_> = db
+                    .scan(as_ref(&lo), as_ref(&hi))
+                    .unwrap()
+                    .map(|r| r.unwrap())
+                    .collect();
+                assert_eq!(
+                    got,
+                    expected_range(&model, &lo, &hi),
+                    "seed {seed} step {step} scan"
+                );
             }
             90..=92 => {
                 if snapshots.len() < 4 {
@@ -105,7 +121,11 @@ fn run_model(seed: u64, ops: usize, space: u64) {
                 } else {
                     let (snap, old) = snapshots.remove(rng.gen_range(0..snapshots.len()));
                     let k = key(rng.gen_range(0..space));
-                    assert_eq!(snap.get(&k).unwrap(), old.get(&k).cloned(), "seed {seed} step {step} snapshot get");
+                    assert_eq!(
+                        snap.get(&k).unwrap(),
+                        old.get(&k).cloned(),
+                        "seed {seed} step {step} snapshot get"
+                    );
                     let all: Model = snap
                         .scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
                         .unwrap()
@@ -131,7 +151,10 @@ fn run_model(seed: u64, ops: usize, space: u64) {
     let st = db.stats();
     flushes += st.flushes;
     compactions += st.compactions + st.trivial_moves;
-    assert!(flushes > 10 && compactions > 5, "flushes {flushes}, compactions {compactions}");
+    assert!(
+        flushes > 10 && compactions > 5,
+        "flushes {flushes}, compactions {compactions}"
+    );
     db.close().unwrap();
 }
 
@@ -182,7 +205,10 @@ fn model_on_the_real_filesystem() {
         assert_eq!(dump(&db), model);
     }
     // A second open of a locked directory is refused.
-    assert!(matches!(Db::open(dir.path(), opts()), Err(lamina::Error::Locked(_))));
+    assert!(matches!(
+        Db::open(dir.path(), opts()),
+        Err(lamina::Error::Locked(_))
+    ));
 }
 
 #[test]

@@ -186,9 +186,9 @@ impl Vfs for OsFs {
             .map_err(|e| Error::io("open", path, e))?;
         match file.try_lock() {
             Ok(()) => Ok(Box::new(OsLock { _file: file })),
-            Err(fs::TryLockError::WouldBlock) => Err(Error::Locked(
-                path.parent().unwrap_or(path).to_path_buf(),
-            )),
+            Err(fs::TryLockError::WouldBlock) => {
+                Err(Error::Locked(path.parent().unwrap_or(path).to_path_buf()))
+            }
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
         }
     }

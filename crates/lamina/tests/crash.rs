@@ -1,0 +1,269 @@
+//! Durability under crashes: simulated power loss on the in-memory
+//! filesystem (thousands of crash points), and real SIGKILLs of a child
+//! process writing with `sync=always`.
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{dump, key};
+use lamina::vfs::mem::MemFs;
+use lamina::{Db, Options, SyncMode, WriteBatch};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Operation `i` of a deterministic history: a put, a delete or a batch.
+#[derive(Debug, Clone)]
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+}
+
+fn op(seed: u64, i: u64, space: u64) -> Op {
+    let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(i));
+    match rng.gen_range(0..10) {
+        0..=5 => Op::Put(
+            key(rng.gen_range(0..space)),
+            format!("v{i}-{}", "x".repeat(rng.gen_range(0..60))).into_bytes(),
+        ),
+        6..=7 => Op::Delete(key(rng.gen_range(0..space))),
+        _ => Op::Batch(
+            (0..rng.gen_range(1..6))
+                .map(|j| {
+                    let k = key(rng.gen_range(0..space));
+                    (k, (j % 3 != 2).then(|| format!("b{i}.{j}").into_bytes()))
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn apply_db(db: &Db, op: &Op) -> lamina::Result<()> {
+    match op {
+        Op::Put(k, v) => db.put(k, v),
+        Op::Delete(k) => db.delete(k),
+        Op::Batch(items) => {
+            let mut b = WriteBatch::new();
+            for (k, v) in items {
+                match v {
+                    Some(v) => b.put(k, v),
+                    None => b.delete(k),
+                }
+            }
+            db.write(b)
+        }
+    }
+}
+
+/// Applies `op` to the model; returns the keys it touched.
+fn apply_model(m: &mut Model, op: &Op) -> Vec<Vec<u8>> {
+    match op {
+        Op::Put(k, v) => {
+            m.insert(k.clone(), v.clone());
+            vec![k.clone()]
+        }
+        Op::Delete(k) => {
+            m.remove(k);
+            vec![k.clone()]
+        }
+        Op::Batch(items) => {
+            for (k, v) in items {
+                match v {
+                    Some(v) => m.insert(k.clone(), v.clone()),
+                    None => m.remove(k),
+                };
+            }
+            items.iter().map(|(k, _)| k.clone()).collect()
+        }
+    }
+}
+
+/// The number `m` in `lo..=hi` such that the state after the first `m`
+/// operations equals `got`, if any. Walks the history once, tracking the set
+/// of keys where the model and `got` differ.
+fn matching_prefix(history: &[Op], lo: usize, hi: usize, got: &Model) -> Option<usize> {
+    let mut model = Model::new();
+    for o in &history[..lo] {
+        apply_model(&mut model, o);
+    }
+    let keys: HashSet<&Vec<u8>> = model.keys().chain(got.keys()).collect();
+    let mut differ: HashSet<Vec<u8>> = keys
+        .into_iter()
+        .filter(|k| model.get(*k) != got.get(*k))
+        .cloned()
+        .collect();
+    if differ.is_empty() {
+        return Some(lo);
+    }
+    for (m, o) in history.iter().enumerate().take(hi).skip(lo) {
+        for k in apply_model(&mut model, o) {
+            if model.get(&k) == got.get(&k) {
+                differ.remove(&k);
+            } else {
+                differ.insert(k);
+            }
+        }
+        if differ.is_empty() {
+            return Some(m + 1);
+        }
+    }
+    None
+}
+
+fn crash_options(fs: &MemFs, sync: SyncMode, compaction: &str) -> Options {
+    Options {
+        vfs: Arc::new(fs.clone()),
+        write_buffer_size: 4 * 1024,
+        target_file_size: 2 * 1024,
+        block_size: 256,
+        compaction: compaction.into(),
+        level0_stop_runs: 0,
+        sync,
+        ..Options::default()
+    }
+}
+
+/// Runs a history with background flushes and compactions, cloning the disk
+/// as after a power loss at `crashes` random moments, and checks each clone.
+fn power_loss(seed: u64, sync: SyncMode, ops: usize, crashes: usize) -> usize {
+    let fs = MemFs::new();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let history: Vec<Op> = (0..ops as u64).map(|i| op(seed, i, 400)).collect();
+    let db = Db::open("/db", crash_options(&fs, sync, "leveling:T=3,l0=2")).unwrap();
+    let mut crash_at: Vec<usize> = (0..crashes).map(|_| rng.gen_range(0..ops)).collect();
+    crash_at.sort_unstable();
+    let mut durable = 0; // every op before this is durable (sync or flush)
+    let mut checked = 0;
+    let mut next_crash = crash_at.iter().peekable();
+    for (i, o) in history.iter().enumerate() {
+        apply_db(&db, o).unwrap();
+        if sync == SyncMode::Always {
+            durable = i + 1;
+        } else if rng.gen_ratio(1, 200) {
+            db.flush().unwrap();
+            durable = i + 1;
+        }
+        while next_crash.next_if(|&&c| c == i).is_some() {
+            let keep = rng.gen_range(0.0..=1.0);
+            let clone = fs.crash_clone(&mut rng, keep);
+            let reopened = Db::open("/db", crash_options(&clone, sync, "leveling:T=3,l0=2"))
+                .unwrap_or_else(|e| {
+                    panic!("seed {seed}: crash clone after op {i} does not open: {e}")
+                });
+            let got = dump(&reopened);
+            let m = matching_prefix(&history, durable, i + 1, &got);
+            assert!(
+                m.is_some(),
+                "seed {seed}: state after a crash at op {i} is no prefix of the history in {durable}..={}",
+                i + 1
+            );
+            reopened.close().unwrap();
+            checked += 1;
+        }
+    }
+    drop(db);
+    checked
+}
+
+#[test]
+fn power_loss_with_sync_always_keeps_every_acknowledged_write() {
+    let mut points = 0;
+    for seed in 0..12 {
+        points += power_loss(seed, SyncMode::Always, 1_500, 100);
+    }
+    assert!(points >= 1_000, "only {points} crash points");
+}
+
+#[test]
+fn power_loss_without_sync_recovers_a_prefix_at_least_up_to_the_last_flush() {
+    let mut points = 0;
+    for seed in 100..110 {
+        points += power_loss(seed, SyncMode::None, 1_500, 100);
+    }
+    assert!(points >= 1_000, "only {points} crash points");
+}
+
+// ---------------------------------------------------------------- SIGKILL
+
+const CHILD_DIR: &str = "LAMINA_CRASH_CHILD_DIR";
+const CHILD_SEED: &str = "LAMINA_CRASH_CHILD_SEED";
+
+/// The child half of `sigkill_loses_no_acknowledged_write`: writes the
+/// history with `sync=always`, printing the index of every acknowledged op.
+/// It runs only when that test starts it.
+#[test]
+#[ignore = "started as a child process by sigkill_loses_no_acknowledged_write"]
+fn crash_child_writer() {
+    let (Ok(dir), Ok(seed)) = (std::env::var(CHILD_DIR), std::env::var(CHILD_SEED)) else {
+        return;
+    };
+    let seed: u64 = seed.parse().unwrap();
+    let opts = Options {
+        write_buffer_size: 16 * 1024,
+        target_file_size: 8 * 1024,
+        compaction: "leveling:T=3,l0=2".into(),
+        sync: SyncMode::Always,
+        ..Options::default()
+    };
+    let db = Db::open(&dir, opts).unwrap();
+    let mut out = std::io::stdout().lock();
+    for i in 0.. {
+        apply_db(&db, &op(seed, i, 500)).unwrap();
+        writeln!(out, "{i}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn sigkill_loses_no_acknowledged_write() {
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    for round in 0..20u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = 1_000 + round;
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "crash_child_writer",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_DIR, dir.path())
+            .env(CHILD_SEED, seed.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut acked: Option<u64> = None;
+            for line in BufReader::new(stdout).lines() {
+                match line.ok().and_then(|l| l.trim().parse::<u64>().ok()) {
+                    Some(i) => acked = Some(i),
+                    None => continue,
+                }
+            }
+            acked
+        });
+        std::thread::sleep(Duration::from_millis(rng.gen_range(100..600)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let acked = reader.join().unwrap().map_or(0, |i| i as usize + 1);
+        let history: Vec<Op> = (0..acked as u64 + 1).map(|i| op(seed, i, 500)).collect();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        let got = dump(&db);
+        assert!(
+            matching_prefix(&history, acked, acked + 1, &got).is_some(),
+            "round {round}: after {acked} acknowledged ops the state is not a prefix that includes them"
+        );
+        db.close().unwrap();
+    }
+}
