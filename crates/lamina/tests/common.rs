@@ -1,5 +1,5 @@
 //! Shared helpers for the engine's integration tests.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
