@@ -3,6 +3,7 @@
 //! Each subcommand lives in its own module; add new ones by adding a module
 //! with an `Args` struct and a `run` function and a variant to [`Command`].
 
+mod bench;
 mod client;
 mod engine_opts;
 mod exec;
@@ -29,6 +30,8 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Generate a CS265-style workload as DSL on stdout.
     Gen(gen::GenArgs),
+    /// Run db_bench-compatible benchmarks.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -38,5 +41,6 @@ fn main() -> anyhow::Result<()> {
         Command::Client(args) => client::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Gen(args) => gen::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

@@ -14,7 +14,7 @@
 //! | `g K` | the value, or an empty line if absent |
 //! | `r LO HI` | `k:v` pairs of `[LO, HI)` in key order, space separated, on one line (empty line if none, or if `LO >= HI`) |
 //! | `s [N]` | see [`Session`]'s `stats` section below |
-//! | `info` | one line per disk level: `LVLn runs=R files=F bytes=B entries=E` (`LVL1` is the buffer, see below), or `empty` |
+//! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E` |
 //! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
 //! | `misses` | `gets=G hits=H misses=M` |
 //! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W`, then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
@@ -413,9 +413,13 @@ impl<'a> Session<'a> {
 
     fn info(&mut self, out: &mut Vec<u8>) {
         let s = self.db.stats();
-        if s.levels.is_empty() {
-            out.extend_from_slice(b"empty\n");
-        }
+        out.extend_from_slice(
+            format!(
+                "LVL1 buffer bytes={} entries={}\n",
+                s.memtable_bytes, s.memtable_entries
+            )
+            .as_bytes(),
+        );
         for l in &s.levels {
             out.extend_from_slice(
                 format!(

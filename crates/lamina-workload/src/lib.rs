@@ -27,7 +27,8 @@
 //!   when there is one (else uniform in the key space); the width `HI - LO` is
 //!   uniform in `[1, max_range_size]` (`Uniform`), or drawn from a normal
 //!   distribution with mean `max/2` and standard deviation `max/6`, clamped to
-//!   `[1, max]` (`Gaussian`).
+//!   `[1, max]` (`Gaussian`); `HI` is capped at `key_max + 1` so a range
+//!   stays inside the key space.
 //! * **Deletes.** A delete removes a live key (one put before and not deleted
 //!   since). If no key is live and no put remains, it deletes a never-put key.
 //! * **External puts.** With `external_puts`, puts are grouped into batches of
@@ -377,7 +378,9 @@ impl Generator {
                 w.clamp(1.0, max as f64) as u32
             }
         };
-        let hi = (lo as i64 + width as i64).min(i32::MAX as i64) as i32;
+        // Stay inside the key space: HI is exclusive, so at most key_max + 1.
+        let cap = (self.spec.key_max as i64 + 1).min(i32::MAX as i64);
+        let hi = (lo as i64 + width as i64).min(cap) as i32;
         if hi <= lo {
             (hi - 1, hi)
         } else {
@@ -735,7 +738,7 @@ mod tests {
                 Op::Put { key, .. } | Op::Get(key) | Op::Delete(key) => {
                     assert!(*key >= s.key_min)
                 }
-                Op::Range { lo, hi } => assert!(lo < hi),
+                Op::Range { lo, hi } => assert!(lo < hi && *lo >= s.key_min),
                 Op::Load(_) => {}
             }
         }
@@ -747,6 +750,24 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(ops(&s).len(), 10);
+    }
+
+    #[test]
+    fn ranges_stay_in_key_space() {
+        let s = WorkloadSpec {
+            puts: 300,
+            ranges: 300,
+            max_range_size: 5000,
+            key_min: 1000,
+            key_max: 1999,
+            seed: 11,
+            ..Default::default()
+        };
+        for op in ops(&s) {
+            if let Op::Range { lo, hi } = op {
+                assert!(lo >= 1000 && lo < hi && hi <= 2000, "{lo} {hi}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,742 @@
+//! `lamina bench`: db_bench-compatible micro-benchmarks.
+//!
+//! Flags, key layout and output follow RocksDB's `db_bench` so that the two
+//! can be run with the same command line and their reports compared line by
+//! line:
+//!
+//! * a key is the integer `k` in `[0, num)` as big-endian bytes (at most 8)
+//!   padded with `'0'` to `key_size` bytes, exactly as db_bench's
+//!   `GenerateKeyFromInt`; random keys are `rng % num`, with repetition;
+//! * values are slices of one pre-generated random buffer;
+//! * each line reads `name : X micros/op Y ops/sec; Z MB/s (msg)`, where
+//!   micros/op is the sum of the threads' busy time over all operations and
+//!   ops/sec and MB/s use the wall time from the first thread's start to the
+//!   last thread's finish.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use lamina::{Db, DbStats, Options, SyncMode};
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+
+/// Size of the shared buffer values are sliced from (db_bench uses 1 MiB).
+const VALUE_POOL_BYTES: usize = 1 << 20;
+
+/// The benchmarks `--benchmarks` accepts.
+const KNOWN: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "readseq",
+    "seekrandom",
+    "readwhilewriting",
+    "deleterandom",
+    "stats",
+];
+
+/// Flags of `lamina bench`, spelled as db_bench spells them.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Comma-separated benchmarks, run in order on one database: fillseq,
+    /// fillrandom, overwrite, readrandom, readseq, seekrandom,
+    /// readwhilewriting, deleterandom, stats.
+    #[arg(
+        long = "benchmarks",
+        value_name = "LIST",
+        default_value = "fillrandom,readrandom"
+    )]
+    pub benchmarks: String,
+    /// Number of keys (key space [0, num)) and of writes per thread.
+    #[arg(long = "num", value_name = "N", default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Reads per thread [default: num].
+    #[arg(long = "reads", value_name = "N")]
+    pub reads: Option<u64>,
+    /// Key size in bytes.
+    #[arg(long = "key_size", value_name = "N", default_value_t = 16)]
+    pub key_size: usize,
+    /// Value size in bytes.
+    #[arg(long = "value_size", value_name = "N", default_value_t = 100)]
+    pub value_size: usize,
+    /// Memtable size in bytes.
+    #[arg(long = "write_buffer_size", value_name = "N", default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Bloom filter bits per key (0 disables filters).
+    #[arg(long = "bloom_bits", value_name = "N", default_value_t = 10.0)]
+    pub bloom_bits: f64,
+    /// Block cache capacity in bytes.
+    #[arg(long = "cache_size", value_name = "N", default_value_t = 8 << 20)]
+    pub cache_size: usize,
+    /// Target SST data block size in bytes.
+    #[arg(long = "block_size", value_name = "N", default_value_t = 4096)]
+    pub block_size: usize,
+    /// Concurrent benchmark threads (readwhilewriting adds one writer).
+    #[arg(long = "threads", value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+    /// fdatasync the WAL on every write (lamina's `always` sync mode).
+    #[arg(long = "sync", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub sync: bool,
+    /// Accepted for db_bench compatibility; lamina always writes its WAL.
+    #[arg(long = "disable_wal", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_wal: bool,
+    /// Database directory.
+    #[arg(long = "db", value_name = "DIR", default_value = "/tmp/lamina-bench")]
+    pub db: PathBuf,
+    /// Reuse the database in --db instead of deleting it first.
+    #[arg(long = "use_existing_db", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+    /// Seed of the random key streams (thread i uses seed + i).
+    #[arg(long = "seed", value_name = "N", default_value_t = 301)]
+    pub seed: u64,
+    /// Entries read after each seek in seekrandom (db_bench's seek_nexts).
+    #[arg(long = "seek_nexts", value_name = "N", default_value_t = 0)]
+    pub seek_nexts: u64,
+    /// Compaction strategy spec, e.g. leveling or tiering.
+    #[arg(long = "compaction", value_name = "SPEC", default_value = "leveling")]
+    pub compaction: String,
+    /// Background compaction threads [default: the engine's].
+    #[arg(long = "compaction_threads", value_name = "N")]
+    pub compaction_threads: Option<usize>,
+    /// Accepted for db_bench compatibility; lamina does not compress, so
+    /// only `none` is meaningful.
+    #[arg(long = "compression_type", value_name = "TYPE", default_value = "none")]
+    pub compression_type: String,
+    /// Write the engine statistics (`Db::stats()`) as JSON to FILE at the end.
+    #[arg(long = "stats-json", alias = "stats_json", value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+}
+
+/// Parses db_bench-style booleans: 1/0, true/false, yes/no.
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("not a boolean: {s:?}")),
+    }
+}
+
+/// Runs the benchmarks named in `args`.
+pub fn run(args: BenchArgs) -> Result<()> {
+    let benchmarks: Vec<&str> = args
+        .benchmarks
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if let Some(bad) = benchmarks.iter().find(|b| !KNOWN.contains(b)) {
+        bail!("unknown benchmark {bad:?} (known: {})", KNOWN.join(","));
+    }
+    if args.num == 0 {
+        bail!("--num must be at least 1");
+    }
+    if args.key_size == 0 {
+        bail!("--key_size must be at least 1");
+    }
+    if args.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if args.disable_wal {
+        eprintln!("WARNING: --disable_wal is ignored: lamina always writes its WAL");
+    }
+    if args.compression_type != "none" {
+        eprintln!(
+            "WARNING: --compression_type={} is ignored: lamina does not compress",
+            args.compression_type
+        );
+    }
+
+    if !args.use_existing_db {
+        destroy_db(&args.db)?;
+    }
+    let mut opts = Options {
+        write_buffer_size: args.write_buffer_size,
+        bloom_bits_per_key: args.bloom_bits,
+        block_size: args.block_size,
+        block_cache_bytes: args.cache_size,
+        compaction: args.compaction.clone(),
+        sync: if args.sync {
+            SyncMode::Always
+        } else {
+            SyncMode::None
+        },
+        ..Options::default()
+    };
+    if let Some(n) = args.compaction_threads {
+        opts.compaction_threads = n;
+    }
+    print_header(&args, &opts);
+    let db = Arc::new(
+        Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?,
+    );
+
+    let bench = Bench::new(&args, &db);
+    for name in benchmarks {
+        if name == "stats" {
+            print_stats(&db.stats());
+            continue;
+        }
+        let report = bench.run(name)?;
+        report.print(name);
+    }
+
+    if let Some(path) = &args.stats_json {
+        let json = serde_json::to_string_pretty(&db.stats())?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    let db = Arc::try_unwrap(db).map_err(|_| anyhow!("database still shared at exit"))?;
+    db.close().context("closing the database")?;
+    Ok(())
+}
+
+/// Deletes the database directory, refusing to touch a non-empty directory
+/// that does not look like a lamina database.
+fn destroy_db(dir: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut empty = true;
+    let mut lamina = false;
+    for entry in entries {
+        let name = entry?.file_name();
+        empty = false;
+        if name == "CURRENT" || name == "LOCK" {
+            lamina = true;
+        }
+    }
+    if !empty && !lamina {
+        bail!(
+            "refusing to delete {}: not empty and not a lamina database \
+             (pass --use_existing_db or pick another --db)",
+            dir.display()
+        );
+    }
+    std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))
+}
+
+fn print_header(args: &BenchArgs, opts: &Options) {
+    let raw_mb = (args.key_size + args.value_size) as f64 * args.num as f64 / 1_048_576.0;
+    println!("Keys:       {} bytes each", args.key_size);
+    println!("Values:     {} bytes each", args.value_size);
+    println!("Entries:    {}", args.num);
+    println!("RawSize:    {raw_mb:.1} MB (estimated)");
+    println!("Compression: none");
+    println!(
+        "lamina:     compaction={} write_buffer_size={} bloom_bits={} block_size={} \
+         cache_size={} sync={} compaction_threads={} threads={}",
+        opts.compaction,
+        opts.write_buffer_size,
+        opts.bloom_bits_per_key,
+        opts.block_size,
+        opts.block_cache_bytes,
+        opts.sync,
+        opts.compaction_threads,
+        args.threads
+    );
+    println!("DB path: [{}]", args.db.display());
+    println!("------------------------------------------------");
+}
+
+/// What one thread measured.
+#[derive(Debug, Clone, Copy)]
+struct ThreadStats {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    start: Instant,
+    finish: Instant,
+}
+
+impl ThreadStats {
+    fn new() -> ThreadStats {
+        let now = Instant::now();
+        ThreadStats {
+            ops: 0,
+            bytes: 0,
+            found: 0,
+            start: now,
+            finish: now,
+        }
+    }
+}
+
+/// Merged measurements of one benchmark.
+#[derive(Debug)]
+struct Report {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    /// Sum of the threads' busy seconds.
+    thread_seconds: f64,
+    /// First start to last finish.
+    wall_seconds: f64,
+    /// Print "(found of ops found)".
+    show_found: bool,
+}
+
+impl Report {
+    fn merge(threads: &[ThreadStats], show_found: bool) -> Report {
+        let mut r = Report {
+            ops: 0,
+            bytes: 0,
+            found: 0,
+            thread_seconds: 0.0,
+            wall_seconds: 0.0,
+            show_found,
+        };
+        let (Some(first), Some(last)) = (
+            threads.iter().map(|t| t.start).min(),
+            threads.iter().map(|t| t.finish).max(),
+        ) else {
+            return r;
+        };
+        for t in threads {
+            r.ops += t.ops;
+            r.bytes += t.bytes;
+            r.found += t.found;
+            r.thread_seconds += t.finish.duration_since(t.start).as_secs_f64();
+        }
+        r.wall_seconds = last.duration_since(first).as_secs_f64();
+        r
+    }
+
+    /// One db_bench-style line.
+    fn line(&self, name: &str) -> String {
+        let done = self.ops.max(1);
+        let elapsed = self.wall_seconds.max(1e-9);
+        let mut extra = String::new();
+        if self.bytes > 0 {
+            extra = format!("{:6.1} MB/s", self.bytes as f64 / 1_048_576.0 / elapsed);
+        }
+        if self.show_found {
+            if !extra.is_empty() {
+                extra.push(' ');
+            }
+            extra.push_str(&format!("({} of {} found)", self.found, self.ops));
+        }
+        format!(
+            "{:<12} : {:11.3} micros/op {} ops/sec;{}{}",
+            name,
+            self.thread_seconds * 1e6 / done as f64,
+            (done as f64 / elapsed) as u64,
+            if extra.is_empty() { "" } else { " " },
+            extra
+        )
+    }
+
+    fn print(&self, name: &str) {
+        println!("{}", self.line(name));
+    }
+}
+
+/// Writes the db_bench key for `v` into `key`, whose bytes past the first
+/// eight are already `'0'`.
+#[inline]
+fn encode_key(key: &mut [u8], v: u64) {
+    let n = key.len().min(8);
+    for (i, b) in key[..n].iter_mut().enumerate() {
+        *b = (v >> ((n - i - 1) * 8)) as u8;
+    }
+}
+
+/// A key buffer of `size` bytes, padded like db_bench's.
+fn key_buffer(size: usize) -> Vec<u8> {
+    vec![b'0'; size]
+}
+
+/// Hands out values as consecutive slices of one random buffer.
+struct ValueGen<'a> {
+    pool: &'a [u8],
+    pos: usize,
+    len: usize,
+}
+
+impl<'a> ValueGen<'a> {
+    fn new(pool: &'a [u8], len: usize, start: usize) -> ValueGen<'a> {
+        ValueGen {
+            pool,
+            pos: start % pool.len().max(1),
+            len,
+        }
+    }
+
+    #[inline]
+    fn next_value(&mut self) -> &'a [u8] {
+        if self.pos + self.len > self.pool.len() {
+            self.pos = 0;
+        }
+        let v = &self.pool[self.pos..self.pos + self.len];
+        self.pos += self.len;
+        v
+    }
+}
+
+/// State shared by every benchmark of a run.
+struct Bench<'a> {
+    args: &'a BenchArgs,
+    db: &'a Arc<Db>,
+    reads: u64,
+    pool: Vec<u8>,
+}
+
+/// What a worker thread does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    FillSeq,
+    FillRandom,
+    ReadRandom,
+    ReadSeq,
+    SeekRandom,
+    DeleteRandom,
+}
+
+impl<'a> Bench<'a> {
+    fn new(args: &'a BenchArgs, db: &'a Arc<Db>) -> Bench<'a> {
+        let mut rng = SmallRng::seed_from_u64(args.seed ^ 0x9e37_79b9_7f4a_7c15);
+        let mut pool = vec![0u8; VALUE_POOL_BYTES.max(args.value_size)];
+        rng.fill_bytes(&mut pool);
+        Bench {
+            args,
+            db,
+            reads: args.reads.unwrap_or(args.num),
+            pool,
+        }
+    }
+
+    fn run(&self, name: &str) -> Result<Report> {
+        let work = match name {
+            "fillseq" => Work::FillSeq,
+            "fillrandom" | "overwrite" => Work::FillRandom,
+            "readrandom" => Work::ReadRandom,
+            "readseq" => Work::ReadSeq,
+            "seekrandom" => Work::SeekRandom,
+            "deleterandom" => Work::DeleteRandom,
+            "readwhilewriting" => return self.read_while_writing(),
+            other => bail!("unknown benchmark {other:?}"),
+        };
+        let threads = self.args.threads;
+        let barrier = Barrier::new(threads);
+        let results: Vec<Result<ThreadStats>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|tid| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        self.worker(work, tid)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow!("benchmark thread panicked")))
+                })
+                .collect()
+        });
+        let stats = results
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+            .with_context(|| format!("benchmark {name}"))?;
+        let show_found = matches!(work, Work::ReadRandom | Work::SeekRandom);
+        Ok(Report::merge(&stats, show_found))
+    }
+
+    fn rng(&self, tid: usize) -> SmallRng {
+        SmallRng::seed_from_u64(self.args.seed.wrapping_add(tid as u64))
+    }
+
+    fn worker(&self, work: Work, tid: usize) -> Result<ThreadStats> {
+        match work {
+            Work::FillSeq | Work::FillRandom => self.fill(work == Work::FillRandom, tid),
+            Work::ReadRandom => self.read_random(tid),
+            Work::ReadSeq => self.read_seq(),
+            Work::SeekRandom => self.seek_random(tid),
+            Work::DeleteRandom => self.delete_random(tid),
+        }
+    }
+
+    fn fill(&self, random: bool, tid: usize) -> Result<ThreadStats> {
+        let num = self.args.num;
+        let mut rng = self.rng(tid);
+        let mut key = key_buffer(self.args.key_size);
+        let mut values = ValueGen::new(&self.pool, self.args.value_size, tid * 4099);
+        let per_op = (self.args.key_size + self.args.value_size) as u64;
+        let mut st = ThreadStats::new();
+        for i in 0..num {
+            let k = if random { rng.next_u64() % num } else { i };
+            encode_key(&mut key, k);
+            self.db.put(&key, values.next_value())?;
+        }
+        st.finish = Instant::now();
+        st.ops = num;
+        st.bytes = num * per_op;
+        Ok(st)
+    }
+
+    /// `reads` gets of random keys.
+    fn read_random(&self, tid: usize) -> Result<ThreadStats> {
+        let num = self.args.num;
+        let mut rng = self.rng(tid);
+        let mut key = key_buffer(self.args.key_size);
+        let mut st = ThreadStats::new();
+        let mut found = 0u64;
+        let mut bytes = 0u64;
+        let mut ops = 0u64;
+        for _ in 0..self.reads {
+            encode_key(&mut key, rng.next_u64() % num);
+            if let Some(v) = self.db.get(&key)? {
+                found += 1;
+                bytes += (key.len() + v.len()) as u64;
+            }
+            ops += 1;
+        }
+        st.finish = Instant::now();
+        st.ops = ops;
+        st.found = found;
+        st.bytes = bytes;
+        Ok(st)
+    }
+
+    fn read_seq(&self) -> Result<ThreadStats> {
+        let mut st = ThreadStats::new();
+        let mut ops = 0u64;
+        let mut bytes = 0u64;
+        let it = self.db.scan(Bound::Unbounded, Bound::Unbounded)?;
+        for entry in it {
+            if ops >= self.reads {
+                break;
+            }
+            let (k, v) = entry?;
+            bytes += (k.len() + v.len()) as u64;
+            ops += 1;
+        }
+        st.finish = Instant::now();
+        st.ops = ops;
+        st.bytes = bytes;
+        Ok(st)
+    }
+
+    fn seek_random(&self, tid: usize) -> Result<ThreadStats> {
+        let num = self.args.num;
+        let mut rng = self.rng(tid);
+        let mut key = key_buffer(self.args.key_size);
+        let mut st = ThreadStats::new();
+        let mut found = 0u64;
+        let mut bytes = 0u64;
+        for _ in 0..self.reads {
+            encode_key(&mut key, rng.next_u64() % num);
+            let mut it = self.db.scan(Bound::Included(&key), Bound::Unbounded)?;
+            let mut cur = it.next().transpose()?;
+            if cur.as_ref().is_some_and(|(k, _)| *k == key) {
+                found += 1;
+            }
+            for _ in 0..self.args.seek_nexts {
+                let Some((k, v)) = cur else { break };
+                bytes += (k.len() + v.len()) as u64;
+                cur = it.next().transpose()?;
+            }
+        }
+        st.finish = Instant::now();
+        st.ops = self.reads;
+        st.found = found;
+        st.bytes = bytes;
+        Ok(st)
+    }
+
+    fn delete_random(&self, tid: usize) -> Result<ThreadStats> {
+        let num = self.args.num;
+        let mut rng = self.rng(tid);
+        let mut key = key_buffer(self.args.key_size);
+        let mut st = ThreadStats::new();
+        for _ in 0..num {
+            encode_key(&mut key, rng.next_u64() % num);
+            self.db.delete(&key)?;
+        }
+        st.finish = Instant::now();
+        st.ops = num;
+        Ok(st)
+    }
+
+    /// `threads` readers do readrandom while one more thread writes random
+    /// keys until they finish; the report covers the readers only.
+    fn read_while_writing(&self) -> Result<Report> {
+        let threads = self.args.threads;
+        let barrier = Barrier::new(threads + 1);
+        let done = AtomicBool::new(false);
+        let (writer, readers) = std::thread::scope(|s| {
+            let writer = {
+                let (barrier, done) = (&barrier, &done);
+                s.spawn(move || -> Result<u64> {
+                    let num = self.args.num;
+                    let mut rng = self.rng(threads);
+                    let mut key = key_buffer(self.args.key_size);
+                    let mut values = ValueGen::new(&self.pool, self.args.value_size, 7919);
+                    let mut writes = 0u64;
+                    barrier.wait();
+                    while !done.load(Ordering::Relaxed) {
+                        encode_key(&mut key, rng.next_u64() % num);
+                        self.db.put(&key, values.next_value())?;
+                        writes += 1;
+                    }
+                    Ok(writes)
+                })
+            };
+            let readers: Vec<_> = (0..threads)
+                .map(|tid| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        self.read_random(tid)
+                    })
+                })
+                .collect();
+            let readers: Vec<Result<ThreadStats>> = readers
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow!("reader thread panicked")))
+                })
+                .collect();
+            done.store(true, Ordering::Relaxed);
+            let writer = writer
+                .join()
+                .unwrap_or_else(|_| Err(anyhow!("writer thread panicked")));
+            (writer, readers)
+        });
+        let writes = writer.context("readwhilewriting writer")?;
+        let stats = readers
+            .into_iter()
+            .collect::<Result<Vec<_>>>()
+            .context("readwhilewriting readers")?;
+        let report = Report::merge(&stats, true);
+        eprintln!("readwhilewriting: the writer did {writes} writes meanwhile");
+        Ok(report)
+    }
+}
+
+/// A short human-readable summary of the engine statistics.
+fn print_stats(s: &DbStats) {
+    println!("** lamina stats **");
+    println!(
+        "writes {}  ingested {:.1} MB  flushes {}  compactions {} (+{} trivial moves, {} errors)",
+        s.writes,
+        s.bytes_ingested as f64 / 1_048_576.0,
+        s.flushes,
+        s.compactions,
+        s.trivial_moves,
+        s.compaction_errors
+    );
+    println!(
+        "write amp {:.2}  space amp {:.2}  disk {:.1} MB  sorted runs {} (avg {:.2})  stalls {} ({:.3} s)",
+        s.write_amplification,
+        s.space_amplification,
+        s.disk_bytes as f64 / 1_048_576.0,
+        s.sorted_runs,
+        s.avg_sorted_runs,
+        s.stalls,
+        s.stall_micros as f64 / 1e6
+    );
+    println!(
+        "gets {} (hits {}, misses {})  bloom probes {} negatives {} false positives {}",
+        s.gets,
+        s.get_hits,
+        s.get_misses,
+        s.bloom_probes,
+        s.bloom_negatives,
+        s.bloom_false_positives
+    );
+    println!(
+        "cache hits data/index/filter {}/{}/{}  misses {}/{}/{}  blocks read {} ({:.1} MB)",
+        s.cache_hits.data,
+        s.cache_hits.index,
+        s.cache_hits.filter,
+        s.cache_misses.data,
+        s.cache_misses.index,
+        s.cache_misses.filter,
+        s.blocks_read,
+        s.bytes_read as f64 / 1_048_576.0
+    );
+    for (name, l) in [
+        ("put", &s.put_latency),
+        ("get", &s.get_latency),
+        ("scan", &s.scan_latency),
+        ("compaction", &s.compaction_latency),
+    ] {
+        if l.count > 0 {
+            println!(
+                "{name:<10} latency us: count {} p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
+                l.count, l.p50_us, l.p90_us, l.p99_us, l.max_us
+            );
+        }
+    }
+    for l in &s.levels {
+        println!(
+            "L{}: runs {} files {} {:.1} MB entries {} tombstones {}",
+            l.level,
+            l.runs,
+            l.files,
+            l.bytes as f64 / 1_048_576.0,
+            l.entries,
+            l.tombstones
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_match_db_bench_layout() {
+        let mut k = key_buffer(16);
+        encode_key(&mut k, 0x0102);
+        assert_eq!(&k, b"\0\0\0\0\0\0\x01\x020000\x30\x30\x30\x30");
+        let mut short = key_buffer(4);
+        encode_key(&mut short, 0x0a0b0c0d);
+        assert_eq!(&short, &[0x0a, 0x0b, 0x0c, 0x0d]);
+    }
+
+    #[test]
+    fn report_line_has_db_bench_format() {
+        let r = Report {
+            ops: 1_000_000,
+            bytes: 1_000_000 * 116,
+            found: 0,
+            thread_seconds: 4.274,
+            wall_seconds: 4.274,
+            show_found: false,
+        };
+        assert_eq!(
+            r.line("fillrandom"),
+            "fillrandom   :       4.274 micros/op 233972 ops/sec;   25.9 MB/s"
+        );
+        let r = Report {
+            found: 5,
+            bytes: 0,
+            show_found: true,
+            ..r
+        };
+        assert!(r
+            .line("seekrandom")
+            .ends_with("ops/sec; (5 of 1000000 found)"));
+    }
+
+    #[test]
+    fn booleans_parse_like_db_bench() {
+        assert_eq!(parse_bool("1"), Ok(true));
+        assert_eq!(parse_bool("false"), Ok(false));
+        assert!(parse_bool("maybe").is_err());
+    }
+}

@@ -1,0 +1,395 @@
+//! Executor, server and client tests against a real `lamina::Db`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use lamina::{Db, Options};
+use lamina_server::{run_client, run_local, ClientError, ClientOptions, Control, Server};
+
+fn small_opts() -> Options {
+    Options {
+        write_buffer_size: 16 * 1024,
+        ..Options::default()
+    }
+}
+
+fn open(dir: &Path) -> Db {
+    Db::open(dir, small_opts()).unwrap()
+}
+
+/// Runs `input` through `lamina exec`'s code path.
+fn exec(db: &Db, input: &[u8]) -> (String, Control) {
+    let mut out = Vec::new();
+    let ctl = run_local(db, input, &mut out).unwrap();
+    (String::from_utf8(out).unwrap(), ctl)
+}
+
+#[test]
+fn basic_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let (out, ctl) = exec(
+        &db,
+        b"p 1 10\np -2 -20\np 3 30\ng 1\ng 2\ng -2\nr -5 5\nr 5 -5\nr 1 1\nd 1\ng 1\nr -5 5\np 3 33\ng 3",
+    );
+    assert_eq!(ctl, Control::Continue);
+    assert_eq!(out, "10\n\n-20\n-2:-20 1:10 3:30\n\n\n\n-2:-20 3:30\n33\n");
+}
+
+#[test]
+fn extremes_and_overwrites_across_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let input = format!(
+        "p {min} 1\np {max} 2\nflush\np {min} 3\ng {min}\ng {max}\nr {min} {max}\ncompact\nd {max}\ng {max}\n",
+        min = i32::MIN,
+        max = i32::MAX
+    );
+    let (out, _) = exec(&db, input.as_bytes());
+    assert_eq!(
+        out,
+        format!("OK\n3\n2\n{}:3\nOK\n\n", i32::MIN),
+        "range excludes its upper bound"
+    );
+}
+
+#[test]
+fn every_bad_input_gives_exactly_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut bad: Vec<Vec<u8>> = [
+        "x",
+        "P 1 2",
+        "p",
+        "p 1",
+        "p 1 2 3",
+        "p a 1",
+        "p 1 b",
+        "p 2147483648 1",
+        "p 1 -2147483649",
+        "g",
+        "g 1 2",
+        "g 1.5",
+        "g 0x1",
+        "d",
+        "d 1 2",
+        "r 1",
+        "r 1 2 3",
+        "r a b",
+        "s x",
+        "s -1",
+        "s 1 2",
+        "l",
+        "l \"unterminated",
+        "l \"\"",
+        "l \"/nonexistent/lamina/file.dat\"",
+        "info 1",
+        "bloom x",
+        "flush 1",
+        "quit now",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    bad.push(b"\xff\xfe\xfd garbage".to_vec());
+    bad.push(b"p \xc3\xa9 1".to_vec());
+    bad.push(b"\x00\x01\x02".to_vec());
+    bad.push(vec![b'p'; 2 * 1024 * 1024]); // longer than 1 MiB
+    let mut input = Vec::new();
+    for b in &bad {
+        input.extend_from_slice(b);
+        input.extend_from_slice(b"\ng 7\n");
+    }
+    // The store keeps working between errors.
+    let mut pre = b"p 7 70\n".to_vec();
+    pre.extend_from_slice(&input);
+    let (out, _) = exec(&db, &pre);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2 * bad.len(), "{out:.2000}");
+    for (i, pair) in lines.chunks(2).enumerate() {
+        assert!(pair[0].starts_with("ERROR "), "input {i}: {:?}", pair[0]);
+        assert_eq!(pair[1], "70", "input {i}");
+    }
+}
+
+#[test]
+fn load_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let good = dir.path().join("good file.dat");
+    let pairs: Vec<(i32, i32)> = (0..50_000).map(|i| (i * 3 - 70_000, -i)).collect();
+    lamina_workload::write_load_file(&good, &pairs).unwrap();
+    let bad = dir.path().join("bad.dat");
+    std::fs::write(&bad, [1u8, 0, 0, 0, 2, 0, 0, 0, 9]).unwrap();
+    let empty = dir.path().join("empty.dat");
+    std::fs::write(&empty, []).unwrap();
+    let input = format!(
+        "l \"{bad}\"\ng 1\nl \"{good}\"\nl {empty}\nl \"{dir}\"\ng -70000\ng {last}\nr -70000 -69990\nl \"{missing}\"\n",
+        bad = bad.display(),
+        good = good.display(),
+        empty = empty.display(),
+        dir = dir.path().display(),
+        last = 49_999 * 3 - 70_000,
+        missing = dir.path().join("missing.dat").display(),
+    );
+    let (out, _) = exec(&db, input.as_bytes());
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{out}");
+    assert!(
+        lines[0].starts_with("ERROR ") && lines[0].contains("8-byte"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(lines[1], "", "nothing of the bad file was loaded");
+    assert!(
+        lines[2].starts_with("ERROR "),
+        "a directory is not loadable"
+    );
+    assert_eq!(lines[3], "0");
+    assert_eq!(lines[4], "-49999");
+    assert_eq!(lines[5], "-70000:0 -69997:-1 -69994:-2 -69991:-3");
+    assert!(lines[6].starts_with("ERROR "));
+    let (out, _) = exec(&db, b"s 0");
+    assert!(out.starts_with("Logical Pairs: 50000\n"), "{out}");
+}
+
+#[test]
+fn stats_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let (out, _) = exec(&db, b"s");
+    assert_eq!(out, "Logical Pairs: 0\n\n");
+    let (out, _) = exec(
+        &db,
+        b"p 1 10\np 2 20\np 3 30\nflush\np 3 31\nd 2\np 4 40\ns\ns 1",
+    );
+    assert_eq!(
+        out,
+        "OK\n\
+         Logical Pairs: 3\n\
+         LVL1: 3, LVL2: 3\n\
+         2:DEL:L1 3:31:L1 4:40:L1\n\
+         \n\
+         1:10:L2 2:20:L2 3:30:L2\n\
+         \n\
+         Logical Pairs: 3\n\
+         LVL1: 3, LVL2: 3\n\
+         2:DEL:L1\n\
+         \n\
+         1:10:L2\n\
+         \n"
+    );
+    let (out, _) = exec(
+        &db,
+        b"info\nbloom\nmisses\nio\nstats-json\ng 1\ng 99\nmisses",
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("LVL1 buffer "), "{out}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("LVL2 runs=1 files=1 ")),
+        "{out}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("LVL2 filter_bytes=")),
+        "{out}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("probes=")), "{out}");
+    assert!(lines.iter().any(|l| l.starts_with("ingested=")), "{out}");
+    let json = lines.iter().find(|l| l.starts_with('{')).unwrap();
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert!(v.get("levels").is_some());
+    assert_eq!(lines.last(), Some(&"gets=2 hits=1 misses=1"));
+}
+
+#[test]
+fn quit_and_end_stop_local_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let (out, ctl) = exec(&db, b"p 1 1\nquit\np 2 2\n");
+    assert_eq!((out.as_str(), ctl), ("", Control::Quit));
+    let (out, ctl) = exec(&db, b"g 1\n@sync\n@end\ng 1\n");
+    assert_eq!((out.as_str(), ctl), ("1\n", Control::End));
+    let (out, _) = exec(&db, b"g 2\n");
+    assert_eq!(out, "\n");
+}
+
+struct Running {
+    addr: std::net::SocketAddr,
+    handle: lamina_server::ShutdownHandle,
+    thread: thread::JoinHandle<()>,
+    db: Arc<Db>,
+}
+
+fn start(dir: &Path) -> Running {
+    let db = Arc::new(open(dir));
+    let server = Server::bind(Arc::clone(&db), "127.0.0.1:0").unwrap();
+    let addr = server.local_addr();
+    let handle = server.shutdown_handle();
+    let thread = thread::spawn(move || server.run().unwrap());
+    Running {
+        addr,
+        handle,
+        thread,
+        db,
+    }
+}
+
+impl Running {
+    fn stop(self) -> Db {
+        self.handle.trigger();
+        self.thread.join().unwrap();
+        Arc::try_unwrap(self.db)
+            .ok()
+            .expect("server released the db")
+    }
+}
+
+fn client(addr: std::net::SocketAddr, input: &[u8]) -> Result<String, ClientError> {
+    let stream = TcpStream::connect(addr).unwrap();
+    let mut out = Vec::new();
+    let input = std::io::Cursor::new(input.to_vec());
+    run_client(stream, input, &mut out, ClientOptions::default())?;
+    Ok(String::from_utf8(out).unwrap())
+}
+
+#[test]
+fn client_server_round_trip_and_markers() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    let out = client(srv.addr, b"p 1 10\np 2 20\ng 1\nr 0 5\nbad\n@sync\ng 2").unwrap();
+    assert_eq!(out, "10\n1:10 2:20\nERROR unknown command \"bad\"\n20\n");
+    // `quit` ends the session cleanly; later lines are not executed.
+    let out = client(srv.addr, b"g 1\nquit\np 1 99\n").unwrap();
+    assert_eq!(out, "10\n");
+    let out = client(srv.addr, b"g 1\n").unwrap();
+    assert_eq!(out, "10\n");
+    // Empty input is a clean, empty session.
+    assert_eq!(client(srv.addr, b"").unwrap(), "");
+    srv.stop().close().unwrap();
+}
+
+#[test]
+fn disconnect_mid_line_applies_nothing_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    {
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.write_all(b"p 1 1\np 2 2\nd 1\np 3 3").unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "no replies, no @bye: {rest:?}");
+    }
+    {
+        // Half a number: "p 4 4" must not become "p 4 4".
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.write_all(b"p 4 4").unwrap();
+        drop(s);
+    }
+    thread::sleep(Duration::from_millis(100));
+    let out = client(srv.addr, b"g 1\ng 2\ng 3\ng 4\n").unwrap();
+    assert_eq!(out, "\n2\n\n\n");
+    srv.stop().close().unwrap();
+}
+
+#[test]
+fn overlong_line_over_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    let mut input = b"p 5 50\n".to_vec();
+    input.extend(std::iter::repeat_n(b'9', 3 * 1024 * 1024));
+    input.extend_from_slice(b"\ng 5\n");
+    let out = client(srv.addr, &input).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out:.200}");
+    assert!(lines[0].starts_with("ERROR line longer than"));
+    assert_eq!(lines[1], "50");
+    srv.stop().close().unwrap();
+}
+
+#[test]
+fn client_reports_a_dropped_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fake = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 16];
+        let _ = s.read(&mut buf);
+        s.write_all(b"1\n2\n").unwrap();
+        // Close without @bye.
+    });
+    let err = client(addr, b"g 1\ng 2\ng 3\n").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ClientError::ConnectionClosed | ClientError::Connection(_)
+        ),
+        "{err}"
+    );
+    fake.join().unwrap();
+}
+
+#[test]
+fn concurrent_clients_with_disjoint_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    let workers: Vec<_> = (0..4)
+        .map(|c| {
+            let addr = srv.addr;
+            thread::spawn(move || {
+                let base = c * 1_000_000;
+                let mut input = String::new();
+                let mut expect = String::new();
+                for i in 0..3000 {
+                    input.push_str(&format!("p {} {}\n", base + i, i * 7 + c));
+                    if i % 3 == 0 {
+                        input.push_str(&format!("g {}\n", base + i));
+                        expect.push_str(&format!("{}\n", i * 7 + c));
+                    }
+                    if i % 10 == 9 {
+                        input.push_str(&format!("d {}\n", base + i - 1));
+                    }
+                }
+                input.push_str(&format!("r {} {}\n", base, base + 20));
+                let pairs: Vec<String> = (0..20)
+                    .filter(|i| i % 10 != 8)
+                    .map(|i| format!("{}:{}", base + i, i * 7 + c))
+                    .collect();
+                expect.push_str(&pairs.join(" "));
+                expect.push('\n');
+                let out = client(addr, input.as_bytes()).unwrap();
+                assert_eq!(out, expect, "client {c}");
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let db = srv.stop();
+    let (out, _) = exec(&db, b"s 0");
+    assert!(
+        out.starts_with(&format!("Logical Pairs: {}\n", 4 * 2700)),
+        "{out}"
+    );
+    db.close().unwrap();
+}
+
+#[test]
+fn shutdown_closes_open_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    let mut idle = TcpStream::connect(srv.addr).unwrap();
+    idle.write_all(b"p 1 1\n").unwrap();
+    thread::sleep(Duration::from_millis(100));
+    let db = srv.stop();
+    let mut rest = Vec::new();
+    let _ = idle.read_to_end(&mut rest);
+    let (out, _) = exec(&db, b"g 1");
+    assert_eq!(out, "1\n");
+    db.close().unwrap();
+}
