@@ -243,9 +243,10 @@ impl Running {
     fn stop(self) -> Db {
         self.handle.trigger();
         self.thread.join().unwrap();
-        Arc::try_unwrap(self.db)
-            .ok()
-            .expect("server released the db")
+        match Arc::try_unwrap(self.db) {
+            Ok(db) => db,
+            Err(_) => panic!("the server still holds the db"),
+        }
     }
 }
 
