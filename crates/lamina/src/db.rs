@@ -900,7 +900,6 @@ impl Inner {
         let ctx = self.context(&alloc);
         let meta = flush_memtable(&ctx, mem)?;
         let written = meta.as_ref().map_or(0, |m| m.size);
-        let file_id = meta.as_ref().map(|m| m.id);
         let mut edit = VersionEdit::default();
         if let Some(meta) = meta {
             let run_id = self.alloc_id();
@@ -923,12 +922,9 @@ impl Inner {
             .map_or(st.mem.wal_number(), |m| m.wal_number());
         edit.log_number = Some(next_log);
         let max_seq = self.last_seq.load(Ordering::Relaxed);
-        if let Err(e) = self.log_and_apply(&mut st, edit, Some(max_seq)) {
-            if let Some(id) = file_id {
-                let _ = self.vfs.remove(&self.loader.path(id));
-            }
-            return Err(e);
-        }
+        // On failure the output stays: the manifest may hold the edit even
+        // though its sync failed. Unreferenced files are collected at open.
+        self.log_and_apply(&mut st, edit, Some(max_seq))?;
         st.imms.pop_front();
         self.install(&mut st);
         st.bg_error = None;
@@ -1057,13 +1053,8 @@ impl Inner {
         let started = Instant::now();
         let outcome: CompactionOutcome = execute(&ctx, version, task)?;
         let mut st = self.state.lock();
-        let written = outcome.files_written.clone();
-        if let Err(e) = self.log_and_apply(&mut st, outcome.edit, None) {
-            for id in written {
-                let _ = self.vfs.remove(&self.loader.path(id));
-            }
-            return Err(e);
-        }
+        // As for flushes, outputs of a failed edit stay until the next open.
+        self.log_and_apply(&mut st, outcome.edit, None)?;
         if outcome.trivial_move {
             self.stats.trivial_moves.inc();
         } else {

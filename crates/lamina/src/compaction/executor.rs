@@ -35,7 +35,6 @@ pub(crate) struct CompactionOutcome {
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub trivial_move: bool,
-    pub files_written: Vec<u64>,
 }
 
 /// Position of a run in global recency order (0 = newest).
@@ -250,7 +249,6 @@ pub(crate) fn execute(
     };
     for meta in files {
         outcome.bytes_written += meta.size;
-        outcome.files_written.push(meta.id);
         outcome.edit.added_files.push(AddedFile {
             level: task.output_level,
             run_id: out_run_id,
