@@ -2,6 +2,8 @@
 //! where a crash could have produced the damage, a valid prefix): never a
 //! panic, never a wrong value.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -2,6 +2,8 @@
 //! filesystem (thousands of crash points), and real SIGKILLs of a child
 //! process writing with `sync=always`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashSet};

@@ -2,6 +2,8 @@
 //! each failure surfaces as an error (never a panic, never silent loss), and
 //! reopening shows every acknowledged write.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! Model-based test: long random sequences of every operation, checked
 //! against a `BTreeMap` oracle, across flushes, compactions and reopens.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::BTreeMap;
