@@ -1,6 +1,6 @@
 //! `lamina serve`: the TCP server.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Read, Write};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -72,7 +72,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     thread::Builder::new()
         .name("lamina-console".into())
         .spawn(move || {
-            if let Err(e) = run_console(console_db, on_quit, io::stdin(), io::stdout()) {
+            if let Err(e) = run_console(console_db, on_quit, ForegroundStdin, io::stdout()) {
                 eprintln!("lamina: console: {e}");
             }
         })
@@ -84,6 +84,40 @@ pub fn run(args: ServeArgs) -> Result<()> {
     db.close().context("closing the database failed")?;
     eprintln!("lamina: shut down cleanly");
     Ok(())
+}
+
+/// Stdin that, when it is a terminal, only reads while this process is in
+/// the terminal's foreground process group: a read from the background
+/// (`lamina serve &`) would stop the whole server with SIGTTIN.
+struct ForegroundStdin;
+
+impl Read for ForegroundStdin {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let stdin = io::stdin();
+        if stdin.is_terminal() {
+            while in_background() {
+                thread::sleep(Duration::from_millis(250));
+            }
+        }
+        stdin.lock().read(buf)
+    }
+}
+
+/// Whether this process is in the background of its controlling terminal
+/// (Linux: from /proc/self/stat; elsewhere always false).
+fn in_background() -> bool {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return false;
+    };
+    // Fields after the parenthesised command name: state ppid pgrp session tty_nr tpgid.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    match (fields.get(2), fields.get(5)) {
+        (Some(pgrp), Some(tpgid)) => pgrp != tpgid && *tpgid != "-1",
+        _ => false,
+    }
 }
 
 /// Waits until this is the last reference to the database.

@@ -4,11 +4,15 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
 
 use lamina::Db;
 
 use crate::exec::{Control, Mode, Session};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+
+/// Longest wait for a peer to close after `@bye`.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// Replies buffered beyond this size are written out mid-chunk.
 const OUT_FLUSH: usize = 1 << 20;
@@ -87,11 +91,33 @@ pub fn serve_connection(db: &Db, stream: &TcpStream) -> io::Result<Control> {
             writer.write_all(&out)?;
             writer.flush()?;
             let _ = stream.shutdown(Shutdown::Write);
+            linger(stream);
             return Ok(ctl);
         }
         if !out.is_empty() {
             writer.write_all(&out)?;
             out.clear();
+        }
+    }
+}
+
+/// After `@bye`, reads and discards what the peer still sends (after a
+/// `quit`, a pipelining client may be mid-stream) until it closes, for a
+/// bounded time. Closing a socket with unread input makes the kernel send a
+/// reset, which can destroy the `@bye` before the peer reads it.
+fn linger(stream: &TcpStream) {
+    let deadline = Instant::now() + LINGER;
+    let mut sink = vec![0u8; 64 * 1024];
+    let mut reader = stream;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match reader.read(&mut sink) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
         }
     }
 }
