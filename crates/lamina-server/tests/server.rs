@@ -275,6 +275,19 @@ fn client_server_round_trip_and_markers() {
 }
 
 #[test]
+fn quit_in_the_middle_of_a_big_stream_still_ends_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path());
+    let mut input = b"p 1 10\ng 1\nquit\n".to_vec();
+    for i in 0..300_000 {
+        input.extend_from_slice(format!("p {} 2\n", i + 2).as_bytes());
+    }
+    assert_eq!(client(srv.addr, &input).unwrap(), "10\n");
+    assert_eq!(client(srv.addr, b"g 1\ng 2\n").unwrap(), "10\n\n");
+    srv.stop().close().unwrap();
+}
+
+#[test]
 fn disconnect_mid_line_applies_nothing_partial() {
     let dir = tempfile::tempdir().unwrap();
     let srv = start(dir.path());
