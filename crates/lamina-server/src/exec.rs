@@ -24,6 +24,14 @@
 //! | `@sync` | `@sync` over the network, nothing locally |
 //! | anything bad | exactly one line starting with `ERROR ` |
 //!
+//! # Load files
+//!
+//! `l PATH` streams the file in 64 KiB chunks (one write batch each). A
+//! relative `PATH` is resolved against the working directory of the process
+//! executing it (the server's, not the client's). The file length is checked
+//! up front: a missing file, a directory or a length that is not a multiple
+//! of 8 is an `ERROR` and loads nothing.
+//!
 //! # Level numbering
 //!
 //! `LVL1` is the engine's level 0, the in-memory buffer (memtables); `LVLn`
