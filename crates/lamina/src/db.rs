@@ -32,7 +32,7 @@ use crate::record::{append_record, read_records};
 use crate::sst::TableOptions;
 use crate::stats::{DbStats, EngineStats, IoStats, LevelStats, Op};
 use crate::tables::{RunIterator, TableLoader};
-use crate::version::{AddedFile, FileMeta, NewRun, Version, VersionEdit};
+use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
 
 /// Name of WAL number `n`.
@@ -235,17 +235,7 @@ impl Db {
                 now_ms: now_ms(),
             };
             if let Some(meta) = flush_memtable(&ctx, &replay)? {
-                let run_id = alloc();
-                flush_edit.new_runs.push(NewRun {
-                    level: 0,
-                    run_id,
-                    order: run_id,
-                });
-                flush_edit.added_files.push(AddedFile {
-                    level: 0,
-                    run_id,
-                    meta,
-                });
+                flush_edit.add_flushed_run(alloc(), meta);
                 version = version.apply(&flush_edit)?;
             }
         }
@@ -902,17 +892,7 @@ impl Inner {
         let written = meta.as_ref().map_or(0, |m| m.size);
         let mut edit = VersionEdit::default();
         if let Some(meta) = meta {
-            let run_id = self.alloc_id();
-            edit.new_runs.push(NewRun {
-                level: 0,
-                run_id,
-                order: run_id,
-            });
-            edit.added_files.push(AddedFile {
-                level: 0,
-                run_id,
-                meta,
-            });
+            edit.add_flushed_run(self.alloc_id(), meta);
         }
         let mut st = self.state.lock();
         // Logs older than the next unflushed memtable's are obsolete now.

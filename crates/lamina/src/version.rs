@@ -414,6 +414,22 @@ impl VersionEdit {
         Some(e)
     }
 
+    /// Adds a flushed file as a new run `run_id`, the newest of level 0
+    /// (run ids and file numbers share one increasing counter, so the id
+    /// also ranks the run above every existing one).
+    pub fn add_flushed_run(&mut self, run_id: u64, meta: FileMeta) {
+        self.new_runs.push(NewRun {
+            level: 0,
+            run_id,
+            order: run_id,
+        });
+        self.added_files.push(AddedFile {
+            level: 0,
+            run_id,
+            meta,
+        });
+    }
+
     /// An edit that recreates `version` from an empty tree.
     pub fn snapshot_of(version: &Version) -> VersionEdit {
         let mut e = VersionEdit::default();
