@@ -97,7 +97,10 @@ fn flipped_sst_bytes_never_yield_a_wrong_value() {
     assert!(detected > 0, "no flip was ever detected");
 }
 
-fn wal_only(n: u64) -> (MemFs, String, Vec<(Vec<u8>, Vec<u8>)>) {
+/// The filesystem, the WAL's name and the writes it holds.
+type WalOnly = (MemFs, String, Vec<(Vec<u8>, Vec<u8>)>);
+
+fn wal_only(n: u64) -> WalOnly {
     let fs = MemFs::new();
     let opts = Options {
         sync: SyncMode::Always,
