@@ -15,6 +15,7 @@ use crate::version::Version;
 
 mod executor;
 mod leveling;
+pub mod stack;
 
 pub(crate) use executor::{execute, flush_memtable, CompactionContext, CompactionOutcome};
 pub use leveling::Leveling;
@@ -237,9 +238,19 @@ pub fn parse_spec(spec: &str) -> Result<(&str, Vec<(&str, &str)>)> {
 pub fn policy_from_spec(spec: &str, defaults: PolicyDefaults) -> Result<Box<dyn CompactionPolicy>> {
     let (name, params) = parse_spec(spec)?;
     match name {
-        "leveling" | "leveled" => Ok(Box::new(Leveling::from_params(&params, defaults)?)),
+        "leveling" => Ok(Box::new(Leveling::from_params(&params, defaults)?)),
+        "leveled" => Ok(Box::new(stack::Leveled::from_params(&params, defaults)?)),
+        "tiered" => Ok(Box::new(stack::Tiered::from_params(&params, defaults)?)),
+        "bigtable" => Ok(Box::new(stack::Bigtable::from_params(&params, defaults)?)),
+        "exploring" => Ok(Box::new(stack::Exploring::from_params(&params, defaults)?)),
+        "constant" => Ok(Box::new(stack::Constant::from_params(&params, defaults)?)),
+        "minlatency" => Ok(Box::new(stack::MinLatency::from_params(&params, defaults)?)),
+        "binomial" => Ok(Box::new(stack::Binomial::from_params(&params, defaults)?)),
+        "concurrent" => Ok(Box::new(stack::Concurrent::from_params(&params, defaults)?)),
+        "nomerge" => Ok(Box::new(stack::NoMerge::from_params(&params)?)),
         other => Err(Error::InvalidArgument(format!(
-            "unknown compaction strategy {other:?} (known: leveling)"
+            "unknown compaction strategy {other:?} (known: leveling, leveled, tiered, \
+             bigtable, exploring, constant, minlatency, binomial, concurrent, nomerge)"
         ))),
     }
 }

@@ -1,0 +1,150 @@
+//! Stack-based merge policies (seed 003 §III, seed 000 ch. 3–4) and the
+//! thesis' leveled policy.
+//!
+//! A stack-based tree is one stack of sorted runs, newest first. A flush
+//! pushes a run; a merge replaces *consecutive* runs by one run ranked as the
+//! newest of them, so every policy here is *stable* (a read can stop at the
+//! first run holding its key). Bounded-depth policies keep at most `k` runs
+//! once a flush's merges are done.
+//!
+//! The stack is every run of the view in recency order: level 0 first, then
+//! deeper levels (left there by another strategy before `set_compaction`).
+//! Merge outputs go to level 0 as a new run. While any run of the stack is
+//! being merged these policies wait (except `concurrent`, which, like
+//! AsterixDB, may merge the newest idle runs next to a running merge).
+//!
+//! Every policy is a pure function of the view: the flush counter of the
+//! static policies is `TreeView::flushes`, so the engine and the simulator
+//! take the same decisions from the same tree.
+
+use super::{param, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput, TreeView};
+use crate::error::{Error, Result};
+
+mod dynamic;
+mod leveled;
+mod math;
+mod statics;
+mod tiered;
+
+pub use dynamic::{Bigtable, Concurrent, Constant, Exploring, NoMerge};
+pub use leveled::Leveled;
+pub use math::{binomial_coefficient, binomial_runs, minlatency_runs, stack_depth, t_k};
+pub use statics::{Binomial, MinLatency};
+pub use tiered::Tiered;
+
+/// One run of the stack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StackRun<'a> {
+    pub level: usize,
+    pub run: &'a RunView,
+    pub bytes: u64,
+    pub busy: bool,
+}
+
+/// Every run of the view, newest first (level by level).
+pub(crate) fn stack(view: &TreeView) -> Vec<StackRun<'_>> {
+    view.levels
+        .iter()
+        .enumerate()
+        .flat_map(|(level, l)| {
+            l.runs.iter().map(move |run| StackRun {
+                level,
+                run,
+                bytes: run.bytes(),
+                busy: run.files.iter().any(|f| f.busy),
+            })
+        })
+        .collect()
+}
+
+/// A task merging `runs` (consecutive, newest first) into a new level-0 run.
+pub(crate) fn merge_runs(
+    runs: &[StackRun<'_>],
+    target_file_size: u64,
+    reason: String,
+) -> CompactionTask {
+    CompactionTask {
+        inputs: runs
+            .iter()
+            .map(|r| TaskInput {
+                level: r.level,
+                run_id: r.run.id,
+                file_ids: r.run.files.iter().map(|f| f.id).collect(),
+            })
+            .collect(),
+        output_level: 0,
+        output_run: OutputRun::New,
+        target_file_size,
+        reason,
+    }
+}
+
+/// Spec parameters shared by the stack policies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Common {
+    /// Run bound k (0 = not given).
+    pub k: usize,
+    /// Output file size.
+    pub file: u64,
+    /// True if `file=` was given (so `spec()` repeats it).
+    pub file_given: bool,
+}
+
+/// Parses `params` with `extra` handling the policy's own keys (returns
+/// false for an unknown key). `k=` and `file=` are handled here.
+pub(crate) fn parse_params(
+    name: &str,
+    params: &[(&str, &str)],
+    defaults: PolicyDefaults,
+    mut extra: impl FnMut(&str, &str) -> Result<bool>,
+) -> Result<Common> {
+    let mut common = Common {
+        k: 0,
+        file: defaults.target_file_size,
+        file_given: false,
+    };
+    for &(key, value) in params {
+        match key {
+            "k" => common.k = param(key, value)?,
+            "file" => {
+                common.file = param(key, value)?;
+                common.file_given = true;
+            }
+            _ => {
+                if !extra(key, value)? {
+                    return Err(Error::InvalidArgument(format!(
+                        "{name} has no parameter {key}"
+                    )));
+                }
+            }
+        }
+    }
+    if common.file == 0 {
+        return Err(Error::InvalidArgument(format!("{name} needs file >= 1")));
+    }
+    Ok(common)
+}
+
+/// Checks that the bounded-depth policy `name` got `k >= 1`.
+pub(crate) fn require_k(name: &str, k: usize) -> Result<()> {
+    if k == 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{name} needs k=K (the run bound, K >= 1), e.g. {name}:k=4"
+        )));
+    }
+    Ok(())
+}
+
+impl Common {
+    /// `,file=N` if `file=` was given, for `spec()`.
+    pub fn file_suffix(&self) -> String {
+        if self.file_given {
+            format!(",file={}", self.file)
+        } else {
+            String::new()
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil;

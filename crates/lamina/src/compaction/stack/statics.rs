@@ -1,0 +1,191 @@
+//! MinLatency and Binomial (Mathieu et al., seed 003 §III): static policies
+//! whose action on flush `t` depends on `k` and `t` alone.
+//!
+//! On flush `t` each computes `i` (the runs to keep) and merges the `i`-th
+//! oldest run with every newer run, leaving `i` runs. The flush counter is
+//! `TreeView::flushes` (the engine counts flushes since it opened; after a
+//! reopen the schedule starts again from `t = 1`).
+
+use super::math::{binomial_runs, minlatency_runs};
+use super::{merge_runs, parse_params, require_k, stack, Common};
+use crate::compaction::{CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
+use crate::error::Result;
+
+/// Merges so that `keep` runs remain: the `keep`-th oldest run and all newer
+/// ones become one run. Nothing if the stack is small enough or busy.
+fn leave(view: &TreeView, keep: u64, common: &Common, name: &str) -> Vec<CompactionTask> {
+    let total: usize = view.levels.iter().map(|l| l.runs.len()).sum();
+    let Ok(keep) = usize::try_from(keep) else {
+        return Vec::new();
+    };
+    if keep == 0 || total <= keep {
+        return Vec::new();
+    }
+    let runs = stack(view);
+    if runs.iter().any(|r| r.busy) {
+        return Vec::new();
+    }
+    let merged = runs.len() - keep + 1;
+    vec![merge_runs(
+        &runs[..merged],
+        common.file,
+        format!(
+            "{name}: flush {} leaves {keep} runs (merging the {merged} newest)",
+            view.flushes
+        ),
+    )]
+}
+
+/// MinLatency: on flush `t`, keep `B(m', k, t)` runs with
+/// `m' = min{m : C(m+k, m) > t}`. Lazy: adds runs until there are `k`.
+#[derive(Debug, Clone)]
+pub struct MinLatency {
+    /// Run bound.
+    pub k: usize,
+    common: Common,
+}
+
+impl MinLatency {
+    /// Builds from spec parameters `k=` (required) and `file=`.
+    pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
+        let common = parse_params("minlatency", params, defaults, |_, _| Ok(false))?;
+        require_k("minlatency", common.k)?;
+        Ok(MinLatency {
+            k: common.k,
+            common,
+        })
+    }
+
+    /// Runs kept after flush `t`.
+    pub fn runs_after(&self, t: u64) -> u64 {
+        minlatency_runs(self.k as u64, t)
+    }
+}
+
+impl CompactionPolicy for MinLatency {
+    fn spec(&self) -> String {
+        format!("minlatency:k={}{}", self.k, self.common.file_suffix())
+    }
+
+    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        leave(
+            view,
+            self.runs_after(view.flushes),
+            &self.common,
+            "minlatency",
+        )
+    }
+}
+
+/// Binomial: on flush `t`, keep `1 + B(m', min(m', k) − 1, t − T_k(m'−1) − 1)`
+/// runs with `m' = min{m : T_k(m) >= t}`. Merges early in small-n runs,
+/// behaves like MinLatency once `t` exceeds about `4^k`.
+#[derive(Debug, Clone)]
+pub struct Binomial {
+    /// Run bound.
+    pub k: usize,
+    common: Common,
+}
+
+impl Binomial {
+    /// Builds from spec parameters `k=` (required) and `file=`.
+    pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
+        let common = parse_params("binomial", params, defaults, |_, _| Ok(false))?;
+        require_k("binomial", common.k)?;
+        Ok(Binomial {
+            k: common.k,
+            common,
+        })
+    }
+
+    /// Runs kept after flush `t`.
+    pub fn runs_after(&self, t: u64) -> u64 {
+        binomial_runs(self.k as u64, t)
+    }
+}
+
+impl CompactionPolicy for Binomial {
+    fn spec(&self) -> String {
+        format!("binomial:k={}{}", self.k, self.common.file_suffix())
+    }
+
+    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        leave(
+            view,
+            self.runs_after(view.flushes),
+            &self.common,
+            "binomial",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::stack::testutil::{defaults, Model};
+
+    #[test]
+    fn minlatency_k3_schedule_by_hand() {
+        // k = 3: flushes 1..3 add runs; flush 4 (m' = 2, B(2,3,4) = 1)
+        // merges all into 4; then the stack refills lazily.
+        let p = MinLatency::from_params(&[("k", "3")], defaults()).unwrap();
+        let mut m = Model::default();
+        let sizes: Vec<Vec<u64>> = (0..8).map(|_| m.flush(&p, 1)).collect();
+        assert_eq!(
+            sizes,
+            vec![
+                vec![1],
+                vec![1, 1],
+                vec![1, 1, 1],
+                vec![4],
+                vec![1, 4],
+                vec![1, 1, 4],
+                vec![3, 4],
+                vec![1, 3, 4],
+            ]
+        );
+    }
+
+    #[test]
+    fn binomial_k4_schedule_by_hand() {
+        // T_4: 1, 4, 14, 49. Flush 1 (m'=1) keeps 1; flushes 2..4 (m'=2,
+        // B(2,1,·) over t' = 0,1,2 → 0,1,1) keep 1,2,2; flush 5 (m'=3,
+        // t'=0) keeps 1.
+        let p = Binomial::from_params(&[("k", "4")], defaults()).unwrap();
+        let mut m = Model::default();
+        let sizes: Vec<Vec<u64>> = (0..6).map(|_| m.flush(&p, 1)).collect();
+        assert_eq!(
+            sizes,
+            vec![
+                vec![1],
+                vec![2],
+                vec![1, 2],
+                vec![2, 2],
+                vec![5],
+                vec![1, 5],
+            ]
+        );
+    }
+
+    #[test]
+    fn static_policies_keep_k_runs_and_wait_for_busy_runs() {
+        let p = Binomial::from_params(&[("k", "3")], defaults()).unwrap();
+        let mut m = Model::default();
+        for _ in 0..2000 {
+            assert!(m.flush(&p, 7).len() <= 3);
+        }
+        let busy = m.view_with_busy_newest(4);
+        assert!(p.pick(&busy).is_empty());
+    }
+
+    #[test]
+    fn k_is_required_and_specs_round_trip() {
+        assert!(MinLatency::from_params(&[], defaults()).is_err());
+        assert!(Binomial::from_params(&[("k", "0")], defaults()).is_err());
+        assert!(Binomial::from_params(&[("k", "4"), ("x", "1")], defaults()).is_err());
+        let p = Binomial::from_params(&[("k", "4"), ("file", "100")], defaults()).unwrap();
+        assert_eq!(p.spec(), "binomial:k=4,file=100");
+        let p = MinLatency::from_params(&[("k", "5")], defaults()).unwrap();
+        assert_eq!(p.spec(), "minlatency:k=5");
+    }
+}
