@@ -15,7 +15,7 @@
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
@@ -95,7 +95,7 @@ pub struct BenchArgs {
     #[arg(long = "use_existing_db", value_name = "BOOL", num_args = 0..=1,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub use_existing_db: bool,
-    /// Seed of the random key streams (thread i uses seed + i).
+    /// Seed of the random key streams (the n-th thread started uses seed + n).
     #[arg(long = "seed", value_name = "N", default_value_t = 301)]
     pub seed: u64,
     /// Entries read after each seek in seekrandom (db_bench's seek_nexts).
@@ -388,6 +388,10 @@ struct Bench<'a> {
     db: &'a Arc<Db>,
     reads: u64,
     pool: Vec<u8>,
+    /// Threads started so far; like db_bench, every thread of every
+    /// benchmark seeds its generator with `seed + this count`, so that a
+    /// readrandom after a fillrandom does not replay the fill's keys.
+    threads_started: AtomicU64,
 }
 
 /// What a worker thread does.
@@ -411,6 +415,7 @@ impl<'a> Bench<'a> {
             db,
             reads: args.reads.unwrap_or(args.num),
             pool,
+            threads_started: AtomicU64::new(0),
         }
     }
 
@@ -453,23 +458,25 @@ impl<'a> Bench<'a> {
         Ok(Report::merge(&stats, show_found))
     }
 
-    fn rng(&self, tid: usize) -> SmallRng {
-        SmallRng::seed_from_u64(self.args.seed.wrapping_add(tid as u64))
+    /// The key generator of a newly started thread.
+    fn rng(&self) -> SmallRng {
+        let n = self.threads_started.fetch_add(1, Ordering::Relaxed);
+        SmallRng::seed_from_u64(self.args.seed.wrapping_add(n))
     }
 
     fn worker(&self, work: Work, tid: usize) -> Result<ThreadStats> {
         match work {
             Work::FillSeq | Work::FillRandom => self.fill(work == Work::FillRandom, tid),
-            Work::ReadRandom => self.read_random(tid),
+            Work::ReadRandom => self.read_random(),
             Work::ReadSeq => self.read_seq(),
-            Work::SeekRandom => self.seek_random(tid),
-            Work::DeleteRandom => self.delete_random(tid),
+            Work::SeekRandom => self.seek_random(),
+            Work::DeleteRandom => self.delete_random(),
         }
     }
 
     fn fill(&self, random: bool, tid: usize) -> Result<ThreadStats> {
         let num = self.args.num;
-        let mut rng = self.rng(tid);
+        let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
         let mut values = ValueGen::new(&self.pool, self.args.value_size, tid * 4099);
         let per_op = (self.args.key_size + self.args.value_size) as u64;
@@ -486,9 +493,9 @@ impl<'a> Bench<'a> {
     }
 
     /// `reads` gets of random keys.
-    fn read_random(&self, tid: usize) -> Result<ThreadStats> {
+    fn read_random(&self) -> Result<ThreadStats> {
         let num = self.args.num;
-        let mut rng = self.rng(tid);
+        let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
         let mut st = ThreadStats::new();
         let mut found = 0u64;
@@ -528,9 +535,9 @@ impl<'a> Bench<'a> {
         Ok(st)
     }
 
-    fn seek_random(&self, tid: usize) -> Result<ThreadStats> {
+    fn seek_random(&self) -> Result<ThreadStats> {
         let num = self.args.num;
-        let mut rng = self.rng(tid);
+        let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
         let mut st = ThreadStats::new();
         let mut found = 0u64;
@@ -555,9 +562,9 @@ impl<'a> Bench<'a> {
         Ok(st)
     }
 
-    fn delete_random(&self, tid: usize) -> Result<ThreadStats> {
+    fn delete_random(&self) -> Result<ThreadStats> {
         let num = self.args.num;
-        let mut rng = self.rng(tid);
+        let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
         let mut st = ThreadStats::new();
         for _ in 0..num {
@@ -580,7 +587,7 @@ impl<'a> Bench<'a> {
                 let (barrier, done) = (&barrier, &done);
                 s.spawn(move || -> Result<u64> {
                     let num = self.args.num;
-                    let mut rng = self.rng(threads);
+                    let mut rng = self.rng();
                     let mut key = key_buffer(self.args.key_size);
                     let mut values = ValueGen::new(&self.pool, self.args.value_size, 7919);
                     let mut writes = 0u64;
@@ -594,11 +601,11 @@ impl<'a> Bench<'a> {
                 })
             };
             let readers: Vec<_> = (0..threads)
-                .map(|tid| {
+                .map(|_| {
                     let barrier = &barrier;
                     s.spawn(move || {
                         barrier.wait();
-                        self.read_random(tid)
+                        self.read_random()
                     })
                 })
                 .collect();
