@@ -9,6 +9,7 @@ mod engine_opts;
 mod exec;
 mod gen;
 mod serve;
+mod sim;
 
 use clap::{Parser, Subcommand};
 
@@ -32,6 +33,8 @@ enum Command {
     Gen(gen::GenArgs),
     /// Run db_bench-compatible benchmarks.
     Bench(bench::BenchArgs),
+    /// Simulate compaction policies over a model tree (WA, sorted runs).
+    Sim(sim::SimArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
@@ -52,5 +55,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Exec(args) => exec::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Sim(args) => sim::run(args),
     }
 }

@@ -1,0 +1,202 @@
+//! `lamina sim`: runs compaction policies over the model tree of
+//! `lamina-sim` and reports write amplification and sorted runs per flush.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use lamina_sim::plot::{plot, Series};
+use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A header, then one line per flush (or every --every flushes).
+    Csv,
+    /// One summary object per policy (an array for several policies).
+    Json,
+    /// Nothing on stdout (with --plot or --time).
+    None,
+}
+
+/// Flags of `lamina sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    /// Compaction policy spec (repeat to compare policies), e.g. binomial:k=4.
+    #[arg(long = "policy", value_name = "SPEC", required = true)]
+    pub policies: Vec<String>,
+    /// Flushes to simulate [default: all sizes of --flush-file].
+    #[arg(long, value_name = "N")]
+    pub flushes: Option<u64>,
+    /// Every flush writes BYTES.
+    #[arg(long, value_name = "BYTES", conflicts_with_all = ["flush_uniform", "flush_file"])]
+    pub flush_size: Option<u64>,
+    /// Flush sizes uniform in [MIN, MAX] bytes (seeded by --seed).
+    #[arg(long, value_name = "MIN,MAX", conflicts_with = "flush_file")]
+    pub flush_uniform: Option<String>,
+    /// Flush sizes from a file: one size in bytes per line (# comments).
+    #[arg(long, value_name = "PATH")]
+    pub flush_file: Option<PathBuf>,
+    /// Seed of --flush-uniform.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Share in [0, 1) of each merge input's bytes (all but the largest
+    /// input run) dropped as duplicates; 0 means merge output = sum of inputs.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub dup_ratio: f64,
+    /// Memtable size policies see (and leveled's file size) [default: the
+    /// mean flush size].
+    #[arg(long, value_name = "BYTES")]
+    pub buffer_bytes: Option<u64>,
+    /// Size ratio for specs that leave it out (tiered, leveled, leveling).
+    #[arg(long, value_name = "T", default_value_t = 10)]
+    pub size_ratio: usize,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
+    /// CSV: print every Nth flush (and the last).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub every: u64,
+    /// Draw write amplification and sorted runs over flushes to FILE.png|svg.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+    /// Print the simulation time of each policy to stderr.
+    #[arg(long)]
+    pub time: bool,
+}
+
+/// Default flush size: 1 MiB.
+const DEFAULT_FLUSH: u64 = 1 << 20;
+
+fn flush_sizes(args: &SimArgs) -> Result<FlushSizes> {
+    if let Some(path) = &args.flush_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading flush sizes from {}", path.display()))?;
+        let sizes = FlushSizes::parse_list(&text)
+            .with_context(|| format!("flush sizes in {}", path.display()))?;
+        if sizes.is_empty() {
+            bail!("{} holds no flush size", path.display());
+        }
+        return Ok(sizes);
+    }
+    if let Some(spec) = &args.flush_uniform {
+        let (min, max) = spec
+            .split_once(',')
+            .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
+            .with_context(|| format!("--flush-uniform wants MIN,MAX in bytes, not {spec:?}"))?;
+        if min > max || max == 0 {
+            bail!("--flush-uniform wants 0 <= MIN <= MAX, MAX > 0");
+        }
+        return Ok(FlushSizes::Uniform {
+            min,
+            max,
+            seed: args.seed,
+        });
+    }
+    let size = args.flush_size.unwrap_or(DEFAULT_FLUSH);
+    if size == 0 {
+        bail!("--flush-size must be at least 1");
+    }
+    Ok(FlushSizes::Constant(size))
+}
+
+fn csv_line(out: &mut impl Write, policy: Option<&str>, r: &FlushRecord) -> io::Result<()> {
+    if let Some(p) = policy {
+        write!(out, "{p},")?;
+    }
+    writeln!(
+        out,
+        "{},{:.6},{},{:.6}",
+        r.flush, r.write_amplification, r.sorted_runs, r.avg_sorted_runs
+    )
+}
+
+/// Runs `lamina sim`.
+pub fn run(args: SimArgs) -> Result<()> {
+    let sizes = flush_sizes(&args)?;
+    let flushes = match (args.flushes, sizes.len()) {
+        (Some(n), Some(len)) => n.min(len),
+        (Some(n), None) => n,
+        (None, Some(len)) => len,
+        (None, None) => bail!("--flushes N is required unless --flush-file gives the sizes"),
+    };
+    if args.every == 0 {
+        bail!("--every must be at least 1");
+    }
+    let opts = ModelOptions {
+        buffer_bytes: args.buffer_bytes.unwrap_or_else(|| sizes.mean()).max(1),
+        size_ratio: args.size_ratio,
+        dup_ratio: args.dup_ratio,
+        ..ModelOptions::default()
+    };
+    let several = args.policies.len() > 1;
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    if args.format == Format::Csv {
+        if several {
+            write!(out, "policy,")?;
+        }
+        writeln!(out, "flush,write_amplification,sorted_runs,avg_sorted_runs")?;
+    }
+    let mut summaries: Vec<Summary> = Vec::new();
+    let mut curves: Vec<Series> = Vec::new();
+    for spec in &args.policies {
+        let mut sim = Simulator::from_spec(spec, opts)?;
+        let label = sim.spec().to_string();
+        // Quote specs with commas for CSV.
+        let column = several.then(|| {
+            if label.contains(',') {
+                format!("\"{label}\"")
+            } else {
+                label.clone()
+            }
+        });
+        let mut curve = args
+            .plot
+            .as_ref()
+            .map(|_| Series::new(label.clone(), flushes));
+        let started = Instant::now();
+        let mut last: Option<FlushRecord> = None;
+        for size in sizes
+            .iter()
+            .take(usize::try_from(flushes).unwrap_or(usize::MAX))
+        {
+            let r = sim.flush(size)?;
+            if args.format == Format::Csv && (r.flush % args.every == 0 || r.flush == flushes) {
+                csv_line(&mut out, column.as_deref(), &r)?;
+            }
+            if let Some(c) = &mut curve {
+                c.push(&r);
+            }
+            last = Some(r);
+        }
+        if args.time {
+            eprintln!(
+                "{label}: {flushes} flushes simulated in {:.3} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if let Some(mut c) = curve {
+            c.finish(last.as_ref());
+            curves.push(c);
+        }
+        summaries.push(sim.summary());
+    }
+    if args.format == Format::Json {
+        if several {
+            serde_json::to_writer_pretty(&mut out, &summaries)?;
+        } else if let Some(s) = summaries.first() {
+            serde_json::to_writer_pretty(&mut out, s)?;
+        }
+        writeln!(out)?;
+    }
+    out.flush()?;
+    if let Some(path) = &args.plot {
+        let title = format!("{flushes} flushes");
+        plot(path, &title, &curves, 1200, 900)
+            .with_context(|| format!("drawing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,899 @@
+//! A model simulator for lamina's compaction policies.
+//!
+//! The simulator runs the engine's own [`CompactionPolicy`] objects (built
+//! by [`lamina::compaction::policy_from_spec`]) over a model tree: the
+//! model *is* a [`TreeView`], mutated in place, so a policy sees exactly
+//! the kind of picture the engine hands it and nothing is rebuilt between
+//! decisions. Data is not stored, only sizes and key ranges:
+//!
+//! * a flush of `ℓ` bytes adds a new run to level 0 holding one file that
+//!   spans the whole key space (keys are u64, 8 bytes big-endian; hashed
+//!   insert order, as in the papers' workloads);
+//! * after each flush the simulator applies the policy's first task, asks
+//!   again, and repeats until the policy returns nothing: every merge
+//!   completes before the next flush (the engine with one compaction thread
+//!   and no flush during a merge);
+//! * a merge writes the sum of its inputs, or less with a duplicate ratio
+//!   `d`: the largest input run keeps its bytes and every other input run
+//!   loses the fraction `d` of its bytes to keys it shares with the others;
+//! * a merge into a new run writes one file spanning the union of the input
+//!   ranges (a stack-based run is one SSTable, as in the papers); a merge
+//!   into an existing run (leveling) is cut into files of the task's
+//!   `target_file_size`, spread over the key range by the inputs' data
+//!   density (each file's bytes uniform over its range);
+//! * a task whose inputs all come from one run and meet no file of the
+//!   destination is a trivial move (no bytes written), as in the executor.
+//!
+//! Write amplification is `(flush bytes + merge bytes written) / flush
+//! bytes`, as `DbStats::write_amplification`. The sorted-run count is
+//! reported after each flush's merges (`sorted_runs`, the papers' SSTable
+//! count) and right after the flush before any merge (`runs_at_flush`, what
+//! the engine's `avg_sorted_runs` samples). Transient space amplification
+//! of a flush is the largest total size during its merges (inputs and
+//! output coexist until a merge ends) divided by the bytes flushed so far.
+
+use lamina::compaction::{
+    policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, OutputRun,
+    PolicyDefaults, RunView, TreeView,
+};
+
+pub mod plot;
+
+/// Errors of a simulation.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The policy spec does not parse.
+    #[error("policy {spec:?}: {source}")]
+    Spec {
+        /// The spec.
+        spec: String,
+        /// Why.
+        source: lamina::Error,
+    },
+    /// A task names runs or files the model does not hold, or would break
+    /// the tree's invariants.
+    #[error("policy {policy}: invalid task at flush {flush} ({reason}): {why}")]
+    InvalidTask {
+        /// The policy's spec.
+        policy: String,
+        /// The flush after which it was picked.
+        flush: u64,
+        /// The task's reason.
+        reason: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The policy kept returning tasks.
+    #[error("policy {policy}: still merging after {merges} merges at flush {flush}")]
+    NotSettling {
+        /// The policy's spec.
+        policy: String,
+        /// The flush.
+        flush: u64,
+        /// Merges applied in that flush.
+        merges: u64,
+    },
+    /// Bad simulation settings.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Result of a simulation step.
+pub type Result<T> = std::result::Result<T, SimError>;
+
+/// Settings of the model.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelOptions {
+    /// `TreeView::buffer_bytes` (the memtable size policies see) and the
+    /// default output file size of policies that cut files (`leveled`).
+    pub buffer_bytes: u64,
+    /// Size ratio default for specs that omit it (`tiered`, `leveled`,
+    /// `leveling`), as `Options::size_ratio`.
+    pub size_ratio: usize,
+    /// Duplicate ratio in `[0, 1)`: the share of a non-largest input run's
+    /// bytes that a merge drops.
+    pub dup_ratio: f64,
+    /// Merges allowed after one flush before giving up.
+    pub max_merges_per_flush: u64,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        ModelOptions {
+            buffer_bytes: 1 << 20,
+            size_ratio: 10,
+            dup_ratio: 0.0,
+            max_merges_per_flush: 1_000_000,
+        }
+    }
+}
+
+/// What one flush did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct FlushRecord {
+    /// Flush number, from 1.
+    pub flush: u64,
+    /// Bytes of this flush.
+    pub flush_bytes: u64,
+    /// Write amplification so far.
+    pub write_amplification: f64,
+    /// Sorted runs after this flush's merges.
+    pub sorted_runs: usize,
+    /// Mean of `sorted_runs` over flushes so far.
+    pub avg_sorted_runs: f64,
+    /// Sorted runs right after the flush, before merging.
+    pub runs_at_flush: usize,
+    /// Mean of `runs_at_flush` so far (the engine's `avg_sorted_runs`).
+    pub avg_runs_at_flush: f64,
+    /// Largest total size during this flush's merges / bytes flushed so far.
+    pub transient_space_amplification: f64,
+    /// Merges (trivial moves included) applied after this flush.
+    pub merges: u64,
+}
+
+/// Totals of a simulation.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Summary {
+    /// The policy's spec (as it prints itself).
+    pub policy: String,
+    /// Flushes simulated.
+    pub flushes: u64,
+    /// Bytes flushed.
+    pub flush_bytes: u64,
+    /// Bytes written by merges.
+    pub merge_bytes_written: u64,
+    /// (flush bytes + merge bytes written) / flush bytes.
+    pub write_amplification: f64,
+    /// Sorted runs at the end.
+    pub sorted_runs: usize,
+    /// Mean sorted runs after each flush's merges.
+    pub avg_sorted_runs: f64,
+    /// Most sorted runs after a flush's merges.
+    pub max_sorted_runs: usize,
+    /// Mean sorted runs right after each flush (the engine's definition).
+    pub avg_runs_at_flush: f64,
+    /// Most sorted runs right after a flush.
+    pub max_runs_at_flush: usize,
+    /// Largest transient space amplification over all flushes.
+    pub max_transient_space_amplification: f64,
+    /// Total size at the end / bytes flushed.
+    pub space_amplification: f64,
+    /// Merges that wrote data.
+    pub merges: u64,
+    /// Trivial moves.
+    pub trivial_moves: u64,
+    /// Run sizes at the end: per level, newest run first.
+    pub runs: Vec<Vec<u64>>,
+}
+
+/// Encodes a model key.
+pub fn key(k: u64) -> Vec<u8> {
+    k.to_be_bytes().to_vec()
+}
+
+/// Decodes a model key (a prefix of up to 8 bytes, zero-padded).
+pub fn key_value(bytes: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = bytes.len().min(8);
+    b[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// One input file of a task, resolved.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    lo: u64,
+    hi: u64,
+    size: u64,
+}
+
+/// The simulator: a model tree driven by one policy.
+#[derive(Debug)]
+pub struct Simulator {
+    policy: Box<dyn CompactionPolicy>,
+    spec: String,
+    opts: ModelOptions,
+    view: TreeView,
+    next_id: u64,
+    flush_bytes: u64,
+    merge_bytes: u64,
+    total_bytes: u64,
+    run_sum: u128,
+    run_sum_at_flush: u128,
+    max_runs: usize,
+    max_runs_at_flush: usize,
+    max_transient: f64,
+    merges: u64,
+    trivial_moves: u64,
+    spare_files: Vec<Vec<FileView>>,
+}
+
+impl Simulator {
+    /// A simulator running `spec` (any spec `policy_from_spec` accepts).
+    pub fn from_spec(spec: &str, opts: ModelOptions) -> Result<Self> {
+        let defaults = PolicyDefaults {
+            size_ratio: opts.size_ratio,
+            target_file_size: opts.buffer_bytes.max(1),
+        };
+        let policy = policy_from_spec(spec, defaults).map_err(|source| SimError::Spec {
+            spec: spec.to_string(),
+            source,
+        })?;
+        Self::new(policy, opts)
+    }
+
+    /// A simulator running `policy`.
+    pub fn new(policy: Box<dyn CompactionPolicy>, opts: ModelOptions) -> Result<Self> {
+        if !(0.0..1.0).contains(&opts.dup_ratio) {
+            return Err(SimError::Config(format!(
+                "duplicate ratio must be in [0, 1), not {}",
+                opts.dup_ratio
+            )));
+        }
+        let spec = policy.spec();
+        Ok(Simulator {
+            policy,
+            spec,
+            opts,
+            view: TreeView {
+                levels: vec![LevelView::default()],
+                flushes: 0,
+                buffer_bytes: opts.buffer_bytes,
+                now_ms: 0,
+            },
+            next_id: 0,
+            flush_bytes: 0,
+            merge_bytes: 0,
+            total_bytes: 0,
+            run_sum: 0,
+            run_sum_at_flush: 0,
+            max_runs: 0,
+            max_runs_at_flush: 0,
+            max_transient: 0.0,
+            merges: 0,
+            trivial_moves: 0,
+            spare_files: Vec::new(),
+        })
+    }
+
+    /// The policy's spec.
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The model tree, as the policy sees it.
+    pub fn view(&self) -> &TreeView {
+        &self.view
+    }
+
+    /// Run sizes: per level, newest run first.
+    pub fn run_sizes(&self) -> Vec<Vec<u64>> {
+        self.view
+            .levels
+            .iter()
+            .map(|l| l.runs.iter().map(RunView::bytes).collect())
+            .collect()
+    }
+
+    /// Sorted runs now.
+    pub fn sorted_runs(&self) -> usize {
+        self.view.levels.iter().map(|l| l.runs.len()).sum()
+    }
+
+    fn alloc_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn new_file(&self, id: u64, size: u64, lo: u64, hi: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            entries: size,
+            tombstones: 0,
+            smallest: key(lo),
+            largest: key(hi),
+            created_ms: self.view.now_ms,
+            oldest_tombstone_ms: None,
+            busy: false,
+        }
+    }
+
+    fn files_vec(&mut self) -> Vec<FileView> {
+        self.spare_files.pop().unwrap_or_default()
+    }
+
+    /// Flushes `bytes`, then applies the policy's tasks until it is done.
+    pub fn flush(&mut self, bytes: u64) -> Result<FlushRecord> {
+        self.view.flushes += 1;
+        self.view.now_ms = self.view.flushes;
+        let flush = self.view.flushes;
+        let id = self.alloc_id();
+        let file = self.new_file(id, bytes, 0, u64::MAX);
+        let mut files = self.files_vec();
+        files.push(file);
+        if self.view.levels.is_empty() {
+            self.view.levels.push(LevelView::default());
+        }
+        self.view.levels[0].runs.insert(
+            0,
+            RunView {
+                id,
+                order: id,
+                files,
+            },
+        );
+        self.flush_bytes += bytes;
+        self.total_bytes += bytes;
+        let runs_at_flush = self.sorted_runs();
+        let mut peak = self.total_bytes;
+        let mut merges = 0;
+        loop {
+            let tasks = self.policy.pick(&self.view);
+            let Some(task) = tasks.into_iter().next() else {
+                break;
+            };
+            if merges >= self.opts.max_merges_per_flush {
+                return Err(SimError::NotSettling {
+                    policy: self.spec.clone(),
+                    flush,
+                    merges,
+                });
+            }
+            let during = self.apply(&task)?;
+            peak = peak.max(during);
+            merges += 1;
+        }
+        let sorted_runs = self.sorted_runs();
+        self.run_sum += sorted_runs as u128;
+        self.run_sum_at_flush += runs_at_flush as u128;
+        self.max_runs = self.max_runs.max(sorted_runs);
+        self.max_runs_at_flush = self.max_runs_at_flush.max(runs_at_flush);
+        let transient = ratio(peak, self.flush_bytes);
+        self.max_transient = self.max_transient.max(transient);
+        Ok(FlushRecord {
+            flush,
+            flush_bytes: bytes,
+            write_amplification: self.write_amplification(),
+            sorted_runs,
+            avg_sorted_runs: self.run_sum as f64 / flush as f64,
+            runs_at_flush,
+            avg_runs_at_flush: self.run_sum_at_flush as f64 / flush as f64,
+            transient_space_amplification: transient,
+            merges,
+        })
+    }
+
+    /// Write amplification so far (1 before any flush).
+    pub fn write_amplification(&self) -> f64 {
+        if self.flush_bytes == 0 {
+            1.0
+        } else {
+            (self.flush_bytes + self.merge_bytes) as f64 / self.flush_bytes as f64
+        }
+    }
+
+    /// Totals so far.
+    pub fn summary(&self) -> Summary {
+        let flushes = self.view.flushes.max(1) as f64;
+        Summary {
+            policy: self.spec.clone(),
+            flushes: self.view.flushes,
+            flush_bytes: self.flush_bytes,
+            merge_bytes_written: self.merge_bytes,
+            write_amplification: self.write_amplification(),
+            sorted_runs: self.sorted_runs(),
+            avg_sorted_runs: self.run_sum as f64 / flushes,
+            max_sorted_runs: self.max_runs,
+            avg_runs_at_flush: self.run_sum_at_flush as f64 / flushes,
+            max_runs_at_flush: self.max_runs_at_flush,
+            max_transient_space_amplification: self.max_transient,
+            space_amplification: ratio(self.total_bytes, self.flush_bytes),
+            merges: self.merges,
+            trivial_moves: self.trivial_moves,
+            runs: self.run_sizes(),
+        }
+    }
+
+    fn invalid(&self, task: &CompactionTask, why: impl Into<String>) -> SimError {
+        SimError::InvalidTask {
+            policy: self.spec.clone(),
+            flush: self.view.flushes,
+            reason: task.reason.clone(),
+            why: why.into(),
+        }
+    }
+
+    /// Applies `task`; returns the total size while it ran (inputs and
+    /// output both present).
+    fn apply(&mut self, task: &CompactionTask) -> Result<u64> {
+        // Resolve every input before changing anything.
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut run_bytes: Vec<u64> = Vec::with_capacity(task.inputs.len());
+        let mut locations: Vec<(usize, usize)> = Vec::with_capacity(task.inputs.len());
+        let mut new_order = 0;
+        for input in &task.inputs {
+            let run_index = self
+                .view
+                .levels
+                .get(input.level)
+                .and_then(|l| l.runs.iter().position(|r| r.id == input.run_id))
+                .ok_or_else(|| self.invalid(task, format!("no run {}", input.run_id)))?;
+            if locations.contains(&(input.level, run_index)) {
+                return Err(self.invalid(task, format!("run {} named twice", input.run_id)));
+            }
+            let run = &self.view.levels[input.level].runs[run_index];
+            new_order = new_order.max(run.order);
+            let mut bytes = 0;
+            for id in &input.file_ids {
+                let f =
+                    run.files.iter().find(|f| f.id == *id).ok_or_else(|| {
+                        self.invalid(task, format!("no file {id} in run {}", run.id))
+                    })?;
+                if f.busy {
+                    return Err(self.invalid(task, format!("file {id} is busy")));
+                }
+                bytes += f.size;
+                pieces.push(Piece {
+                    lo: key_value(&f.smallest),
+                    hi: key_value(&f.largest),
+                    size: f.size,
+                });
+            }
+            locations.push((input.level, run_index));
+            run_bytes.push(bytes);
+        }
+        if pieces.is_empty() {
+            return Err(self.invalid(task, "no input files"));
+        }
+        let input_bytes: u64 = run_bytes.iter().sum();
+        let lo = pieces.iter().map(|p| p.lo).min().unwrap_or(0);
+        let hi = pieces.iter().map(|p| p.hi).max().unwrap_or(u64::MAX);
+
+        // The destination, checked before the inputs leave.
+        if task.output_level > self.view.levels.len() + 1 {
+            return Err(self.invalid(task, "output level skips a level"));
+        }
+        let dest_is_input = match task.output_run {
+            OutputRun::New => false,
+            OutputRun::Existing(id) => {
+                let run = self
+                    .view
+                    .levels
+                    .get(task.output_level)
+                    .and_then(|l| l.runs.iter().find(|r| r.id == id))
+                    .ok_or_else(|| self.invalid(task, format!("no output run {id}")))?;
+                let named: Vec<u64> = task
+                    .inputs
+                    .iter()
+                    .filter(|i| i.level == task.output_level && i.run_id == id)
+                    .flat_map(|i| i.file_ids.iter().copied())
+                    .collect();
+                let lo_key = key(lo);
+                let hi_key = key(hi);
+                if run
+                    .files
+                    .iter()
+                    .any(|f| !named.contains(&f.id) && f.overlaps(&lo_key, &hi_key))
+                {
+                    return Err(self.invalid(
+                        task,
+                        format!(
+                            "output run {id} has files overlapping the inputs that are not inputs"
+                        ),
+                    ));
+                }
+                !named.is_empty()
+            }
+        };
+        let trivial = task.inputs.len() == 1 && !dest_is_input;
+
+        // Take the input files out (runs left empty stay until the output
+        // is in, as in the engine's version edits).
+        let mut moved: Vec<FileView> = Vec::new();
+        for input in &task.inputs {
+            let Some(run) = self
+                .view
+                .levels
+                .get_mut(input.level)
+                .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
+            else {
+                continue;
+            };
+            if input.file_ids.len() == run.files.len() {
+                moved.append(&mut run.files);
+            } else {
+                let mut i = 0;
+                while i < run.files.len() {
+                    if input.file_ids.contains(&run.files[i].id) {
+                        moved.push(run.files.remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+
+        let during;
+        if trivial {
+            self.trivial_moves += 1;
+            during = self.total_bytes;
+            moved.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            self.place(task, new_order, moved);
+        } else {
+            let out = self.output_bytes(&run_bytes, input_bytes);
+            during = self.total_bytes + out;
+            self.total_bytes = self.total_bytes + out - input_bytes;
+            self.merge_bytes += out;
+            self.merges += 1;
+            let files = match task.output_run {
+                OutputRun::New => {
+                    let id = self.alloc_id();
+                    let mut v = self.files_vec();
+                    v.push(self.new_file(id, out, lo, hi));
+                    v
+                }
+                OutputRun::Existing(_) => self.cut(&pieces, out, lo, hi, task.target_file_size),
+            };
+            moved.clear();
+            if moved.capacity() > 0 {
+                self.spare_files.push(moved);
+            }
+            self.place(task, new_order, files);
+        }
+        for level in &mut self.view.levels {
+            let mut i = 0;
+            while i < level.runs.len() {
+                if level.runs[i].files.is_empty() {
+                    let run = level.runs.remove(i);
+                    if self.spare_files.len() < 64 {
+                        self.spare_files.push(run.files);
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        while self.view.levels.len() > 1
+            && self.view.levels.last().is_some_and(|l| l.runs.is_empty())
+        {
+            self.view.levels.pop();
+        }
+        Ok(during)
+    }
+
+    /// Bytes a merge writes.
+    fn output_bytes(&self, run_bytes: &[u64], input_bytes: u64) -> u64 {
+        let d = self.opts.dup_ratio;
+        if d == 0.0 {
+            return input_bytes;
+        }
+        let largest = run_bytes.iter().copied().max().unwrap_or(0);
+        let rest = (input_bytes - largest) as f64 * (1.0 - d);
+        largest + rest.round() as u64
+    }
+
+    /// Puts `files` (sorted by key) into the task's output run.
+    fn place(&mut self, task: &CompactionTask, new_order: u64, files: Vec<FileView>) {
+        while self.view.levels.len() <= task.output_level {
+            self.view.levels.push(LevelView::default());
+        }
+        match task.output_run {
+            OutputRun::New => {
+                let id = self.alloc_id();
+                let level = &mut self.view.levels[task.output_level];
+                let pos = level.runs.partition_point(|r| r.order > new_order);
+                level.runs.insert(
+                    pos,
+                    RunView {
+                        id,
+                        order: new_order,
+                        files,
+                    },
+                );
+            }
+            OutputRun::Existing(id) => {
+                if let Some(run) = self.view.levels[task.output_level]
+                    .runs
+                    .iter_mut()
+                    .find(|r| r.id == id)
+                {
+                    let pos = run
+                        .files
+                        .partition_point(|f| f.smallest.as_slice() < files[0].smallest.as_slice());
+                    run.files.splice(pos..pos, files);
+                }
+            }
+        }
+    }
+
+    /// Cuts `out` bytes over `[lo, hi]` into files of `target` bytes, placing
+    /// the boundaries by the inputs' data density.
+    fn cut(&mut self, pieces: &[Piece], out: u64, lo: u64, hi: u64, target: u64) -> Vec<FileView> {
+        let target = target.max(1);
+        let count = out.div_ceil(target).max(1);
+        let mut files = Vec::with_capacity(count as usize);
+        if count == 1 {
+            let id = self.alloc_id();
+            files.push(self.new_file(id, out, lo, hi));
+            return files;
+        }
+        let cuts = density_cuts(pieces, out, target, count, lo, hi);
+        let mut start = lo;
+        let mut written = 0;
+        for (i, &end) in cuts.iter().enumerate() {
+            let last = i + 1 == cuts.len();
+            let size = if last { out - written } else { target };
+            let id = self.alloc_id();
+            files.push(self.new_file(id, size, start, end));
+            written += size;
+            start = end.saturating_add(1);
+        }
+        files
+    }
+}
+
+/// The last key of each output file: `count − 1` cuts where the cumulative
+/// bytes reach multiples of `target`, then `hi`. Cuts that cannot advance
+/// (ranges too narrow) are dropped and their bytes go to the next file.
+fn density_cuts(pieces: &[Piece], out: u64, target: u64, count: u64, lo: u64, hi: u64) -> Vec<u64> {
+    // Density events: (key, delta density in bytes per key), scaled so the
+    // total is `out`.
+    let input: u64 = pieces.iter().map(|p| p.size).sum();
+    let scale = if input == 0 {
+        0.0
+    } else {
+        out as f64 / input as f64
+    };
+    let mut events: Vec<(f64, f64)> = Vec::with_capacity(pieces.len() * 2);
+    for p in pieces {
+        let width = (p.hi - p.lo) as f64 + 1.0;
+        let d = p.size as f64 * scale / width;
+        events.push((p.lo as f64, d));
+        events.push((p.hi as f64 + 1.0, -d));
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut cuts = Vec::with_capacity(count as usize);
+    let mut density = 0.0;
+    let mut mass = 0.0;
+    let mut next = target as f64;
+    let mut prev_cut: Option<u64> = None;
+    let mut i = 0;
+    while i < events.len() && (cuts.len() as u64) + 1 < count {
+        let x = events[i].0;
+        while i < events.len() && events[i].0 == x {
+            density += events[i].1;
+            i += 1;
+        }
+        let Some(&(end, _)) = events.get(i) else {
+            break;
+        };
+        let seg = (end - x) * density.max(0.0);
+        while density > 0.0 && mass + seg >= next && (cuts.len() as u64) + 1 < count {
+            let at = x + (next - mass) / density;
+            let cut = (at.ceil() as u64)
+                .saturating_sub(1)
+                .clamp(lo, hi.saturating_sub(1));
+            if prev_cut.is_none_or(|p| cut > p) {
+                cuts.push(cut);
+                prev_cut = Some(cut);
+            }
+            next += target as f64;
+        }
+        mass += seg;
+    }
+    cuts.push(hi);
+    cuts
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Flush sizes of a simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlushSizes {
+    /// Every flush the same size.
+    Constant(u64),
+    /// Uniform in `[min, max]`, from a seeded generator.
+    Uniform {
+        /// Smallest flush.
+        min: u64,
+        /// Largest flush.
+        max: u64,
+        /// Seed: the same seed gives the same sizes.
+        seed: u64,
+    },
+    /// Given sizes, in order.
+    List(Vec<u64>),
+}
+
+impl FlushSizes {
+    /// Mean flush size (what `TreeView::buffer_bytes` should be).
+    pub fn mean(&self) -> u64 {
+        match self {
+            FlushSizes::Constant(s) => *s,
+            FlushSizes::Uniform { min, max, .. } => min / 2 + max / 2 + (min % 2 + max % 2) / 2,
+            FlushSizes::List(v) if v.is_empty() => 0,
+            FlushSizes::List(v) => {
+                (v.iter().map(|&s| u128::from(s)).sum::<u128>() / v.len() as u128) as u64
+            }
+        }
+    }
+
+    /// Flushes available (`None` = unbounded).
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            FlushSizes::List(v) => Some(v.len() as u64),
+            _ => None,
+        }
+    }
+
+    /// True for an empty list.
+    pub fn is_empty(&self) -> bool {
+        self.len() == Some(0)
+    }
+
+    /// The sizes, in order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self {
+            FlushSizes::Constant(s) => Box::new(std::iter::repeat(*s)),
+            FlushSizes::Uniform { min, max, seed } => {
+                let (min, max) = (*min.min(max), *max.max(min));
+                let span = max - min;
+                let mut rng = SplitMix64(*seed);
+                Box::new(std::iter::from_fn(move || {
+                    let r = rng.next();
+                    Some(if span == u64::MAX {
+                        r
+                    } else {
+                        min + ((u128::from(r) * u128::from(span + 1)) >> 64) as u64
+                    })
+                }))
+            }
+            FlushSizes::List(v) => Box::new(v.iter().copied()),
+        }
+    }
+
+    /// Parses a flush-size file: one size in bytes per line; blank lines and
+    /// `#` comments are skipped.
+    pub fn parse_list(text: &str) -> Result<FlushSizes> {
+        let mut sizes = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let size = line.parse::<u64>().map_err(|_| {
+                SimError::Config(format!("line {}: {line:?} is not a size in bytes", n + 1))
+            })?;
+            sizes.push(size);
+        }
+        Ok(FlushSizes::List(sizes))
+    }
+}
+
+/// SplitMix64: small, fast, deterministic.
+#[derive(Debug, Clone)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Runs `spec` for `flushes` flushes of `sizes` (fewer if a size list ends
+/// first), calling `each` after every flush; returns the summary.
+pub fn simulate(
+    spec: &str,
+    sizes: &FlushSizes,
+    flushes: u64,
+    opts: ModelOptions,
+    mut each: impl FnMut(&FlushRecord),
+) -> Result<Summary> {
+    let mut sim = Simulator::from_spec(spec, opts)?;
+    for size in sizes
+        .iter()
+        .take(usize::try_from(flushes).unwrap_or(usize::MAX))
+    {
+        let record = sim.flush(size)?;
+        each(&record);
+    }
+    Ok(sim.summary())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        for k in [0, 1, 255, 1 << 40, u64::MAX] {
+            assert_eq!(key_value(&key(k)), k);
+        }
+        assert_eq!(key_value(b"\x01"), 1 << 56);
+    }
+
+    #[test]
+    fn cuts_follow_density() {
+        // One piece over [0, 999] of 100 bytes, 4 files of 25 bytes.
+        let p = [Piece {
+            lo: 0,
+            hi: 999,
+            size: 100,
+        }];
+        assert_eq!(
+            density_cuts(&p, 100, 25, 4, 0, 999),
+            vec![249, 499, 749, 999]
+        );
+        // Twice the density in the first half: 40 of 60 bytes there.
+        let p = [
+            Piece {
+                lo: 0,
+                hi: 999,
+                size: 40,
+            },
+            Piece {
+                lo: 0,
+                hi: 499,
+                size: 20,
+            },
+        ];
+        let cuts = density_cuts(&p, 60, 20, 3, 0, 999);
+        assert_eq!(cuts.len(), 3);
+        assert!((cuts[0] as i64 - 249).abs() <= 1, "{cuts:?}");
+        assert!((cuts[1] as i64 - 499).abs() <= 1, "{cuts:?}");
+    }
+
+    #[test]
+    fn uniform_sizes_stay_in_range_and_repeat_by_seed() {
+        let s = FlushSizes::Uniform {
+            min: 10,
+            max: 20,
+            seed: 7,
+        };
+        let a: Vec<u64> = s.iter().take(1000).collect();
+        assert!(a.iter().all(|&x| (10..=20).contains(&x)));
+        assert!(a.contains(&10) && a.contains(&20));
+        assert_eq!(a, s.iter().take(1000).collect::<Vec<_>>());
+        assert_eq!(s.mean(), 15);
+    }
+
+    #[test]
+    fn size_files_parse() {
+        let s = FlushSizes::parse_list("100\n# c\n\n200 # x\n").unwrap();
+        assert_eq!(s, FlushSizes::List(vec![100, 200]));
+        assert!(FlushSizes::parse_list("1\nx\n").is_err());
+    }
+
+    #[test]
+    fn dup_ratio_shrinks_all_but_the_largest_run() {
+        let opts = ModelOptions {
+            buffer_bytes: 100,
+            dup_ratio: 0.5,
+            ..Default::default()
+        };
+        let mut sim = Simulator::from_spec("constant:k=1", opts).unwrap();
+        sim.flush(100).unwrap();
+        sim.flush(100).unwrap();
+        assert_eq!(sim.run_sizes(), vec![vec![150]]);
+        assert!(Simulator::from_spec(
+            "constant:k=1",
+            ModelOptions {
+                dup_ratio: 1.0,
+                ..opts
+            }
+        )
+        .is_err());
+    }
+}

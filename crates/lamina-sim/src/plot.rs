@@ -1,0 +1,200 @@
+//! Plots of simulations: write amplification and sorted runs over flushes,
+//! one curve per policy (as seed 003 Fig. 2). SVG, or PNG drawn with an
+//! embedded DejaVu Sans font (no system font library needed).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::{FlushRecord, SimError};
+
+/// Points kept per curve at most (a bucket of flushes becomes one point).
+pub const MAX_POINTS: u64 = 2000;
+
+/// One curve: a policy's write amplification and sorted runs over flushes.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    /// Legend label (the policy spec).
+    pub label: String,
+    /// (flush, write amplification at the bucket's end, mean sorted runs
+    /// over the bucket).
+    pub points: Vec<(u64, f64, f64)>,
+    width: u64,
+    runs: u64,
+    count: u64,
+}
+
+impl Series {
+    /// A curve for a run of about `flushes` flushes.
+    pub fn new(label: impl Into<String>, flushes: u64) -> Self {
+        Series {
+            label: label.into(),
+            points: Vec::new(),
+            width: flushes.div_ceil(MAX_POINTS).max(1),
+            runs: 0,
+            count: 0,
+        }
+    }
+
+    /// Adds one flush.
+    pub fn push(&mut self, r: &FlushRecord) {
+        self.runs += r.sorted_runs as u64;
+        self.count += 1;
+        if self.count >= self.width {
+            self.close(r);
+        }
+    }
+
+    /// Closes the last partial bucket with the final record.
+    pub fn finish(&mut self, last: Option<&FlushRecord>) {
+        if let Some(r) = last {
+            if self.count > 0 {
+                self.close(r);
+            }
+        }
+    }
+
+    fn close(&mut self, r: &FlushRecord) {
+        self.points.push((
+            r.flush,
+            r.write_amplification,
+            self.runs as f64 / self.count as f64,
+        ));
+        self.runs = 0;
+        self.count = 0;
+    }
+}
+
+fn plot_error(e: impl std::fmt::Display) -> SimError {
+    SimError::Config(format!("plot: {e}"))
+}
+
+fn register_font() -> Result<(), SimError> {
+    static FONT: OnceLock<bool> = OnceLock::new();
+    let ok = *FONT.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+            .is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(plot_error("the embedded font does not load"))
+    }
+}
+
+/// Draws `series` to `path` (`.svg` or `.png`), `width` × `height` pixels.
+pub fn plot(
+    path: &Path,
+    title: &str,
+    series: &[Series],
+    width: u32,
+    height: u32,
+) -> Result<(), SimError> {
+    register_font()?;
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => {
+            let root = SVGBackend::new(path, (width, height)).into_drawing_area();
+            draw(&root, title, series).map_err(plot_error)?;
+            root.present().map_err(plot_error)
+        }
+        Some("png") => {
+            let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+            draw(&root, title, series).map_err(plot_error)?;
+            root.present().map_err(plot_error)
+        }
+        _ => Err(plot_error(format!(
+            "{} must end in .svg or .png",
+            path.display()
+        ))),
+    }
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    series: &[Series],
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 22))?;
+    let (top, bottom) = root.split_vertically(root.dim_in_pixel().1 / 2);
+    let max_flush = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let max_wa = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(1.0_f64, f64::max);
+    let max_runs = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.2))
+        .fold(1.0_f64, f64::max);
+    panel(
+        &top,
+        "write amplification",
+        max_flush,
+        max_wa * 1.05,
+        series,
+        |p| p.1,
+    )?;
+    panel(
+        &bottom,
+        "sorted runs (mean per point)",
+        max_flush,
+        max_runs * 1.1,
+        series,
+        |p| p.2,
+    )?;
+    Ok(())
+}
+
+fn panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    y_label: &str,
+    max_x: u64,
+    max_y: f64,
+    series: &[Series],
+    y: impl Fn(&(u64, f64, f64)) -> f64,
+) -> DrawResult<DB> {
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0u64..max_x, 0f64..max_y)?;
+    chart
+        .configure_mesh()
+        .x_desc("flushes")
+        .y_desc(y_label)
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    for (i, s) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().map(|p| (p.0, y(p))),
+                color.stroke_width(2),
+            ))?
+            .label(s.label.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    Ok(())
+}
