@@ -46,6 +46,10 @@ pub struct SimArgs {
     /// input run) dropped as duplicates; 0 means merge output = sum of inputs.
     #[arg(long, value_name = "F", default_value_t = 0.0)]
     pub dup_ratio: f64,
+    /// Bytes of each file that are not data (index, filter, footer): a merge
+    /// of n files into one writes (n - 1) x this less than their sum.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub file_overhead: u64,
     /// Memtable size policies see (and leveled's file size) [default: the
     /// mean flush size].
     #[arg(long, value_name = "BYTES")]
@@ -129,6 +133,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         buffer_bytes: args.buffer_bytes.unwrap_or_else(|| sizes.mean()).max(1),
         size_ratio: args.size_ratio,
         dup_ratio: args.dup_ratio,
+        file_overhead: args.file_overhead,
         ..ModelOptions::default()
     };
     let several = args.policies.len() > 1;

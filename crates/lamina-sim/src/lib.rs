@@ -16,6 +16,8 @@
 //! * a merge writes the sum of its inputs, or less with a duplicate ratio
 //!   `d`: the largest input run keeps its bytes and every other input run
 //!   loses the fraction `d` of its bytes to keys it shares with the others;
+//!   with a per-file overhead `o` (index, filter, footer of an SST; 0 by
+//!   default) only the data adds up and each output file carries one `o`;
 //! * a merge into a new run writes one file spanning the union of the input
 //!   ranges (a stack-based run is one SSTable, as in the papers); a merge
 //!   into an existing run (leveling) is cut into files of the task's
@@ -93,6 +95,11 @@ pub struct ModelOptions {
     /// Duplicate ratio in `[0, 1)`: the share of a non-largest input run's
     /// bytes that a merge drops.
     pub dup_ratio: f64,
+    /// Bytes every file carries besides its data (an SST's index, filter,
+    /// properties and footer). A merge of `n` files into `m` writes the
+    /// inputs' data plus `m` overheads, `(n − m) ×` this less than their
+    /// sizes. 0 (the papers' model): sizes add up.
+    pub file_overhead: u64,
     /// Merges allowed after one flush before giving up.
     pub max_merges_per_flush: u64,
 }
@@ -103,6 +110,7 @@ impl Default for ModelOptions {
             buffer_bytes: 1 << 20,
             size_ratio: 10,
             dup_ratio: 0.0,
+            file_overhead: 0,
             max_merges_per_flush: 1_000_000,
         }
     }
@@ -521,20 +529,32 @@ impl Simulator {
             moved.sort_by(|a, b| a.smallest.cmp(&b.smallest));
             self.place(task, new_order, moved);
         } else {
-            let out = self.output_bytes(&run_bytes, input_bytes);
+            let overhead = self.opts.file_overhead;
+            let run_data: Vec<u64> = task
+                .inputs
+                .iter()
+                .zip(&run_bytes)
+                .map(|(i, &b)| b.saturating_sub(overhead.saturating_mul(i.file_ids.len() as u64)))
+                .collect();
+            let data = self.output_bytes(&run_data);
+            let (files, out) = match task.output_run {
+                OutputRun::New => {
+                    let id = self.alloc_id();
+                    let out = data.saturating_add(overhead);
+                    let mut v = self.files_vec();
+                    v.push(self.new_file(id, out, lo, hi));
+                    (v, out)
+                }
+                OutputRun::Existing(_) => {
+                    let files = self.cut(&pieces, data, lo, hi, task.target_file_size);
+                    let out = files.iter().map(|f| f.size).sum();
+                    (files, out)
+                }
+            };
             during = self.total_bytes + out;
             self.total_bytes = self.total_bytes + out - input_bytes;
             self.merge_bytes += out;
             self.merges += 1;
-            let files = match task.output_run {
-                OutputRun::New => {
-                    let id = self.alloc_id();
-                    let mut v = self.files_vec();
-                    v.push(self.new_file(id, out, lo, hi));
-                    v
-                }
-                OutputRun::Existing(_) => self.cut(&pieces, out, lo, hi, task.target_file_size),
-            };
             moved.clear();
             if moved.capacity() > 0 {
                 self.spare_files.push(moved);
@@ -562,8 +582,9 @@ impl Simulator {
         Ok(during)
     }
 
-    /// Bytes a merge writes.
-    fn output_bytes(&self, run_bytes: &[u64], input_bytes: u64) -> u64 {
+    /// Data bytes a merge writes, from its input runs' data bytes.
+    fn output_bytes(&self, run_bytes: &[u64]) -> u64 {
+        let input_bytes: u64 = run_bytes.iter().sum();
         let d = self.opts.dup_ratio;
         if d == 0.0 {
             return input_bytes;
@@ -607,15 +628,17 @@ impl Simulator {
         }
     }
 
-    /// Cuts `out` bytes over `[lo, hi]` into files of `target` bytes, placing
-    /// the boundaries by the inputs' data density.
+    /// Cuts `out` data bytes over `[lo, hi]` into files of `target` data
+    /// bytes (plus the file overhead each), placing the boundaries by the
+    /// inputs' data density.
     fn cut(&mut self, pieces: &[Piece], out: u64, lo: u64, hi: u64, target: u64) -> Vec<FileView> {
         let target = target.max(1);
+        let overhead = self.opts.file_overhead;
         let count = out.div_ceil(target).max(1);
         let mut files = Vec::with_capacity(count as usize);
         if count == 1 {
             let id = self.alloc_id();
-            files.push(self.new_file(id, out, lo, hi));
+            files.push(self.new_file(id, out.saturating_add(overhead), lo, hi));
             return files;
         }
         let cuts = density_cuts(pieces, out, target, count, lo, hi);
@@ -625,7 +648,7 @@ impl Simulator {
             let last = i + 1 == cuts.len();
             let size = if last { out - written } else { target };
             let id = self.alloc_id();
-            files.push(self.new_file(id, size, start, end));
+            files.push(self.new_file(id, size.saturating_add(overhead), start, end));
             written += size;
             start = end.saturating_add(1);
         }

@@ -1,0 +1,255 @@
+//! Engine ↔ simulator agreement: the real `Db` (in-memory filesystem, tiny
+//! fixed-size flushes of unique keys) and the simulator fed the engine's
+//! actual flush sizes must report the same write amplification and average
+//! sorted-run count, within a few percent.
+//!
+//! To match the model (every merge completes before the next flush), the
+//! test waits after each flush until the engine's compactions settle: it
+//! runs the simulator in lockstep and waits until the engine has done as
+//! many merges and holds as many runs as the model, or until the engine
+//! stops making progress (the two may legitimately take different merges
+//! when a size-driven policy meets a near-tie, see `settle`).
+//!
+//! Understood model differences:
+//! * an SST is its data plus a fixed overhead (properties, footer, block
+//!   trailers: about 150 bytes here), and a merge writes one overhead for
+//!   all its inputs, so engine merges write less than the sum of their
+//!   inputs. With the papers' model (sizes add up) the static policies'
+//!   engine WA comes out about 1.5% below the simulator's; the size-driven
+//!   ones compare run sizes, and the engine's merged runs, smaller by a few
+//!   overheads, break the model's near-ties the other way (bigtable's WA
+//!   came out 4% above). The test measures the overhead on the engine and
+//!   gives it to the simulator (`ModelOptions::file_overhead`), after
+//!   which the remaining gap is the repacking of blocks and key prefixes.
+//! * run sizes that tie exactly in the model can still fall either way in
+//!   the engine, so size-driven policies may take other merges at some
+//!   flushes (counted as diverged flushes) while their totals agree.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lamina::vfs::mem::MemFs;
+use lamina::{Db, DbStats, Options};
+use lamina_sim::{ModelOptions, Simulator};
+
+/// Keys per flush and value size: a flushed SST is about 10.5 KB, of which
+/// about 150 bytes are per-file overhead (see the module docs).
+const KEYS_PER_FLUSH: u64 = 32;
+const VALUE_BYTES: usize = 300;
+
+fn options(fs: &MemFs, spec: &str) -> Options {
+    Options {
+        vfs: Arc::new(fs.clone()),
+        // Flushes happen only when the test asks for one.
+        write_buffer_size: 1 << 20,
+        // One file per run, as in the model.
+        target_file_size: 1 << 40,
+        block_size: 1024,
+        block_cache_bytes: 256 * 1024,
+        compaction: spec.into(),
+        compaction_threads: 1,
+        // Stack policies bound runs themselves; a stall would only interfere.
+        level0_stop_runs: 0,
+        ..Options::default()
+    }
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Waits until no compaction runs (an empty-range `compact_range` waits
+/// for the running one and then finds nothing to do).
+fn barrier(db: &Db) {
+    db.compact_range(Some(b"~~"), Some(b"~~")).unwrap();
+}
+
+fn merges_done(s: &DbStats) -> u64 {
+    s.compactions + s.trivial_moves
+}
+
+/// Waits until the engine did `merges` merges and holds `runs` runs, or
+/// made no progress over a few barriers (the engine took other merges).
+/// Returns true if it matched the model.
+fn settle(db: &Db, merges: u64, runs: usize) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = u64::MAX;
+    let mut idle_rounds = 0;
+    loop {
+        barrier(db);
+        let s = db.stats();
+        let done = merges_done(&s);
+        if done == merges && s.sorted_runs == runs {
+            return true;
+        }
+        if done == last {
+            idle_rounds += 1;
+            if idle_rounds >= 4 {
+                return false;
+            }
+        } else {
+            idle_rounds = 0;
+        }
+        last = done;
+        assert!(Instant::now() < deadline, "engine did not settle");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+struct Outcome {
+    engine: DbStats,
+    sim_wa: f64,
+    sim_avg_runs_at_flush: f64,
+    sim_avg_runs: f64,
+    diverged_flushes: u64,
+}
+
+/// The engine's per-SST overhead: two flushes of the workload merged into
+/// one file write this much less than their sum.
+fn file_overhead() -> u64 {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, "nomerge")).unwrap();
+    write_flush(&db, 0);
+    write_flush(&db, 1);
+    db.set_compaction("constant:k=1").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let s = loop {
+        barrier(&db);
+        let s = db.stats();
+        if s.compactions > 0 {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the calibration merge did not run"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!((s.compactions, s.sorted_runs), (1, 1));
+    db.close().unwrap();
+    // Two flushed files became one: one overhead saved.
+    s.flush_bytes_written - s.compaction_bytes_written
+}
+
+fn write_flush(db: &Db, t: u64) {
+    let value = [b'v'; VALUE_BYTES];
+    for i in 0..KEYS_PER_FLUSH {
+        let k = format!("{:016x}", mix(t * KEYS_PER_FLUSH + i));
+        db.put(k.as_bytes(), &value).unwrap();
+    }
+    db.flush().unwrap();
+}
+
+fn agree(spec: &str, flushes: u64) -> Outcome {
+    let overhead = file_overhead();
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs, spec)).unwrap();
+    let mut sim: Option<Simulator> = None;
+    let mut flushed = 0;
+    let mut merges = 0;
+    let mut diverged = 0;
+    for t in 0..flushes {
+        write_flush(&db, t);
+        let st = db.stats();
+        let size = st.flush_bytes_written - flushed;
+        flushed = st.flush_bytes_written;
+        let sim = sim.get_or_insert_with(|| {
+            // buffer_bytes matters only to leveled; the flush size is the unit.
+            let opts = ModelOptions {
+                buffer_bytes: size,
+                file_overhead: overhead,
+                ..ModelOptions::default()
+            };
+            Simulator::from_spec(spec, opts).unwrap()
+        });
+        let r = sim.flush(size).unwrap();
+        merges += r.merges;
+        if !settle(&db, merges, r.sorted_runs) {
+            diverged += 1;
+            // Follow the engine from here: count what it did.
+            merges = merges_done(&db.stats());
+        }
+    }
+    let engine = db.stats();
+    db.close().unwrap();
+    let s = sim.map(|s| s.summary()).unwrap_or_default();
+    eprintln!(
+        "{spec}: {flushes} flushes, file overhead {overhead} B, engine WA {:.3} avg runs {:.3} | sim WA {:.3} avg runs at flush {:.3} (after merges {:.3}) | {} flushes diverged",
+        engine.write_amplification,
+        engine.avg_sorted_runs,
+        s.write_amplification,
+        s.avg_runs_at_flush,
+        s.avg_sorted_runs,
+        diverged
+    );
+    Outcome {
+        engine,
+        sim_wa: s.write_amplification,
+        sim_avg_runs_at_flush: s.avg_runs_at_flush,
+        sim_avg_runs: s.avg_sorted_runs,
+        diverged_flushes: diverged,
+    }
+}
+
+fn within(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+fn check(spec: &str, flushes: u64, static_policy: bool) {
+    let o = agree(spec, flushes);
+    assert_eq!(o.engine.flushes, flushes);
+    assert!(
+        within(o.engine.write_amplification, o.sim_wa, 0.03),
+        "{spec}: engine WA {} vs sim {}",
+        o.engine.write_amplification,
+        o.sim_wa
+    );
+    assert!(
+        within(o.engine.avg_sorted_runs, o.sim_avg_runs_at_flush, 0.03),
+        "{spec}: engine avg runs {} vs sim {}",
+        o.engine.avg_sorted_runs,
+        o.sim_avg_runs_at_flush
+    );
+    assert!(o.sim_avg_runs <= o.sim_avg_runs_at_flush);
+    if static_policy {
+        // Static policies ignore sizes: the engine takes exactly the model's
+        // merges.
+        assert_eq!(o.diverged_flushes, 0, "{spec}");
+    } else {
+        // With the overhead modelled, near-ties are rare (none were seen).
+        assert!(
+            o.diverged_flushes * 50 <= flushes,
+            "{spec}: {}",
+            o.diverged_flushes
+        );
+    }
+}
+
+#[test]
+fn binomial_agrees() {
+    check("binomial:k=4", 2000, true);
+}
+
+#[test]
+fn minlatency_agrees() {
+    check("minlatency:k=4", 2000, true);
+}
+
+#[test]
+fn bigtable_agrees() {
+    check("bigtable:k=5", 2000, false);
+}
+
+#[test]
+fn exploring_agrees() {
+    check("exploring:k=5", 2000, false);
+}
+
+#[test]
+fn tiered_agrees() {
+    check("tiered:b=4", 2000, false);
+}
