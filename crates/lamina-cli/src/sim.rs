@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use lamina_sim::plot::{plot, Series};
+use lamina_sim::plot::{plot, PlotOptions, Series};
 use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary};
 
 /// Output formats.
@@ -66,6 +66,9 @@ pub struct SimArgs {
     /// Draw write amplification and sorted runs over flushes to FILE.png|svg.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// Plot write amplification on a logarithmic axis.
+    #[arg(long, requires = "plot")]
+    pub plot_log: bool,
     /// Print the simulation time of each policy to stderr.
     #[arg(long)]
     pub time: bool,
@@ -200,8 +203,11 @@ pub fn run(args: SimArgs) -> Result<()> {
     out.flush()?;
     if let Some(path) = &args.plot {
         let title = format!("{flushes} flushes");
-        plot(path, &title, &curves, 1200, 900)
-            .with_context(|| format!("drawing {}", path.display()))?;
+        let opts = PlotOptions {
+            log_wa: args.plot_log,
+            ..PlotOptions::default()
+        };
+        plot(path, &title, &curves, opts).with_context(|| format!("drawing {}", path.display()))?;
     }
     Ok(())
 }

@@ -84,13 +84,51 @@ fn register_font() -> Result<(), SimError> {
     }
 }
 
-/// Draws `series` to `path` (`.svg` or `.png`), `width` × `height` pixels.
+/// How to draw.
+#[derive(Debug, Clone, Copy)]
+pub struct PlotOptions {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Logarithmic write-amplification axis (policies far apart).
+    pub log_wa: bool,
+}
+
+impl Default for PlotOptions {
+    fn default() -> Self {
+        PlotOptions {
+            width: 1200,
+            height: 900,
+            log_wa: false,
+        }
+    }
+}
+
+/// Curve colours (Tableau 10: distinct on white).
+const COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+/// Draws `series` to `path` (`.svg` or `.png`).
 pub fn plot(
     path: &Path,
     title: &str,
     series: &[Series],
-    width: u32,
-    height: u32,
+    opts: PlotOptions,
 ) -> Result<(), SimError> {
     register_font()?;
     let ext = path
@@ -99,13 +137,13 @@ pub fn plot(
         .map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("svg") => {
-            let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-            draw(&root, title, series).map_err(plot_error)?;
+            let root = SVGBackend::new(path, (opts.width, opts.height)).into_drawing_area();
+            draw(&root, title, series, opts).map_err(plot_error)?;
             root.present().map_err(plot_error)
         }
         Some("png") => {
-            let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
-            draw(&root, title, series).map_err(plot_error)?;
+            let root = BitMapBackend::new(path, (opts.width, opts.height)).into_drawing_area();
+            draw(&root, title, series, opts).map_err(plot_error)?;
             root.present().map_err(plot_error)
         }
         _ => Err(plot_error(format!(
@@ -121,6 +159,7 @@ fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     series: &[Series],
+    opts: PlotOptions,
 ) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 22))?;
@@ -139,55 +178,70 @@ fn draw<DB: DrawingBackend>(
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.2))
         .fold(1.0_f64, f64::max);
-    panel(
-        &top,
-        "write amplification",
-        max_flush,
-        max_wa * 1.05,
-        series,
-        |p| p.1,
-    )?;
-    panel(
-        &bottom,
-        "sorted runs (mean per point)",
-        max_flush,
-        max_runs * 1.1,
-        series,
-        |p| p.2,
-    )?;
-    Ok(())
-}
-
-fn panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    y_label: &str,
-    max_x: u64,
-    max_y: f64,
-    series: &[Series],
-    y: impl Fn(&(u64, f64, f64)) -> f64,
-) -> DrawResult<DB> {
-    let mut chart = ChartBuilder::on(area)
+    if opts.log_wa {
+        let mut chart = ChartBuilder::on(&top)
+            .margin(12)
+            .margin_right(40)
+            .x_label_area_size(36)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0u64..max_flush, (1f64..max_wa * 1.2).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("flushes")
+            .y_desc("write amplification (log)")
+            .label_style(("sans-serif", 14))
+            .draw()?;
+        lines(&mut chart, series, |p| p.1)?;
+    } else {
+        let mut chart = ChartBuilder::on(&top)
+            .margin(12)
+            .margin_right(40)
+            .x_label_area_size(36)
+            .y_label_area_size(72)
+            .build_cartesian_2d(0u64..max_flush, 0f64..max_wa * 1.05)?;
+        chart
+            .configure_mesh()
+            .x_desc("flushes")
+            .y_desc("write amplification")
+            .label_style(("sans-serif", 14))
+            .draw()?;
+        lines(&mut chart, series, |p| p.1)?;
+    }
+    let mut chart = ChartBuilder::on(&bottom)
         .margin(12)
+        .margin_right(40)
         .x_label_area_size(36)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0u64..max_x, 0f64..max_y)?;
+        .y_label_area_size(72)
+        .build_cartesian_2d(0u64..max_flush, 0f64..max_runs * 1.1)?;
     chart
         .configure_mesh()
         .x_desc("flushes")
-        .y_desc(y_label)
+        .y_desc("sorted runs (mean per point)")
         .label_style(("sans-serif", 14))
         .draw()?;
+    lines(&mut chart, series, |p| p.2)?;
+    Ok(())
+}
+
+fn lines<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    series: &[Series],
+    y: impl Fn(&(u64, f64, f64)) -> f64,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = u64>,
+    Y: Ranged<ValueType = f64>,
+{
     for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let c = color(i);
         chart
             .draw_series(LineSeries::new(
                 s.points.iter().map(|p| (p.0, y(p))),
-                color.stroke_width(2),
+                c.stroke_width(2),
             ))?
             .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
     chart
         .configure_series_labels()
