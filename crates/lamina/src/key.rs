@@ -111,12 +111,45 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// An owned internal key with the internal ordering, for ordered containers.
+///
+/// It carries the first 8 bytes of the user key as a big-endian integer (zero
+/// padded), which decides most comparisons without touching the heap: if two
+/// prefixes differ, the user keys differ in the same direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InternalKey(pub Vec<u8>);
+pub struct InternalKey {
+    prefix: u64,
+    bytes: Vec<u8>,
+}
+
+impl InternalKey {
+    /// Wraps an encoded internal key.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        let mut p = [0u8; 8];
+        let uk = user_key(&bytes);
+        let n = uk.len().min(8);
+        p[..n].copy_from_slice(&uk[..n]);
+        InternalKey {
+            prefix: u64::from_be_bytes(p),
+            bytes,
+        }
+    }
+
+    /// The encoded internal key.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The encoded internal key, by value.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+}
 
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_internal(&self.0, &other.0)
+        self.prefix
+            .cmp(&other.prefix)
+            .then_with(|| compare_internal(&self.bytes, &other.bytes))
     }
 }
 
@@ -176,6 +209,36 @@ mod tests {
         let n = bad.len();
         bad[n - 8] = 7;
         assert!(parse_internal_key(&bad).is_none());
+    }
+
+    #[test]
+    fn internal_key_prefix_order_agrees_with_compare_internal() {
+        let keys: Vec<&[u8]> = vec![
+            b"",
+            b"\0",
+            b"a",
+            b"a\0",
+            b"ab",
+            b"ab\x01",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghi",
+            b"b",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+        ];
+        for a in &keys {
+            for b in &keys {
+                for (sa, sb) in [(1, 1), (1, 2), (2, 1)] {
+                    let ka = make_internal_key(a, sa, ValueKind::Put);
+                    let kb = make_internal_key(b, sb, ValueKind::Put);
+                    assert_eq!(
+                        InternalKey::new(ka.clone()).cmp(&InternalKey::new(kb.clone())),
+                        compare_internal(&ka, &kb),
+                        "{a:?}@{sa} vs {b:?}@{sb}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -56,16 +56,16 @@ impl MemTable {
             Ordering::Relaxed,
         );
         self.map.insert(
-            InternalKey(make_internal_key(key, seq, kind)),
+            InternalKey::new(make_internal_key(key, seq, kind)),
             value.to_vec(),
         );
     }
 
     /// The newest version of `user_key` visible at `snapshot_seq`.
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(ValueKind, Vec<u8>)> {
-        let target = InternalKey(seek_key(user_key, snapshot_seq));
+        let target = InternalKey::new(seek_key(user_key, snapshot_seq));
         let entry = self.map.lower_bound(Bound::Included(&target))?;
-        let parsed = parse_internal_key(&entry.key().0)?;
+        let parsed = parse_internal_key(entry.key().as_bytes())?;
         (parsed.user_key == user_key).then(|| (parsed.kind, entry.value().clone()))
     }
 
@@ -102,19 +102,26 @@ impl MemTable {
         MemTableIterator {
             mem: Arc::clone(self),
             buf: VecDeque::new(),
+            batch: 1,
             exhausted: true,
         }
     }
 }
 
-/// Entries copied per refill of a [`MemTableIterator`].
-const ITER_BATCH: usize = 64;
+/// Entries copied by the largest refill of a [`MemTableIterator`].
+const MAX_BATCH: usize = 64;
 
 /// A cursor over a memtable; see the module docs for why it copies batches.
+///
+/// A seek copies one entry and each refill doubles the batch up to
+/// [`MAX_BATCH`]: a point seek reading one entry pays for one copy, a long
+/// scan amortizes the skiplist search over many entries.
 #[derive(Debug)]
 pub struct MemTableIterator {
     mem: Arc<MemTable>,
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// Size of the next refill.
+    batch: usize,
     /// True when no entry follows the last one in `buf`.
     exhausted: bool,
 }
@@ -122,11 +129,18 @@ pub struct MemTableIterator {
 impl MemTableIterator {
     fn fill(&mut self, from: Bound<&InternalKey>) {
         let range = self.mem.map.range((from, Bound::Unbounded));
-        for entry in range.take(ITER_BATCH) {
+        for entry in range.take(self.batch) {
             self.buf
-                .push_back((entry.key().0.clone(), entry.value().clone()));
+                .push_back((entry.key().as_bytes().to_vec(), entry.value().clone()));
         }
-        self.exhausted = self.buf.len() < ITER_BATCH;
+        self.exhausted = self.buf.len() < self.batch;
+        self.batch = (self.batch * 2).min(MAX_BATCH);
+    }
+
+    fn restart(&mut self, from: Bound<&InternalKey>) {
+        self.buf.clear();
+        self.batch = 1;
+        self.fill(from);
     }
 }
 
@@ -146,7 +160,7 @@ impl InternalIterator for MemTableIterator {
     fn next(&mut self) -> Result<()> {
         if let Some((last, _)) = self.buf.pop_front() {
             if self.buf.is_empty() && !self.exhausted {
-                let last = InternalKey(last);
+                let last = InternalKey::new(last);
                 self.fill(Bound::Excluded(&last));
             }
         }
@@ -154,15 +168,13 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.buf.clear();
-        let target = InternalKey(target.to_vec());
-        self.fill(Bound::Included(&target));
+        let target = InternalKey::new(target.to_vec());
+        self.restart(Bound::Included(&target));
         Ok(())
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.buf.clear();
-        self.fill(Bound::Unbounded);
+        self.restart(Bound::Unbounded);
         Ok(())
     }
 }

@@ -47,7 +47,7 @@ fn write_table(dir: &Path, name: &str, opts: TableOptions, data: &Oracle) -> Tab
     let file = OsFs.create(&dir.join(name)).unwrap();
     let mut b = TableBuilder::new(file, opts, name.to_string());
     for (k, v) in data {
-        b.add(&k.0, v).unwrap();
+        b.add(&k.as_bytes(), v).unwrap();
     }
     assert_eq!(b.num_entries(), data.len() as u64);
     b.finish(1_000, Some(500)).unwrap()
@@ -77,7 +77,7 @@ fn random_data(rng: &mut StdRng, n_keys: usize) -> Oracle {
             } else {
                 Vec::new()
             };
-            data.insert(InternalKey(make_internal_key(&key, seq, kind)), value);
+            data.insert(InternalKey::new(make_internal_key(&key, seq, kind)), value);
         }
     }
     data
@@ -85,9 +85,9 @@ fn random_data(rng: &mut StdRng, n_keys: usize) -> Oracle {
 
 /// What `get` must return according to the oracle.
 fn oracle_get(data: &Oracle, user_key: &[u8], snap: u64) -> Option<(ValueKind, u64, Vec<u8>)> {
-    let target = InternalKey(seek_key(user_key, snap));
+    let target = InternalKey::new(seek_key(user_key, snap));
     let (k, v) = data.range(target..).next()?;
-    let p = parse_internal_key(&k.0)?;
+    let p = parse_internal_key(&k.as_bytes())?;
     (p.user_key == user_key).then(|| (p.kind, p.seq, v.clone()))
 }
 
@@ -115,12 +115,15 @@ fn round_trip_against_oracle() {
     let table = open(dir.path(), "t.sst", Some(cache.clone()), stats.clone());
     assert_eq!(table.properties(), &props);
     assert_eq!(props.entries, data.len() as u64);
-    let tomb = data.keys().filter(|k| k.0[k.0.len() - 8] == 0).count() as u64;
+    let tomb = data
+        .keys()
+        .filter(|k| k.as_bytes()[k.as_bytes().len() - 8] == 0)
+        .count() as u64;
     assert_eq!(props.tombstones, tomb);
     assert_eq!(props.oldest_tombstone_time, Some(500));
     assert_eq!(props.creation_time, 1_000);
-    let first = parse_internal_key(&data.keys().next().unwrap().0).unwrap();
-    let last = parse_internal_key(&data.keys().last().unwrap().0).unwrap();
+    let first = parse_internal_key(&data.keys().next().unwrap().as_bytes()).unwrap();
+    let last = parse_internal_key(&data.keys().last().unwrap().as_bytes()).unwrap();
     assert_eq!(props.smallest_key, first.user_key);
     assert_eq!(props.largest_key, last.user_key);
     assert!(table.num_data_blocks() > 10, "want many blocks");
@@ -130,13 +133,16 @@ fn round_trip_against_oracle() {
     let mut it = table.iter();
     it.seek_to_first().unwrap();
     let all = collect(&mut it);
-    let expect: Vec<_> = data.iter().map(|(k, v)| (k.0.clone(), v.clone())).collect();
+    let expect: Vec<_> = data
+        .iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()))
+        .collect();
     assert_eq!(all, expect);
 
     // Point lookups at various snapshots, present and absent keys.
     let max_seq = props.largest_seq;
     for (k, _) in data.iter().step_by(3) {
-        let p = parse_internal_key(&k.0).unwrap();
+        let p = parse_internal_key(&k.as_bytes()).unwrap();
         for snap in [
             p.seq,
             p.seq.saturating_sub(1),
@@ -171,12 +177,12 @@ fn round_trip_against_oracle() {
             .collect();
         let target = seek_key(&key, rng.gen_range(0..max_seq + 2));
         it.seek(&target).unwrap();
-        let mut exp = data.range(InternalKey(target.clone())..);
+        let mut exp = data.range(InternalKey::new(target.clone())..);
         for _ in 0..3 {
             match exp.next() {
                 Some((k, v)) => {
                     assert!(it.valid());
-                    assert_eq!(it.key(), &k.0[..]);
+                    assert_eq!(it.key(), &k.as_bytes()[..]);
                     assert_eq!(it.value(), &v[..]);
                     it.next().unwrap();
                 }
@@ -240,7 +246,7 @@ fn bloom_filter_behaviour() {
     let mut data = Oracle::new();
     for i in 0..10_000u32 {
         data.insert(
-            InternalKey(make_internal_key(
+            InternalKey::new(make_internal_key(
                 format!("key{i:06}").as_bytes(),
                 1,
                 ValueKind::Put,
@@ -282,7 +288,7 @@ fn bloom_filter_behaviour() {
     let before = stats.bloom_false_positives.get();
     let mut d2 = Oracle::new();
     d2.insert(
-        InternalKey(make_internal_key(b"k", 10, ValueKind::Put)),
+        InternalKey::new(make_internal_key(b"k", 10, ValueKind::Put)),
         b"v".to_vec(),
     );
     write_table(dir.path(), "c.sst", TableOptions::default(), &d2);
@@ -334,7 +340,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
         Err(e) => assert!(e.is_corruption(), "{what}: verify gave {e}"),
     }
     for k in data.keys() {
-        let p = parse_internal_key(&k.0).unwrap();
+        let p = parse_internal_key(&k.as_bytes()).unwrap();
         match table.get(p.user_key, u64::MAX) {
             Ok(got) => assert_eq!(got, oracle_get(data, p.user_key, u64::MAX), "{what}"),
             Err(e) => assert!(e.is_corruption(), "{what}: get gave {e}"),
@@ -352,7 +358,11 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
             Ok(()) => match expect.next() {
                 Some((k, v)) => {
                     assert!(it.valid(), "{what}: iterator ended early without error");
-                    assert_eq!((it.key(), it.value()), (&k.0[..], &v[..]), "{what}");
+                    assert_eq!(
+                        (it.key(), it.value()),
+                        (&k.as_bytes()[..], &v[..]),
+                        "{what}"
+                    );
                     res = it.next();
                 }
                 None => {
@@ -514,16 +524,16 @@ fn versions_spanning_blocks() {
             ValueKind::Put
         };
         data.insert(
-            InternalKey(make_internal_key(b"hot", seq, kind)),
+            InternalKey::new(make_internal_key(b"hot", seq, kind)),
             seq.to_le_bytes().to_vec(),
         );
     }
     data.insert(
-        InternalKey(make_internal_key(b"a", 3, ValueKind::Put)),
+        InternalKey::new(make_internal_key(b"a", 3, ValueKind::Put)),
         b"a".to_vec(),
     );
     data.insert(
-        InternalKey(make_internal_key(b"z", 300, ValueKind::Put)),
+        InternalKey::new(make_internal_key(b"z", 300, ValueKind::Put)),
         b"z".to_vec(),
     );
     let opts = TableOptions {
