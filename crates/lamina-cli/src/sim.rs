@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use lamina_sim::plot::{plot, PlotOptions, Series};
+use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
 use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary};
 
 /// Output formats.
@@ -139,7 +139,16 @@ pub fn run(args: SimArgs) -> Result<()> {
         file_overhead: args.file_overhead,
         ..ModelOptions::default()
     };
-    let several = args.policies.len() > 1;
+    // Check every spec and the plot file before printing anything.
+    let mut sims = args
+        .policies
+        .iter()
+        .map(|spec| Simulator::from_spec(spec, opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(path) = &args.plot {
+        check_path(path)?;
+    }
+    let several = sims.len() > 1;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if args.format == Format::Csv {
@@ -150,8 +159,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     let mut summaries: Vec<Summary> = Vec::new();
     let mut curves: Vec<Series> = Vec::new();
-    for spec in &args.policies {
-        let mut sim = Simulator::from_spec(spec, opts)?;
+    for sim in &mut sims {
         let label = sim.spec().to_string();
         // Quote specs with commas for CSV.
         let column = several.then(|| {

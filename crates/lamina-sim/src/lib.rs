@@ -45,11 +45,12 @@ pub mod plot;
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     /// The policy spec does not parse.
-    #[error("policy {spec:?}: {source}")]
+    #[error("policy {spec:?}")]
     Spec {
         /// The spec.
         spec: String,
         /// Why.
+        #[source]
         source: lamina::Error,
     },
     /// A task names runs or files the model does not hold, or would break

@@ -123,6 +123,22 @@ fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
+/// Checks that `path` names a format [`plot`] draws.
+pub fn check_path(path: &Path) -> Result<(), SimError> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("svg" | "png") => Ok(()),
+        _ => Err(plot_error(format!(
+            "{} must end in .svg or .png",
+            path.display()
+        ))),
+    }
+}
+
 /// Draws `series` to `path` (`.svg` or `.png`).
 pub fn plot(
     path: &Path,

@@ -1,0 +1,215 @@
+//! `lamina sim`: output formats, several policies, plots and bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lamina"))
+        .arg("sim")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+#[test]
+fn csv_has_one_line_per_flush_or_every_n() {
+    let o = stdout(&sim(&[
+        "--policy",
+        "binomial:k=4",
+        "--flushes",
+        "5",
+        "--flush-size",
+        "1",
+    ]));
+    let lines: Vec<&str> = o.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            "flush,write_amplification,sorted_runs,avg_sorted_runs",
+            "1,1.000000,1,1.000000",
+            "2,2.000000,1,1.000000",
+            "3,1.666667,2,1.333333",
+            "4,2.000000,2,1.500000",
+            "5,2.800000,1,1.400000",
+        ]
+    );
+    let o = stdout(&sim(&[
+        "--policy",
+        "binomial:k=4",
+        "--flushes",
+        "120",
+        "--every",
+        "50",
+    ]));
+    let flushes: Vec<&str> = o
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(flushes, vec!["50", "100", "120"]);
+}
+
+#[test]
+fn several_policies_get_a_policy_column_and_a_json_array() {
+    let o = stdout(&sim(&[
+        "--policy",
+        "tiered:b=4",
+        "--policy",
+        "exploring:k=4",
+        "--flushes",
+        "10",
+        "--every",
+        "10",
+    ]));
+    let lines: Vec<&str> = o.lines().collect();
+    assert_eq!(
+        lines[0],
+        "policy,flush,write_amplification,sorted_runs,avg_sorted_runs"
+    );
+    assert!(lines[1].starts_with("tiered:b=4,10,"), "{o}");
+    assert!(
+        lines[2].starts_with("\"exploring:k=4,lambda=1.2,c=2,d=10\",10,"),
+        "{o}"
+    );
+    let o = stdout(&sim(&[
+        "--policy",
+        "binomial:k=4",
+        "--policy",
+        "minlatency:k=4",
+        "--flushes",
+        "120",
+        "--flush-size",
+        "1",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let a = v.as_array().unwrap();
+    assert_eq!(a.len(), 2);
+    assert_eq!(a[0]["policy"], "binomial:k=4");
+    assert_eq!(a[0]["runs"], serde_json::json!([[1, 3, 10, 106]]));
+    assert_eq!(a[1]["max_sorted_runs"], 4);
+}
+
+#[test]
+fn flush_files_uniform_sizes_and_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sizes.txt");
+    std::fs::write(&path, "# sizes\n100\n300\n600\n").unwrap();
+    let o = stdout(&sim(&[
+        "--policy",
+        "constant:k=2",
+        "--flush-file",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["flushes"], 3);
+    assert_eq!(v["write_amplification"], 2.0);
+    let o = stdout(&sim(&[
+        "--policy",
+        "constant:k=1",
+        "--flushes",
+        "2",
+        "--flush-size",
+        "100",
+        "--dup-ratio",
+        "0.5",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["runs"], serde_json::json!([[150]]));
+    let o = stdout(&sim(&[
+        "--policy",
+        "bigtable:k=5",
+        "--flushes",
+        "1000",
+        "--flush-uniform",
+        "500,1500",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert!(v["max_sorted_runs"].as_u64().unwrap() <= 5);
+}
+
+#[test]
+fn plots_are_written_as_png_and_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["wa.png", "wa.svg"] {
+        let path = dir.path().join(name);
+        let o = sim(&[
+            "--policy",
+            "binomial:k=4",
+            "--policy",
+            "tiered:b=4",
+            "--flushes",
+            "500",
+            "--format",
+            "none",
+            "--plot",
+            path.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stdout.is_empty());
+        let bytes = std::fs::read(&path).unwrap();
+        if name.ends_with("png") {
+            assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        } else {
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains("<svg") && text.contains("binomial:k=4"));
+        }
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_before_any_output() {
+    for args in [
+        &["--policy", "binomial", "--flushes", "3"][..],
+        &["--policy", "nosuch:k=3", "--flushes", "3"],
+        &[
+            "--policy",
+            "binomial:k=3",
+            "--flushes",
+            "3",
+            "--dup-ratio",
+            "1",
+        ],
+        &["--policy", "binomial:k=3", "--flush-uniform", "5"],
+        &["--policy", "binomial:k=3"],
+        &["--policy", "binomial:k=3", "--flushes", "3", "--every", "0"],
+        &[
+            "--policy",
+            "binomial:k=3",
+            "--flushes",
+            "3",
+            "--plot",
+            "x.jpg",
+        ],
+        &[
+            "--policy",
+            "binomial:k=3",
+            "--flush-file",
+            "/nonexistent/sizes",
+        ],
+    ] {
+        let o = sim(args);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.starts_with("lamina: "), "{args:?}: {err}");
+    }
+}
