@@ -6,10 +6,38 @@
 //! `TreeView::flushes` (the engine counts flushes since it opened; after a
 //! reopen the schedule starts again from `t = 1`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use super::math::{binomial_runs, minlatency_runs};
 use super::{merge_runs, parse_params, require_k, stack, Common};
 use crate::compaction::{CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 use crate::error::Result;
+
+/// The last `(t, runs)` a static policy computed, packed as `t << 8 | runs`
+/// (0 = none): the engine and the simulator ask again after every merge of
+/// the same flush, and the combinatorics are the costly part of a pick.
+#[derive(Debug, Default)]
+struct Memo(AtomicU64);
+
+impl Memo {
+    fn get_or(&self, t: u64, compute: impl FnOnce(u64) -> u64) -> u64 {
+        let packed = self.0.load(Ordering::Relaxed);
+        if packed != 0 && packed >> 8 == t {
+            return packed & 0xff;
+        }
+        let runs = compute(t);
+        if t < 1 << 56 && runs < 1 << 8 {
+            self.0.store(t << 8 | runs, Ordering::Relaxed);
+        }
+        runs
+    }
+}
+
+impl Clone for Memo {
+    fn clone(&self) -> Self {
+        Memo(AtomicU64::new(self.0.load(Ordering::Relaxed)))
+    }
+}
 
 /// Merges so that `keep` runs remain: the `keep`-th oldest run and all newer
 /// ones become one run. Nothing if the stack is small enough or busy.
@@ -43,6 +71,7 @@ pub struct MinLatency {
     /// Run bound.
     pub k: usize,
     common: Common,
+    memo: Memo,
 }
 
 impl MinLatency {
@@ -53,12 +82,13 @@ impl MinLatency {
         Ok(MinLatency {
             k: common.k,
             common,
+            memo: Memo::default(),
         })
     }
 
     /// Runs kept after flush `t`.
     pub fn runs_after(&self, t: u64) -> u64 {
-        minlatency_runs(self.k as u64, t)
+        self.memo.get_or(t, |t| minlatency_runs(self.k as u64, t))
     }
 }
 
@@ -85,6 +115,7 @@ pub struct Binomial {
     /// Run bound.
     pub k: usize,
     common: Common,
+    memo: Memo,
 }
 
 impl Binomial {
@@ -95,12 +126,13 @@ impl Binomial {
         Ok(Binomial {
             k: common.k,
             common,
+            memo: Memo::default(),
         })
     }
 
     /// Runs kept after flush `t`.
     pub fn runs_after(&self, t: u64) -> u64 {
-        binomial_runs(self.k as u64, t)
+        self.memo.get_or(t, |t| binomial_runs(self.k as u64, t))
     }
 }
 
