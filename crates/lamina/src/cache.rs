@@ -7,9 +7,16 @@
 //! shards, each an LRU under its own mutex, so concurrent readers rarely
 //! contend; each shard is charged by the bytes of the blocks it holds and
 //! evicts least-recently-used blocks past its share of the capacity.
+//!
+//! A shard is a slot array holding an intrusive doubly linked recency list
+//! (slot indices, most recent at the head) plus a hash map from key to slot,
+//! so lookups, touches, inserts and evictions are all O(1). Keys are hashed
+//! with a cheap multiplicative mix rather than SipHash: they are file ids and
+//! offsets chosen by the engine, not by an adversary.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -22,42 +29,144 @@ use crate::sst::Block;
 const MAX_SHARDS: usize = 16;
 /// Capacity per shard below which fewer shards are used.
 const MIN_SHARD_BYTES: usize = 256 * 1024;
+/// "No slot" in the recency list.
+const NIL: usize = usize::MAX;
 
 type Key = (u64, u64);
 
-struct Entry {
-    block: Arc<Block>,
-    charge: usize,
-    /// Position in the shard's recency order.
-    tick: u64,
+/// Hasher for [`Key`]: `(u64, u64)` hashes as two `write_u64` calls.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by `Key`; kept total for any other input.
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0 ^ x)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+
+    fn finish(&self) -> u64 {
+        let z = (self.0 ^ (self.0 >> 32)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z ^ (z >> 29)
+    }
 }
 
-/// One LRU: a map for lookups and a tick-ordered map for recency, which keeps
-/// the bookkeeping simple (O(log n) per access within a small shard).
-#[derive(Default)]
+/// One cached block and its place in the recency list.
+struct Node {
+    key: Key,
+    block: Option<Arc<Block>>,
+    charge: usize,
+    /// Towards the head (more recently used).
+    prev: usize,
+    /// Towards the tail (less recently used).
+    next: usize,
+}
+
+/// One LRU: a slot array linked into a recency list, and a map key → slot.
 struct Shard {
-    map: HashMap<Key, Entry>,
-    lru: BTreeMap<u64, Key>,
-    next_tick: u64,
+    map: HashMap<Key, usize, BuildHasherDefault<KeyHasher>>,
+    nodes: Vec<Node>,
+    /// Unused slots of `nodes`.
+    free: Vec<usize>,
+    /// Most recently used slot.
+    head: usize,
+    /// Least recently used slot.
+    tail: usize,
     usage: usize,
 }
 
+impl Default for Shard {
+    fn default() -> Self {
+        Shard {
+            map: HashMap::default(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            usage: 0,
+        }
+    }
+}
+
 impl Shard {
+    fn unlink(&mut self, i: usize) {
+        let (prev, next) = (self.nodes[i].prev, self.nodes[i].next);
+        match prev {
+            NIL => self.head = next,
+            p => self.nodes[p].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            n => self.nodes[n].prev = prev,
+        }
+    }
+
+    fn push_front(&mut self, i: usize) {
+        let old = self.head;
+        self.nodes[i].prev = NIL;
+        self.nodes[i].next = old;
+        match old {
+            NIL => self.tail = i,
+            h => self.nodes[h].prev = i,
+        }
+        self.head = i;
+    }
+
     fn touch(&mut self, key: Key) -> Option<Arc<Block>> {
-        let tick = self.next_tick;
-        let entry = self.map.get_mut(&key)?;
-        self.lru.remove(&entry.tick);
-        entry.tick = tick;
-        self.lru.insert(tick, key);
-        self.next_tick += 1;
-        Some(entry.block.clone())
+        let i = *self.map.get(&key)?;
+        if self.head != i {
+            self.unlink(i);
+            self.push_front(i);
+        }
+        self.nodes[i].block.clone()
+    }
+
+    /// Unlinks and frees slot `i`; returns its block and charge.
+    fn remove_slot(&mut self, i: usize) -> (Option<Arc<Block>>, usize) {
+        self.unlink(i);
+        let node = &mut self.nodes[i];
+        let block = node.block.take();
+        let charge = std::mem::take(&mut node.charge);
+        self.map.remove(&node.key);
+        self.free.push(i);
+        self.usage -= charge;
+        (block, charge)
     }
 
     fn remove(&mut self, key: &Key) -> Option<usize> {
-        let entry = self.map.remove(key)?;
-        self.lru.remove(&entry.tick);
-        self.usage -= entry.charge;
-        Some(entry.charge)
+        let i = *self.map.get(key)?;
+        Some(self.remove_slot(i).1)
+    }
+
+    /// Links a new most-recently-used entry; the key must not be present.
+    fn add(&mut self, key: Key, block: Arc<Block>, charge: usize) {
+        let node = Node {
+            key,
+            block: Some(block),
+            charge,
+            prev: NIL,
+            next: NIL,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        self.push_front(i);
+        self.map.insert(key, i);
+        self.usage += charge;
     }
 }
 
@@ -129,27 +238,12 @@ impl BlockCache {
         let mut s = shard.lock();
         let key = (file_id, offset);
         let mut freed = s.remove(&key).unwrap_or(0);
-        while s.usage + charge > self.shard_capacity {
-            let Some((_, victim)) = s.lru.pop_first() else {
-                break;
-            };
-            if let Some(e) = s.map.remove(&victim) {
-                s.usage -= e.charge;
-                freed += e.charge;
-            }
+        while s.usage + charge > self.shard_capacity && s.tail != NIL {
+            let tail = s.tail;
+            freed += s.remove_slot(tail).1;
         }
-        let tick = s.next_tick;
-        s.next_tick += 1;
-        s.lru.insert(tick, key);
-        s.map.insert(
-            key,
-            Entry {
-                block,
-                charge,
-                tick,
-            },
-        );
-        s.usage += charge;
+        s.add(key, block, charge);
+        drop(s);
         self.usage.fetch_sub(freed, Ordering::Relaxed);
         self.usage.fetch_add(charge, Ordering::Relaxed);
     }
@@ -160,12 +254,16 @@ impl BlockCache {
         let mut count = 0u64;
         for shard in &self.shards {
             let mut s = shard.lock();
-            let keys: Vec<Key> = s.map.keys().filter(|k| k.0 == file_id).copied().collect();
-            for key in keys {
-                if let Some(charge) = s.remove(&key) {
-                    self.usage.fetch_sub(charge, Ordering::Relaxed);
-                    count += 1;
-                }
+            let slots: Vec<usize> = s
+                .map
+                .iter()
+                .filter(|(k, _)| k.0 == file_id)
+                .map(|(_, &i)| i)
+                .collect();
+            for i in slots {
+                let (_, charge) = s.remove_slot(i);
+                self.usage.fetch_sub(charge, Ordering::Relaxed);
+                count += 1;
             }
         }
         count
@@ -238,6 +336,55 @@ mod tests {
         assert!(cache.get(8, 0).is_some());
         assert_eq!(cache.evict_file(8), 50);
         assert_eq!(cache.usage(), 0);
+    }
+
+    #[test]
+    fn matches_a_reference_lru() {
+        // One shard; blocks of three sizes; random gets, inserts and file
+        // evictions, checked against a list kept in recency order.
+        let sizes: Vec<Arc<Block>> = [100, 700, 2000].iter().map(|&n| block(n)).collect();
+        let cap = 10 * sizes[1].size();
+        let cache = BlockCache::new(cap);
+        assert_eq!(cache.shards.len(), 1);
+        let mut model: Vec<(Key, usize)> = Vec::new(); // most recent last
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let mut rnd = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let key = (rnd(3), rnd(40));
+            match rnd(10) {
+                0..=4 => {
+                    let hit = cache.get(key.0, key.1);
+                    let pos = model.iter().position(|(k, _)| *k == key);
+                    assert_eq!(hit.is_some(), pos.is_some());
+                    if let Some(p) = pos {
+                        let e = model.remove(p);
+                        assert_eq!(hit.map(|b| b.size()), Some(e.1));
+                        model.push(e);
+                    }
+                }
+                5..=8 => {
+                    let b = sizes[rnd(3) as usize].clone();
+                    let charge = b.size();
+                    cache.insert(key.0, key.1, b);
+                    model.retain(|(k, _)| *k != key);
+                    while model.iter().map(|e| e.1).sum::<usize>() + charge > cap {
+                        model.remove(0);
+                    }
+                    model.push((key, charge));
+                }
+                _ => {
+                    let before = model.len();
+                    model.retain(|(k, _)| k.0 != key.0);
+                    assert_eq!(cache.evict_file(key.0), (before - model.len()) as u64);
+                }
+            }
+            assert_eq!(cache.usage(), model.iter().map(|e| e.1).sum::<usize>());
+        }
     }
 
     #[test]
