@@ -715,16 +715,13 @@ impl Inner {
             return Err(e);
         }
         wal.dirty = true;
-        let now = now_ms();
-        let mut seq = first_seq;
-        let mut bytes = 0;
-        for p in group {
-            for entry in decode_entries(p.batch.entries()).flatten() {
-                mem.add(seq, entry.kind, entry.key, entry.value, now);
-                seq += 1;
-            }
-            bytes += p.batch.user_bytes();
-        }
+        let entries = group
+            .iter()
+            .flat_map(|p| decode_entries(p.batch.entries()).flatten())
+            .zip(first_seq..)
+            .map(|(e, seq)| (seq, e.kind, e.key, e.value));
+        mem.add_all(entries, now_ms());
+        let bytes: u64 = group.iter().map(|p| p.batch.user_bytes()).sum();
         let last = first_seq + u64::from(count) - 1;
         self.last_seq.store(last, Ordering::Relaxed);
         self.visible_seq.store(last, Ordering::Release);

@@ -1,15 +1,21 @@
-//! The memtable: a concurrent skiplist of internal keys → values.
+//! The memtable: an ordered map of internal keys → values.
 //!
-//! One writer (the group-commit leader) inserts while any number of readers
-//! look up and iterate. Iterators hold an `Arc` of the memtable and copy small
-//! batches of entries, so they never borrow from the skiplist across calls.
+//! One writer (the group-commit leader) inserts a whole group under one
+//! write lock while any number of readers look up and iterate under read
+//! locks. A B-tree keeps keys (with their inline 8-byte prefix) packed in
+//! nodes; measured through the server it beat a lock-free skiplist, whose
+//! insert and search chased one pointer per level (48% of server CPU).
+//! Iterators hold an `Arc` of the memtable and copy small batches of
+//! entries, so they never hold a lock across calls.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crossbeam_skiplist::SkipMap;
+use std::collections::BTreeMap;
+
+use parking_lot::RwLock;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -22,7 +28,8 @@ const ENTRY_OVERHEAD: usize = 64;
 /// An in-memory sorted buffer of recent writes.
 #[derive(Debug)]
 pub struct MemTable {
-    map: SkipMap<InternalKey, Vec<u8>>,
+    map: RwLock<BTreeMap<InternalKey, Vec<u8>>>,
+    entries: AtomicUsize,
     approx_bytes: AtomicUsize,
     /// Number of the write-ahead log holding this memtable's writes.
     wal_number: u64,
@@ -34,7 +41,8 @@ impl MemTable {
     /// An empty memtable whose writes are logged in WAL `wal_number`.
     pub fn new(wal_number: u64) -> Self {
         MemTable {
-            map: SkipMap::new(),
+            map: RwLock::new(BTreeMap::new()),
+            entries: AtomicUsize::new(0),
             approx_bytes: AtomicUsize::new(0),
             wal_number,
             first_tombstone_ms: AtomicU64::new(0),
@@ -43,30 +51,45 @@ impl MemTable {
 
     /// Inserts one entry.
     pub fn add(&self, seq: u64, kind: ValueKind, key: &[u8], value: &[u8], now_ms: u64) {
-        if kind == ValueKind::Delete {
-            let _ = self.first_tombstone_ms.compare_exchange(
-                0,
-                now_ms.max(1),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
+        self.add_all(std::iter::once((seq, kind, key, value)), now_ms);
+    }
+
+    /// Inserts entries `(seq, kind, key, value)` under one lock.
+    pub fn add_all<'a>(
+        &self,
+        entries: impl Iterator<Item = (u64, ValueKind, &'a [u8], &'a [u8])>,
+        now_ms: u64,
+    ) {
+        let mut map = self.map.write();
+        let (mut bytes, mut count) = (0, 0);
+        for (seq, kind, key, value) in entries {
+            if kind == ValueKind::Delete {
+                let _ = self.first_tombstone_ms.compare_exchange(
+                    0,
+                    now_ms.max(1),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            bytes += key.len() + value.len() + 8 + ENTRY_OVERHEAD;
+            count += 1;
+            map.insert(
+                InternalKey::new(make_internal_key(key, seq, kind)),
+                value.to_vec(),
             );
         }
-        self.approx_bytes.fetch_add(
-            key.len() + value.len() + 8 + ENTRY_OVERHEAD,
-            Ordering::Relaxed,
-        );
-        self.map.insert(
-            InternalKey::new(make_internal_key(key, seq, kind)),
-            value.to_vec(),
-        );
+        drop(map);
+        self.approx_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.entries.fetch_add(count, Ordering::Relaxed);
     }
 
     /// The newest version of `user_key` visible at `snapshot_seq`.
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(ValueKind, Vec<u8>)> {
         let target = InternalKey::new(seek_key(user_key, snapshot_seq));
-        let entry = self.map.lower_bound(Bound::Included(&target))?;
-        let parsed = parse_internal_key(entry.key().as_bytes())?;
-        (parsed.user_key == user_key).then(|| (parsed.kind, entry.value().clone()))
+        let map = self.map.read();
+        let (k, v) = map.range(target..).next()?;
+        let parsed = parse_internal_key(k.as_bytes())?;
+        (parsed.user_key == user_key).then(|| (parsed.kind, v.clone()))
     }
 
     /// Approximate memory used by entries.
@@ -76,12 +99,12 @@ impl MemTable {
 
     /// Number of entries (versions).
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.entries.load(Ordering::Relaxed)
     }
 
     /// True if nothing was inserted.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// The WAL that holds this memtable's writes.
@@ -128,10 +151,9 @@ pub struct MemTableIterator {
 
 impl MemTableIterator {
     fn fill(&mut self, from: Bound<&InternalKey>) {
-        let range = self.mem.map.range((from, Bound::Unbounded));
-        for entry in range.take(self.batch) {
-            self.buf
-                .push_back((entry.key().as_bytes().to_vec(), entry.value().clone()));
+        let map = self.mem.map.read();
+        for (k, v) in map.range((from, Bound::Unbounded)).take(self.batch) {
+            self.buf.push_back((k.as_bytes().to_vec(), v.clone()));
         }
         self.exhausted = self.buf.len() < self.batch;
         self.batch = (self.batch * 2).min(MAX_BATCH);

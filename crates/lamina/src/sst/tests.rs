@@ -47,7 +47,7 @@ fn write_table(dir: &Path, name: &str, opts: TableOptions, data: &Oracle) -> Tab
     let file = OsFs.create(&dir.join(name)).unwrap();
     let mut b = TableBuilder::new(file, opts, name.to_string());
     for (k, v) in data {
-        b.add(&k.as_bytes(), v).unwrap();
+        b.add(k.as_bytes(), v).unwrap();
     }
     assert_eq!(b.num_entries(), data.len() as u64);
     b.finish(1_000, Some(500)).unwrap()
@@ -87,7 +87,7 @@ fn random_data(rng: &mut StdRng, n_keys: usize) -> Oracle {
 fn oracle_get(data: &Oracle, user_key: &[u8], snap: u64) -> Option<(ValueKind, u64, Vec<u8>)> {
     let target = InternalKey::new(seek_key(user_key, snap));
     let (k, v) = data.range(target..).next()?;
-    let p = parse_internal_key(&k.as_bytes())?;
+    let p = parse_internal_key(k.as_bytes())?;
     (p.user_key == user_key).then(|| (p.kind, p.seq, v.clone()))
 }
 
@@ -122,8 +122,8 @@ fn round_trip_against_oracle() {
     assert_eq!(props.tombstones, tomb);
     assert_eq!(props.oldest_tombstone_time, Some(500));
     assert_eq!(props.creation_time, 1_000);
-    let first = parse_internal_key(&data.keys().next().unwrap().as_bytes()).unwrap();
-    let last = parse_internal_key(&data.keys().last().unwrap().as_bytes()).unwrap();
+    let first = parse_internal_key(data.keys().next().unwrap().as_bytes()).unwrap();
+    let last = parse_internal_key(data.keys().last().unwrap().as_bytes()).unwrap();
     assert_eq!(props.smallest_key, first.user_key);
     assert_eq!(props.largest_key, last.user_key);
     assert!(table.num_data_blocks() > 10, "want many blocks");
@@ -142,7 +142,7 @@ fn round_trip_against_oracle() {
     // Point lookups at various snapshots, present and absent keys.
     let max_seq = props.largest_seq;
     for (k, _) in data.iter().step_by(3) {
-        let p = parse_internal_key(&k.as_bytes()).unwrap();
+        let p = parse_internal_key(k.as_bytes()).unwrap();
         for snap in [
             p.seq,
             p.seq.saturating_sub(1),
@@ -340,7 +340,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
         Err(e) => assert!(e.is_corruption(), "{what}: verify gave {e}"),
     }
     for k in data.keys() {
-        let p = parse_internal_key(&k.as_bytes()).unwrap();
+        let p = parse_internal_key(k.as_bytes()).unwrap();
         match table.get(p.user_key, u64::MAX) {
             Ok(got) => assert_eq!(got, oracle_get(data, p.user_key, u64::MAX), "{what}"),
             Err(e) => assert!(e.is_corruption(), "{what}: get gave {e}"),
@@ -360,7 +360,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
                     assert!(it.valid(), "{what}: iterator ended early without error");
                     assert_eq!(
                         (it.key(), it.value()),
-                        (&k.as_bytes()[..], &v[..]),
+                        (k.as_bytes(), &v[..]),
                         "{what}"
                     );
                     res = it.next();
