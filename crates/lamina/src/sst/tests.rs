@@ -182,7 +182,7 @@ fn round_trip_against_oracle() {
             match exp.next() {
                 Some((k, v)) => {
                     assert!(it.valid());
-                    assert_eq!(it.key(), &k.as_bytes()[..]);
+                    assert_eq!(it.key(), k.as_bytes());
                     assert_eq!(it.value(), &v[..]);
                     it.next().unwrap();
                 }
