@@ -9,7 +9,7 @@
 use crate::coding::{
     get_bytes, get_u32, get_u64, get_varint, masked_crc, masked_crc2, put_bytes, put_varint,
 };
-use crate::key::{compare_internal, parse_internal_key};
+use crate::key::{compare_internal, parse_internal_key, user_key};
 
 use super::TableProperties;
 
@@ -169,9 +169,95 @@ pub fn encode_index(entries: &[IndexEntry]) -> Vec<u8> {
     out
 }
 
+/// The big-endian value of the first 8 bytes of `user_key`, zero padded.
+/// If `key_prefix(a) < key_prefix(b)` then `a < b` bytewise (a shorter key
+/// padded with zeros is either smaller at the first differing byte or a
+/// proper prefix of the other), so equal prefixes are the only case needing
+/// a full comparison.
+pub fn key_prefix(user_key: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = user_key.len().min(8);
+    if let (Some(dst), Some(src)) = (p.get_mut(..n), user_key.get(..n)) {
+        dst.copy_from_slice(src);
+    }
+    u64::from_be_bytes(p)
+}
+
+/// Where one block's fence keys lie in [`FenceIndex::keys`]: the first key
+/// is `keys[first..last]`, the last key `keys[last..end]`.
+#[derive(Debug, Clone, Copy)]
+struct Fence {
+    first: usize,
+    last: usize,
+    end: usize,
+    handle: BlockHandle,
+}
+
+/// The decoded index block, laid out for lookups: every fence key in one
+/// contiguous buffer, and the 8-byte user-key prefixes of the last keys in a
+/// dense array that the binary search scans before touching any key bytes.
+#[derive(Debug, Default)]
+pub struct FenceIndex {
+    keys: Vec<u8>,
+    last_prefix: Vec<u64>,
+    fences: Vec<Fence>,
+}
+
+impl FenceIndex {
+    /// Number of data blocks.
+    pub fn len(&self) -> usize {
+        self.fences.len()
+    }
+
+    /// Where data block `i` is.
+    pub fn handle(&self, i: usize) -> Option<BlockHandle> {
+        self.fences.get(i).map(|f| f.handle)
+    }
+
+    /// First internal key of block `i` (empty if out of range).
+    pub fn first_key(&self, i: usize) -> &[u8] {
+        self.fences
+            .get(i)
+            .and_then(|f| self.keys.get(f.first..f.last))
+            .unwrap_or_default()
+    }
+
+    /// Last internal key of block `i` (empty if out of range).
+    pub fn last_key(&self, i: usize) -> &[u8] {
+        self.fences
+            .get(i)
+            .and_then(|f| self.keys.get(f.last..f.end))
+            .unwrap_or_default()
+    }
+
+    /// Index of the first block whose last key is `>= target` (`len()` if
+    /// none): the only block that can hold the first entry `>= target`.
+    pub fn find(&self, target: &[u8]) -> usize {
+        let tp = key_prefix(user_key(target));
+        // Blocks before `lo` end with a smaller user key, blocks from `hi` on
+        // with a larger one; only equal prefixes need the key bytes.
+        let mut lo = self.last_prefix.partition_point(|&p| p < tp);
+        let mut hi = lo
+            + self
+                .last_prefix
+                .get(lo..)
+                .unwrap_or_default()
+                .partition_point(|&p| p == tp);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if compare_internal(self.last_key(mid), target).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
 /// Decodes the index block and checks that it describes a well-formed data
 /// region `[0, data_end)`: contiguous blocks in strictly increasing key order.
-pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<Vec<IndexEntry>> {
+pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<FenceIndex> {
     let mut cur = contents;
     let count = get_varint(&mut cur).ok_or("bad index entry count")?;
     // Each entry takes at least 4 bytes, so a count larger than that is a lie;
@@ -179,34 +265,45 @@ pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<Vec<IndexEnt
     if count > (cur.len() / 4) as u64 {
         return Err("index entry count exceeds block size");
     }
-    let mut entries: Vec<IndexEntry> = Vec::with_capacity(count as usize);
+    let count = count as usize;
+    let mut index = FenceIndex {
+        keys: Vec::with_capacity(cur.len()),
+        last_prefix: Vec::with_capacity(count),
+        fences: Vec::with_capacity(count),
+    };
     let mut expected_offset = 0u64;
-    for _ in 0..count {
-        let first_key = get_bytes(&mut cur).ok_or("bad index first key")?.to_vec();
-        let last_key = get_bytes(&mut cur).ok_or("bad index last key")?.to_vec();
+    let mut prev_last: &[u8] = &[];
+    for i in 0..count {
+        let first_key = get_bytes(&mut cur).ok_or("bad index first key")?;
+        let last_key = get_bytes(&mut cur).ok_or("bad index last key")?;
         let offset = get_varint(&mut cur).ok_or("bad index block offset")?;
         let size = get_varint(&mut cur).ok_or("bad index block size")?;
-        if parse_internal_key(&first_key).is_none() || parse_internal_key(&last_key).is_none() {
+        if parse_internal_key(first_key).is_none() || parse_internal_key(last_key).is_none() {
             return Err("index key is not a valid internal key");
         }
-        if compare_internal(&first_key, &last_key).is_gt() {
+        if compare_internal(first_key, last_key).is_gt() {
             return Err("index entry first key after last key");
         }
-        if let Some(prev) = entries.last() {
-            if !compare_internal(&prev.last_key, &first_key).is_lt() {
-                return Err("index entries out of order");
-            }
+        if i > 0 && !compare_internal(prev_last, first_key).is_lt() {
+            return Err("index entries out of order");
         }
+        prev_last = last_key;
         let handle = BlockHandle { offset, size };
         if offset != expected_offset || size < 8 {
             return Err("index block handle does not follow the previous block");
         }
         expected_offset = handle.end().ok_or("index block handle overflows")?;
-        entries.push(IndexEntry {
-            first_key,
-            last_key,
+        let first = index.keys.len();
+        index.keys.extend_from_slice(first_key);
+        let last = index.keys.len();
+        index.keys.extend_from_slice(last_key);
+        index.fences.push(Fence {
+            first,
+            last,
+            end: index.keys.len(),
             handle,
         });
+        index.last_prefix.push(key_prefix(user_key(last_key)));
     }
     if !cur.is_empty() {
         return Err("trailing bytes after index entries");
@@ -214,7 +311,7 @@ pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<Vec<IndexEnt
     if expected_offset != data_end {
         return Err("index does not cover the data region");
     }
-    Ok(entries)
+    Ok(index)
 }
 
 /// Encodes the properties that are stored (everything but `file_size`, which

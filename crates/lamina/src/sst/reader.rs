@@ -14,7 +14,7 @@ use crate::vfs::RandomAccessFile;
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    check_block, decode_index, decode_properties, BlockHandle, DecodeResult, Footer, IndexEntry,
+    check_block, decode_index, decode_properties, BlockHandle, DecodeResult, FenceIndex, Footer,
     FOOTER_LEN,
 };
 use super::TableProperties;
@@ -28,7 +28,7 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     stats: Arc<IoStats>,
     footer: Footer,
-    index: Vec<IndexEntry>,
+    index: FenceIndex,
     filter: Option<BloomFilter>,
     props: TableProperties,
 }
@@ -162,7 +162,7 @@ impl Table {
     }
 
     fn corrupt_block(&self, block_idx: usize, reason: &str) -> Error {
-        let offset = self.index.get(block_idx).map_or(0, |e| e.handle.offset);
+        let offset = self.index.handle(block_idx).map_or(0, |h| h.offset);
         Error::corruption(self.file_name.as_str(), offset, reason)
     }
 
@@ -172,9 +172,8 @@ impl Table {
     fn data_block(&self, idx: usize, fill_cache: bool) -> Result<Arc<Block>> {
         let handle = self
             .index
-            .get(idx)
-            .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?
-            .handle;
+            .handle(idx)
+            .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
         let data = kind_idx(BlockKind::Data);
         if let Some(cache) = &self.cache {
             if let Some(b) = cache.get(self.file_id, handle.offset) {
@@ -199,8 +198,7 @@ impl Table {
     /// Index of the first block whose last key is `>= target` (== number of
     /// blocks if none): the only block that can hold the first entry `>= target`.
     fn find_block(&self, target: &[u8]) -> usize {
-        self.index
-            .partition_point(|e| compare_internal(&e.last_key, target).is_lt())
+        self.index.find(target)
     }
 
     /// The first entry `>= target` if it belongs to `user_key`.
@@ -305,17 +303,16 @@ impl Table {
         let mut prev: Option<Vec<u8>> = None;
         let (mut entries, mut tombstones) = (0u64, 0u64);
         let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
-        for entry in &self.index {
-            let bad = |r: &str| Error::corruption(self.file_name.as_str(), entry.handle.offset, r);
-            let contents = read_checked(
-                self.file.as_ref(),
-                &self.file_name,
-                &self.stats,
-                entry.handle,
-            )?;
+        for i in 0..self.index.len() {
+            let handle = self
+                .index
+                .handle(i)
+                .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+            let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
+            let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
             let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
             it.seek_to_first().map_err(bad)?;
-            if it.key() != entry.first_key.as_slice() {
+            if it.key() != self.index.first_key(i) {
                 return Err(bad("first key differs from the index"));
             }
             while it.valid() {
@@ -341,7 +338,7 @@ impl Table {
                 prev = Some(it.key().to_vec());
                 it.next().map_err(bad)?;
             }
-            if prev.as_deref() != Some(entry.last_key.as_slice()) {
+            if prev.as_deref() != Some(self.index.last_key(i)) {
                 return Err(bad("last key differs from the index"));
             }
         }
@@ -367,17 +364,19 @@ impl Table {
 
 /// Cross-checks the index against the properties block (each checksummed on
 /// its own, so a disagreement means a bad writer or a crafted file).
-fn check_index_against_props(index: &[IndexEntry], props: &TableProperties) -> DecodeResult<()> {
-    match (index.first(), index.last()) {
-        (None, None) if props.entries == 0 => Ok(()),
-        (Some(first), Some(last))
-            if props.entries >= index.len() as u64
-                && crate::key::user_key(&first.first_key) == props.smallest_key.as_slice()
-                && crate::key::user_key(&last.last_key) == props.largest_key.as_slice() =>
-        {
-            Ok(())
-        }
-        _ => Err("index disagrees with the properties block"),
+fn check_index_against_props(index: &FenceIndex, props: &TableProperties) -> DecodeResult<()> {
+    let n = index.len();
+    let ok = if n == 0 {
+        props.entries == 0
+    } else {
+        props.entries >= n as u64
+            && crate::key::user_key(index.first_key(0)) == props.smallest_key.as_slice()
+            && crate::key::user_key(index.last_key(n - 1)) == props.largest_key.as_slice()
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err("index disagrees with the properties block")
     }
 }
 
