@@ -110,6 +110,17 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
         .then_with(|| trailer(b).cmp(&trailer(a)))
 }
 
+/// The first 8 bytes of an internal key's user key as a big-endian integer,
+/// zero padded. If two prefixes differ, the user keys differ in the same
+/// direction, so ordered containers compare prefixes first.
+pub fn user_key_prefix(ikey: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let uk = user_key(ikey);
+    let n = uk.len().min(8);
+    p[..n].copy_from_slice(&uk[..n]);
+    u64::from_be_bytes(p)
+}
+
 /// An owned internal key with the internal ordering, for ordered containers.
 ///
 /// It carries the first 8 bytes of the user key as a big-endian integer (zero
@@ -124,12 +135,8 @@ pub struct InternalKey {
 impl InternalKey {
     /// Wraps an encoded internal key.
     pub fn new(bytes: Vec<u8>) -> Self {
-        let mut p = [0u8; 8];
-        let uk = user_key(&bytes);
-        let n = uk.len().min(8);
-        p[..n].copy_from_slice(&uk[..n]);
         InternalKey {
-            prefix: u64::from_be_bytes(p),
+            prefix: user_key_prefix(&bytes),
             bytes,
         }
     }

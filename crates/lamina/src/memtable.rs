@@ -13,22 +13,80 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use parking_lot::RwLock;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
-use crate::key::{make_internal_key, parse_internal_key, seek_key, InternalKey, ValueKind};
+use crate::key::{
+    append_internal_key, compare_internal, parse_internal_key, seek_key, user_key_prefix, ValueKind,
+};
 
 /// Per-entry bookkeeping charged on top of key and value bytes (skiplist node,
 /// tower pointers, allocation headers), so the size estimate tracks memory.
 const ENTRY_OVERHEAD: usize = 64;
 
+/// One entry: the internal key and the value in a single allocation, with
+/// the first 8 bytes of the user key inline (big-endian, zero padded) so most
+/// comparisons are decided without touching the heap.
+#[derive(Debug)]
+struct Entry {
+    prefix: u64,
+    key_len: usize,
+    data: Box<[u8]>,
+}
+
+impl Entry {
+    fn new(ikey_and_value: Vec<u8>, key_len: usize) -> Self {
+        Entry {
+            prefix: user_key_prefix(ikey_and_value.get(..key_len).unwrap_or(&[])),
+            key_len,
+            data: ikey_and_value.into_boxed_slice(),
+        }
+    }
+
+    /// A search key holding only an internal key.
+    fn probe(ikey: &[u8]) -> Self {
+        Entry::new(ikey.to_vec(), ikey.len())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.data.get(..self.key_len).unwrap_or(&[])
+    }
+
+    fn value(&self) -> &[u8] {
+        self.data.get(self.key_len..).unwrap_or(&[])
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Prefixes that differ order the user keys the same way.
+        self.prefix
+            .cmp(&other.prefix)
+            .then_with(|| compare_internal(self.key(), other.key()))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// An in-memory sorted buffer of recent writes.
 #[derive(Debug)]
 pub struct MemTable {
-    map: RwLock<BTreeMap<InternalKey, Vec<u8>>>,
+    map: RwLock<BTreeSet<Entry>>,
     entries: AtomicUsize,
     approx_bytes: AtomicUsize,
     /// Number of the write-ahead log holding this memtable's writes.
@@ -41,7 +99,7 @@ impl MemTable {
     /// An empty memtable whose writes are logged in WAL `wal_number`.
     pub fn new(wal_number: u64) -> Self {
         MemTable {
-            map: RwLock::new(BTreeMap::new()),
+            map: RwLock::new(BTreeSet::new()),
             entries: AtomicUsize::new(0),
             approx_bytes: AtomicUsize::new(0),
             wal_number,
@@ -73,10 +131,11 @@ impl MemTable {
             }
             bytes += key.len() + value.len() + 8 + ENTRY_OVERHEAD;
             count += 1;
-            map.insert(
-                InternalKey::new(make_internal_key(key, seq, kind)),
-                value.to_vec(),
-            );
+            let mut data = Vec::with_capacity(key.len() + 8 + value.len());
+            append_internal_key(&mut data, key, seq, kind);
+            let key_len = data.len();
+            data.extend_from_slice(value);
+            map.insert(Entry::new(data, key_len));
         }
         drop(map);
         self.approx_bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -85,11 +144,11 @@ impl MemTable {
 
     /// The newest version of `user_key` visible at `snapshot_seq`.
     pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(ValueKind, Vec<u8>)> {
-        let target = InternalKey::new(seek_key(user_key, snapshot_seq));
+        let target = Entry::probe(&seek_key(user_key, snapshot_seq));
         let map = self.map.read();
-        let (k, v) = map.range(target..).next()?;
-        let parsed = parse_internal_key(k.as_bytes())?;
-        (parsed.user_key == user_key).then(|| (parsed.kind, v.clone()))
+        let e = map.range(target..).next()?;
+        let parsed = parse_internal_key(e.key())?;
+        (parsed.user_key == user_key).then(|| (parsed.kind, e.value().to_vec()))
     }
 
     /// Approximate memory used by entries.
@@ -118,6 +177,15 @@ impl MemTable {
             0 => None,
             t => Some(t),
         }
+    }
+
+    /// Calls `f(internal key, value)` for every entry in order, under a read
+    /// lock (writers wait: meant for immutable memtables).
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        for e in self.map.read().iter() {
+            f(e.key(), e.value())?;
+        }
+        Ok(())
     }
 
     /// A cursor over the memtable's entries.
@@ -150,16 +218,16 @@ pub struct MemTableIterator {
 }
 
 impl MemTableIterator {
-    fn fill(&mut self, from: Bound<&InternalKey>) {
+    fn fill(&mut self, from: Bound<&Entry>) {
         let map = self.mem.map.read();
-        for (k, v) in map.range((from, Bound::Unbounded)).take(self.batch) {
-            self.buf.push_back((k.as_bytes().to_vec(), v.clone()));
+        for e in map.range((from, Bound::Unbounded)).take(self.batch) {
+            self.buf.push_back((e.key().to_vec(), e.value().to_vec()));
         }
         self.exhausted = self.buf.len() < self.batch;
         self.batch = (self.batch * 2).min(MAX_BATCH);
     }
 
-    fn restart(&mut self, from: Bound<&InternalKey>) {
+    fn restart(&mut self, from: Bound<&Entry>) {
         self.buf.clear();
         self.batch = 1;
         self.fill(from);
@@ -182,7 +250,7 @@ impl InternalIterator for MemTableIterator {
     fn next(&mut self) -> Result<()> {
         if let Some((last, _)) = self.buf.pop_front() {
             if self.buf.is_empty() && !self.exhausted {
-                let last = InternalKey::new(last);
+                let last = Entry::probe(&last);
                 self.fill(Bound::Excluded(&last));
             }
         }
@@ -190,7 +258,7 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let target = InternalKey::new(target.to_vec());
+        let target = Entry::probe(target);
         self.restart(Bound::Included(&target));
         Ok(())
     }

@@ -407,23 +407,19 @@ pub(crate) fn flush_memtable(
     ctx: &CompactionContext<'_>,
     mem: &Arc<MemTable>,
 ) -> Result<Option<FileMeta>> {
-    let mut it = mem.iter();
-    it.seek_to_first()?;
     // Flushes keep tombstones: older runs may hold the key.
     let keep_tombstones = |_: &[u8]| true;
     let mut filter = VersionFilter::new(ctx.smallest_snapshot);
     let mut writer = OutputWriter::new(ctx, u64::MAX, mem.first_tombstone_ms());
-    let result = (|| -> Result<()> {
-        while it.valid() {
-            let parsed = parse_internal_key(it.key())
-                .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))?;
-            if filter.keep(parsed.user_key, parsed.seq, parsed.kind, &keep_tombstones) {
-                writer.add(it.key(), parsed.user_key, it.value())?;
-            }
-            it.next()?;
+    // The memtable is immutable now: walk it in place rather than copying.
+    let result = mem.for_each(|ikey, value| {
+        let parsed = parse_internal_key(ikey)
+            .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))?;
+        if filter.keep(parsed.user_key, parsed.seq, parsed.kind, &keep_tombstones) {
+            writer.add(ikey, parsed.user_key, value)?;
         }
         Ok(())
-    })();
+    });
     match result.and_then(|()| writer.finish()) {
         Ok(mut files) => Ok(files.pop()),
         Err(e) => {

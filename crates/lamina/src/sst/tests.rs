@@ -358,11 +358,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
             Ok(()) => match expect.next() {
                 Some((k, v)) => {
                     assert!(it.valid(), "{what}: iterator ended early without error");
-                    assert_eq!(
-                        (it.key(), it.value()),
-                        (k.as_bytes(), &v[..]),
-                        "{what}"
-                    );
+                    assert_eq!((it.key(), it.value()), (k.as_bytes(), &v[..]), "{what}");
                     res = it.next();
                 }
                 None => {
