@@ -13,6 +13,12 @@
 //! so lookups, touches, inserts and evictions are all O(1). Keys are hashed
 //! with a cheap multiplicative mix rather than SipHash: they are file ids and
 //! offsets chosen by the engine, not by an adversary.
+//!
+//! Each shard also keeps a few buffers of blocks it evicted (when no reader
+//! still holds them) and hands them out on a miss, so that reading the
+//! replacement block neither allocates nor zero-fills a fresh buffer. They
+//! are bounded ([`MAX_SPARE`] per shard, each at most [`MAX_SPARE_BYTES`])
+//! and not charged against the capacity.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,6 +35,10 @@ use crate::sst::Block;
 const MAX_SHARDS: usize = 16;
 /// Capacity per shard below which fewer shards are used.
 const MIN_SHARD_BYTES: usize = 256 * 1024;
+/// Evicted block buffers kept per shard for reuse.
+const MAX_SPARE: usize = 2;
+/// Largest buffer capacity kept for reuse.
+const MAX_SPARE_BYTES: usize = 64 * 1024;
 /// "No slot" in the recency list.
 const NIL: usize = usize::MAX;
 
@@ -80,6 +90,8 @@ struct Shard {
     /// Least recently used slot.
     tail: usize,
     usage: usize,
+    /// Buffers of evicted blocks, for [`BlockCache::lookup`] misses.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Default for Shard {
@@ -91,6 +103,7 @@ impl Default for Shard {
             head: NIL,
             tail: NIL,
             usage: 0,
+            spare: Vec::new(),
         }
     }
 }
@@ -145,6 +158,25 @@ impl Shard {
         Some(self.remove_slot(i).1)
     }
 
+    /// Keeps an evicted block's buffer for reuse if nobody else holds the
+    /// block and there is room; otherwise just drops it.
+    fn recycle(&mut self, block: Option<Arc<Block>>) {
+        if self.spare.len() < MAX_SPARE {
+            if let Some(b) = block.and_then(Arc::into_inner) {
+                let buf = b.into_data();
+                if buf.capacity() <= MAX_SPARE_BYTES {
+                    self.spare.push(buf);
+                }
+            }
+        }
+    }
+
+    /// A spare buffer with at least `capacity` bytes of capacity.
+    fn take_spare(&mut self, capacity: usize) -> Option<Vec<u8>> {
+        let i = self.spare.iter().position(|b| b.capacity() >= capacity)?;
+        Some(self.spare.swap_remove(i))
+    }
+
     /// Links a new most-recently-used entry; the key must not be present.
     fn add(&mut self, key: Key, block: Arc<Block>, charge: usize) {
         let node = Node {
@@ -168,6 +200,15 @@ impl Shard {
         self.map.insert(key, i);
         self.usage += charge;
     }
+}
+
+/// Outcome of [`BlockCache::lookup`].
+#[derive(Debug)]
+pub enum Lookup {
+    /// The cached block, now the most recently used.
+    Hit(Arc<Block>),
+    /// Not cached: a buffer to read the block into (see `lookup`).
+    Miss(Vec<u8>),
 }
 
 /// A sharded LRU cache of data blocks, charged by block bytes.
@@ -224,6 +265,24 @@ impl BlockCache {
         self.shard(file_id, offset)?.lock().touch((file_id, offset))
     }
 
+    /// Like [`BlockCache::get`], but a miss returns a buffer to read the block
+    /// into: a recycled one of capacity `>= buffer_capacity` if the shard has
+    /// one, else an empty `Vec` (no allocation). Its contents are stale
+    /// bytes of an old block: the caller must overwrite all it uses.
+    pub fn lookup(&self, file_id: u64, offset: u64, buffer_capacity: usize) -> Lookup {
+        if self.capacity == 0 {
+            return Lookup::Miss(Vec::new());
+        }
+        let Some(shard) = self.shard(file_id, offset) else {
+            return Lookup::Miss(Vec::new());
+        };
+        let mut s = shard.lock();
+        match s.touch((file_id, offset)) {
+            Some(b) => Lookup::Hit(b),
+            None => Lookup::Miss(s.take_spare(buffer_capacity).unwrap_or_default()),
+        }
+    }
+
     /// Caches a block (replacing any block at the same key), evicting least
     /// recently used blocks of the shard to make room. A block larger than a
     /// shard's share of the capacity is not cached.
@@ -240,7 +299,9 @@ impl BlockCache {
         let mut freed = s.remove(&key).unwrap_or(0);
         while s.usage + charge > self.shard_capacity && s.tail != NIL {
             let tail = s.tail;
-            freed += s.remove_slot(tail).1;
+            let (victim, c) = s.remove_slot(tail);
+            freed += c;
+            s.recycle(victim);
         }
         s.add(key, block, charge);
         drop(s);
@@ -385,6 +446,37 @@ mod tests {
             }
             assert_eq!(cache.usage(), model.iter().map(|e| e.1).sum::<usize>());
         }
+    }
+
+    #[test]
+    fn lookup_recycles_evicted_buffers() {
+        let size = block(1000).size();
+        let cache = BlockCache::new(size * 2);
+        cache.insert(1, 0, block(1000));
+        let held = cache.get(1, 0);
+        cache.insert(1, 1, block(1000));
+        match cache.lookup(1, 2, size) {
+            Lookup::Miss(buf) => assert_eq!(buf.capacity(), 0, "nothing evicted yet"),
+            Lookup::Hit(_) => panic!("unexpected hit"),
+        }
+        // Evicts 0 (still held by a reader: dropped, not recycled), then 1.
+        cache.insert(1, 2, block(1000));
+        cache.insert(1, 3, block(1000));
+        drop(held);
+        assert!(matches!(cache.lookup(1, 3, size), Lookup::Hit(_)));
+        match cache.lookup(1, 4, MAX_SPARE_BYTES + 1) {
+            Lookup::Miss(buf) => assert_eq!(buf.capacity(), 0, "too small to reuse"),
+            Lookup::Hit(_) => panic!("unexpected hit"),
+        }
+        match cache.lookup(1, 4, size) {
+            Lookup::Miss(buf) => assert!(buf.capacity() >= size),
+            Lookup::Hit(_) => panic!("unexpected hit"),
+        }
+        match cache.lookup(1, 4, 1) {
+            Lookup::Miss(buf) => assert_eq!(buf.capacity(), 0, "only one was recycled"),
+            Lookup::Hit(_) => panic!("unexpected hit"),
+        }
+        assert_eq!(cache.usage(), size * 2);
     }
 
     #[test]

@@ -148,6 +148,11 @@ impl Block {
         self.data.len()
     }
 
+    /// The block's buffer, for reuse by the next block read.
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     fn restart(&self, i: usize) -> usize {
         // Validated in `new`; the fallback is unreachable but keeps this total.
         read_u32_at(&self.data, self.restarts_offset + 4 * i)

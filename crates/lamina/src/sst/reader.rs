@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::BlockCache;
+use crate::cache::{BlockCache, Lookup};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
@@ -48,6 +48,15 @@ fn kind_idx(kind: BlockKind) -> usize {
     IoStats::kind_index(kind)
 }
 
+/// Bytes of a block plus its trailer.
+fn raw_len(file_name: &str, handle: BlockHandle) -> Result<usize> {
+    handle
+        .end()
+        .and_then(|end| end.checked_sub(handle.offset))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::corruption(file_name, handle.offset, "block length overflows"))
+}
+
 /// Reads `handle`'s block plus trailer from `file`, checks it and returns the
 /// contents; the caller has checked the handle lies inside the file.
 fn read_checked(
@@ -56,12 +65,28 @@ fn read_checked(
     stats: &IoStats,
     handle: BlockHandle,
 ) -> Result<Vec<u8>> {
-    let total = handle
-        .end()
-        .and_then(|end| end.checked_sub(handle.offset))
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| Error::corruption(file_name, handle.offset, "block length overflows"))?;
-    let mut raw = vec![0u8; total];
+    read_checked_into(file, file_name, stats, handle, Vec::new())
+}
+
+/// [`read_checked`] reusing `buf` (a recycled block buffer, possibly holding
+/// stale bytes) if it is large enough. Only the part beyond `buf`'s current
+/// length is zero-filled before the read; `read_exact_at` overwrites all of
+/// it or fails, and then the checksum covers every byte.
+fn read_checked_into(
+    file: &dyn RandomAccessFile,
+    file_name: &str,
+    stats: &IoStats,
+    handle: BlockHandle,
+    buf: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let total = raw_len(file_name, handle)?;
+    let mut raw = if buf.capacity() >= total {
+        buf
+    } else {
+        // Headroom so the buffer can be recycled for a slightly larger block.
+        Vec::with_capacity(total.saturating_add(total / 32))
+    };
+    raw.resize(total, 0);
     file.read_exact_at(&mut raw, handle.offset)?;
     stats.blocks_read.inc();
     stats.bytes_read.add(total as u64);
@@ -175,14 +200,32 @@ impl Table {
             .handle(idx)
             .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
         let data = kind_idx(BlockKind::Data);
+        let mut buf = Vec::new();
         if let Some(cache) = &self.cache {
-            if let Some(b) = cache.get(self.file_id, handle.offset) {
+            if fill_cache {
+                // The block read on a miss goes into the cache, evicting
+                // another whose buffer the next miss can reuse.
+                let total = raw_len(&self.file_name, handle)?;
+                match cache.lookup(self.file_id, handle.offset, total) {
+                    Lookup::Hit(b) => {
+                        self.stats.cache_hits[data].inc();
+                        return Ok(b);
+                    }
+                    Lookup::Miss(spare) => buf = spare,
+                }
+            } else if let Some(b) = cache.get(self.file_id, handle.offset) {
                 self.stats.cache_hits[data].inc();
                 return Ok(b);
             }
         }
         self.stats.cache_misses[data].inc();
-        let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
+        let contents = read_checked_into(
+            self.file.as_ref(),
+            &self.file_name,
+            &self.stats,
+            handle,
+            buf,
+        )?;
         let block = Arc::new(
             Block::new(contents)
                 .map_err(|r| Error::corruption(self.file_name.as_str(), handle.offset, r))?,
