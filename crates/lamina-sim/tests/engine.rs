@@ -42,10 +42,10 @@ const VALUE_BYTES: usize = 300;
 /// for one (`TreeView::buffer_bytes`; no policy tested here reads it).
 const WRITE_BUFFER: usize = 1 << 20;
 
-fn options(fs: &MemFs, spec: &str) -> Options {
+fn options(fs: &MemFs, spec: &str, write_buffer: usize) -> Options {
     Options {
         vfs: Arc::new(fs.clone()),
-        write_buffer_size: WRITE_BUFFER,
+        write_buffer_size: write_buffer,
         // One file per run, as in the model.
         target_file_size: 1 << 40,
         block_size: 1024,
@@ -124,7 +124,7 @@ struct Outcome {
 /// one file write this much less than their sum.
 fn file_overhead() -> u64 {
     let fs = MemFs::new();
-    let db = Db::open("/db", options(&fs, "nomerge")).unwrap();
+    let db = Db::open("/db", options(&fs, "nomerge", WRITE_BUFFER)).unwrap();
     write_flush(&db, 0);
     write_flush(&db, 1);
     db.set_compaction("constant:k=1").unwrap();
@@ -158,10 +158,10 @@ fn write_flush(db: &Db, t: u64) {
 
 /// Runs `spec` on the engine and the model in lockstep. `static_policy`:
 /// the model's merges are the engine's, so wait for them however long.
-fn agree(spec: &str, flushes: u64, static_policy: bool) -> Outcome {
+fn agree(spec: &str, flushes: u64, static_policy: bool, write_buffer: usize) -> Outcome {
     let overhead = file_overhead();
     let fs = MemFs::new();
-    let db = Db::open("/db", options(&fs, spec)).unwrap();
+    let db = Db::open("/db", options(&fs, spec, write_buffer)).unwrap();
     let mut sim: Option<Simulator> = None;
     let mut flushed = 0;
     let mut merges = 0;
@@ -174,7 +174,7 @@ fn agree(spec: &str, flushes: u64, static_policy: bool) -> Outcome {
         let sim = sim.get_or_insert_with(|| {
             // buffer_bytes matters only to leveled: the engine's memtable size.
             let opts = ModelOptions {
-                buffer_bytes: WRITE_BUFFER as u64,
+                buffer_bytes: write_buffer as u64,
                 file_overhead: overhead,
                 ..ModelOptions::default()
             };
@@ -218,7 +218,7 @@ fn within(a: f64, b: f64, rel: f64) -> bool {
 }
 
 fn check(spec: &str, flushes: u64, static_policy: bool) {
-    let o = agree(spec, flushes, static_policy);
+    let o = agree(spec, flushes, static_policy, WRITE_BUFFER);
     assert_eq!(o.engine.flushes, flushes);
     assert!(
         within(o.engine.write_amplification, o.sim_wa, 0.03),
@@ -270,4 +270,20 @@ fn exploring_agrees() {
 #[test]
 fn tiered_agrees() {
     check("tiered:b=4", 2000, false);
+}
+
+/// Leveled needs the engine's memtable size as its unit (level i holds
+/// `buffer × b^i` bytes): a 16 KB memtable still takes the 32 entries of a
+/// flush (about 12 KB). Ignored: the executor rejects leveled's (and
+/// leveling's) one-file pushes whenever an overlapping file of the next
+/// level reaches under a neighbour of the pushed file ("a non-input file
+/// between inputs and output shares keys with them"), although the output
+/// lands below that neighbour; level 1 then grows without bound. Expected
+/// to agree once the executor's recency check allows it (not verified).
+#[test]
+#[ignore = "blocked by the executor's recency check on one-file pushes"]
+fn leveled_agrees() {
+    let o = agree("leveled:b0=2,b=4,file=10000", 1500, false, 16 << 10);
+    assert_eq!(o.engine.compaction_errors, 0);
+    assert!(within(o.engine.write_amplification, o.sim_wa, 0.05));
 }
