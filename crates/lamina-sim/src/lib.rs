@@ -420,6 +420,8 @@ impl Simulator {
         let mut pieces: Vec<Piece> = Vec::new();
         let mut run_bytes: Vec<u64> = Vec::with_capacity(task.inputs.len());
         let mut locations: Vec<(usize, usize)> = Vec::with_capacity(task.inputs.len());
+        // Positions of each input's files in its run (ascending).
+        let mut positions: Vec<Vec<usize>> = Vec::with_capacity(task.inputs.len());
         let mut new_order = 0;
         for input in &task.inputs {
             let run_index = self
@@ -434,11 +436,23 @@ impl Simulator {
             let run = &self.view.levels[input.level].runs[run_index];
             new_order = new_order.max(run.order);
             let mut bytes = 0;
+            let mut at = Vec::with_capacity(input.file_ids.len());
+            let mut hint = 0;
             for id in &input.file_ids {
-                let f =
-                    run.files.iter().find(|f| f.id == *id).ok_or_else(|| {
+                // Inputs of a run are usually consecutive: try the next slot.
+                let pos = if run.files.get(hint).is_some_and(|f| f.id == *id) {
+                    hint
+                } else {
+                    run.files.iter().position(|f| f.id == *id).ok_or_else(|| {
                         self.invalid(task, format!("no file {id} in run {}", run.id))
-                    })?;
+                    })?
+                };
+                if at.contains(&pos) {
+                    return Err(self.invalid(task, format!("file {id} named twice")));
+                }
+                at.push(pos);
+                hint = pos + 1;
+                let f = &run.files[pos];
                 if f.busy {
                     return Err(self.invalid(task, format!("file {id} is busy")));
                 }
@@ -449,6 +463,8 @@ impl Simulator {
                     size: f.size,
                 });
             }
+            at.sort_unstable();
+            positions.push(at);
             locations.push((input.level, run_index));
             run_bytes.push(bytes);
         }
@@ -500,24 +516,16 @@ impl Simulator {
         // Take the input files out (runs left empty stay until the output
         // is in, as in the engine's version edits).
         let mut moved: Vec<FileView> = Vec::new();
-        for input in &task.inputs {
-            let Some(run) = self
-                .view
-                .levels
-                .get_mut(input.level)
-                .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
-            else {
-                continue;
-            };
-            if input.file_ids.len() == run.files.len() {
+        for (&(level, run_index), at) in locations.iter().zip(&positions) {
+            let run = &mut self.view.levels[level].runs[run_index];
+            if at.len() == run.files.len() {
                 moved.append(&mut run.files);
-            } else {
-                let mut i = 0;
-                while i < run.files.len() {
-                    if input.file_ids.contains(&run.files[i].id) {
-                        moved.push(run.files.remove(i));
-                    } else {
-                        i += 1;
+            } else if let (Some(&first), Some(&last)) = (at.first(), at.last()) {
+                if last - first + 1 == at.len() {
+                    moved.extend(run.files.drain(first..=last));
+                } else {
+                    for &p in at.iter().rev() {
+                        moved.push(run.files.remove(p));
                     }
                 }
             }

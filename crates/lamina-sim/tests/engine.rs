@@ -77,7 +77,7 @@ fn merges_done(s: &DbStats) -> u64 {
 
 /// Waits until the engine did `merges` merges and holds `runs` runs.
 /// Returns true if it matched the model; with `patient` false it gives up
-/// once the engine has made no progress for 200 ms (it took other merges
+/// once the engine has made no progress for a second (it took other merges
 /// than the model; the barrier's wait for running merges makes that safe
 /// from slow compactions, and the delay covers a compaction thread slow to
 /// wake on a loaded machine).
@@ -97,7 +97,11 @@ fn settle(db: &Db, merges: u64, runs: usize, patient: bool) -> bool {
             last = done;
             since = Instant::now();
             pause = Duration::from_micros(200);
-        } else if !patient && since.elapsed() >= Duration::from_millis(200) {
+        } else if !patient && since.elapsed() >= Duration::from_secs(1) {
+            eprintln!(
+                "engine took other merges: {done} merges and {} runs, model {merges} and {runs}",
+                s.sorted_runs
+            );
             return false;
         }
         assert!(

@@ -109,6 +109,47 @@ fn overlapping<'a>(run: &'a RunView, lo: &[u8], hi: &[u8]) -> &'a [FileView] {
     run.files.get(first..end.max(first)).unwrap_or(&[])
 }
 
+/// The idle file of `run` overlapping the fewest files of `below` (then the
+/// fewest bytes, then the first by key) whose overlapping files are idle,
+/// with that count. Both runs are sorted and key-disjoint, so one sweep with
+/// two monotone cursors finds every file's overlap in O(n + m).
+fn fewest_overlaps<'a>(
+    run: &'a RunView,
+    below: Option<&RunView>,
+) -> Option<(usize, u64, &'a FileView)> {
+    let empty: &[FileView] = &[];
+    let next = below.map_or(empty, |b| b.files.as_slice());
+    // prefix[j] = bytes of next[..j]; busy_prefix[j] = busy files in next[..j].
+    let mut prefix = Vec::with_capacity(next.len() + 1);
+    let mut busy_prefix = Vec::with_capacity(next.len() + 1);
+    prefix.push(0u64);
+    busy_prefix.push(0usize);
+    for f in next {
+        prefix.push(prefix[prefix.len() - 1].saturating_add(f.size));
+        busy_prefix.push(busy_prefix[busy_prefix.len() - 1] + usize::from(f.busy));
+    }
+    let (mut first, mut end) = (0, 0);
+    let mut best: Option<(usize, u64, &FileView)> = None;
+    for f in &run.files {
+        while first < next.len() && next[first].largest < f.smallest {
+            first += 1;
+        }
+        end = end.max(first);
+        while end < next.len() && next[end].smallest <= f.largest {
+            end += 1;
+        }
+        if f.busy || busy_prefix[end] > busy_prefix[first] {
+            continue;
+        }
+        let count = end - first;
+        let bytes = prefix[end] - prefix[first];
+        if best.is_none_or(|(c, b, _)| (count, bytes) < (c, b)) {
+            best = Some((count, bytes, f));
+        }
+    }
+    best
+}
+
 impl CompactionPolicy for Leveled {
     fn spec(&self) -> String {
         format!(
@@ -161,19 +202,7 @@ impl CompactionPolicy for Leveled {
             if bytes <= cap {
                 continue;
             }
-            let below = view.level(i + 1).runs.first();
-            let best = run
-                .files
-                .iter()
-                .filter(|f| !f.busy)
-                .filter_map(|f| {
-                    let over = below.map_or(&[][..], |b| overlapping(b, &f.smallest, &f.largest));
-                    if over.iter().any(|o| o.busy) {
-                        return None;
-                    }
-                    Some((over.len(), over.iter().map(|o| o.size).sum::<u64>(), f))
-                })
-                .min_by_key(|&(count, bytes, _)| (count, bytes));
+            let best = fewest_overlaps(run, view.level(i + 1).runs.first());
             if let Some((count, _, f)) = best {
                 tasks.extend(self.push_down(
                     view,
