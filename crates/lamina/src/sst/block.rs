@@ -10,11 +10,12 @@
 //! restarts and then scans at most one interval. Decoding never trusts a
 //! length: every field is checked against the bytes actually present.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::coding::{get_varint, put_varint};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal, parse_internal_key};
+use crate::key::{compare_internal, parse_internal_key, TRAILER_LEN};
 
 use super::format::DecodeResult;
 
@@ -168,11 +169,36 @@ struct EntryHeader {
     value_end: usize,
 }
 
+#[inline]
 fn decode_header(block: &Block, pos: usize) -> DecodeResult<EntryHeader> {
     let area = block
         .data
         .get(..block.restarts_offset)
         .ok_or("bad entry offset")?;
+    // Fast path: all three varints fit in one byte (short keys and values).
+    if let Some(&[shared, unshared, value_len]) = area.get(pos..pos.saturating_add(3)) {
+        if (shared | unshared | value_len) < 0x80 {
+            let key_start = pos + 3;
+            let key_end = key_start + usize::from(unshared);
+            let value_end = key_end + usize::from(value_len);
+            if value_end > area.len() {
+                return Err("block entry overruns the block");
+            }
+            return Ok(EntryHeader {
+                shared: usize::from(shared),
+                key_start,
+                key_end,
+                value_end,
+            });
+        }
+    }
+    decode_header_slow(area, pos)
+}
+
+/// [`decode_header`] for multi-byte varints, kept out of line so the fast
+/// path inlines into the scan loop.
+#[inline(never)]
+fn decode_header_slow(area: &[u8], pos: usize) -> DecodeResult<EntryHeader> {
     let mut cur = area.get(pos..).ok_or("bad entry offset")?;
     let bad = "malformed block entry";
     let shared = usize::try_from(get_varint(&mut cur).ok_or(bad)?).map_err(|_| bad)?;
@@ -192,12 +218,92 @@ fn decode_header(block: &Block, pos: usize) -> DecodeResult<EntryHeader> {
     })
 }
 
+/// Keys up to this long are assembled in place, without a heap allocation.
+const INLINE_KEY: usize = 48;
+
+/// The current key of a [`BlockIter`]: in `inline` while it fits, else all of
+/// it in `heap`.
+#[derive(Debug)]
+struct KeyBuf {
+    len: usize,
+    inline: [u8; INLINE_KEY],
+    heap: Vec<u8>,
+}
+
+impl KeyBuf {
+    fn new() -> Self {
+        KeyBuf {
+            len: 0,
+            inline: [0; INLINE_KEY],
+            heap: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[u8] {
+        if self.len <= INLINE_KEY {
+            self.inline.get(..self.len).unwrap_or_default()
+        } else {
+            &self.heap
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Keeps the first `shared` bytes and appends `delta`; `None` if
+    /// `shared` exceeds the current length.
+    #[inline]
+    fn set(&mut self, shared: usize, delta: &[u8]) -> Option<()> {
+        if shared > self.len {
+            return None;
+        }
+        let new_len = shared.checked_add(delta.len())?;
+        if new_len <= INLINE_KEY {
+            if self.len > INLINE_KEY {
+                self.inline
+                    .get_mut(..shared)?
+                    .copy_from_slice(self.heap.get(..shared)?);
+            }
+            self.inline.get_mut(shared..new_len)?.copy_from_slice(delta);
+        } else {
+            if self.len <= INLINE_KEY {
+                self.heap.clear();
+                self.heap.extend_from_slice(self.inline.get(..shared)?);
+            } else {
+                self.heap.truncate(shared);
+            }
+            self.heap.extend_from_slice(delta);
+        }
+        self.len = new_len;
+        Some(())
+    }
+}
+
+/// `compare_internal` (user key ascending, then trailer descending), with a
+/// shortcut: when both user keys have at least 8 bytes and those differ,
+/// one integer comparison decides, without the `memcmp` call that dominated
+/// for short keys.
+#[inline]
+fn cmp_internal(a: &[u8], b: &[u8]) -> Ordering {
+    if a.len() >= 8 + TRAILER_LEN && b.len() >= 8 + TRAILER_LEN {
+        if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+            let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+    }
+    compare_internal(a, b)
+}
+
 /// A cursor over one block. Errors carry a reason only; the table iterator
 /// attaches the file name and block offset.
 #[derive(Debug)]
 pub struct BlockIter {
     block: Arc<Block>,
-    key: Vec<u8>,
+    key: KeyBuf,
     value_start: usize,
     value_end: usize,
     /// Offset of the entry after the current one.
@@ -210,7 +316,7 @@ impl BlockIter {
     pub fn new(block: Arc<Block>) -> Self {
         BlockIter {
             block,
-            key: Vec::new(),
+            key: KeyBuf::new(),
             value_start: 0,
             value_end: 0,
             next_pos: 0,
@@ -226,7 +332,7 @@ impl BlockIter {
     /// Current internal key (empty when invalid).
     pub fn key(&self) -> &[u8] {
         if self.valid {
-            &self.key
+            self.key.as_slice()
         } else {
             &[]
         }
@@ -252,17 +358,15 @@ impl BlockIter {
         }
         self.valid = false;
         let h = decode_header(&self.block, self.next_pos)?;
-        if h.shared > self.key.len() {
-            return Err("shared prefix longer than previous key");
-        }
-        self.key.truncate(h.shared);
         let delta = self
             .block
             .data
             .get(h.key_start..h.key_end)
             .ok_or("block entry overruns the block")?;
-        self.key.extend_from_slice(delta);
-        if parse_internal_key(&self.key).is_none() {
+        self.key
+            .set(h.shared, delta)
+            .ok_or("shared prefix longer than previous key")?;
+        if parse_internal_key(self.key.as_slice()).is_none() {
             return Err("entry key is not a valid internal key");
         }
         self.value_start = h.key_end;
@@ -311,7 +415,7 @@ impl BlockIter {
         let mut right = self.block.num_restarts.saturating_sub(1);
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            if compare_internal(self.restart_key(mid)?, target).is_lt() {
+            if cmp_internal(self.restart_key(mid)?, target).is_lt() {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -320,7 +424,7 @@ impl BlockIter {
         self.seek_to_restart(left);
         loop {
             self.parse_next()?;
-            if !self.valid || !compare_internal(&self.key, target).is_lt() {
+            if !self.valid || !cmp_internal(self.key.as_slice(), target).is_lt() {
                 return Ok(());
             }
         }
@@ -372,6 +476,60 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn cmp_internal_agrees_with_compare_internal() {
+        let users: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            b"abcdefg".to_vec(),
+            b"abcdefgh".to_vec(),
+            b"abcdefgh\0".to_vec(),
+            b"abcdefghi".to_vec(),
+            b"abcdefgi".to_vec(),
+            b"abcdefghabcdefgh".to_vec(),
+            b"abcdefghabcdefgi".to_vec(),
+            vec![0xff; 17],
+        ];
+        let mut keys = Vec::new();
+        for u in &users {
+            for seq in [1, 2] {
+                keys.push(make_internal_key(u, seq, ValueKind::Put));
+                keys.push(make_internal_key(u, seq, ValueKind::Delete));
+            }
+        }
+        keys.push(vec![1, 2, 3]);
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(cmp_internal(a, b), compare_internal(a, b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn key_buf_moves_between_inline_and_heap() {
+        let mut k = KeyBuf::new();
+        let long: Vec<u8> = (0..100u8).collect();
+        let mut model: Vec<u8> = Vec::new();
+        for (shared, delta) in [
+            (0, &long[..10]),
+            (5, &long[..60]),
+            (30, &long[..3]),
+            (33, &long[..80]),
+            (100, &long[..1]),
+            (2, &long[..40]),
+            (42, &long[..20]),
+            (0, &long[..0]),
+        ] {
+            assert_eq!(k.set(shared, delta), Some(()));
+            model.truncate(shared);
+            model.extend_from_slice(delta);
+            assert_eq!(k.as_slice(), &model[..]);
+        }
+        assert_eq!(k.set(1, b"x"), None);
     }
 
     #[test]
