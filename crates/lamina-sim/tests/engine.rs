@@ -162,7 +162,17 @@ fn write_flush(db: &Db, t: u64) {
 
 /// Runs `spec` on the engine and the model in lockstep. `static_policy`:
 /// the model's merges are the engine's, so wait for them however long.
-fn agree(spec: &str, flushes: u64, static_policy: bool, write_buffer: usize) -> Outcome {
+/// `lockstep`: require the engine to take the model's merges after (almost)
+/// every flush; policies that pick by key overlap cannot, as the model's
+/// synthetic key ranges differ from the engine's, and are compared on
+/// totals only.
+fn agree(
+    spec: &str,
+    flushes: u64,
+    static_policy: bool,
+    lockstep: bool,
+    write_buffer: usize,
+) -> Outcome {
     let overhead = file_overhead();
     let fs = MemFs::new();
     let db = Db::open("/db", options(&fs, spec, write_buffer)).unwrap();
@@ -189,7 +199,7 @@ fn agree(spec: &str, flushes: u64, static_policy: bool, write_buffer: usize) -> 
         if !settle(&db, merges, r.sorted_runs, static_policy) {
             diverged += 1;
             assert!(
-                diverged * 50 <= flushes,
+                !lockstep || diverged * 50 <= flushes,
                 "{spec}: the engine keeps taking other merges"
             );
             // Follow the engine from here: count what it did.
@@ -222,7 +232,7 @@ fn within(a: f64, b: f64, rel: f64) -> bool {
 }
 
 fn check(spec: &str, flushes: u64, static_policy: bool) {
-    let o = agree(spec, flushes, static_policy, WRITE_BUFFER);
+    let o = agree(spec, flushes, static_policy, true, WRITE_BUFFER);
     assert_eq!(o.engine.flushes, flushes);
     assert!(
         within(o.engine.write_amplification, o.sim_wa, 0.03),
@@ -278,16 +288,20 @@ fn tiered_agrees() {
 
 /// Leveled needs the engine's memtable size as its unit (level i holds
 /// `buffer × b^i` bytes): a 16 KB memtable still takes the 32 entries of a
-/// flush (about 12 KB). Ignored: the executor rejects leveled's (and
-/// leveling's) one-file pushes whenever an overlapping file of the next
-/// level reaches under a neighbour of the pushed file ("a non-input file
-/// between inputs and output shares keys with them"), although the output
-/// lands below that neighbour; level 1 then grows without bound. Expected
-/// to agree once the executor's recency check allows it (not verified).
+/// flush (about 12 KB). Leveled picks the file with the fewest overlaps by
+/// real keys, which the model only approximates with synthetic ranges, so
+/// the two are compared on totals, not merge by merge. Ignored in CI: every
+/// flush where the engine picked other files waits a second for it to
+/// settle, about 14 minutes in all; run it with `--ignored`.
 #[test]
-#[ignore = "blocked by the executor's recency check on one-file pushes"]
+#[ignore = "about 14 minutes: run with --ignored"]
 fn leveled_agrees() {
-    let o = agree("leveled:b0=2,b=4,file=10000", 1500, false, 16 << 10);
+    let o = agree("leveled:b0=2,b=4,file=10000", 1500, false, false, 16 << 10);
     assert_eq!(o.engine.compaction_errors, 0);
-    assert!(within(o.engine.write_amplification, o.sim_wa, 0.05));
+    assert!(
+        within(o.engine.write_amplification, o.sim_wa, 0.05),
+        "engine WA {} vs model WA {}",
+        o.engine.write_amplification,
+        o.sim_wa
+    );
 }

@@ -454,7 +454,7 @@ impl VersionEdit {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn meta(id: u64, lo: &[u8], hi: &[u8]) -> FileMeta {

@@ -80,6 +80,7 @@ fn writers_readers_and_scanners_agree_with_the_oracle() {
     assert_eq!(dump(&db), expected);
     let stats = db.stats();
     assert!(stats.flushes > 5 && stats.compactions > 0, "{stats:?}");
+    assert_eq!(stats.compaction_errors, 0, "{stats:?}");
     Arc::try_unwrap(db).unwrap().close().unwrap();
     let db = Db::open("/db", tiny_options(&fs)).unwrap();
     assert_eq!(dump(&db), expected);

@@ -61,14 +61,20 @@ fn expected_range(
         .collect()
 }
 
-fn run_model(seed: u64, ops: usize, space: u64) {
+const LEVELING: &str = "leveling:T=3,l0=2";
+
+fn run_model(seed: u64, ops: usize, space: u64, compaction: &str) {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
-    let mut db = Db::open("/db", tiny_options(&fs)).unwrap();
+    let options = || lamina::Options {
+        compaction: compaction.into(),
+        ..tiny_options(&fs)
+    };
+    let mut db = Db::open("/db", options()).unwrap();
     let mut model = Model::new();
     let mut snapshots: Vec<(lamina::Snapshot, Model)> = Vec::new();
     // Counters restart at every open; sum them over the sessions.
-    let (mut flushes, mut compactions) = (0, 0);
+    let (mut flushes, mut compactions, mut errors) = (0, 0, 0);
     for step in 0..ops {
         match rng.gen_range(0..100) {
             0..=39 => {
@@ -143,8 +149,9 @@ fn run_model(seed: u64, ops: usize, space: u64) {
                 let st = db.stats();
                 flushes += st.flushes;
                 compactions += st.compactions + st.trivial_moves;
+                errors += st.compaction_errors;
                 db.close().unwrap();
-                db = Db::open("/db", tiny_options(&fs)).unwrap();
+                db = Db::open("/db", options()).unwrap();
                 assert_eq!(dump(&db), model, "seed {seed} step {step} after reopen");
             }
         }
@@ -153,24 +160,47 @@ fn run_model(seed: u64, ops: usize, space: u64) {
     let st = db.stats();
     flushes += st.flushes;
     compactions += st.compactions + st.trivial_moves;
+    errors += st.compaction_errors;
     assert!(
         flushes > 10 && compactions > 5,
-        "flushes {flushes}, compactions {compactions}"
+        "{compaction}: flushes {flushes}, compactions {compactions}"
     );
+    assert_eq!(errors, 0, "{compaction}: compactions rejected or failed");
     db.close().unwrap();
 }
 
 #[test]
 fn model_small_key_space() {
     for seed in 0..3 {
-        run_model(seed, 6_000, 300);
+        run_model(seed, 6_000, 300, LEVELING);
     }
 }
 
 #[test]
 fn model_large_key_space() {
     for seed in 10..12 {
-        run_model(seed, 12_000, 5_000);
+        run_model(seed, 12_000, 5_000, LEVELING);
+    }
+}
+
+/// Every stack-based policy and both layouts of the default policy keep the
+/// tree equal to the oracle; each also runs its merges without an executor
+/// rejection (`run_model` asserts no compaction errors).
+#[test]
+fn model_under_every_policy() {
+    let specs = [
+        "leveling:T=4,l0=1",
+        "leveled:b0=2,b=4,file=4096",
+        "bigtable:k=4",
+        "exploring:k=5",
+        "constant:k=3",
+        "minlatency:k=4",
+        "binomial:k=4",
+        "tiered:b=3",
+        "concurrent",
+    ];
+    for (seed, spec) in specs.iter().enumerate() {
+        run_model(100 + seed as u64, 6_000, 2_000, spec);
     }
 }
 

@@ -56,6 +56,41 @@ fn invalid(task: &CompactionTask, why: &str) -> Error {
     ))
 }
 
+/// Recency safety: a task must not change which of two overlapping files
+/// is newer. For a non-input file at position q and an input file it
+/// overlaps at position p, the input is newer before the task iff p < q,
+/// and its output is newer afterwards iff the output lands above q: in the
+/// destination run itself (`into_existing`, d < q), or in a new run placed
+/// just above the run now at d (d <= q). Files of one run never overlap,
+/// and the destination run's own files are checked for overlap by the edit.
+fn reorders_versions(
+    positions: &[(usize, &Run)],
+    inputs: &[ResolvedInput],
+    input_ids: &HashSet<u64>,
+    dest_position: usize,
+    into_existing: bool,
+) -> bool {
+    positions.iter().enumerate().any(|(q, (_, run))| {
+        if into_existing && q == dest_position {
+            return false;
+        }
+        let output_above = if into_existing {
+            dest_position < q
+        } else {
+            dest_position <= q
+        };
+        run.files
+            .iter()
+            .filter(|f| !input_ids.contains(&f.id))
+            .any(|f| {
+                inputs
+                    .iter()
+                    .filter(|i| i.position != q && (i.position < q) != output_above)
+                    .any(|i| i.files.iter().any(|i| f.overlaps(&i.smallest, &i.largest)))
+            })
+    })
+}
+
 /// Runs one task against `version`, writing output files; the caller logs
 /// and installs the returned edit.
 pub(crate) fn execute(
@@ -120,33 +155,23 @@ pub(crate) fn execute(
         return Err(invalid(task, "output would be newer than its inputs"));
     }
 
-    // Recency safety: no file that is not an input may sit between the
-    // inputs and the destination while sharing keys with an input, or the
-    // move would reorder versions of those keys.
     let input_ids: HashSet<u64> = inputs
         .iter()
         .flat_map(|i| i.files.iter().map(|f| f.id))
         .collect();
-    let all_inputs: Vec<&Arc<FileMeta>> = inputs.iter().flat_map(|i| &i.files).collect();
-    let last_checked = if dest_run.is_some() {
-        dest_position + 1
-    } else {
-        dest_position
-    };
-    for (_, run) in positions.iter().take(last_checked).skip(newest) {
-        for f in &run.files {
-            if !input_ids.contains(&f.id)
-                && all_inputs
-                    .iter()
-                    .any(|i| f.overlaps(&i.smallest, &i.largest))
-            {
-                return Err(invalid(
-                    task,
-                    "a non-input file between inputs and output shares keys with them",
-                ));
-            }
-        }
+    if reorders_versions(
+        &positions,
+        &inputs,
+        &input_ids,
+        dest_position,
+        dest_run.is_some(),
+    ) {
+        return Err(invalid(
+            task,
+            "it would reorder versions of keys shared with a non-input file",
+        ));
     }
+    let all_inputs: Vec<&Arc<FileMeta>> = inputs.iter().flat_map(|i| &i.files).collect();
 
     let mut edit = VersionEdit::default();
     let out_run_id = match (task.output_run, dest_run) {
@@ -432,6 +457,89 @@ pub(crate) fn flush_memtable(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::version::tests::meta;
+
+    fn run(id: u64, files: &[(u64, &[u8], &[u8])]) -> Run {
+        Run {
+            id,
+            order: 100 - id,
+            files: files
+                .iter()
+                .map(|(f, lo, hi)| Arc::new(meta(*f, lo, hi)))
+                .collect(),
+        }
+    }
+
+    fn reorders(
+        positions: &[(usize, &Run)],
+        inputs: &[ResolvedInput],
+        dest_position: usize,
+        into_existing: bool,
+    ) -> bool {
+        let ids = inputs
+            .iter()
+            .flat_map(|i| i.files.iter().map(|f| f.id))
+            .collect();
+        reorders_versions(positions, inputs, &ids, dest_position, into_existing)
+    }
+
+    fn input(position: usize, run: &Run, file_ids: &[u64]) -> ResolvedInput {
+        ResolvedInput {
+            position,
+            level: position,
+            run: run.clone(),
+            files: run
+                .files
+                .iter()
+                .filter(|f| file_ids.contains(&f.id))
+                .cloned()
+                .collect(),
+        }
+    }
+
+    /// Leveled's one-file push: file 1 (a..c) of run 0 merges into run 1,
+    /// whose file 11 (b..m) reaches under run 0's neighbour file 2 (k..p).
+    /// The output lands below file 2, which stays newer: allowed.
+    #[test]
+    fn a_push_past_an_overlapping_neighbour_is_allowed() {
+        let r0 = run(0, &[(1, b"a", b"c"), (2, b"k", b"p")]);
+        let r1 = run(1, &[(11, b"b", b"m")]);
+        let positions = [(1, &r0), (2, &r1)];
+        let inputs = [input(0, &r0, &[1]), input(1, &r1, &[11])];
+        assert!(!reorders(&positions, &inputs, 1, true));
+    }
+
+    /// Skipping a run: file 1 of run 0 pushed into run 2 past run 1's file
+    /// 21, which shares keys with it, would make the older version newer.
+    #[test]
+    fn a_push_past_an_overlapping_newer_file_is_refused() {
+        let r0 = run(0, &[(1, b"a", b"c")]);
+        let r1 = run(1, &[(21, b"b", b"d")]);
+        let r2 = run(2, &[(31, b"x", b"z")]);
+        let positions = [(1, &r0), (2, &r1), (3, &r2)];
+        assert!(reorders(&positions, &[input(0, &r0, &[1])], 2, true));
+        // A new run at the same place is just as wrong, one above is fine.
+        assert!(reorders(&positions, &[input(0, &r0, &[1])], 2, false));
+        assert!(!reorders(&positions, &[input(0, &r0, &[1])], 1, false));
+        // Without shared keys the push is safe.
+        let r1 = run(1, &[(21, b"d", b"f")]);
+        let positions = [(1, &r0), (2, &r1), (3, &r2)];
+        assert!(!reorders(&positions, &[input(0, &r0, &[1])], 2, true));
+    }
+
+    /// Merging runs 0 and 2 but not run 1 between them: run 2's data would
+    /// rise above run 1's overlapping file.
+    #[test]
+    fn lifting_an_older_input_above_a_newer_file_is_refused() {
+        let r0 = run(0, &[(1, b"a", b"c")]);
+        let r1 = run(1, &[(21, b"m", b"n")]);
+        let r2 = run(2, &[(31, b"l", b"o")]);
+        let positions = [(1, &r0), (1, &r1), (1, &r2)];
+        let inputs = [input(0, &r0, &[1]), input(2, &r2, &[31])];
+        assert!(reorders(&positions, &inputs, 0, false));
+        // Into run 2's place instead, below run 1: allowed.
+        assert!(!reorders(&positions, &inputs, 2, true));
+    }
 
     #[test]
     fn filter_keeps_one_version_per_snapshot_stripe() {
