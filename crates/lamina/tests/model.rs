@@ -63,11 +63,12 @@ fn expected_range(
 
 const LEVELING: &str = "leveling:T=3,l0=2";
 
-fn run_model(seed: u64, ops: usize, space: u64, compaction: &str) {
+fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
     let options = || lamina::Options {
         compaction: compaction.into(),
+        compaction_threads: threads,
         ..tiny_options(&fs)
     };
     let mut db = Db::open("/db", options()).unwrap();
@@ -172,20 +173,21 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str) {
 #[test]
 fn model_small_key_space() {
     for seed in 0..3 {
-        run_model(seed, 6_000, 300, LEVELING);
+        run_model(seed, 6_000, 300, LEVELING, 1);
     }
 }
 
 #[test]
 fn model_large_key_space() {
     for seed in 10..12 {
-        run_model(seed, 12_000, 5_000, LEVELING);
+        run_model(seed, 12_000, 5_000, LEVELING, 2);
     }
 }
 
 /// Every stack-based policy and both layouts of the default policy keep the
 /// tree equal to the oracle; each also runs its merges without an executor
-/// rejection (`run_model` asserts no compaction errors).
+/// rejection (`run_model` asserts no compaction errors), with one compaction
+/// thread and with two picking and running merges concurrently.
 #[test]
 fn model_under_every_policy() {
     let specs = [
@@ -200,7 +202,9 @@ fn model_under_every_policy() {
         "concurrent",
     ];
     for (seed, spec) in specs.iter().enumerate() {
-        run_model(100 + seed as u64, 6_000, 2_000, spec);
+        for threads in [1, 2] {
+            run_model(100 + seed as u64, 6_000, 2_000, spec, threads);
+        }
     }
 }
 
