@@ -121,6 +121,7 @@ struct Outcome {
     sim_wa: f64,
     sim_avg_runs_at_flush: f64,
     sim_avg_runs: f64,
+    sim_max_runs_at_flush: usize,
     diverged_flushes: u64,
 }
 
@@ -223,6 +224,7 @@ fn agree(
         sim_wa: s.write_amplification,
         sim_avg_runs_at_flush: s.avg_runs_at_flush,
         sim_avg_runs: s.avg_sorted_runs,
+        sim_max_runs_at_flush: s.max_runs_at_flush,
         diverged_flushes: diverged,
     }
 }
@@ -251,6 +253,14 @@ fn check(spec: &str, flushes: u64, static_policy: bool) {
         // Static policies ignore sizes: the engine takes exactly the model's
         // merges.
         assert_eq!(o.diverged_flushes, 0, "{spec}");
+        // Every flush waited for the previous one's merges, so no flush found
+        // more than k runs, and the peak right after a flush is the model's.
+        assert_eq!(o.engine.overshoot_flushes, 0, "{spec}");
+        assert_eq!(o.engine.max_overshoot, 0, "{spec}");
+        assert_eq!(
+            o.engine.max_runs_at_flush, o.sim_max_runs_at_flush as u64,
+            "{spec}"
+        );
     } else {
         // With the overhead modelled, near-ties are rare (none were seen).
         assert!(
@@ -306,4 +316,32 @@ fn leveled_agrees() {
         o.engine.write_amplification,
         o.sim_wa
     );
+}
+
+/// Seed 003 Table I on the engine, for `experiments/bounded-depth`: every
+/// policy of the table with k = 4, 6, 8 for 3,000 lockstep flushes (each
+/// flush waits for the previous one's merges, as in the model). Prints one
+/// CSV line per run (`table1,policy,k,flushes,engine WA, engine avg runs at
+/// flush, model WA, model avg runs after merges, diverged flushes`).
+/// About 10 minutes in a release build; run it with `--ignored`.
+#[test]
+#[ignore = "an experiment, about 10 minutes: run with --ignored --nocapture"]
+fn table1_engine_lockstep() {
+    for k in [4, 6, 8] {
+        for policy in ["bigtable", "binomial", "exploring", "minlatency"] {
+            let spec = format!("{policy}:k={k}");
+            let is_static = matches!(policy, "binomial" | "minlatency");
+            let o = agree(&spec, 3000, is_static, false, WRITE_BUFFER);
+            println!(
+                "table1,{policy},{k},{},{:.4},{:.4},{:.4},{:.4},{}",
+                o.engine.flushes,
+                o.engine.write_amplification,
+                o.engine.avg_sorted_runs,
+                o.sim_wa,
+                o.sim_avg_runs,
+                o.diverged_flushes
+            );
+            assert_eq!(o.engine.compaction_errors, 0, "{spec}");
+        }
+    }
 }

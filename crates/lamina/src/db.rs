@@ -891,7 +891,9 @@ impl Inner {
         if let Some(meta) = meta {
             edit.add_flushed_run(self.alloc_id(), meta);
         }
+        let run_bound = self.policy.read().run_bound();
         let mut st = self.state.lock();
+        let runs_before = st.version.run_count();
         // Logs older than the next unflushed memtable's are obsolete now.
         let next_log = st
             .imms
@@ -908,7 +910,15 @@ impl Inner {
         let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
         self.stats.flushes.inc();
         self.stats.flush_bytes_written.add(written);
-        self.stats.run_count_sum.add(st.version.run_count() as u64);
+        let runs = st.version.run_count() as u64;
+        self.stats.run_count_sum.add(runs);
+        self.stats.max_runs_at_flush.observe(runs);
+        if let Some(excess) = run_bound.and_then(|k| runs_before.checked_sub(k)) {
+            if excess > 0 {
+                self.stats.overshoot_flushes.inc();
+                self.stats.max_overshoot.observe(excess as u64);
+            }
+        }
         self.cv.notify_all();
         Ok(())
     }

@@ -25,6 +25,23 @@ impl Counter {
     }
 }
 
+/// The largest value seen so far.
+#[derive(Debug, Default)]
+pub struct Maximum(AtomicU64);
+
+impl Maximum {
+    /// Raises the maximum to `n` if `n` is larger.
+    #[inline]
+    pub fn observe(&self, n: u64) {
+        self.0.fetch_max(n, Ordering::Relaxed);
+    }
+    /// Current value.
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 /// Which kind of SST block an access concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockKind {
@@ -188,6 +205,9 @@ pub(crate) struct EngineStats {
     pub compaction_bytes_read: Counter,
     pub compaction_bytes_written: Counter,
     pub run_count_sum: Counter,
+    pub max_runs_at_flush: Maximum,
+    pub overshoot_flushes: Counter,
+    pub max_overshoot: Maximum,
     pub stalls: Counter,
     pub stall_micros: Counter,
     pub gets: Counter,
@@ -260,6 +280,9 @@ impl EngineStats {
             } else {
                 self.run_count_sum.get() as f64 / flushes as f64
             },
+            max_runs_at_flush: self.max_runs_at_flush.get(),
+            overshoot_flushes: self.overshoot_flushes.get(),
+            max_overshoot: self.max_overshoot.get(),
             space_amplification: if live == 0 {
                 0.0
             } else {
@@ -388,6 +411,14 @@ pub struct DbStats {
     pub sorted_runs: usize,
     /// Sorted runs averaged over flushes (sampled after each flush).
     pub avg_sorted_runs: f64,
+    /// Most sorted runs right after a flush (before that flush's merges).
+    pub max_runs_at_flush: u64,
+    /// Flushes that found more runs than a bounded-depth policy's bound `k`:
+    /// the merges of an earlier flush were still running (seed 003's
+    /// "SSTable count may briefly exceed k"). Always 0 for unbounded policies.
+    pub overshoot_flushes: u64,
+    /// Largest excess over `k` that a flush found.
+    pub max_overshoot: u64,
     /// Bytes on disk / estimated live bytes (the deepest level's size).
     pub space_amplification: f64,
     /// Bytes of all SST files.

@@ -208,6 +208,13 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// Tasks to run now, most urgent first; empty if the tree is in shape.
     /// Tasks must not include busy files.
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask>;
+    /// The bound `k` on sorted runs that a bounded-depth policy restores once
+    /// a flush's merges are done; `None` for unbounded policies. The engine
+    /// uses it only to count overshoots (flushes that arrive while runs are
+    /// still above the bound).
+    fn run_bound(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Engine settings a policy spec may default from.

@@ -36,6 +36,10 @@ impl CompactionPolicy for Bigtable {
         format!("bigtable:k={}{}", self.k, self.common.file_suffix())
     }
 
+    fn run_bound(&self) -> Option<usize> {
+        Some(self.k)
+    }
+
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         if total_runs(view) <= self.k {
             return Vec::new();
@@ -92,6 +96,10 @@ impl Constant {
 impl CompactionPolicy for Constant {
     fn spec(&self) -> String {
         format!("constant:k={}{}", self.k, self.common.file_suffix())
+    }
+
+    fn run_bound(&self) -> Option<usize> {
+        Some(self.k)
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
@@ -192,6 +200,10 @@ impl CompactionPolicy for Exploring {
             self.window.d,
             self.common.file_suffix()
         )
+    }
+
+    fn run_bound(&self) -> Option<usize> {
+        Some(self.k)
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
@@ -308,6 +320,10 @@ impl CompactionPolicy for Concurrent {
             self.window.d,
             self.common.file_suffix()
         )
+    }
+
+    fn run_bound(&self) -> Option<usize> {
+        Some(self.k)
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {

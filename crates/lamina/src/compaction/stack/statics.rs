@@ -97,6 +97,10 @@ impl CompactionPolicy for MinLatency {
         format!("minlatency:k={}{}", self.k, self.common.file_suffix())
     }
 
+    fn run_bound(&self) -> Option<usize> {
+        Some(self.k)
+    }
+
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         leave(
             view,
@@ -139,6 +143,10 @@ impl Binomial {
 impl CompactionPolicy for Binomial {
     fn spec(&self) -> String {
         format!("binomial:k={}{}", self.k, self.common.file_suffix())
+    }
+
+    fn run_bound(&self) -> Option<usize> {
+        Some(self.k)
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Bounded-depth merge policies: seed 003 Table I by simulation and on the
+# engine, and seed 000 Fig. 3.12 by simulation. See README.md beside this file.
+#
+#   experiments/bounded-depth/run.sh            # everything (about 20 minutes)
+#   experiments/bounded-depth/run.sh table-sim  # Table I, model simulator (seconds)
+#   experiments/bounded-depth/run.sh table-engine   # Table I, engine flat out, k = 4, 6, 8
+#   experiments/bounded-depth/run.sh table-lockstep # Table I, engine in lockstep with the model
+#   experiments/bounded-depth/run.sh fig        # Fig. 3.12 a-c (minutes: leveled)
+#   experiments/bounded-depth/run.sh report     # results/table1.md from the CSVs
+#
+# Environment: ENGINE_FLUSHES (3000), ENGINE_BUFFER (32768 bytes of memtable),
+# SKIP_BUILD=1, WORKDIR (/tmp/lamina-bounded-depth, engine databases).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+RESULTS="$HERE/results"
+LAMINA="${CARGO_TARGET_DIR:-$REPO/target}/release/lamina"
+ENGINE_FLUSHES=${ENGINE_FLUSHES:-3000}
+ENGINE_BUFFER=${ENGINE_BUFFER:-32768}
+WORKDIR=${WORKDIR:-/tmp/lamina-bounded-depth}
+POLICIES=(bigtable binomial exploring minlatency)
+TABLE_KS=(3 4 5 6 7 8 10)
+ENGINE_KS=(4 6 8)
+TABLE_NS="1000 3000 5000 10000 20000"
+
+log() { printf '== %s\n' "$*" >&2; }
+
+build() {
+    if [ "${SKIP_BUILD:-0}" != 1 ]; then
+        (cd "$REPO" && cargo build --release -p lamina-cli)
+    fi
+}
+
+# Keeps the CSV rows of `lamina sim` at the flush counts of Table I, with the
+# base name of the policy and k as columns (specs with commas are quoted).
+keep_rows() {
+    python3 -c '
+import csv, sys
+keep = {int(n) for n in sys.argv[2].split()}
+rows = csv.reader(sys.stdin)
+next(rows)
+for policy, flush, wa, runs, avg in rows:
+    if int(flush) in keep:
+        name, params = policy.split(":", 1)
+        k = dict(p.split("=") for p in params.split(","))["k"]
+        print(f"{sys.argv[1]},{name},{k},{flush},{wa},{runs},{avg}")
+' "$1" "$TABLE_NS"
+}
+
+# Table I by simulation: unit flushes (constant), and flush sizes uniform in
+# [0.75, 1.25] of the unit (AsterixDB's flushes were not exactly equal).
+table_sim() {
+    mkdir -p "$RESULTS"
+    local out="$RESULTS/table1-sim.csv" specs=() p k
+    for p in "${POLICIES[@]}"; do
+        for k in "${TABLE_KS[@]}"; do specs+=(--policy "$p:k=$k"); done
+    done
+    echo "flush_sizes,policy,k,n,write_amplification,sorted_runs,avg_sorted_runs" >"$out"
+    log "Table I, simulated, constant flushes"
+    "$LAMINA" sim "${specs[@]}" --flushes 20000 --every 1000 --flush-size 1048576 |
+        keep_rows constant >>"$out"
+    log "Table I, simulated, uniform flushes in [0.75, 1.25] MiB"
+    "$LAMINA" sim "${specs[@]}" --flushes 20000 --every 1000 \
+        --flush-uniform 786432,1310720 --seed 3 |
+        keep_rows uniform >>"$out"
+}
+
+# Table I on the engine: fillseq (unique keys, as the model's append-only
+# workload) with a small memtable, about ENGINE_FLUSHES flushes per run.
+# Merges run in the background while writes continue, as in AsterixDB.
+table_engine() {
+    mkdir -p "$RESULTS" "$WORKDIR"
+    local out="$RESULTS/table1-engine.csv" p k json num
+    # 16-byte keys, 100-byte values: about 186 bytes of memtable per entry.
+    num=$((ENGINE_FLUSHES * ENGINE_BUFFER / 186))
+    echo "policy,k,flushes,write_amplification,avg_sorted_runs,max_runs_at_flush,overshoot_flushes,max_overshoot,compactions,seconds" >"$out"
+    for k in "${ENGINE_KS[@]}"; do
+        for p in "${POLICIES[@]}"; do
+            json="$WORKDIR/$p-$k.json"
+            log "engine $p:k=$k, $num puts, memtable $ENGINE_BUFFER B"
+            local start end
+            start=$(date +%s.%N)
+            "$LAMINA" bench --benchmarks=fillseq --num="$num" --write_buffer_size="$ENGINE_BUFFER" \
+                --compaction="$p:k=$k" --db="$WORKDIR/db" --stats-json="$json" >&2
+            end=$(date +%s.%N)
+            python3 - "$json" "$p" "$k" "$start" "$end" >>"$out" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]},{sys.argv[3]},{s['flushes']},{s['write_amplification']:.4f},"
+      f"{s['avg_sorted_runs']:.4f},{s['max_runs_at_flush']},{s['overshoot_flushes']},"
+      f"{s['max_overshoot']},{s['compactions']},{float(sys.argv[5]) - float(sys.argv[4]):.1f}")
+EOF
+        done
+    done
+    rm -rf "$WORKDIR/db"
+}
+
+# Table I on the engine in lockstep with the model: each flush waits for the
+# previous one's merges (the model's assumption), on the in-memory
+# filesystem; the ignored test table1_engine_lockstep in
+# crates/lamina-sim/tests/engine.rs.
+table_lockstep() {
+    mkdir -p "$RESULTS"
+    local out="$RESULTS/table1-lockstep.csv"
+    echo "policy,k,flushes,write_amplification,avg_sorted_runs,model_write_amplification,model_avg_sorted_runs,diverged_flushes" >"$out"
+    (cd "$REPO" && cargo test --release -p lamina-sim --test engine table1_engine_lockstep \
+        -- --ignored --nocapture) | sed -n 's/^table1,//p' >>"$out"
+}
+
+# Seed 000 Fig. 3.12: simulated WA over 10^5 flushes (k = 6, 7) and 10^6
+# (k = 10), with tiered and leveled sized to similar read amplification.
+# Leveled works per file and needs minutes for 10^5 flushes and hours for
+# 10^6, so in (c) it is simulated for 10^5 flushes in a separate run.
+fig() {
+    mkdir -p "$RESULTS"
+    local k n tb lb specs
+    for row in "6 100000 2 9 a" "7 100000 2 6 b" "10 1000000 2 4 c"; do
+        read -r k n tb lb tag <<<"$row"
+        specs=()
+        for p in bigtable binomial constant exploring minlatency; do specs+=(--policy "$p:k=$k"); done
+        specs+=(--policy "tiered:b=$tb")
+        if [ "$tag" != c ]; then specs+=(--policy "leveled:b0=2,b=$lb"); fi
+        log "Fig. 3.12$tag: k=$k, $n flushes"
+        "$LAMINA" sim "${specs[@]}" --flushes "$n" --every $((n / 100)) --time \
+            --plot "$RESULTS/fig3.12$tag.png" --plot-log >"$RESULTS/fig3.12$tag.csv"
+        if [ "$tag" = c ]; then
+            log "Fig. 3.12c: leveled:b0=2,b=$lb for 100000 flushes"
+            "$LAMINA" sim --policy "leveled:b0=2,b=$lb" --flushes 100000 --every 1000 --time \
+                >"$RESULTS/fig3.12c-leveled.csv"
+        fi
+    done
+}
+
+report() {
+    python3 "$HERE/report.py" "$HERE/paper-table1.csv" "$RESULTS/table1-sim.csv" \
+        "$RESULTS/table1-engine.csv" "$RESULTS/table1-lockstep.csv" >"$RESULTS/table1.md"
+    log "wrote $RESULTS/table1.md"
+}
+
+what=${1:-all}
+case "$what" in
+table-sim) build; table_sim ;;
+table-engine) build; table_engine ;;
+table-lockstep) table_lockstep ;;
+fig) build; fig ;;
+report) report ;;
+all) build; table_sim; table_engine; table_lockstep; fig; report ;;
+*) echo "usage: $0 [all|table-sim|table-engine|table-lockstep|fig|report]" >&2; exit 2 ;;
+esac
