@@ -396,6 +396,15 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
+    /// Blocks until the tree has the shape its strategy wants: no compaction
+    /// runs and the policy picks none (RocksDB's `WaitForCompact`). Pending
+    /// flushes are not waited for: call [`Db::flush`] first for that. Returns
+    /// `Error::Background` if a compaction fails meanwhile (that compaction
+    /// left the tree as it was).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
+    }
+
     /// Merges every file overlapping `[lo, hi]` (None = unbounded) into the
     /// deepest level, after a flush. Waits for running compactions first.
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
@@ -818,6 +827,27 @@ impl Inner {
             }
             if self.shutdown.load(Ordering::Acquire) {
                 return Err(Error::Closed);
+            }
+            self.cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for_compactions(&self) -> Result<()> {
+        let errors = self.stats.compaction_errors.get();
+        let mut st = self.state.lock();
+        loop {
+            if self.shutdown.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if self.stats.compaction_errors.get() != errors {
+                return Err(Error::Background(
+                    "a compaction failed while waiting for compactions".into(),
+                ));
+            }
+            // Picking happens under the state lock and counts the task as
+            // running at once, so this check cannot miss one being started.
+            if st.compactions_running == 0 && !st.manual && self.pick(&st).is_none() {
+                return Ok(());
             }
             self.cv.wait_for(&mut st, Duration::from_millis(50));
         }
