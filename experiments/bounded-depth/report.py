@@ -20,44 +20,33 @@ def main():
     engine = rows(sys.argv[3]) if len(sys.argv) > 3 else []
     lockstep = rows(sys.argv[4]) if len(sys.argv) > 4 and os.path.exists(sys.argv[4]) else []
 
-    print("## Table I: write amplification (paper / model, unit flushes / model, flushes uniform in [0.75, 1.25])\n")
     ns = [1000, 3000, 5000, 10000, 20000]
-    print("| policy | k | " + " | ".join(f"n={n}" for n in ns) + " |")
-    print("|---|---|" + "---|" * len(ns))
     keys = sorted({(p, k) for (p, k, _) in paper})
-    for p, k in keys:
-        cells = []
-        for n in ns:
-            pr = paper.get((p, k, n))
-            c = sim.get(("constant", p, k, n))
-            u = sim.get(("uniform", p, k, n))
-            paper_wa = pr["write_amplification"] if pr else "N/A"
-            cells.append(
-                f"{paper_wa} / {float(c['write_amplification']):.2f} / {float(u['write_amplification']):.2f}"
-                if c and u
-                else paper_wa
-            )
-        print(f"| {p} | {k} | " + " | ".join(cells) + " |")
 
-    print("\n## Table I: average SSTable count (paper / model, unit flushes / model, uniform flushes)\n")
-    print("| policy | k | " + " | ".join(f"n={n}" for n in ns) + " |")
-    print("|---|---|" + "---|" * len(ns))
-    for p, k in keys:
-        cells = []
-        for n in ns:
-            pr = paper.get((p, k, n))
-            c = sim.get(("constant", p, k, n))
-            u = sim.get(("uniform", p, k, n))
-            paper_c = pr["sstable_count"] if pr else "N/A"
-            cells.append(
-                f"{paper_c} / {float(c['avg_sorted_runs']):.2f} / {float(u['avg_sorted_runs']):.2f}"
-                if c and u
-                else paper_c
-            )
-        print(f"| {p} | {k} | " + " | ".join(cells) + " |")
+    def table(title, paper_col, sim_col):
+        print(f"## Table I: {title} (paper / model, unit flushes / model, flushes uniform in [0.75, 1.25])\n")
+        print("| policy | k | " + " | ".join(f"n={n}" for n in ns) + " |")
+        print("|---|---|" + "---|" * len(ns))
+        for p, k in keys:
+            cells = []
+            for n in ns:
+                pr = paper.get((p, k, n))
+                c = sim.get(("constant", p, k, n))
+                u = sim.get(("uniform", p, k, n))
+                published = pr[paper_col] if pr else "N/A"
+                cells.append(
+                    f"{published} / {float(c[sim_col]):.2f} / {float(u[sim_col]):.2f}"
+                    if c and u
+                    else published
+                )
+            print(f"| {p} | {k} | " + " | ".join(cells) + " |")
+        print()
+
+    table("write amplification", "write_amplification", "write_amplification")
+    table("average SSTable count", "sstable_count", "avg_sorted_runs")
 
     if lockstep:
-        print("\n## Engine in lockstep with the model (each flush waits for the previous merges), n = 3000\n")
+        print("## Engine in lockstep with the model (each flush waits for the previous merges), n = 3000\n")
         print("| policy | k | engine WA | model WA (same flush sizes) | paper WA | engine avg runs at flush "
               "| model avg runs after merges | paper count | diverged flushes |")
         print("|---|---|---|---|---|---|---|---|---|")
