@@ -130,3 +130,137 @@ fn a_full_disk_fails_writes_keeps_reads_and_recovers_when_space_returns() {
     );
     db.close().unwrap();
 }
+
+fn big_buffer_options(fs: &FaultFs, compaction: &str) -> Options {
+    Options {
+        // No flush unless asked: each test chooses which write hits the wall.
+        write_buffer_size: 1 << 20,
+        compaction: compaction.into(),
+        ..options(Arc::new(fs.clone()))
+    }
+}
+
+fn value(i: u64) -> Vec<u8> {
+    format!("value-{i}-{}", "v".repeat(40)).into_bytes()
+}
+
+/// Polls `f` until it succeeds; the deadline only turns a hang into a failure.
+fn eventually<T>(what: &str, mut f: impl FnMut() -> lamina::Result<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn enospc_on_a_wal_append_fails_that_write_and_the_next_one_succeeds_once_space_returns() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open("/db", big_buffer_options(&fs, "leveling:T=2,l0=2")).unwrap();
+    for i in 0..20 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    // Less than a record header: the append fails whole.
+    fs.set_space_budget(Some(fs.bytes_appended() + 10));
+    for i in 20..25 {
+        let err = db.put(&key(i), &value(i)).unwrap_err();
+        assert!(err.is_no_space(), "{err}");
+        assert!(err.to_string().contains(".log"), "{err}");
+    }
+    assert_eq!(db.get(&key(3)).unwrap(), Some(value(3)));
+    assert_eq!(db.get(&key(21)).unwrap(), None);
+    fs.set_space_budget(None);
+    db.put(&key(100), &value(100)).unwrap(); // no restart, no retry needed
+    drop(db); // a crash: recovery replays the WALs
+    let db = Db::open("/db", options(Arc::new(mem))).unwrap();
+    let got = dump(&db);
+    let expected: Vec<u64> = (0..20).chain([100]).collect();
+    assert_eq!(got.len(), expected.len());
+    for i in expected {
+        assert_eq!(got.get(&key(i)), Some(&value(i)), "key {i}");
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn enospc_during_a_flush_refuses_writes_keeps_reads_and_resumes_when_space_returns() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open("/db", big_buffer_options(&fs, "leveling:T=2,l0=2")).unwrap();
+    for i in 0..300 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    // The WAL is written; the SST (some 20 KB) cannot be.
+    fs.set_space_budget(Some(fs.bytes_appended() + 2_000));
+    let err = db.flush().unwrap_err();
+    assert!(matches!(err, Error::Background(_)), "{err}");
+    assert!(err.to_string().contains("os error 28"), "{err}");
+    assert!(matches!(
+        db.put(&key(1_000), b"refused"),
+        Err(Error::Background(_))
+    ));
+    for i in [0, 150, 299] {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)));
+    }
+    fs.set_space_budget(None);
+    eventually("writes did not resume", || db.put(&key(1_001), b"after"));
+    db.flush().unwrap();
+    let got = dump(&db);
+    assert_eq!(got.len(), 301);
+    assert!(got.get(&key(1_000)).is_none());
+    db.close().unwrap();
+    let db = Db::open("/db", options(Arc::new(mem))).unwrap();
+    assert_eq!(dump(&db), got);
+    db.close().unwrap();
+}
+
+#[test]
+fn enospc_during_a_compaction_keeps_the_tree_and_the_compaction_succeeds_once_space_returns() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    // No background merges: the manual compaction is the only one.
+    let db = Db::open("/db", big_buffer_options(&fs, "nomerge")).unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for round in 0..4u64 {
+        for i in 0..200 {
+            let k = key((i * 7 + round * 3) % 500);
+            db.put(&k, &value(round * 1_000 + i)).unwrap();
+            model.insert(k, value(round * 1_000 + i));
+        }
+        db.flush().unwrap();
+    }
+    let ssts = |m: &MemFs| -> Vec<String> {
+        m.file_names(std::path::Path::new("/db"))
+            .into_iter()
+            .filter(|n| n.ends_with(".sst"))
+            .collect()
+    };
+    let before = ssts(&mem);
+    assert_eq!(before.len(), 4);
+    fs.set_space_budget(Some(fs.bytes_appended() + 3_000));
+    let err = db.compact_range(None, None).unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    assert_eq!(dump(&db), model, "reads after the failed compaction");
+    assert_eq!(ssts(&mem), before, "partial output left behind");
+    fs.set_space_budget(None);
+    db.compact_range(None, None).unwrap(); // no restart
+    assert_eq!(dump(&db), model);
+    let after = ssts(&mem);
+    assert!(
+        before.iter().all(|f| !after.contains(f)),
+        "inputs not replaced: {before:?} -> {after:?}"
+    );
+    db.put(b"after", b"compaction").unwrap();
+    model.insert(b"after".to_vec(), b"compaction".to_vec());
+    db.close().unwrap();
+    let db = Db::open("/db", options(Arc::new(mem))).unwrap();
+    assert_eq!(dump(&db), model);
+    db.close().unwrap();
+}
