@@ -538,7 +538,7 @@ pub(crate) fn file_number(name: &str) -> Option<u64> {
 
 /// Replays WAL `n` into `mem`; returns the largest sequence number seen.
 /// A torn tail is cut off (and the file truncated); corruption is an error.
-fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> Result<u64> {
+pub(crate) fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> Result<u64> {
     let name = wal_name(n);
     let path = dir.join(&name);
     let data = vfs.read_all(&path)?;

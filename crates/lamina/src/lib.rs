@@ -13,6 +13,8 @@ pub mod coding;
 pub mod compaction;
 mod db;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod key;
 pub mod manifest;

@@ -22,6 +22,7 @@ mod reader;
 mod tests;
 
 pub use block::Block;
+pub(crate) use block::BlockIter;
 pub use builder::TableBuilder;
 pub use reader::{Table, TableIterator};
 
