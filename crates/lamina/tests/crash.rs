@@ -183,6 +183,7 @@ fn power_loss_with_sync_always_keeps_every_acknowledged_write() {
         points += power_loss(seed, SyncMode::Always, LEVELING, 1_500, 100).0;
     }
     assert!(points >= 1_000, "only {points} crash points");
+    println!("{points} crash points with sync=always");
 }
 
 #[test]
@@ -192,6 +193,7 @@ fn power_loss_without_sync_recovers_a_prefix_at_least_up_to_the_last_flush() {
         points += power_loss(seed, SyncMode::None, LEVELING, 1_500, 100).0;
     }
     assert!(points >= 1_000, "only {points} crash points");
+    println!("{points} crash points with sync=none");
 }
 
 const LEVELING: &str = "leveling:T=3,l0=2";
