@@ -155,3 +155,36 @@ fn kill_loop_long() {
     let t = kill_loop(rounds, clients, &compaction, &sync, seed);
     report(&format!("{compaction} --sync {sync}"), clients, &t, started);
 }
+
+/// The oracle itself: acknowledged state plus a prefix of the pending
+/// writes passes; a lost acknowledged write, a hole or a resurrection fails.
+#[test]
+fn ledger_accepts_exactly_the_prefixes() {
+    use common::clients::Sent;
+    use std::collections::BTreeMap;
+    let ledger = || Ledger {
+        acked: BTreeMap::from([(1, 10), (5, 50)]),
+        pending: vec![Sent::Put(2, 20), Sent::Delete(1), Sent::Put(3, 30)],
+        acked_writes: 0,
+    };
+    let state = |pairs: &[(i32, i32)]| pairs.iter().copied().collect::<BTreeMap<_, _>>();
+    for (got, prefix) in [
+        (state(&[(1, 10), (5, 50)]), 0),
+        (state(&[(1, 10), (2, 20), (5, 50)]), 1),
+        (state(&[(2, 20), (5, 50)]), 2),
+        (state(&[(2, 20), (3, 30), (5, 50)]), 3),
+    ] {
+        let mut l = ledger();
+        assert_eq!(l.settle(got.clone()), Ok(prefix));
+        assert_eq!(l.acked, got);
+        assert!(l.pending.is_empty());
+    }
+    for bad in [
+        state(&[(1, 10)]),                   // acknowledged 5 lost
+        state(&[(5, 50)]),                   // delete of 1 without the put of 2: a hole
+        state(&[(1, 10), (3, 30), (5, 50)]), // 3 without 2: a hole
+        state(&[(2, 20), (3, 30), (5, 51)]), // wrong value
+    ] {
+        assert!(ledger().settle(bad).is_err());
+    }
+}
