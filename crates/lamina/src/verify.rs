@@ -70,7 +70,7 @@ impl fmt::Display for VerifyReport {
         )?;
         writeln!(
             f,
-            "{} WALs, {} records, {} entries, {} bytes: every record valid",
+            "{} WAL files, {} records, {} entries, {} bytes: every record valid",
             self.wals, self.wal_records, self.wal_entries, self.wal_bytes
         )?;
         for (name, valid) in &self.torn_wal_tails {
