@@ -13,13 +13,19 @@ use lamina::vfs::fault::FaultFs;
 use lamina::vfs::mem::MemFs;
 use lamina::{Db, Error, Options};
 
+const LEVELING: &str = "leveling:T=2,l0=2";
+
 fn options(vfs: Arc<dyn lamina::vfs::Vfs>) -> Options {
+    options_with(vfs, LEVELING)
+}
+
+fn options_with(vfs: Arc<dyn lamina::vfs::Vfs>, compaction: &str) -> Options {
     Options {
         vfs,
         write_buffer_size: 2 * 1024,
         target_file_size: 2 * 1024,
         block_size: 256,
-        compaction: "leveling:T=2,l0=2".into(),
+        compaction: compaction.into(),
         level0_stop_runs: 0,
         ..Options::default()
     }
@@ -29,9 +35,9 @@ const WRITES: u64 = 120;
 
 /// Runs the reference workload; returns which writes were acknowledged and
 /// which may have been applied despite an error.
-fn workload(fs: &FaultFs) -> (Vec<u64>, Vec<u64>) {
+fn workload(fs: &FaultFs, compaction: &str) -> (Vec<u64>, Vec<u64>) {
     let (mut acked, mut unknown) = (Vec::new(), Vec::new());
-    let Ok(db) = Db::open("/db", options(Arc::new(fs.clone()))) else {
+    let Ok(db) = Db::open("/db", options_with(Arc::new(fs.clone()), compaction)) else {
         return (acked, unknown);
     };
     for i in 0..WRITES {
@@ -50,11 +56,12 @@ fn workload(fs: &FaultFs) -> (Vec<u64>, Vec<u64>) {
     (acked, unknown)
 }
 
-#[test]
-fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
+/// Fails operation N of the workload for every N of a clean run; returns
+/// the indices tried and the failures that fired.
+fn error_at_every_index(compaction: &str) -> (u64, u64) {
     // Count the operations of a clean run.
     let clean = FaultFs::new(Arc::new(MemFs::new()));
-    let (acked, _) = workload(&clean);
+    let (acked, _) = workload(&clean, compaction);
     assert_eq!(acked.len() as u64, WRITES);
     let total = clean.ops();
     assert!(total > 100, "only {total} operations");
@@ -64,9 +71,9 @@ fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         fs.fail_once_at(n);
-        let (acked, unknown) = workload(&fs);
+        let (acked, unknown) = workload(&fs, compaction);
         failures_seen += fs.injected();
-        let db = Db::open("/db", options(Arc::new(mem.clone())))
+        let db = Db::open("/db", options_with(Arc::new(mem.clone()), compaction))
             .unwrap_or_else(|e| panic!("failure at op {n}: reopen failed: {e}"));
         let got = dump(&db);
         for i in &acked {
@@ -84,9 +91,22 @@ fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
     }
     assert!(
         failures_seen >= total / 2,
-        "{failures_seen} failures injected over {total} runs"
+        "{compaction}: {failures_seen} failures injected over {total} runs"
     );
-    println!("{total} operation indices tried, {failures_seen} failures injected");
+    println!("{compaction}: {total} operation indices tried, {failures_seen} failures injected");
+    (total, failures_seen)
+}
+
+#[test]
+fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
+    error_at_every_index(LEVELING);
+}
+
+#[test]
+fn an_io_error_at_any_operation_under_stack_policies() {
+    for spec in ["tiered:b=2", "bigtable:k=3", "leveled:b0=2,b=2,file=2048"] {
+        error_at_every_index(spec);
+    }
 }
 
 #[test]
