@@ -10,6 +10,7 @@
 //! is returned as [`Error::Corruption`] naming the file and the byte offset
 //! of the bad record or block; a clean directory yields a [`VerifyReport`].
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -105,12 +106,11 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
         cache: None,
         stats: Arc::new(IoStats::default()),
     };
-    let mut live = std::collections::HashSet::new();
+    let mut live = HashSet::new();
     for (_, _, meta) in version.files() {
         live.insert(meta.id);
-        verify_table(&loader, meta)?;
+        report.data_blocks += verify_table(&loader, meta)?;
         report.tables += 1;
-        report.data_blocks += meta.table.get().map_or(0, |t| t.num_data_blocks() as u64);
         report.entries += meta.entries;
         report.sst_bytes += meta.size;
     }
@@ -150,7 +150,8 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
 
 /// Checks one live SST: present, of the size the manifest records, every
 /// block valid, and its properties equal to the manifest's metadata.
-fn verify_table(loader: &TableLoader, meta: &FileMeta) -> Result<()> {
+/// Returns its number of data blocks.
+fn verify_table(loader: &TableLoader, meta: &FileMeta) -> Result<u64> {
     let name = sst_name(meta.id);
     let path = loader.path(meta.id);
     if !loader.vfs.exists(&path) {
@@ -184,5 +185,5 @@ fn verify_table(loader: &TableLoader, meta: &FileMeta) -> Result<()> {
             "table properties disagree with the manifest",
         ));
     }
-    Ok(())
+    Ok(table.num_data_blocks() as u64)
 }
