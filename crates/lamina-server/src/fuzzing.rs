@@ -12,6 +12,10 @@ use crate::exec::{Control, Mode, Session};
 use crate::lines::{Line, LineReader};
 use crate::parse::{parse_line, Command};
 
+/// Line limit of the fuzzed command loop: short, so over-long lines are
+/// cheap to produce.
+const MAX_LINE: usize = 256;
+
 /// Parses `data` as one DSL line.
 pub fn parse(data: &[u8]) {
     let _ = parse_line(data);
@@ -37,7 +41,7 @@ pub fn command_loop(data: &[u8]) -> Vec<u8> {
     {
         let mut session = Session::new(&db, Mode::Network);
         // Short lines and small reads exercise the reader's boundaries.
-        let mut lines = LineReader::new(256, 61);
+        let mut lines = LineReader::new(MAX_LINE, 61);
         let mut input = data;
         'read: while lines.fill(&mut input).is_ok_and(|n| n > 0) {
             while let Some(line) = lines.next_line() {
@@ -47,7 +51,7 @@ pub fn command_loop(data: &[u8]) -> Vec<u8> {
                     }
                     Line::Complete(b) => session.execute_line(b, &mut out),
                     Line::TooLong => {
-                        session.line_too_long(&mut out, 256);
+                        session.line_too_long(&mut out, MAX_LINE);
                         Control::Continue
                     }
                 };

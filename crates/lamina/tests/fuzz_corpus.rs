@@ -11,7 +11,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{key, sst_layout, tiny_options};
+use common::{key, record_starts, sst_layout, tiny_options};
 use lamina::fuzzing;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
@@ -83,9 +83,24 @@ fn seeds(seed: u64) -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("block", block),
         ("sst", sst),
+        ("wal", framed(&wal)),
         ("wal", wal),
+        ("manifest", framed(&manifest)),
         ("manifest", manifest),
     ]
+}
+
+/// A log's records re-encoded the way the fuzz entry points frame their
+/// input for the checksummed variant: `u16` LE length, payload.
+fn framed(log: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for start in record_starts(log) {
+        let start = start as usize;
+        let len = u32::from_le_bytes(log[start + 4..start + 8].try_into().unwrap()) as usize;
+        out.extend_from_slice(&u16::try_from(len).unwrap().to_le_bytes());
+        out.extend_from_slice(&log[start + 12..start + 12 + len]);
+    }
+    out
 }
 
 #[test]
@@ -95,10 +110,10 @@ fn write_seed_corpora() {
         return;
     }
     for seed in 0..2 {
-        for (target, bytes) in seeds(seed) {
+        for (i, (target, bytes)) in seeds(seed).into_iter().enumerate() {
             let dir = corpus_dir(target);
             std::fs::create_dir_all(&dir).unwrap();
-            std::fs::write(dir.join(format!("seed-{seed}")), bytes).unwrap();
+            std::fs::write(dir.join(format!("seed-{seed}-{i}")), bytes).unwrap();
         }
     }
 }
