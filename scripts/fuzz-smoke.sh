@@ -15,6 +15,8 @@ secs=${1:-25}
 shift || true
 export RUSTC_BOOTSTRAP=1
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+# libfuzzer-sys compiles libFuzzer (C++).
+command -v c++ >/dev/null || { apt-get update && apt-get install -y g++; }
 cargo fuzz build
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
