@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{key, record_holding, sst_layout, tiny_options};
+use common::{key, record_holding, record_starts, sst_layout, tiny_options};
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
 use lamina::{verify, Db, Error, Options, SyncMode};
@@ -182,4 +182,27 @@ fn a_missing_or_resized_sst_is_reported() {
         Err(Error::Corruption { file, .. }) => assert_eq!(file, name),
         other => panic!("expected corruption, got {other:?}"),
     }
+}
+
+#[test]
+fn a_torn_wal_tail_and_an_unreferenced_sst_are_notes_not_problems() {
+    let fs = populated();
+    let wal = names(&fs, |n| n.ends_with(".log"))
+        .into_iter()
+        .find(|n| {
+            fs.read_all(&Path::new("/db").join(n))
+                .is_ok_and(|b| !b.is_empty())
+        })
+        .unwrap();
+    let path = Path::new("/db").join(&wal);
+    let bytes = fs.read_all(&path).unwrap();
+    let last = *record_starts(&bytes).last().unwrap();
+    // Cut the last record in half, as a crash during its append would.
+    fs.truncate(&path, last + 7).unwrap();
+    let stray = fs.create(&Path::new("/db").join("999999.sst")).unwrap();
+    drop(stray);
+    let report = check(&fs).unwrap();
+    assert_eq!(report.torn_wal_tails, vec![(wal, last)]);
+    assert_eq!(report.unreferenced_tables, vec!["999999.sst".to_string()]);
+    assert_eq!(report.wal_records, IN_WAL - 1);
 }
