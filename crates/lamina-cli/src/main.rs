@@ -10,6 +10,7 @@ mod exec;
 mod gen;
 mod serve;
 mod sim;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -40,6 +41,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate compaction policies over a model tree (WA, sorted runs).
     Sim(sim::SimArgs),
+    /// Check every block of every file and the manifest of a database.
+    Verify(verify::VerifyArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
@@ -61,5 +64,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen(args) => gen::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Verify(args) => verify::run(args),
     }
 }

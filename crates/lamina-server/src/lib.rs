@@ -24,6 +24,8 @@
 
 pub mod client;
 pub mod exec;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod lines;
 pub mod parse;
 pub mod server;

@@ -135,6 +135,24 @@ pub(crate) fn decode_entries(mut data: &[u8]) -> impl Iterator<Item = Option<Bat
     })
 }
 
+/// Decodes one WAL record payload (a group of batches: header, then entries),
+/// calling `f(seq, entry)` for each entry in order; returns the number of
+/// entries, or `None` if the payload is malformed or holds a different
+/// number of entries than its header says. Entries before the malformation
+/// have been passed to `f` by then: the caller treats the record as corrupt.
+pub(crate) fn decode_record<'a>(
+    payload: &'a [u8],
+    mut f: impl FnMut(u64, BatchEntry<'a>),
+) -> Option<u32> {
+    let (seq, count, entries) = decode_header(payload)?;
+    let mut applied = 0u32;
+    for entry in decode_entries(entries) {
+        f(seq.checked_add(u64::from(applied))?, entry?);
+        applied = applied.checked_add(1)?;
+    }
+    (applied == count).then_some(count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

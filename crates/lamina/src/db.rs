@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{bounded, Sender};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::batch::{decode_entries, decode_header, encode_header, WriteBatch};
+use crate::batch::{decode_entries, decode_record, encode_header, WriteBatch};
 use crate::cache::BlockCache;
 use crate::compaction::{
     execute, flush_memtable, policy_from_spec, CompactionContext, CompactionOutcome,
@@ -36,7 +36,7 @@ use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
 
 /// Name of WAL number `n`.
-fn wal_name(n: u64) -> String {
+pub(crate) fn wal_name(n: u64) -> String {
     format!("{n:06}.log")
 }
 
@@ -537,7 +537,7 @@ fn table_options(opts: &Options) -> TableOptions {
 }
 
 /// The number in an engine file name (`000012.sst`, `000012.log`, `MANIFEST-000012`).
-fn file_number(name: &str) -> Option<u64> {
+pub(crate) fn file_number(name: &str) -> Option<u64> {
     let stem = name
         .strip_suffix(".sst")
         .or_else(|| name.strip_suffix(".log"))
@@ -547,26 +547,19 @@ fn file_number(name: &str) -> Option<u64> {
 
 /// Replays WAL `n` into `mem`; returns the largest sequence number seen.
 /// A torn tail is cut off (and the file truncated); corruption is an error.
-fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> Result<u64> {
+pub(crate) fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> Result<u64> {
     let name = wal_name(n);
     let path = dir.join(&name);
     let data = vfs.read_all(&path)?;
     let mut max_seq = 0;
     let now = now_ms();
     let end = read_records(&data, &name, |offset, payload| {
-        let bad = || Error::corruption(name.as_str(), offset, "malformed write batch");
-        let (seq, count, entries) = decode_header(payload).ok_or_else(bad)?;
-        let mut applied = 0u64;
-        for entry in decode_entries(entries) {
-            let e = entry.ok_or_else(bad)?;
-            mem.add(seq + applied, e.kind, e.key, e.value, now);
-            applied += 1;
-        }
-        if applied != u64::from(count) {
-            return Err(bad());
-        }
-        max_seq = max_seq.max(seq + applied.saturating_sub(1));
-        Ok(())
+        decode_record(payload, |seq, e| {
+            mem.add(seq, e.kind, e.key, e.value, now);
+            max_seq = max_seq.max(seq);
+        })
+        .map(|_| ())
+        .ok_or_else(|| Error::corruption(name.as_str(), offset, "malformed write batch"))
     })?;
     if end.torn {
         vfs.truncate(&path, end.valid_len)?;

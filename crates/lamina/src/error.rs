@@ -42,9 +42,10 @@ pub enum Error {
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
-    /// A background flush or compaction failed; writes are refused until the
-    /// cause is fixed and the database is reopened (reads keep working).
-    #[error("background error, database is read-only until reopened: {0}")]
+    /// A background flush failed; writes are refused while it persists
+    /// (reads keep working). The flush is retried every 500 ms, and writes
+    /// resume without a reopen once it succeeds (say, after space was freed).
+    #[error("background flush failed, writes are refused until it succeeds: {0}")]
     Background(String),
 }
 

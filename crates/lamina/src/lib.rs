@@ -4,7 +4,8 @@
 //! (the on-disk sorted-string-table format), the write-ahead log ([`record`],
 //! [`batch`]) and [`manifest`], the [`memtable`], the [`version`] (levels →
 //! sorted runs → files), pure [`compaction`] policies and the executor that
-//! runs their tasks, and [`Db`] tying them together.
+//! runs their tasks, [`Db`] tying them together, and [`verify()`], the offline
+//! integrity check of a database directory.
 
 pub mod batch;
 pub mod cache;
@@ -12,6 +13,8 @@ pub mod coding;
 pub mod compaction;
 mod db;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod key;
 pub mod manifest;
@@ -21,6 +24,7 @@ pub mod record;
 pub mod sst;
 pub mod stats;
 pub mod tables;
+pub mod verify;
 pub mod version;
 pub mod vfs;
 
@@ -29,3 +33,4 @@ pub use db::{Db, DbIterator, LevelEntry, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, SyncMode};
 pub use stats::{DbStats, LevelStats};
+pub use verify::{verify, VerifyReport};

@@ -33,3 +33,83 @@ pub fn dump(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 pub fn key(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
+
+// Independent parsers of the formats of docs/format.md, for oracles.
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn varint(b: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = b[*pos];
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    v
+}
+
+/// An SST's parts as the footer and the index block describe them:
+/// (data block handles, filter, index, footer offset), handles as
+/// (offset, size without the 5-byte trailer).
+pub struct SstLayout {
+    pub data: Vec<(u64, u64)>,
+    pub filter: (u64, u64),
+    pub index: (u64, u64),
+    pub footer: u64,
+}
+
+pub fn sst_layout(bytes: &[u8]) -> SstLayout {
+    let footer = bytes.len() - 64;
+    let f = &bytes[footer..];
+    let filter = (u64_at(f, 0), u64_at(f, 8));
+    let index = (u64_at(f, 16), u64_at(f, 24));
+    let block = &bytes[index.0 as usize..(index.0 + index.1) as usize];
+    let mut pos = 0;
+    let count = varint(block, &mut pos);
+    let mut data = Vec::new();
+    for _ in 0..count {
+        for _ in 0..2 {
+            let len = varint(block, &mut pos) as usize;
+            pos += len; // first key, last key
+        }
+        let offset = varint(block, &mut pos);
+        let size = varint(block, &mut pos);
+        data.push((offset, size));
+    }
+    SstLayout {
+        data,
+        filter,
+        index,
+        footer: footer as u64,
+    }
+}
+
+/// Start offsets of the records of a WAL or manifest (12-byte header whose
+/// bytes 4..8 are the payload length).
+pub fn record_starts(bytes: &[u8]) -> Vec<u64> {
+    let mut starts = Vec::new();
+    let mut pos = 0;
+    while pos + 12 <= bytes.len() {
+        starts.push(pos as u64);
+        pos += 12 + u32_at(bytes, pos + 4) as usize;
+    }
+    starts
+}
+
+/// The start of the record holding byte `offset`.
+pub fn record_holding(bytes: &[u8], offset: u64) -> u64 {
+    record_starts(bytes)
+        .into_iter()
+        .rev()
+        .find(|&s| s <= offset)
+        .unwrap()
+}

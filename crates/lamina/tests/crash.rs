@@ -134,11 +134,13 @@ fn crash_options(fs: &MemFs, sync: SyncMode, compaction: &str) -> Options {
 
 /// Runs a history with background flushes and compactions, cloning the disk
 /// as after a power loss at `crashes` random moments, and checks each clone.
-fn power_loss(seed: u64, sync: SyncMode, ops: usize, crashes: usize) -> usize {
+/// Returns the crash points checked and the merges (compactions and trivial
+/// moves) the database ran meanwhile.
+fn power_loss(seed: u64, sync: SyncMode, spec: &str, ops: usize, crashes: usize) -> (usize, u64) {
     let fs = MemFs::new();
     let mut rng = StdRng::seed_from_u64(seed);
     let history: Vec<Op> = (0..ops as u64).map(|i| op(seed, i, 400)).collect();
-    let db = Db::open("/db", crash_options(&fs, sync, "leveling:T=3,l0=2")).unwrap();
+    let db = Db::open("/db", crash_options(&fs, sync, spec)).unwrap();
     let mut crash_at: Vec<usize> = (0..crashes).map(|_| rng.gen_range(0..ops)).collect();
     crash_at.sort_unstable();
     let mut durable = 0; // every op before this is durable (sync or flush)
@@ -155,41 +157,87 @@ fn power_loss(seed: u64, sync: SyncMode, ops: usize, crashes: usize) -> usize {
         while next_crash.next_if(|&&c| c == i).is_some() {
             let keep = rng.gen_range(0.0..=1.0);
             let clone = fs.crash_clone(&mut rng, keep);
-            let reopened = Db::open("/db", crash_options(&clone, sync, "leveling:T=3,l0=2"))
-                .unwrap_or_else(|e| {
-                    panic!("seed {seed}: crash clone after op {i} does not open: {e}")
-                });
+            let reopened = Db::open("/db", crash_options(&clone, sync, spec)).unwrap_or_else(|e| {
+                panic!("seed {seed} {spec}: crash clone after op {i} does not open: {e}")
+            });
             let got = dump(&reopened);
             let m = matching_prefix(&history, durable, i + 1, &got);
             assert!(
                 m.is_some(),
-                "seed {seed}: state after a crash at op {i} is no prefix of the history in {durable}..={}",
+                "seed {seed} {spec}: state after a crash at op {i} is no prefix of the history in {durable}..={}",
                 i + 1
             );
             reopened.close().unwrap();
             checked += 1;
         }
     }
+    let stats = db.stats();
     drop(db);
-    checked
+    (checked, stats.compactions + stats.trivial_moves)
 }
 
 #[test]
 fn power_loss_with_sync_always_keeps_every_acknowledged_write() {
     let mut points = 0;
     for seed in 0..12 {
-        points += power_loss(seed, SyncMode::Always, 1_500, 100);
+        points += power_loss(seed, SyncMode::Always, LEVELING, 1_500, 100).0;
     }
     assert!(points >= 1_000, "only {points} crash points");
+    println!("{points} crash points with sync=always");
 }
 
 #[test]
 fn power_loss_without_sync_recovers_a_prefix_at_least_up_to_the_last_flush() {
     let mut points = 0;
     for seed in 100..110 {
-        points += power_loss(seed, SyncMode::None, 1_500, 100);
+        points += power_loss(seed, SyncMode::None, LEVELING, 1_500, 100).0;
     }
     assert!(points >= 1_000, "only {points} crash points");
+    println!("{points} crash points with sync=none");
+}
+
+const LEVELING: &str = "leveling:T=3,l0=2";
+
+/// Every strategy `compaction::policy_from_spec` accepts (the default one is
+/// covered above at more crash points), each with both sync modes.
+const EVERY_OTHER_STRATEGY: [&str; 9] = [
+    "leveled:b0=2,b=3,file=2048",
+    "tiered:b=3",
+    "bigtable:k=3",
+    "exploring:k=4",
+    "constant:k=3",
+    "minlatency:k=3",
+    "binomial:k=3",
+    "concurrent",
+    "nomerge",
+];
+
+#[test]
+fn power_loss_under_every_compaction_strategy() {
+    // LAMINA_CRASH_SCALE multiplies the crash points (a long session run).
+    let scale: usize = std::env::var("LAMINA_CRASH_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let mut points = 0;
+    for (i, spec) in EVERY_OTHER_STRATEGY.iter().enumerate() {
+        let mut merges = 0;
+        for r in 0..scale as u64 {
+            let seed = 200 + 10 * i as u64 + 1_000 * r;
+            for (seed, sync) in [(seed, SyncMode::Always), (seed + 1, SyncMode::None)] {
+                let (checked, merged) = power_loss(seed, sync, spec, 3_000, 150);
+                points += checked;
+                merges += merged;
+            }
+        }
+        // Crash points must fall among merges, not only flushes.
+        assert!(*spec == "nomerge" || merges > 0, "{spec} never merged");
+    }
+    assert!(points >= 2_500 * scale, "only {points} crash points");
+    println!(
+        "{points} crash points over {} strategies",
+        EVERY_OTHER_STRATEGY.len()
+    );
 }
 
 // ---------------------------------------------------------------- SIGKILL

@@ -13,13 +13,19 @@ use lamina::vfs::fault::FaultFs;
 use lamina::vfs::mem::MemFs;
 use lamina::{Db, Error, Options};
 
+const LEVELING: &str = "leveling:T=2,l0=2";
+
 fn options(vfs: Arc<dyn lamina::vfs::Vfs>) -> Options {
+    options_with(vfs, LEVELING)
+}
+
+fn options_with(vfs: Arc<dyn lamina::vfs::Vfs>, compaction: &str) -> Options {
     Options {
         vfs,
         write_buffer_size: 2 * 1024,
         target_file_size: 2 * 1024,
         block_size: 256,
-        compaction: "leveling:T=2,l0=2".into(),
+        compaction: compaction.into(),
         level0_stop_runs: 0,
         ..Options::default()
     }
@@ -29,9 +35,9 @@ const WRITES: u64 = 120;
 
 /// Runs the reference workload; returns which writes were acknowledged and
 /// which may have been applied despite an error.
-fn workload(fs: &FaultFs) -> (Vec<u64>, Vec<u64>) {
+fn workload(fs: &FaultFs, compaction: &str) -> (Vec<u64>, Vec<u64>) {
     let (mut acked, mut unknown) = (Vec::new(), Vec::new());
-    let Ok(db) = Db::open("/db", options(Arc::new(fs.clone()))) else {
+    let Ok(db) = Db::open("/db", options_with(Arc::new(fs.clone()), compaction)) else {
         return (acked, unknown);
     };
     for i in 0..WRITES {
@@ -50,11 +56,12 @@ fn workload(fs: &FaultFs) -> (Vec<u64>, Vec<u64>) {
     (acked, unknown)
 }
 
-#[test]
-fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
+/// Fails operation N of the workload for every N of a clean run; returns
+/// the indices tried and the failures that fired.
+fn error_at_every_index(compaction: &str) -> (u64, u64) {
     // Count the operations of a clean run.
     let clean = FaultFs::new(Arc::new(MemFs::new()));
-    let (acked, _) = workload(&clean);
+    let (acked, _) = workload(&clean, compaction);
     assert_eq!(acked.len() as u64, WRITES);
     let total = clean.ops();
     assert!(total > 100, "only {total} operations");
@@ -64,9 +71,9 @@ fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         fs.fail_once_at(n);
-        let (acked, unknown) = workload(&fs);
+        let (acked, unknown) = workload(&fs, compaction);
         failures_seen += fs.injected();
-        let db = Db::open("/db", options(Arc::new(mem.clone())))
+        let db = Db::open("/db", options_with(Arc::new(mem.clone()), compaction))
             .unwrap_or_else(|e| panic!("failure at op {n}: reopen failed: {e}"));
         let got = dump(&db);
         for i in &acked {
@@ -84,8 +91,22 @@ fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
     }
     assert!(
         failures_seen >= total / 2,
-        "{failures_seen} failures injected over {total} runs"
+        "{compaction}: {failures_seen} failures injected over {total} runs"
     );
+    println!("{compaction}: {total} operation indices tried, {failures_seen} failures injected");
+    (total, failures_seen)
+}
+
+#[test]
+fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
+    error_at_every_index(LEVELING);
+}
+
+#[test]
+fn an_io_error_at_any_operation_under_stack_policies() {
+    for spec in ["tiered:b=2", "bigtable:k=3", "leveled:b0=2,b=2,file=2048"] {
+        error_at_every_index(spec);
+    }
 }
 
 #[test]
@@ -129,4 +150,149 @@ fn a_full_disk_fails_writes_keeps_reads_and_recovers_when_space_returns() {
         Some(&b"space returned"[..])
     );
     db.close().unwrap();
+}
+
+fn big_buffer_options(fs: &FaultFs, compaction: &str) -> Options {
+    Options {
+        // No flush unless asked: each test chooses which write hits the wall.
+        write_buffer_size: 1 << 20,
+        compaction: compaction.into(),
+        ..options(Arc::new(fs.clone()))
+    }
+}
+
+fn value(i: u64) -> Vec<u8> {
+    format!("value-{i}-{}", "v".repeat(40)).into_bytes()
+}
+
+/// Polls `f` until it succeeds; the deadline only turns a hang into a failure.
+fn eventually<T>(what: &str, mut f: impl FnMut() -> lamina::Result<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+}
+
+/// A failed append abandons the WAL: the next write switches to a new WAL
+/// and memtable, and the old memtable's flush, on the still-full disk,
+/// fails too, so later writes may get `Error::Background` until it is
+/// retried after space returns.
+#[test]
+fn enospc_on_a_wal_append_fails_that_write_and_writes_resume_once_space_returns() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open("/db", big_buffer_options(&fs, "leveling:T=2,l0=2")).unwrap();
+    for i in 0..20 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    // Less than a record header: the append fails whole.
+    fs.set_space_budget(Some(fs.bytes_appended() + 10));
+    let err = db.put(&key(20), &value(20)).unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    assert!(err.to_string().contains(".log"), "{err}");
+    for i in 21..25 {
+        let err = db.put(&key(i), &value(i)).unwrap_err();
+        let refused =
+            matches!(err, Error::Background(_)) && err.to_string().contains("os error 28");
+        assert!(err.is_no_space() || refused, "{err}");
+    }
+    assert_eq!(db.get(&key(3)).unwrap(), Some(value(3)));
+    assert_eq!(db.get(&key(21)).unwrap(), None);
+    fs.set_space_budget(None);
+    // No restart: the next write, or the flush retry, goes through.
+    eventually("writes did not resume", || db.put(&key(100), &value(100)));
+    drop(db); // a crash: recovery replays the WALs
+    let db = Db::open("/db", options(Arc::new(mem))).unwrap();
+    let got = dump(&db);
+    let expected: Vec<u64> = (0..20).chain([100]).collect();
+    assert_eq!(got.len(), expected.len());
+    for i in expected {
+        assert_eq!(got.get(&key(i)), Some(&value(i)), "key {i}");
+    }
+    db.close().unwrap();
+}
+
+#[test]
+fn enospc_during_a_flush_refuses_writes_keeps_reads_and_resumes_when_space_returns() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    let db = Db::open("/db", big_buffer_options(&fs, "leveling:T=2,l0=2")).unwrap();
+    for i in 0..300 {
+        db.put(&key(i), &value(i)).unwrap();
+    }
+    // The WAL is written; the SST (some 20 KB) cannot be.
+    fs.set_space_budget(Some(fs.bytes_appended() + 2_000));
+    let err = db.flush().unwrap_err();
+    assert!(matches!(err, Error::Background(_)), "{err}");
+    assert!(err.to_string().contains("os error 28"), "{err}");
+    assert!(matches!(
+        db.put(&key(1_000), b"refused"),
+        Err(Error::Background(_))
+    ));
+    for i in [0, 150, 299] {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i)));
+    }
+    fs.set_space_budget(None);
+    eventually("writes did not resume", || db.put(&key(1_001), b"after"));
+    db.flush().unwrap();
+    let got = dump(&db);
+    assert_eq!(got.len(), 301);
+    assert!(!got.contains_key(&key(1_000)));
+    db.close().unwrap();
+    let db = Db::open("/db", options(Arc::new(mem))).unwrap();
+    assert_eq!(dump(&db), got);
+    db.close().unwrap();
+}
+
+#[test]
+fn enospc_during_a_compaction_keeps_the_tree_and_the_compaction_succeeds_once_space_returns() {
+    let mem = MemFs::new();
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    // No background merges: the manual compaction is the only one.
+    let db = Db::open("/db", big_buffer_options(&fs, "nomerge")).unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for round in 0..4u64 {
+        for i in 0..200 {
+            let k = key((i * 7 + round * 3) % 500);
+            db.put(&k, &value(round * 1_000 + i)).unwrap();
+            model.insert(k, value(round * 1_000 + i));
+        }
+        db.flush().unwrap();
+    }
+    let ssts = |m: &MemFs| -> Vec<String> {
+        m.file_names(std::path::Path::new("/db"))
+            .into_iter()
+            .filter(|n| n.ends_with(".sst"))
+            .collect()
+    };
+    let before = ssts(&mem);
+    assert_eq!(before.len(), 4);
+    fs.set_space_budget(Some(fs.bytes_appended() + 3_000));
+    let err = db.compact_range(None, None).unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    assert_eq!(dump(&db), model, "reads after the failed compaction");
+    assert_eq!(ssts(&mem), before, "partial output left behind");
+    fs.set_space_budget(None);
+    db.compact_range(None, None).unwrap(); // no restart
+    assert_eq!(dump(&db), model);
+    db.put(b"after", b"compaction").unwrap();
+    model.insert(b"after".to_vec(), b"compaction".to_vec());
+    db.close().unwrap();
+    let db = Db::open("/db", options(Arc::new(mem.clone()))).unwrap();
+    assert_eq!(dump(&db), model);
+    db.close().unwrap();
+    // The merge replaced its inputs (deleted once unpinned, at the latest
+    // by the open above).
+    let after = ssts(&mem);
+    assert!(
+        before.iter().all(|f| !after.contains(f)),
+        "inputs not replaced: {before:?} -> {after:?}"
+    );
 }

@@ -2,6 +2,8 @@
 //! `exec`, generate workloads and check replies against a BTreeMap oracle.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
+pub mod clients;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

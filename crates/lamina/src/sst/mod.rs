@@ -22,7 +22,12 @@ mod reader;
 mod tests;
 
 pub use block::Block;
+pub(crate) use block::BlockIter;
+pub(crate) use bloom::BloomFilter;
 pub use builder::TableBuilder;
+pub(crate) use format::{
+    block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
+};
 pub use reader::{Table, TableIterator};
 
 /// How tables are written.

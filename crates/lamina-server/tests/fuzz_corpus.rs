@@ -1,0 +1,137 @@
+//! The DSL fuzz targets' entry points (`lamina_server::fuzzing`) fed the
+//! committed seed corpora (`fuzz/corpus/<target>/`), random mutations of
+//! them, and random bytes: the CI-sized stand-in for a libFuzzer run
+//! (`scripts/fuzz-smoke.sh`). Passing means no input panicked.
+//! `LAMINA_WRITE_CORPUS=1 cargo test -p lamina-server --test fuzz_corpus -- --ignored`
+//! regenerates the seeds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use lamina_server::fuzzing;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn corpus_dir(target: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target)
+}
+
+const LINES: [&str; 16] = [
+    "p 10 100",
+    "p -2147483648 2147483647",
+    "g 10",
+    "r -5 5",
+    "d 10",
+    "l \"/tmp/x.dat\"",
+    "s",
+    "s 5",
+    "info",
+    "bloom",
+    "misses",
+    "io",
+    "stats-json",
+    "flush",
+    "# a comment",
+    "@sync",
+];
+
+/// Sessions: every command, then writes with reads in between.
+fn sessions() -> Vec<String> {
+    let mut every = LINES.join("\n");
+    every.push_str("\ncompact\nquit\n");
+    let mut mixed = String::new();
+    for i in 0..120 {
+        mixed.push_str(&format!("p {} {}\n", i * 37 % 101, i));
+        if i % 9 == 0 {
+            mixed.push_str(&format!("d {}\ng {}\nr {} {}\n", i % 13, i % 17, i, i + 30));
+        }
+    }
+    mixed.push_str("s 3\n@end\n");
+    vec![every, mixed, "p 1 2\r\ng 1\r\n  g   1  \nbogus\n".into()]
+}
+
+#[test]
+#[ignore = "writes the seed corpora when LAMINA_WRITE_CORPUS is set"]
+fn write_seed_corpora() {
+    if std::env::var_os("LAMINA_WRITE_CORPUS").is_none() {
+        return;
+    }
+    let dir = corpus_dir("dsl_parse");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, line) in LINES.iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{i}")), line).unwrap();
+    }
+    let dir = corpus_dir("command_loop");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, s) in sessions().iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
+    }
+}
+
+fn mutate(rng: &mut StdRng, input: &[u8]) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"pgrdls0123456789- \n\"@#\r\xff";
+    let mut m = input.to_vec();
+    for _ in 0..rng.gen_range(1..5) {
+        let len = m.len();
+        match rng.gen_range(0..4) {
+            0 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                m[i] = ALPHABET[rng.gen_range(0..ALPHABET.len())];
+            }
+            1 if len > 0 => m.truncate(rng.gen_range(0..len)),
+            2 if len > 0 => {
+                let i = rng.gen_range(0..len);
+                m.remove(i);
+            }
+            _ => {
+                let at = rng.gen_range(0..=len);
+                m.insert(at, ALPHABET[rng.gen_range(0..ALPHABET.len())]);
+            }
+        }
+    }
+    m
+}
+
+fn inputs(target: &str) -> Vec<Vec<u8>> {
+    let inputs: Vec<Vec<u8>> = std::fs::read_dir(corpus_dir(target))
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(!inputs.is_empty(), "no seed corpus for {target}");
+    inputs
+}
+
+#[test]
+fn parser_survives_seeds_mutations_and_random_bytes() {
+    let mut rng = StdRng::seed_from_u64(1);
+    for input in inputs("dsl_parse") {
+        fuzzing::parse(&input);
+        for _ in 0..2_000 {
+            fuzzing::parse(&mutate(&mut rng, &input));
+        }
+    }
+    for _ in 0..5_000 {
+        let bytes: Vec<u8> = (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect();
+        fuzzing::parse(&bytes);
+    }
+}
+
+#[test]
+fn command_loop_survives_seeds_mutations_and_random_bytes() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let mut replies = 0;
+    for input in inputs("command_loop") {
+        replies += fuzzing::command_loop(&input).len();
+        for _ in 0..40 {
+            fuzzing::command_loop(&mutate(&mut rng, &input));
+        }
+    }
+    assert!(replies > 0, "the seed sessions produced no reply");
+    for _ in 0..40 {
+        let bytes: Vec<u8> = (0..rng.gen_range(0..600)).map(|_| rng.gen()).collect();
+        fuzzing::command_loop(&bytes);
+    }
+}
