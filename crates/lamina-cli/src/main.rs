@@ -8,6 +8,7 @@ mod client;
 mod engine_opts;
 mod exec;
 mod gen;
+mod kvops;
 mod serve;
 mod sim;
 
