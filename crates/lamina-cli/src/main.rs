@@ -7,6 +7,7 @@ mod bench;
 mod client;
 mod engine_opts;
 mod exec;
+mod experiment;
 mod gen;
 mod kvops;
 mod serve;
@@ -41,6 +42,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate compaction policies over a model tree (WA, sorted runs).
     Sim(sim::SimArgs),
+    /// Run a sweep of strategies x parameters x workloads (resumable).
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
@@ -62,5 +65,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen(args) => gen::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Experiment(args) => experiment::run(args),
     }
 }
