@@ -13,10 +13,9 @@
 //!   ops/sec and MB/s use the wall time from the first thread's start to the
 //!   last thread's finish.
 
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -26,7 +25,7 @@ use lamina_workload::{YcsbGenerator, YcsbSpec, YcsbWorkload};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
-use crate::kvops::{apply, encode_key, key_buffer, value_pool, ValueGen};
+use crate::kvops::{apply, encode_key, key_buffer, value_pool, Store, ValueGen};
 
 /// The benchmarks `--benchmarks` accepts (besides `ycsb-load`, `ycsb-a` ...
 /// `ycsb-f`).
@@ -125,6 +124,10 @@ pub struct BenchArgs {
     /// Write the engine statistics (`Db::stats()`) as JSON to FILE at the end.
     #[arg(long = "stats-json", alias = "stats_json", value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// Engine under test: lamina, or fjall (a peer; needs the binary built
+    /// with `--features peer-fjall`).
+    #[arg(long = "engine", value_name = "NAME", default_value = "lamina")]
+    pub engine: String,
 }
 
 /// Parses db_bench-style booleans: 1/0, true/false, yes/no.
@@ -172,8 +175,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
         );
     }
 
+    match args.engine.as_str() {
+        "lamina" => run_lamina(&args, &benchmarks),
+        "fjall" => run_fjall(&args, &benchmarks),
+        other => bail!("unknown --engine {other:?} (lamina, fjall)"),
+    }
+}
+
+fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     if !args.use_existing_db {
-        destroy_db(&args.db)?;
+        destroy_db(&args.db, &["CURRENT", "LOCK"])?;
     }
     let mut opts = Options {
         write_buffer_size: args.write_buffer_size,
@@ -191,70 +202,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(n) = args.compaction_threads {
         opts.compaction_threads = n;
     }
-    print_header(&args, &opts);
-    let db = Arc::new(
-        Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?,
-    );
-
-    let bench = Bench::new(&args, &db);
-    for name in benchmarks {
-        if name == "stats" {
-            print_stats(&db.stats());
-            continue;
-        }
-        if name == "readreverse" {
-            // A reverse scan needs `prev` on every engine iterator (memtable,
-            // block, SST, merge); lamina's iterators are forward-only.
-            println!("{name:<12} : skipped: lamina has no reverse iterator");
-            continue;
-        }
-        let report = bench.run(name)?;
-        report.print(name);
-    }
-
-    if let Some(path) = &args.stats_json {
-        let json = serde_json::to_string_pretty(&db.stats())?;
-        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
-    }
-    let db = Arc::try_unwrap(db).map_err(|_| anyhow!("database still shared at exit"))?;
-    db.close().context("closing the database")?;
-    Ok(())
-}
-
-/// Deletes the database directory, refusing to touch a non-empty directory
-/// that does not look like a lamina database.
-fn destroy_db(dir: &Path) -> Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    let mut empty = true;
-    let mut lamina = false;
-    for entry in entries {
-        let name = entry?.file_name();
-        empty = false;
-        if name == "CURRENT" || name == "LOCK" {
-            lamina = true;
-        }
-    }
-    if !empty && !lamina {
-        bail!(
-            "refusing to delete {}: not empty and not a lamina database \
-             (pass --use_existing_db or pick another --db)",
-            dir.display()
-        );
-    }
-    std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))
-}
-
-fn print_header(args: &BenchArgs, opts: &Options) {
-    let raw_mb = (args.key_size + args.value_size) as f64 * args.num as f64 / 1_048_576.0;
-    println!("Keys:       {} bytes each", args.key_size);
-    println!("Values:     {} bytes each", args.value_size);
-    println!("Entries:    {}", args.num);
-    println!("RawSize:    {raw_mb:.1} MB (estimated)");
-    println!("Compression: none");
+    print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} block_size={} \
          cache_size={} sync={} compaction_threads={} threads={}",
@@ -269,6 +217,110 @@ fn print_header(args: &BenchArgs, opts: &Options) {
     );
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");
+    let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
+    run_benchmarks(args, benchmarks, &db, &|| print_stats(&db.stats()))?;
+    if let Some(path) = &args.stats_json {
+        let json = serde_json::to_string_pretty(&db.stats())?;
+        std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    }
+    db.close().context("closing the database")?;
+    Ok(())
+}
+
+#[cfg(feature = "peer-fjall")]
+fn run_fjall(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
+    use crate::fjall_peer::{FjallOptions, FjallStore, MARKER};
+    if !args.use_existing_db {
+        destroy_db(&args.db, &[MARKER])?;
+    }
+    if args.stats_json.is_some() {
+        eprintln!("WARNING: --stats-json is lamina's statistics; ignored for fjall");
+    }
+    print_header(args);
+    println!("fjall:      write_buffer_size={} bloom_bits={} block_size={} cache_size={} sync={} threads={}",
+        args.write_buffer_size, args.bloom_bits, args.block_size, args.cache_size, args.sync, args.threads);
+    println!("DB path: [{}]", args.db.display());
+    println!("------------------------------------------------");
+    let store = FjallStore::open(
+        &args.db,
+        &FjallOptions {
+            write_buffer_size: args.write_buffer_size,
+            cache_size: args.cache_size,
+            block_size: args.block_size,
+            bloom_bits: args.bloom_bits,
+            sync: args.sync,
+        },
+    )?;
+    run_benchmarks(args, benchmarks, &store, &|| {
+        println!("** fjall: no statistics **")
+    })?;
+    store.close()
+}
+
+#[cfg(not(feature = "peer-fjall"))]
+fn run_fjall(_: &BenchArgs, _: &[&str]) -> Result<()> {
+    bail!("--engine fjall needs a lamina built with `--features peer-fjall`")
+}
+
+/// Runs `benchmarks` in order on `store`; `stats` calls `print_stats`.
+fn run_benchmarks(
+    args: &BenchArgs,
+    benchmarks: &[&str],
+    store: &dyn Store,
+    print_stats: &dyn Fn(),
+) -> Result<()> {
+    let bench = Bench::new(args, store);
+    for &name in benchmarks {
+        if name == "stats" {
+            print_stats();
+            continue;
+        }
+        if name == "readreverse" {
+            // A reverse scan needs `prev` on every engine iterator (memtable,
+            // block, SST, merge); lamina's iterators are forward-only.
+            println!("{name:<12} : skipped: no reverse iteration in lamina bench");
+            continue;
+        }
+        let report = bench.run(name)?;
+        report.print(name);
+    }
+    Ok(())
+}
+
+/// Deletes the database directory, refusing to touch a non-empty directory
+/// without one of the engine's `markers` (files at the root of a database).
+fn destroy_db(dir: &Path, markers: &[&str]) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    let mut empty = true;
+    let mut ours = false;
+    for entry in entries {
+        let name = entry?.file_name();
+        empty = false;
+        if markers.iter().any(|m| name == *m) {
+            ours = true;
+        }
+    }
+    if !empty && !ours {
+        bail!(
+            "refusing to delete {}: not empty and not a database of this engine \
+             (pass --use_existing_db or pick another --db)",
+            dir.display()
+        );
+    }
+    std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))
+}
+
+fn print_header(args: &BenchArgs) {
+    let raw_mb = (args.key_size + args.value_size) as f64 * args.num as f64 / 1_048_576.0;
+    println!("Keys:       {} bytes each", args.key_size);
+    println!("Values:     {} bytes each", args.value_size);
+    println!("Entries:    {}", args.num);
+    println!("RawSize:    {raw_mb:.1} MB (estimated)");
+    println!("Compression: none");
 }
 
 /// What one thread measured.
@@ -366,7 +418,7 @@ impl Report {
 /// State shared by every benchmark of a run.
 struct Bench<'a> {
     args: &'a BenchArgs,
-    db: &'a Arc<Db>,
+    db: &'a dyn Store,
     reads: u64,
     pool: Vec<u8>,
     /// Threads started so far; like db_bench, every thread of every
@@ -388,7 +440,7 @@ enum Work {
 }
 
 impl<'a> Bench<'a> {
-    fn new(args: &'a BenchArgs, db: &'a Arc<Db>) -> Bench<'a> {
+    fn new(args: &'a BenchArgs, db: &'a dyn Store) -> Bench<'a> {
         Bench {
             args,
             db,
@@ -529,7 +581,7 @@ impl<'a> Bench<'a> {
             encode_key(&mut key, rng.next_u64() % num);
             if let Some(v) = self.db.get(&key)? {
                 found += 1;
-                bytes += (key.len() + v.len()) as u64;
+                bytes += (key.len() + v) as u64;
             }
             ops += 1;
         }
@@ -542,17 +594,10 @@ impl<'a> Bench<'a> {
 
     fn read_seq(&self) -> Result<ThreadStats> {
         let mut st = ThreadStats::new();
-        let mut ops = 0u64;
         let mut bytes = 0u64;
-        let it = self.db.scan(Bound::Unbounded, Bound::Unbounded)?;
-        for entry in it {
-            if ops >= self.reads {
-                break;
-            }
-            let (k, v) = entry?;
-            bytes += (k.len() + v.len()) as u64;
-            ops += 1;
-        }
+        let ops = self.db.scan(None, self.reads, &mut |k, v| {
+            bytes += (k.len() + v.len()) as u64
+        })?;
         st.finish = Instant::now();
         st.ops = ops;
         st.bytes = bytes;
@@ -568,16 +613,19 @@ impl<'a> Bench<'a> {
         let mut bytes = 0u64;
         for _ in 0..self.reads {
             encode_key(&mut key, rng.next_u64() % num);
-            let mut it = self.db.scan(Bound::Included(&key), Bound::Unbounded)?;
-            let mut cur = it.next().transpose()?;
-            if cur.as_ref().is_some_and(|(k, _)| *k == key) {
-                found += 1;
-            }
-            for _ in 0..self.args.seek_nexts {
-                let Some((k, v)) = cur else { break };
-                bytes += (k.len() + v.len()) as u64;
-                cur = it.next().transpose()?;
-            }
+            // The sought entry, then seek_nexts entries' bytes counted
+            // (from the sought one on, as before).
+            let mut i = 0u64;
+            self.db
+                .scan(Some(&key), self.args.seek_nexts.max(1), &mut |k, v| {
+                    if i == 0 && k == key.as_slice() {
+                        found += 1;
+                    }
+                    if i < self.args.seek_nexts {
+                        bytes += (k.len() + v.len()) as u64;
+                    }
+                    i += 1;
+                })?;
         }
         st.finish = Instant::now();
         st.ops = self.reads;

@@ -1,6 +1,7 @@
 //! Running integer-key workloads on a database: db_bench's key layout, the
-//! value pool, and [`apply`], which executes one [`KvOp`] (YCSB or seed 001
-//! streams) for `lamina bench` and `lamina experiment`.
+//! value pool, the [`Store`] operations a benchmark needs (lamina's [`Db`],
+//! or a peer engine), and [`apply`], which executes one [`KvOp`] (YCSB or
+//! seed 001 streams) for `lamina bench` and `lamina experiment`.
 
 use std::ops::Bound;
 
@@ -66,6 +67,61 @@ impl<'a> ValueGen<'a> {
     }
 }
 
+/// The operations benchmarks run, so that `lamina bench` can drive a peer
+/// engine with the same code.
+pub trait Store: Sync {
+    /// Writes `key` -> `value`.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// The length of `key`'s value, if present.
+    fn get(&self, key: &[u8]) -> Result<Option<usize>>;
+    /// Deletes `key`.
+    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Calls `visit` on up to `limit` entries in key order from the first
+    /// key `>= start` (from the first key with `None`); returns how many.
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64>;
+}
+
+impl Store for Db {
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(Db::put(self, key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(Db::get(self, key)?.map(|v| v.len()))
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        Ok(Db::delete(self, key)?)
+    }
+
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        let lo = start.map_or(Bound::Unbounded, Bound::Included);
+        let mut n = 0;
+        if limit == 0 {
+            return Ok(0);
+        }
+        for entry in Db::scan(self, lo, Bound::Unbounded)? {
+            let (k, v) = entry?;
+            visit(&k, &v);
+            n += 1;
+            if n >= limit {
+                break;
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// What one operation did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -79,8 +135,13 @@ pub struct Outcome {
 }
 
 /// Runs `op` on `db`, encoding keys into `key` (a [`key_buffer`]).
-pub fn apply(db: &Db, op: KvOp, key: &mut [u8], values: &mut ValueGen<'_>) -> Result<Outcome> {
-    let put = |db: &Db, key: &mut [u8], k: u64, values: &mut ValueGen<'_>| -> Result<u64> {
+pub fn apply(
+    db: &dyn Store,
+    op: KvOp,
+    key: &mut [u8],
+    values: &mut ValueGen<'_>,
+) -> Result<Outcome> {
+    let put = |key: &mut [u8], k: u64, values: &mut ValueGen<'_>| -> Result<u64> {
         encode_key(key, k);
         let v = values.next_value();
         db.put(key, v)?;
@@ -88,7 +149,7 @@ pub fn apply(db: &Db, op: KvOp, key: &mut [u8], values: &mut ValueGen<'_>) -> Re
     };
     Ok(match op {
         KvOp::Insert(k) | KvOp::Update(k) => Outcome {
-            bytes: put(db, key, k, values)?,
+            bytes: put(key, k, values)?,
             ..Outcome::default()
         },
         KvOp::Delete(k) => {
@@ -101,32 +162,25 @@ pub fn apply(db: &Db, op: KvOp, key: &mut [u8], values: &mut ValueGen<'_>) -> Re
             let v = db.get(key)?;
             Outcome {
                 found: v.is_some(),
-                bytes: v.map_or(0, |v| (key.len() + v.len()) as u64),
+                bytes: v.map_or(0, |v| (key.len() + v) as u64),
                 is_read: true,
             }
         }
         KvOp::ReadModifyWrite(k) => {
             encode_key(key, k);
-            let v = db.get(key)?;
-            let read = v.map_or(0, |v| (key.len() + v.len()) as u64);
+            let read = db.get(key)?.map_or(0, |v| (key.len() + v) as u64);
             Outcome {
                 found: read > 0,
-                bytes: read + put(db, key, k, values)?,
+                bytes: read + put(key, k, values)?,
                 is_read: true,
             }
         }
         KvOp::Scan { start, len } => {
             encode_key(key, start);
             let mut bytes = 0;
-            let mut n = 0;
-            for entry in db.scan(Bound::Included(&*key), Bound::Unbounded)? {
-                if n >= len {
-                    break;
-                }
-                let (k, v) = entry?;
-                bytes += (k.len() + v.len()) as u64;
-                n += 1;
-            }
+            let n = db.scan(Some(key), len, &mut |k, v| {
+                bytes += (k.len() + v.len()) as u64
+            })?;
             Outcome {
                 found: n > 0,
                 bytes,

@@ -8,6 +8,8 @@ mod client;
 mod engine_opts;
 mod exec;
 mod experiment;
+#[cfg(feature = "peer-fjall")]
+mod fjall_peer;
 mod gen;
 mod kvops;
 mod serve;
