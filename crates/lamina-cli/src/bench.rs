@@ -12,6 +12,11 @@
 //!   micros/op is the sum of the threads' busy time over all operations and
 //!   ops/sec and MB/s use the wall time from the first thread's start to the
 //!   last thread's finish.
+//!
+//! Beyond db_bench's names, `ycsb-load` and `ycsb-a` ... `ycsb-f` run the
+//! YCSB generators of `lamina-workload`. Every benchmark drives a
+//! [`Store`], so `--engine fjall` (feature `peer-fjall`) runs the same code
+//! on the fjall peer.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
