@@ -7,7 +7,11 @@ mod bench;
 mod client;
 mod engine_opts;
 mod exec;
+mod experiment;
+#[cfg(feature = "peer-fjall")]
+mod fjall_peer;
 mod gen;
+mod kvops;
 mod serve;
 mod sim;
 mod verify;
@@ -43,6 +47,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Check every block of every file and the manifest of a database.
     Verify(verify::VerifyArgs),
+    /// Run a sweep of strategies x parameters x workloads (resumable).
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
@@ -65,5 +71,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Experiment(args) => experiment::run(args),
     }
 }

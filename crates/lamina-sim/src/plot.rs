@@ -1,6 +1,9 @@
 //! Plots of simulations: write amplification and sorted runs over flushes,
 //! one curve per policy (as seed 003 Fig. 2). SVG, or PNG drawn with an
 //! embedded DejaVu Sans font (no system font library needed).
+//!
+//! [`plot_lines`] draws any set of labelled (x, y) curves the same way; the
+//! experiment runner of `lamina experiment` uses it.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -139,6 +142,35 @@ pub fn check_path(path: &Path) -> Result<(), SimError> {
     }
 }
 
+/// Runs `$draw(&root)` on an SVG or PNG drawing area for `$path` (by its
+/// extension) and presents it.
+macro_rules! render {
+    ($path:expr, $size:expr, $draw:expr) => {{
+        register_font()?;
+        let path: &Path = $path;
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("svg") => {
+                let root = SVGBackend::new(path, $size).into_drawing_area();
+                $draw(&root).map_err(plot_error)?;
+                root.present().map_err(plot_error)
+            }
+            Some("png") => {
+                let root = BitMapBackend::new(path, $size).into_drawing_area();
+                $draw(&root).map_err(plot_error)?;
+                root.present().map_err(plot_error)
+            }
+            _ => Err(plot_error(format!(
+                "{} must end in .svg or .png",
+                path.display()
+            ))),
+        }
+    }};
+}
+
 /// Draws `series` to `path` (`.svg` or `.png`).
 pub fn plot(
     path: &Path,
@@ -146,27 +178,120 @@ pub fn plot(
     series: &[Series],
     opts: PlotOptions,
 ) -> Result<(), SimError> {
-    register_font()?;
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("svg") => {
-            let root = SVGBackend::new(path, (opts.width, opts.height)).into_drawing_area();
-            draw(&root, title, series, opts).map_err(plot_error)?;
-            root.present().map_err(plot_error)
-        }
-        Some("png") => {
-            let root = BitMapBackend::new(path, (opts.width, opts.height)).into_drawing_area();
-            draw(&root, title, series, opts).map_err(plot_error)?;
-            root.present().map_err(plot_error)
-        }
-        _ => Err(plot_error(format!(
-            "{} must end in .svg or .png",
-            path.display()
-        ))),
+    render!(path, (opts.width, opts.height), |root| draw(
+        root, title, series, opts
+    ))
+}
+
+/// One labelled curve of [`plot_lines`].
+#[derive(Debug, Clone, Default)]
+pub struct Curve {
+    /// Legend label.
+    pub label: String,
+    /// Points, drawn in order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Axis descriptions and size of a [`plot_lines`] chart.
+#[derive(Debug, Clone)]
+pub struct LinesOptions {
+    /// X axis description.
+    pub x_desc: String,
+    /// Y axis description.
+    pub y_desc: String,
+    /// Logarithmic x axis (e.g. buffer sizes in powers of two).
+    pub log_x: bool,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+}
+
+/// Draws `curves` (lines with a marker per point) to `path` (`.svg` or
+/// `.png`).
+pub fn plot_lines(
+    path: &Path,
+    title: &str,
+    curves: &[Curve],
+    opts: &LinesOptions,
+) -> Result<(), SimError> {
+    render!(path, (opts.width, opts.height), |root| draw_lines(
+        root, title, curves, opts
+    ))
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    curves: &[Curve],
+    opts: &LinesOptions,
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let points = || curves.iter().flat_map(|c| c.points.iter().copied());
+    let x_min = points().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let x_max = points().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let y_max = points().map(|p| p.1).fold(0.0_f64, f64::max);
+    let (x_min, x_max) = if x_min.is_finite() && x_max > x_min {
+        (x_min, x_max)
+    } else if x_min.is_finite() {
+        (x_min - 1.0, x_min + 1.0)
+    } else {
+        (0.0, 1.0)
+    };
+    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .margin_right(40)
+        .x_label_area_size(40)
+        .y_label_area_size(80);
+    if opts.log_x && x_min > 0.0 {
+        let mut chart =
+            builder.build_cartesian_2d((x_min / 1.2..x_max * 1.2).log_scale(), 0f64..y_max)?;
+        mesh_and_curves(&mut chart, curves, opts)
+    } else {
+        let pad = (x_max - x_min) * 0.05;
+        let mut chart = builder.build_cartesian_2d(x_min - pad..x_max + pad, 0f64..y_max)?;
+        mesh_and_curves(&mut chart, curves, opts)
     }
+}
+
+fn mesh_and_curves<'a, DB, X>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    curves: &[Curve],
+    opts: &LinesOptions,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc(opts.x_desc.as_str())
+        .y_desc(opts.y_desc.as_str())
+        .x_label_formatter(&|x| format!("{x}"))
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    for (i, c) in curves.iter().enumerate() {
+        let col = color(i);
+        chart
+            .draw_series(LineSeries::new(
+                c.points.iter().copied(),
+                col.stroke_width(2),
+            ))?
+            .label(c.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
+        chart.draw_series(c.points.iter().map(|&p| Circle::new(p, 4, col.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()?;
+    Ok(())
 }
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;

@@ -37,6 +37,10 @@
 //! * **Determinism.** The same spec (including `seed`) always produces the same
 //!   stream, on every platform and version of this crate's dependencies: the
 //!   generator uses ChaCha8 seeded with `seed` and its own float conversions.
+//!
+//! The key-value generators on integer key ids live in [`ycsb`] (YCSB core
+//! workloads A–F and load) and [`kv`] (seed 001's knobs), over the
+//! distributions of [`dist`].
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -46,6 +50,13 @@ use std::path::{Path, PathBuf};
 
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+pub mod dist;
+pub mod kv;
+pub mod ycsb;
+
+pub use kv::{KvGenerator, KvOp, KvSpec, Phases};
+pub use ycsb::{YcsbGenerator, YcsbSpec, YcsbWorkload};
 
 /// Errors of the generator.
 #[derive(Debug, thiserror::Error)]
@@ -267,8 +278,7 @@ impl Generator {
     }
 
     fn uniform01(&mut self) -> f64 {
-        // 53 random bits → [0, 1), independent of rand's float conversion.
-        (self.rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        dist::unit_f64(&mut self.rng)
     }
 
     fn chance(&mut self, p: f64) -> bool {

@@ -1,0 +1,230 @@
+//! Running integer-key workloads on a database: db_bench's key layout, the
+//! value pool, the [`Store`] operations a benchmark needs (lamina's [`Db`],
+//! or a peer engine), and [`apply`], which executes one [`KvOp`] (YCSB or
+//! seed 001 streams) for `lamina bench` and `lamina experiment`.
+
+use std::ops::Bound;
+
+use anyhow::Result;
+use lamina::Db;
+use lamina_workload::KvOp;
+use rand::rngs::SmallRng;
+use rand::{RngCore, SeedableRng};
+
+/// Size of the shared buffer values are sliced from (db_bench uses 1 MiB).
+const VALUE_POOL_BYTES: usize = 1 << 20;
+
+/// Writes the db_bench key for `v` into `key`, whose bytes past the first
+/// eight are already `'0'`.
+#[inline]
+pub fn encode_key(key: &mut [u8], v: u64) {
+    let n = key.len().min(8);
+    for (i, b) in key[..n].iter_mut().enumerate() {
+        *b = (v >> ((n - i - 1) * 8)) as u8;
+    }
+}
+
+/// A key buffer of `size` bytes, padded like db_bench's.
+pub fn key_buffer(size: usize) -> Vec<u8> {
+    vec![b'0'; size]
+}
+
+/// The random buffer values are sliced from, `value_size` bytes at least.
+pub fn value_pool(seed: u64, value_size: usize) -> Vec<u8> {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut pool = vec![0u8; VALUE_POOL_BYTES.max(value_size)];
+    rng.fill_bytes(&mut pool);
+    pool
+}
+
+/// Hands out values as consecutive slices of one random buffer.
+pub struct ValueGen<'a> {
+    pool: &'a [u8],
+    pos: usize,
+    len: usize,
+}
+
+impl<'a> ValueGen<'a> {
+    /// Values of `len` bytes from `pool` (at least `len` long), starting at
+    /// offset `start`.
+    pub fn new(pool: &'a [u8], len: usize, start: usize) -> ValueGen<'a> {
+        ValueGen {
+            pool,
+            pos: start % pool.len().max(1),
+            len,
+        }
+    }
+
+    /// The next value.
+    #[inline]
+    pub fn next_value(&mut self) -> &'a [u8] {
+        if self.pos + self.len > self.pool.len() {
+            self.pos = 0;
+        }
+        let v = &self.pool[self.pos..self.pos + self.len];
+        self.pos += self.len;
+        v
+    }
+}
+
+/// The operations benchmarks run, so that `lamina bench` can drive a peer
+/// engine with the same code.
+pub trait Store: Sync {
+    /// Writes `key` -> `value`.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// The length of `key`'s value, if present.
+    fn get(&self, key: &[u8]) -> Result<Option<usize>>;
+    /// Deletes `key`.
+    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Calls `visit` on up to `limit` entries in key order from the first
+    /// key `>= start` (from the first key with `None`); returns how many.
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64>;
+}
+
+impl Store for Db {
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(Db::put(self, key, value)?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(Db::get(self, key)?.map(|v| v.len()))
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        Ok(Db::delete(self, key)?)
+    }
+
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        let lo = start.map_or(Bound::Unbounded, Bound::Included);
+        let mut n = 0;
+        if limit == 0 {
+            return Ok(0);
+        }
+        for entry in Db::scan(self, lo, Bound::Unbounded)? {
+            let (k, v) = entry?;
+            visit(&k, &v);
+            n += 1;
+            if n >= limit {
+                break;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// What one operation did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// A read found its key (reads, read-modify-writes), or a scan returned
+    /// at least one entry.
+    pub found: bool,
+    /// Key and value bytes read or written.
+    pub bytes: u64,
+    /// Whether the operation reads (counts towards "found of reads").
+    pub is_read: bool,
+}
+
+/// Runs `op` on `db`, encoding keys into `key` (a [`key_buffer`]).
+pub fn apply(
+    db: &dyn Store,
+    op: KvOp,
+    key: &mut [u8],
+    values: &mut ValueGen<'_>,
+) -> Result<Outcome> {
+    let put = |key: &mut [u8], k: u64, values: &mut ValueGen<'_>| -> Result<u64> {
+        encode_key(key, k);
+        let v = values.next_value();
+        db.put(key, v)?;
+        Ok((key.len() + v.len()) as u64)
+    };
+    Ok(match op {
+        KvOp::Insert(k) | KvOp::Update(k) => Outcome {
+            bytes: put(key, k, values)?,
+            ..Outcome::default()
+        },
+        KvOp::Delete(k) => {
+            encode_key(key, k);
+            db.delete(key)?;
+            Outcome::default()
+        }
+        KvOp::Read(k) => {
+            encode_key(key, k);
+            let v = db.get(key)?;
+            Outcome {
+                found: v.is_some(),
+                bytes: v.map_or(0, |v| (key.len() + v) as u64),
+                is_read: true,
+            }
+        }
+        KvOp::ReadModifyWrite(k) => {
+            encode_key(key, k);
+            let read = db.get(key)?.map_or(0, |v| (key.len() + v) as u64);
+            Outcome {
+                found: read > 0,
+                bytes: read + put(key, k, values)?,
+                is_read: true,
+            }
+        }
+        KvOp::Scan { start, len } => {
+            encode_key(key, start);
+            let mut bytes = 0;
+            let n = db.scan(Some(key), len, &mut |k, v| {
+                bytes += (k.len() + v.len()) as u64
+            })?;
+            Outcome {
+                found: n > 0,
+                bytes,
+                is_read: true,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_match_db_bench_layout() {
+        let mut k = key_buffer(16);
+        encode_key(&mut k, 0x0102);
+        assert_eq!(&k, b"\0\0\0\0\0\0\x01\x020000\x30\x30\x30\x30");
+        let mut short = key_buffer(4);
+        encode_key(&mut short, 0x0a0b0c0d);
+        assert_eq!(&short, &[0x0a, 0x0b, 0x0c, 0x0d]);
+    }
+
+    #[test]
+    fn ops_behave_like_a_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), lamina::Options::default()).unwrap();
+        let pool = value_pool(1, 8);
+        let mut values = ValueGen::new(&pool, 8, 0);
+        let mut key = key_buffer(4);
+        let mut run = |op| apply(&db, op, &mut key, &mut values).unwrap();
+        for k in [10u64, 20, 30, 40] {
+            assert_eq!(run(KvOp::Insert(k)).bytes, 12);
+        }
+        run(KvOp::Delete(20));
+        assert!(run(KvOp::Read(10)).found);
+        assert!(!run(KvOp::Read(20)).found);
+        assert!(run(KvOp::ReadModifyWrite(30)).found);
+        // From 15: 30 and 40 (20 is deleted), at most 5 entries.
+        let scan = run(KvOp::Scan { start: 15, len: 5 });
+        assert_eq!(scan.bytes, 2 * 12);
+        let one = run(KvOp::Scan { start: 0, len: 1 });
+        assert_eq!(one.bytes, 12);
+        assert!(!run(KvOp::Scan { start: 41, len: 3 }).found);
+    }
+}
