@@ -411,6 +411,13 @@ impl Db {
         Ok(())
     }
 
+    /// Waits until every flush is done, no compaction runs and the
+    /// strategy in force has nothing more to do: the tree has settled into
+    /// the strategy's shape. Fails if a compaction fails meanwhile.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
+    }
+
     /// The spec of the compaction strategy in force.
     pub fn compaction_spec(&self) -> String {
         self.inner.policy.read().spec()
@@ -594,8 +601,10 @@ impl Inner {
                 return Ok((kind == ValueKind::Put).then_some(v));
             }
         }
+        let now = now_ms();
         for (_, run) in sv.version.runs_newest_first() {
             if let Some(f) = run.file_for(key) {
+                f.touch(now);
                 let table = self.loader.table(f)?;
                 if let Some((kind, _, v)) = table.get(key, seq)? {
                     return Ok((kind == ValueKind::Put).then_some(v));
@@ -736,6 +745,7 @@ impl Inner {
     fn make_room(&self, wal: &mut WalState, mut force: bool) -> Result<Arc<MemTable>> {
         let mut st = self.state.lock();
         let mut stall_start: Option<Instant> = None;
+        let mut stall_errors = None;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.clone()));
@@ -752,7 +762,8 @@ impl Inner {
             }
             let l0_runs = st.version.levels.first().map_or(0, |l| l.runs.len());
             let behind = st.imms.len() >= self.opts.max_immutable_memtables
-                || (self.opts.level0_stop_runs > 0 && l0_runs >= self.opts.level0_stop_runs);
+                || (self.opts.level0_stop_runs > 0 && l0_runs >= self.opts.level0_stop_runs)
+                || self.policy_stalls_writes(&st, &mut stall_errors);
             if behind && !wal.broken {
                 stall_start.get_or_insert_with(Instant::now);
                 self.cv.notify_all();
@@ -1008,14 +1019,52 @@ impl Inner {
         }
     }
 
-    fn pick(&self, st: &State) -> Option<CompactionTask> {
-        let view = TreeView::of_version(
+    /// True while the policy wants writes to wait for its compactions
+    /// (checked at memtable switches). A compaction failing during the
+    /// wait ends it: the work it waits for may never be done.
+    fn policy_stalls_writes(&self, st: &State, errors_at_start: &mut Option<u64>) -> bool {
+        let errors = self.stats.compaction_errors.get();
+        if *errors_at_start.get_or_insert(errors) != errors || st.manual {
+            return false;
+        }
+        let policy = Arc::clone(&self.policy.read());
+        policy.stalls_writes(&self.view(st))
+    }
+
+    fn view(&self, st: &State) -> TreeView {
+        TreeView::of_version(
             &st.version,
             &st.busy,
             self.stats.flushes.get(),
             self.opts.write_buffer_size as u64,
             now_ms(),
-        );
+        )
+    }
+
+    /// Waits until the policy picks nothing and no compaction runs.
+    fn wait_for_compactions(&self) -> Result<()> {
+        let errors = self.stats.compaction_errors.get();
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if self.shutdown.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if self.stats.compaction_errors.get() != errors {
+                return Err(Error::Background("a compaction failed".into()));
+            }
+            if st.imms.is_empty() && st.compactions_running == 0 && self.pick(&st).is_none() {
+                return Ok(());
+            }
+            self.cv.notify_all();
+            self.cv.wait_for(&mut st, Duration::from_millis(20));
+        }
+    }
+
+    fn pick(&self, st: &State) -> Option<CompactionTask> {
+        let view = self.view(st);
         let policy = Arc::clone(&self.policy.read());
         policy
             .pick(&view)
