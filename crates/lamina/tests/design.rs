@@ -1,0 +1,207 @@
+//! The compaction design space on the engine: every preset settles into
+//! its defining shape, and `set_compaction` converges a live database from
+//! leveling to tiering and back while writers keep writing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::{dump, key, tiny_options};
+use lamina::vfs::mem::MemFs;
+use lamina::{Db, LevelStats};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const T: usize = 3;
+
+/// Writes `n` random keys (with overwrites) and returns the oracle.
+fn load(db: &Db, seed: u64, n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut model = BTreeMap::new();
+    for _ in 0..n {
+        let k = key(rng.gen_range(0..50_000));
+        let v = vec![rng.gen::<u8>(); 100];
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    model
+}
+
+fn open(fs: &MemFs, spec: &str) -> Db {
+    Db::open(
+        "/db",
+        lamina::Options {
+            compaction: spec.into(),
+            size_ratio: T,
+            ..tiny_options(fs)
+        },
+    )
+    .unwrap()
+}
+
+/// Runs per level, shallowest first (empty levels included).
+fn runs(levels: &[LevelStats]) -> Vec<usize> {
+    levels.iter().map(|l| l.runs).collect()
+}
+
+/// Loads 15,000 writes under `spec`, waits for the tree to settle and
+/// returns its levels; the contents must equal the oracle.
+fn settled(spec: &str) -> Vec<LevelStats> {
+    let fs = MemFs::new();
+    let db = open(&fs, spec);
+    let model = load(&db, 7, 15_000);
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(dump(&db), model, "{spec}");
+    let st = db.stats();
+    assert_eq!(st.compaction_errors, 0, "{spec}");
+    assert!(st.levels.len() >= 3, "{spec}: {:?}", runs(&st.levels));
+    st.levels
+}
+
+#[test]
+fn leveled_presets_keep_one_run_per_level() {
+    for spec in [
+        "full", "lo1", "lo2", "rr", "cold", "old", "tsd", "tsa", "leveled",
+    ] {
+        let levels = settled(spec);
+        assert!(
+            levels.iter().all(|l| l.runs <= 1),
+            "{spec}: runs per level {:?}",
+            runs(&levels)
+        );
+        // Every level but the deepest is within its capacity
+        // (buffer × T^(i+1), the memtable being the paper's level 0).
+        let buffer = 8 * 1024u64;
+        for (i, l) in levels.iter().enumerate().take(levels.len() - 1) {
+            let capacity = buffer * (T as u64).pow(i as u32 + 1);
+            assert!(l.bytes <= capacity, "{spec}: level {i} holds {}", l.bytes);
+        }
+    }
+}
+
+#[test]
+fn tiered_presets_keep_fewer_than_t_runs_per_level() {
+    for spec in ["tier", "tiered", "partial", "partial:c=0.5"] {
+        let levels = settled(spec);
+        assert!(
+            levels.iter().all(|l| l.runs < T),
+            "{spec}: runs per level {:?}",
+            runs(&levels)
+        );
+        assert!(
+            levels.iter().any(|l| l.runs > 1),
+            "{spec}: tiering should leave some level with several runs: {:?}",
+            runs(&levels)
+        );
+    }
+}
+
+#[test]
+fn hybrid_presets_tier_some_levels_and_level_others() {
+    // 1-leveling: level 0 tiered below its run trigger, leveled below.
+    let levels = settled("1-leveling:l0=3");
+    assert!(levels[0].runs < 3, "{:?}", runs(&levels));
+    assert!(
+        levels[1..].iter().all(|l| l.runs <= 1),
+        "{:?}",
+        runs(&levels)
+    );
+    // Lazy leveling: tiered everywhere but the last level, which is one run.
+    for spec in ["lazy-leveling", "lazy-leveled"] {
+        let levels = settled(spec);
+        let (last, upper) = levels.split_last().unwrap();
+        assert_eq!(last.runs, 1, "{spec}: {:?}", runs(&levels));
+        assert!(
+            upper.iter().all(|l| l.runs < T),
+            "{spec}: {:?}",
+            runs(&levels)
+        );
+    }
+}
+
+/// Tombstones older than the TSA threshold reach the last level without
+/// any further write: the tombstone-age trigger alone pushes them down.
+#[test]
+fn tsa_pushes_every_tombstone_to_the_last_level() {
+    let fs = MemFs::new();
+    let db = open(&fs, "tsa:threshold=50");
+    let mut model = load(&db, 3, 12_000);
+    let doomed: Vec<Vec<u8>> = model.keys().step_by(7).cloned().collect();
+    for k in &doomed {
+        db.delete(k).unwrap();
+        model.remove(k);
+    }
+    db.flush().unwrap();
+    // Polls (no deadline: the engine decides when) until no level above
+    // the deepest holds a tombstone.
+    loop {
+        db.wait_for_compactions().unwrap();
+        let st = db.stats();
+        let (_, upper) = st.levels.split_last().unwrap();
+        if upper.iter().all(|l| l.tombstones == 0) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(dump(&db), model);
+}
+
+/// `set_compaction` under load: leveling → tiering → leveling. Each
+/// switch happens halfway through a batch of writes from another thread;
+/// once the batch is done the tree converges to the new strategy's shape
+/// and holds exactly what was written.
+#[test]
+fn set_compaction_converges_both_ways_under_load() {
+    const BATCH: u64 = 8_000;
+    let fs = MemFs::new();
+    let db = Arc::new(open(&fs, "lo1"));
+    let written = Arc::new(AtomicU64::new(0));
+    let (go, batches) = std::sync::mpsc::channel::<()>();
+    let writer = {
+        let (db, written) = (Arc::clone(&db), Arc::clone(&written));
+        std::thread::spawn(move || {
+            let mut rng = StdRng::seed_from_u64(5);
+            let mut model = BTreeMap::new();
+            for () in batches {
+                for _ in 0..BATCH {
+                    let k = key(rng.gen_range(0..50_000));
+                    let v = written.load(Ordering::Acquire).to_le_bytes().to_vec();
+                    db.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                    written.fetch_add(1, Ordering::AcqRel);
+                }
+            }
+            model
+        })
+    };
+    let switch_during_batch = |spec: &str, batch: u64| {
+        go.send(()).unwrap();
+        while written.load(Ordering::Acquire) < batch * BATCH + BATCH / 2 {
+            std::thread::yield_now();
+        }
+        db.set_compaction(spec).unwrap();
+        assert_eq!(db.compaction_spec(), spec);
+        while written.load(Ordering::Acquire) < (batch + 1) * BATCH {
+            std::thread::yield_now();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        runs(&db.stats().levels)
+    };
+    let leveled = switch_during_batch("lo1", 0);
+    assert!(leveled.iter().all(|&r| r <= 1), "leveling: {leveled:?}");
+    let tiered = switch_during_batch("tier", 1);
+    assert!(tiered.iter().all(|&r| r < T), "tiering: {tiered:?}");
+    assert!(tiered.iter().any(|&r| r > 1), "tiering: {tiered:?}");
+    let releveled = switch_during_batch("lo1", 2);
+    assert!(releveled.iter().all(|&r| r <= 1), "leveling: {releveled:?}");
+    drop(go);
+    let model = writer.join().unwrap();
+    assert_eq!(dump(&db), model);
+    assert_eq!(db.stats().compaction_errors, 0);
+}
