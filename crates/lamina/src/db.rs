@@ -29,7 +29,7 @@ use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
 use crate::record::{append_record, read_records};
-use crate::sst::TableOptions;
+use crate::sst::{monkey, TableOptions};
 use crate::stats::{DbStats, EngineStats, IoStats, LevelStats, Op};
 use crate::tables::{RunIterator, TableLoader};
 use crate::version::{FileMeta, Version, VersionEdit};
@@ -366,9 +366,10 @@ impl Db {
         let r = self
             .inner
             .get_at(key, self.inner.visible_seq.load(Ordering::Acquire));
-        self.inner.stats.record(Op::Get, start.elapsed());
+        let elapsed = start.elapsed();
+        self.inner.stats.record(Op::Get, elapsed);
         if let Ok(found) = &r {
-            self.inner.stats.count_get(found.is_some());
+            self.inner.stats.count_get(found.is_some(), elapsed);
         }
         r
     }
@@ -513,6 +514,13 @@ fn validate(opts: &Options) -> Result<()> {
     if !(0.0..=64.0).contains(&opts.bloom_bits_per_key) {
         return bad("bloom_bits_per_key must be within 0 ..= 64");
     }
+    if !opts
+        .bloom_bits_per_level
+        .iter()
+        .all(|b| (0.0..=64.0).contains(b))
+    {
+        return bad("bloom_bits_per_level values must be within 0 ..= 64");
+    }
     if opts.max_immutable_memtables == 0 {
         return bad("max_immutable_memtables must be at least 1");
     }
@@ -602,11 +610,13 @@ impl Inner {
             }
         }
         let now = now_ms();
-        for (_, run) in sv.version.runs_newest_first() {
+        for (level, run) in sv.version.runs_newest_first() {
             if let Some(f) = run.file_for(key) {
                 f.touch(now);
                 let table = self.loader.table(f)?;
-                if let Some((kind, _, v)) = table.get(key, seq)? {
+                let (found, filter) = table.get_with_filter_outcome(key, seq)?;
+                self.stats.count_filter(level, filter);
+                if let Some((kind, _, v)) = found {
                     return Ok((kind == ValueKind::Put).then_some(v));
                 }
             }
@@ -893,9 +903,26 @@ impl Inner {
         }
     }
 
+    /// Bloom bits per key for files written into `level` of a tree of
+    /// `levels` levels: by hand, by Monkey, or the same everywhere.
+    fn bloom_bits_for(&self, level: usize, levels: usize) -> f64 {
+        let opts = &self.opts;
+        if let Some(last) = opts.bloom_bits_per_level.last() {
+            return *opts.bloom_bits_per_level.get(level).unwrap_or(last);
+        }
+        if opts.bloom_monkey {
+            let entries = monkey::geometric_entries(levels.max(level + 1), opts.size_ratio as f64);
+            let bits = monkey::allocate(opts.bloom_bits_per_key, &entries);
+            return bits.get(level).copied().unwrap_or(opts.bloom_bits_per_key);
+        }
+        opts.bloom_bits_per_key
+    }
+
     fn flush_one(&self, mem: &Arc<MemTable>) -> Result<()> {
         let alloc = || self.alloc_id();
-        let ctx = self.context(&alloc);
+        let mut ctx = self.context(&alloc);
+        let levels = self.state.lock().version.levels.len();
+        ctx.table_options.bloom_bits_per_key = self.bloom_bits_for(0, levels);
         let meta = flush_memtable(&ctx, mem)?;
         let written = meta.as_ref().map_or(0, |m| m.size);
         let mut edit = VersionEdit::default();
@@ -1075,7 +1102,9 @@ impl Inner {
     /// Executes a task and installs its result.
     fn run_task(&self, task: &CompactionTask, version: &Version) -> Result<()> {
         let alloc = || self.alloc_id();
-        let ctx = self.context(&alloc);
+        let mut ctx = self.context(&alloc);
+        ctx.table_options.bloom_bits_per_key =
+            self.bloom_bits_for(task.output_level, version.levels.len());
         let started = Instant::now();
         let outcome: CompactionOutcome = execute(&ctx, version, task)?;
         let mut st = self.state.lock();
@@ -1132,7 +1161,11 @@ impl Inner {
             .levels
             .iter()
             .enumerate()
-            .map(|(i, l)| LevelStats::of_level(i + 1, l, &self.loader))
+            .map(|(i, l)| {
+                let mut s = LevelStats::of_level(i + 1, l, &self.loader);
+                self.stats.fill_filter_stats(i, &mut s);
+                s
+            })
             .collect();
         let mem_bytes = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())

@@ -77,6 +77,9 @@ pub(crate) enum Op {
     Compaction,
 }
 
+/// Levels with their own filter counters; deeper levels share the last.
+pub(crate) const FILTER_STAT_LEVELS: usize = 32;
+
 /// Buckets: 4 sub-buckets per power of two of nanoseconds up to 2^40 ns.
 const SUB: usize = 4;
 const BUCKETS: usize = 41 * SUB;
@@ -194,6 +197,12 @@ pub(crate) struct EngineStats {
     pub get_hits: Counter,
     pub put_latency: Histogram,
     pub get_latency: Histogram,
+    pub get_found_latency: Histogram,
+    pub get_empty_latency: Histogram,
+    /// Per level (deeper ones share the last slot): filter answers.
+    pub level_filter_negatives: [Counter; FILTER_STAT_LEVELS],
+    pub level_filter_positives: [Counter; FILTER_STAT_LEVELS],
+    pub level_filter_false_positives: [Counter; FILTER_STAT_LEVELS],
     pub scan_latency: Histogram,
     pub compaction_latency: Histogram,
 }
@@ -208,11 +217,48 @@ impl EngineStats {
         }
     }
 
-    pub(crate) fn count_get(&self, hit: bool) {
+    pub(crate) fn count_get(&self, hit: bool, latency: std::time::Duration) {
         self.gets.inc();
         if hit {
             self.get_hits.inc();
+            self.get_found_latency.record(latency);
+        } else {
+            self.get_empty_latency.record(latency);
         }
+    }
+
+    /// Counts a point lookup's filter answer for a file of `level`.
+    pub(crate) fn count_filter(&self, level: usize, outcome: crate::sst::FilterOutcome) {
+        use crate::sst::FilterOutcome;
+        let i = level.min(FILTER_STAT_LEVELS - 1);
+        let counters = match outcome {
+            FilterOutcome::NoFilter => return,
+            FilterOutcome::Negative => &self.level_filter_negatives,
+            FilterOutcome::Positive => &self.level_filter_positives,
+            FilterOutcome::FalsePositive => &self.level_filter_false_positives,
+        };
+        if let Some(c) = counters.get(i) {
+            c.inc();
+        }
+    }
+
+    /// Fills the measured filter figures of level `level` (0-based).
+    pub(crate) fn fill_filter_stats(&self, level: usize, s: &mut LevelStats) {
+        let i = level.min(FILTER_STAT_LEVELS - 1);
+        let get = |a: &[Counter; FILTER_STAT_LEVELS]| a.get(i).map_or(0, Counter::get);
+        let (neg, pos, fp) = (
+            get(&self.level_filter_negatives),
+            get(&self.level_filter_positives),
+            get(&self.level_filter_false_positives),
+        );
+        s.bloom_probes = neg + pos + fp;
+        s.bloom_false_positives = fp;
+        // Among probes for keys the file does not hold.
+        s.bloom_fpr_measured = if neg + fp == 0 {
+            0.0
+        } else {
+            fp as f64 / (neg + fp) as f64
+        };
     }
 
     pub(crate) fn snapshot(
@@ -283,6 +329,8 @@ impl EngineStats {
             stall_micros: self.stall_micros.get(),
             put_latency: self.put_latency.summary(),
             get_latency: self.get_latency.summary(),
+            get_found_latency: self.get_found_latency.summary(),
+            get_empty_latency: self.get_empty_latency.summary(),
             scan_latency: self.scan_latency.summary(),
             compaction_latency: self.compaction_latency.summary(),
             levels,
@@ -322,6 +370,12 @@ pub struct LevelStats {
     pub bloom_bits_per_key: f64,
     /// Theoretical false-positive rate of the level's filters (entry-weighted).
     pub bloom_fpr_theoretical: f64,
+    /// Point-lookup filter probes of the level's files so far.
+    pub bloom_probes: u64,
+    /// Probes answered "maybe" for a key the file does not hold.
+    pub bloom_false_positives: u64,
+    /// False positives / probes for keys the file does not hold.
+    pub bloom_fpr_measured: f64,
     /// Bytes read from the level's files by compactions so far.
     pub bytes_read: u64,
     /// Bytes written into the level.
@@ -426,6 +480,10 @@ pub struct DbStats {
     pub put_latency: LatencySummary,
     /// Get latency.
     pub get_latency: LatencySummary,
+    /// Latency of gets that found a value.
+    pub get_found_latency: LatencySummary,
+    /// Latency of gets that found nothing (empty lookups).
+    pub get_empty_latency: LatencySummary,
     /// Scan set-up latency.
     pub scan_latency: LatencySummary,
     /// Compaction latency.

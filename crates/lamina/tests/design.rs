@@ -205,3 +205,80 @@ fn set_compaction_converges_both_ways_under_load() {
     assert_eq!(dump(&db), model);
     assert_eq!(db.stats().compaction_errors, 0);
 }
+
+/// Bloom bits per level set by hand and by Monkey reach the files of each
+/// level, and stats report each level's theoretical and measured FPR.
+#[test]
+fn per_level_bloom_bits_by_hand_and_by_monkey() {
+    let levels_of = |bits_per_level: Vec<f64>, monkey: bool| {
+        let fs = MemFs::new();
+        let db = Db::open(
+            "/db",
+            lamina::Options {
+                compaction: "lo1".into(),
+                size_ratio: T,
+                bloom_bits_per_level: bits_per_level,
+                bloom_monkey: monkey,
+                bloom_bits_per_key: 8.0,
+                ..tiny_options(&fs)
+            },
+        )
+        .unwrap();
+        let model = load(&db, 9, 15_000);
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        // Lookups of absent keys inside the files' key ranges.
+        for k in (0..50_000)
+            .map(key)
+            .filter(|k| !model.contains_key(k))
+            .step_by(10)
+        {
+            assert_eq!(db.get(&k).unwrap(), None);
+        }
+        for (k, v) in model.iter().take(500) {
+            assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+        }
+        db.stats().levels
+    };
+    let by_hand = levels_of(vec![12.0, 6.0, 2.0], false);
+    let expect = |i: usize| [12.0, 6.0, 2.0][i.min(2)];
+    for (i, l) in by_hand.iter().enumerate().filter(|(_, l)| l.entries > 0) {
+        // Files get the bits of the level they are written into; a trivial
+        // move carries a file (and its filter) down unchanged, so a deeper
+        // level may also hold files with a shallower level's bits.
+        let bits = l.bloom_bits_per_key;
+        if i == 0 {
+            assert!((bits - 12.0).abs() < 0.01, "level 0: {bits} bits per key");
+        } else {
+            assert!(bits > expect(i) - 0.01 && bits < 12.01, "level {i}: {bits}");
+        }
+        // The theoretical FPR of the level's filters, and what lookups saw.
+        assert!(l.bloom_fpr_theoretical > 0.0 && l.bloom_fpr_theoretical < 1.0);
+        assert!(l.bloom_probes > 0, "level {i}: no probe");
+        eprintln!(
+            "level {i}: {bits:.2} bits/key, FPR theoretical {:.4}, measured {:.4} ({} probes)",
+            l.bloom_fpr_theoretical, l.bloom_fpr_measured, l.bloom_probes
+        );
+        let fpr = l.bloom_fpr_theoretical;
+        let absent = l.bloom_probes as f64;
+        assert!(
+            l.bloom_fpr_measured <= 2.0 * fpr + 5.0 / absent.sqrt(),
+            "level {i}: measured {} vs theoretical {fpr}",
+            l.bloom_fpr_measured
+        );
+    }
+    let deepest = by_hand.iter().rev().find(|l| l.entries > 0).unwrap();
+    assert!(
+        deepest.bloom_bits_per_key < 12.0,
+        "merges below level 0 use their level's bits"
+    );
+    // Monkey: shallower levels get more bits than deeper ones.
+    let monkey = levels_of(Vec::new(), true);
+    let bits: Vec<f64> = monkey
+        .iter()
+        .filter(|l| l.entries > 0)
+        .map(|l| l.bloom_bits_per_key)
+        .collect();
+    assert!(bits.len() >= 3, "{bits:?}");
+    assert!(bits[0] > bits[bits.len() - 1], "{bits:?}");
+}

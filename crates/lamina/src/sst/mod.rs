@@ -17,13 +17,14 @@ mod block;
 mod bloom;
 mod builder;
 mod format;
+pub mod monkey;
 mod reader;
 #[cfg(test)]
 mod tests;
 
 pub use block::Block;
 pub use builder::TableBuilder;
-pub use reader::{Table, TableIterator};
+pub use reader::{FilterOutcome, Table, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]

@@ -276,16 +276,31 @@ impl Table {
         user_key: &[u8],
         snapshot_seq: u64,
     ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
+        Ok(self.get_with_filter_outcome(user_key, snapshot_seq)?.0)
+    }
+
+    /// [`Table::get`], also telling what the Bloom filter answered (for
+    /// per-level filter statistics).
+    pub fn get_with_filter_outcome(
+        &self,
+        user_key: &[u8],
+        snapshot_seq: u64,
+    ) -> Result<(Option<(ValueKind, u64, Vec<u8>)>, FilterOutcome)> {
         if let Some(filter) = &self.filter {
             self.stats.cache_hits[kind_idx(BlockKind::Filter)].inc();
             self.stats.bloom_probes.inc();
             if !filter.may_contain(user_key) {
                 self.stats.bloom_negatives.inc();
-                return Ok(None);
+                return Ok((None, FilterOutcome::Negative));
             }
         }
         self.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
         let found = self.find_entry(&seek_key(user_key, snapshot_seq), user_key)?;
+        let mut outcome = if self.filter.is_some() {
+            FilterOutcome::Positive
+        } else {
+            FilterOutcome::NoFilter
+        };
         if found.is_none() && self.filter.is_some() {
             let present = snapshot_seq < MAX_SEQ
                 && self
@@ -293,9 +308,10 @@ impl Table {
                     .is_some();
             if !present {
                 self.stats.bloom_false_positives.inc();
+                outcome = FilterOutcome::FalsePositive;
             }
         }
-        Ok(found)
+        Ok((found, outcome))
     }
 
     /// Pure filter check (no statistics): false only if the key is certainly
@@ -403,6 +419,19 @@ impl Table {
             .as_ref()
             .map_or(1.0, BloomFilter::fpr_theoretical)
     }
+}
+
+/// What a table's Bloom filter answered for one point lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOutcome {
+    /// The table has no filter.
+    NoFilter,
+    /// "Definitely absent".
+    Negative,
+    /// "Maybe", and the table holds the key.
+    Positive,
+    /// "Maybe", and the table does not hold the key.
+    FalsePositive,
 }
 
 /// Cross-checks the index against the properties block (each checksummed on
