@@ -29,8 +29,8 @@ use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
 use crate::record::{append_record, read_records};
-use crate::sst::{monkey, TableOptions};
-use crate::stats::{DbStats, EngineStats, IoStats, LevelStats, Op};
+use crate::sst::{monkey, thread_blocks_read, TableOptions};
+use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, LevelStats, Op};
 use crate::tables::{RunIterator, TableLoader};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
@@ -363,10 +363,15 @@ impl Db {
     /// The newest value of `key`, or `None` if absent or deleted.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
+        let blocks = thread_blocks_read();
         let r = self
             .inner
             .get_at(key, self.inner.visible_seq.load(Ordering::Acquire));
         let elapsed = start.elapsed();
+        self.inner
+            .stats
+            .get_blocks_read
+            .add(thread_blocks_read().saturating_sub(blocks));
         self.inner.stats.record(Op::Get, elapsed);
         if let Ok(found) = &r {
             self.inner.stats.count_get(found.is_some(), elapsed);
@@ -1106,7 +1111,15 @@ impl Inner {
         ctx.table_options.bloom_bits_per_key =
             self.bloom_bits_for(task.output_level, version.levels.len());
         let started = Instant::now();
+        let cpu_started = thread_cpu_time();
         let outcome: CompactionOutcome = execute(&ctx, version, task)?;
+        let cpu = thread_cpu_time().saturating_sub(cpu_started);
+        let tombstones_out: u64 = outcome
+            .edit
+            .added_files
+            .iter()
+            .map(|a| a.meta.tombstones)
+            .sum();
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
@@ -1118,9 +1131,40 @@ impl Inner {
             self.stats
                 .compaction_bytes_written
                 .add(outcome.bytes_written);
-            self.stats.record(Op::Compaction, started.elapsed());
+            let wall = started.elapsed();
+            self.stats.record(Op::Compaction, wall);
+            self.stats.compaction_cpu_latency.record(cpu);
+            self.stats
+                .compaction_io_latency
+                .record(wall.saturating_sub(cpu));
+            let levels = st.version.levels.len();
+            self.record_delete_persistence(task, version, tombstones_out, levels, ctx.now_ms);
         }
         Ok(())
+    }
+
+    /// A merge into the deepest level that removed tombstones made deletes
+    /// persistent: records the age of its inputs' oldest tombstone.
+    fn record_delete_persistence(
+        &self,
+        task: &CompactionTask,
+        before: &Version,
+        tombstones_out: u64,
+        levels: usize,
+        now: u64,
+    ) {
+        if task.output_level + 1 < levels {
+            return;
+        }
+        let ids: HashSet<u64> = task.input_file_ids().collect();
+        let inputs = || before.files().filter(|(_, _, f)| ids.contains(&f.id));
+        let tombstones_in: u64 = inputs().map(|(_, _, f)| f.tombstones).sum();
+        let oldest = inputs().filter_map(|(_, _, f)| f.oldest_tombstone_ms).min();
+        if let Some(oldest) = oldest.filter(|_| tombstones_out < tombstones_in) {
+            self.stats
+                .delete_persistence_latency
+                .record(Duration::from_millis(now.saturating_sub(oldest)));
+        }
     }
 
     fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {

@@ -90,6 +90,7 @@ pub struct Histogram {
     buckets: Box<[AtomicU64]>,
     max: AtomicU64,
     count: AtomicU64,
+    sum_ns: AtomicU64,
 }
 
 impl Default for Histogram {
@@ -98,6 +99,7 @@ impl Default for Histogram {
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             max: AtomicU64::new(0),
             count: AtomicU64::new(0),
+            sum_ns: AtomicU64::new(0),
         }
     }
 }
@@ -129,6 +131,7 @@ impl Histogram {
         }
         self.max.fetch_max(ns, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// p50/p90/p99/max in microseconds.
@@ -155,6 +158,11 @@ impl Histogram {
         };
         LatencySummary {
             count: total,
+            mean_us: if total == 0 {
+                0.0
+            } else {
+                self.sum_ns.load(Ordering::Relaxed) as f64 / total as f64 / 1000.0
+            },
             p50_us: quantile(0.50),
             p90_us: quantile(0.90),
             p99_us: quantile(0.99),
@@ -168,6 +176,9 @@ impl Histogram {
 pub struct LatencySummary {
     /// Operations recorded.
     pub count: u64,
+    /// Mean, µs.
+    #[serde(default)]
+    pub mean_us: f64,
     /// Median, µs.
     pub p50_us: f64,
     /// 90th percentile, µs.
@@ -205,6 +216,19 @@ pub(crate) struct EngineStats {
     pub level_filter_false_positives: [Counter; FILTER_STAT_LEVELS],
     pub scan_latency: Histogram,
     pub compaction_latency: Histogram,
+    pub compaction_cpu_latency: Histogram,
+    pub compaction_io_latency: Histogram,
+    pub delete_persistence_latency: Histogram,
+    pub get_blocks_read: Counter,
+}
+
+/// CPU time the calling thread has used (compaction CPU vs I/O split).
+pub(crate) fn thread_cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 impl EngineStats {
@@ -333,6 +357,22 @@ impl EngineStats {
             get_empty_latency: self.get_empty_latency.summary(),
             scan_latency: self.scan_latency.summary(),
             compaction_latency: self.compaction_latency.summary(),
+            compaction_cpu_latency: self.compaction_cpu_latency.summary(),
+            compaction_io_latency: self.compaction_io_latency.summary(),
+            delete_persistence_latency: self.delete_persistence_latency.summary(),
+            data_movement: if self.bytes_ingested.get() == 0 {
+                0.0
+            } else {
+                (self.compaction_bytes_read.get() + written) as f64
+                    / self.bytes_ingested.get() as f64
+            },
+            get_blocks_read: self.get_blocks_read.get(),
+            read_amplification: if self.gets.get() == 0 {
+                0.0
+            } else {
+                self.get_blocks_read.get() as f64 / self.gets.get() as f64
+            },
+            tombstones: levels.iter().map(|l| l.tombstones).sum(),
             levels,
         }
     }
@@ -486,8 +526,32 @@ pub struct DbStats {
     pub get_empty_latency: LatencySummary,
     /// Scan set-up latency.
     pub scan_latency: LatencySummary,
-    /// Compaction latency.
+    /// Compaction latency (merges; trivial moves excluded).
     pub compaction_latency: LatencySummary,
+    /// CPU time of the compaction thread per merge.
+    #[serde(default)]
+    pub compaction_cpu_latency: LatencySummary,
+    /// Wall time minus CPU time per merge: waiting for I/O (or the CPU).
+    #[serde(default)]
+    pub compaction_io_latency: LatencySummary,
+    /// Per merge into the deepest level that dropped tombstones: time since
+    /// its inputs' oldest tombstone was written (an upper bound of the
+    /// persistence latency of the deletes it made persistent).
+    #[serde(default)]
+    pub delete_persistence_latency: LatencySummary,
+    /// (compaction bytes read + written) / bytes ingested (seed 001's data
+    /// movement).
+    #[serde(default)]
+    pub data_movement: f64,
+    /// SST blocks read from disk by point lookups.
+    #[serde(default)]
+    pub get_blocks_read: u64,
+    /// Blocks read from disk per point lookup.
+    #[serde(default)]
+    pub read_amplification: f64,
+    /// Tombstones stored in SST files.
+    #[serde(default)]
+    pub tombstones: u64,
     /// Disk levels.
     pub levels: Vec<LevelStats>,
 }
@@ -508,5 +572,20 @@ mod tests {
         assert!(s.p50_us >= 500.0 && s.p50_us <= 500.0 * 1.25, "{s:?}");
         assert!(s.p99_us >= 990.0 && s.p99_us <= 990.0 * 1.25, "{s:?}");
         assert_eq!(s.max_us, 1000.0);
+        // The mean is exact: (1 + 1000) / 2.
+        assert!((s.mean_us - 500.5).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn thread_cpu_time_advances_with_work_and_not_with_sleep() {
+        let start = thread_cpu_time();
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = thread_cpu_time() - start;
+        let mut x = 0u64;
+        let busy = thread_cpu_time();
+        while thread_cpu_time() - busy < Duration::from_millis(5) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        assert!(slept < Duration::from_millis(30), "{slept:?} {x}");
     }
 }

@@ -282,3 +282,50 @@ fn per_level_bloom_bits_by_hand_and_by_monkey() {
     assert!(bits.len() >= 3, "{bits:?}");
     assert!(bits[0] > bits[bits.len() - 1], "{bits:?}");
 }
+
+/// The seed 001 §4.2 measurements are consistent with each other.
+#[test]
+fn measurements_of_seed_001() {
+    let fs = MemFs::new();
+    let db = open(&fs, "lo1");
+    let model = load(&db, 13, 12_000);
+    for k in model.keys().step_by(3) {
+        db.delete(k).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let model = load(&db, 14, 6_000);
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    for k in model.keys().take(300) {
+        assert!(db.get(k).unwrap().is_some());
+    }
+    for i in 0..300 {
+        db.get(format!("key{i:06}x").as_bytes()).unwrap();
+    }
+    let st = db.stats();
+    assert!(st.data_movement > 0.0);
+    assert_eq!(
+        st.data_movement,
+        (st.compaction_bytes_read + st.compaction_bytes_written) as f64 / st.bytes_ingested as f64
+    );
+    // One CPU / I/O sample per merge; CPU never exceeds the wall time.
+    assert_eq!(st.compaction_cpu_latency.count, st.compactions);
+    assert_eq!(st.compaction_io_latency.count, st.compactions);
+    assert!(st.compaction_cpu_latency.mean_us <= st.compaction_latency.mean_us * 1.0001);
+    let parts = st.compaction_cpu_latency.mean_us + st.compaction_io_latency.mean_us;
+    assert!((parts - st.compaction_latency.mean_us).abs() <= 0.01 * parts + 1.0);
+    // Found and empty lookups split the gets.
+    assert_eq!(
+        st.get_found_latency.count + st.get_empty_latency.count,
+        st.gets
+    );
+    assert!(st.get_found_latency.count >= 300);
+    assert!(st.read_amplification > 0.0);
+    assert_eq!(
+        st.tombstones,
+        st.levels.iter().map(|l| l.tombstones).sum::<u64>()
+    );
+    // compact_range pushed the deletes into the last level, dropping them.
+    assert!(st.delete_persistence_latency.count > 0, "{st:?}");
+}

@@ -24,7 +24,7 @@ mod tests;
 
 pub use block::Block;
 pub use builder::TableBuilder;
-pub use reader::{FilterOutcome, Table, TableIterator};
+pub use reader::{thread_blocks_read, FilterOutcome, Table, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]

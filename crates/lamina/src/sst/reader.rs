@@ -89,6 +89,7 @@ fn read_checked_into(
     raw.resize(total, 0);
     file.read_exact_at(&mut raw, handle.offset)?;
     stats.blocks_read.inc();
+    THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
     stats.bytes_read.add(total as u64);
     let len = check_block(&raw)
         .map_err(|r| Error::corruption(file_name, handle.offset, r))?
@@ -419,6 +420,17 @@ impl Table {
             .as_ref()
             .map_or(1.0, BloomFilter::fpr_theoretical)
     }
+}
+
+thread_local! {
+    static THREAD_BLOCKS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Blocks the calling thread has read from SST files so far: a point
+/// lookup counts its own disk reads (read amplification) with it while
+/// other threads compact.
+pub fn thread_blocks_read() -> u64 {
+    THREAD_BLOCKS_READ.with(std::cell::Cell::get)
 }
 
 /// What a table's Bloom filter answered for one point lookup.
