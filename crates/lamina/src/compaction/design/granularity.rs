@@ -65,7 +65,8 @@ fn key_span(run: &RunView) -> u64 {
 
 /// Seed 004's segment: among windows of `max(2, ⌈c · runs⌉)` consecutive
 /// runs (newest first), the one with the smallest sum of key spans (the
-/// runs most likely to share keys); ties go to the older window. With
+/// runs most likely to share keys); ties go to the window of fewest bytes
+/// (cheapest to merge), then to the older one. With
 /// `oldest_only`, only the window ending at the oldest run qualifies (data
 /// must leave the level).
 pub fn segment(runs: &[RunView], c: f64, oldest_only: bool) -> Option<Range<usize>> {
@@ -77,12 +78,15 @@ pub fn segment(runs: &[RunView], c: f64, oldest_only: bool) -> Option<Range<usiz
         return Some(runs.len() - n..runs.len());
     }
     let spans: Vec<u64> = runs.iter().map(key_span).collect();
+    let bytes: Vec<u64> = runs.iter().map(RunView::bytes).collect();
+    let sum = |v: &[u64]| v.iter().fold(0u64, |a, &b| a.saturating_add(b));
     (0..=runs.len() - n)
-        .rev()
         .min_by_key(|&s| {
-            spans[s..s + n]
-                .iter()
-                .fold(0u64, |a, &b| a.saturating_add(b))
+            (
+                sum(&spans[s..s + n]),
+                sum(&bytes[s..s + n]),
+                std::cmp::Reverse(s),
+            )
         })
         .map(|s| s..s + n)
 }
@@ -151,9 +155,19 @@ mod tests {
         ]);
         // c = 0.2 of 5 runs is 1, raised to 2: runs 1..3 (spans 10 + 20).
         assert_eq!(segment(&level.runs, 0.2, false), Some(1..3));
-        // c = 0.5: three runs; 10+20+100 = 130 ties with 100+10+20, the
-        // older window wins.
+        // c = 0.5: three runs; 100+10+20 = 130 ties with 10+20+100 (and
+        // in bytes), the older window wins.
         assert_eq!(segment(&level.runs, 0.5, false), Some(1..4));
+        // Equal spans: the window of fewest bytes.
+        let mut equal = level_of(vec![
+            vec![file(1, 0, 100, 5)],
+            vec![file(2, 0, 100, 1)],
+            vec![file(3, 0, 100, 1)],
+            vec![file(4, 0, 100, 9)],
+        ]);
+        assert_eq!(segment(&equal.runs, 0.2, false), Some(1..3));
+        equal.runs[2].files[0].size = 20;
+        assert_eq!(segment(&equal.runs, 0.2, false), Some(0..2));
         assert_eq!(segment(&level.runs, 0.2, true), Some(3..5));
         assert_eq!(segment(&level.runs[..1], 0.2, false), None);
     }

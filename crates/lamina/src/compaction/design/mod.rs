@@ -330,7 +330,7 @@ impl CompactionPolicy for Composed {
                 .flat_map(|l| &l.runs)
                 .flat_map(|r| &r.files)
                 .any(|f| f.busy)
-                || !self.needs(view).1.is_empty())
+                || !self.pick(view).is_empty())
     }
 }
 
