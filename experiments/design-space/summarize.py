@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summarizes experiments/design-space/results/*.json (Db::stats of each
-strategy after its fillrandom run) as a Markdown table next to seed 001's
+strategy after its inserts have been flushed and compacted) as a Markdown table next to seed 001's
 published figures, and draws Fig. 4(a)-(d) as one SVG (no plotting
 library needed). Usage: summarize.py RESULTS_DIR INSERTS"""
 
@@ -48,6 +48,8 @@ def row(name, s):
         "put_max_ms": put["max_us"] / 1e3,
         "stall_ms": s["stall_micros"] / 1e3,
         "runs": [l["runs"] for l in s["levels"]],
+        "seconds": s.get("ingest_seconds", 0),
+        "settled": s.get("settled_seconds", 0),
     }
 
 
@@ -56,8 +58,8 @@ def table(rows, n):
     out = [
         f"Inserts: {n:,} uniform random 128-byte entries per strategy.",
         "",
-        "| strategy | data movement (read + write) / ingested | vs full | paper | compactions (+ trivial moves) | vs full | mean / p50 / p99 / max compaction ms | mean CPU / I/O ms | put p99 µs | put max ms | stall ms | runs per level |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| strategy | data movement (read + write) / ingested | vs full | paper | compactions (+ trivial moves) | vs full | mean / p50 / p99 / max compaction ms | mean CPU / I/O ms | put p99 µs | put max ms | stall ms | runs per level | ingest / settled s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rel = f"{(r['movement'] / full['movement'] - 1) * 100:+.0f}%" if full else ""
@@ -67,7 +69,7 @@ def table(rows, n):
             f"| {PAPER.get(r['name'], '')} | {r['compactions']} (+{r['trivial']}) | {crel} "
             f"| {r['mean_ms']:.0f} / {r['p50_ms']:.0f} / {r['p99_ms']:.0f} / {r['max_ms']:.0f} "
             f"| {r['cpu_ms']:.0f} / {r['io_ms']:.0f} | {r['put_p99_us']:.0f} | {r['put_max_ms']:.1f} "
-            f"| {r['stall_ms']:.0f} | {r['runs']} |"
+            f"| {r['stall_ms']:.0f} | {r['runs']} | {r['seconds']:.0f} / {r['settled']:.0f} |"
         )
     return "\n".join(out) + "\n"
 

@@ -121,7 +121,8 @@ pub struct Composed {
 
 /// A level that needs work, before the task is built.
 struct Need {
-    /// 0 for layout invariants, then 1 + the trigger's position.
+    /// 1 + the trigger's position (a fold ranks with the level's first
+    /// shape trigger, or first if it has none).
     priority: usize,
     score: f64,
     level: usize,
@@ -272,10 +273,27 @@ impl Composed {
         let mut needs = Vec::new();
         for level in 0..=deepest {
             let plan = self.plan(level, deepest);
-            if plan.layout == Layout::Leveling && view.level(level).runs.len() > 1 {
+            let runs = view.level(level).runs.len();
+            if plan.layout == Layout::Leveling && runs > 1 {
+                // The fold competes with the level's shape triggers
+                // (saturation, run count) on score, as RocksDB scores its
+                // level 0 by files against the others by bytes: ranked
+                // always first, a stream of flushes would starve the
+                // pushes out of the level and every fold would rewrite an
+                // ever larger run.
+                let shape = plan
+                    .triggers
+                    .iter()
+                    .position(|t| {
+                        matches!(
+                            t,
+                            Trigger::Saturation | Trigger::SaturationFiles | Trigger::Runs(_)
+                        )
+                    })
+                    .map_or(0, |p| p + 1);
                 needs.push(Need {
-                    priority: 0,
-                    score: f64::INFINITY,
+                    priority: shape,
+                    score: (runs - 1) as f64,
                     level,
                     trigger: None,
                 });
@@ -360,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn layout_invariants_come_before_triggers() {
+    fn folds_compete_with_saturation_on_score() {
         // Level 0 is leveled, holds two runs and is saturated.
         let view = view_of(
             vec![level_of(vec![
@@ -377,10 +395,19 @@ mod tests {
             )],
             None,
         );
+        // Two runs (fold score 1) against 1.2 × capacity: the push first.
         let tasks = p.pick(&view);
         assert_eq!(tasks.len(), 2);
+        assert_eq!(tasks[0].output_level, 1);
+        assert_eq!(tasks[1].output_level, 0, "then the fold");
+        // Three runs (fold score 2) against 1.8 × capacity: the fold first.
+        let mut three = view.clone();
+        three.levels[0]
+            .runs
+            .insert(0, level_of(vec![vec![file(9, 0, 9, 600)]]).runs.remove(0));
+        three.levels[0].runs[0].order = 20_000;
+        let tasks = p.pick(&three);
         assert_eq!(tasks[0].output_level, 0, "the fold first");
-        assert_eq!(tasks[1].output_level, 1);
     }
 
     #[test]
