@@ -286,7 +286,7 @@ impl Table {
         &self,
         user_key: &[u8],
         snapshot_seq: u64,
-    ) -> Result<(Option<(ValueKind, u64, Vec<u8>)>, FilterOutcome)> {
+    ) -> Result<(Option<Entry>, FilterOutcome)> {
         if let Some(filter) = &self.filter {
             self.stats.cache_hits[kind_idx(BlockKind::Filter)].inc();
             self.stats.bloom_probes.inc();
@@ -432,6 +432,9 @@ thread_local! {
 pub fn thread_blocks_read() -> u64 {
     THREAD_BLOCKS_READ.with(std::cell::Cell::get)
 }
+
+/// A stored version of a key: `(kind, seq, value)`.
+pub type Entry = (ValueKind, u64, Vec<u8>);
 
 /// What a table's Bloom filter answered for one point lookup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -98,14 +98,14 @@ pub fn preset(
         space_amp: None,
     };
     for &(k, v) in params {
-        let allowed = match (k, name) {
-            ("T" | "file" | "block", _) => true,
-            ("threshold", "tsd" | "tsa") => true,
-            ("l0", "1-leveling") => true,
-            ("c", "partial") => true,
-            ("sa", "tier") => true,
-            _ => false,
-        };
+        let allowed = matches!(
+            (k, name),
+            ("T" | "file" | "block", _)
+                | ("threshold", "tsd" | "tsa")
+                | ("l0", "1-leveling")
+                | ("c", "partial")
+                | ("sa", "tier")
+        );
         if !allowed {
             return Err(Error::InvalidArgument(format!(
                 "{name} has no parameter {k}"
