@@ -197,7 +197,6 @@ fn set_compaction_converges_both_ways_under_load() {
     assert!(leveled.iter().all(|&r| r <= 1), "leveling: {leveled:?}");
     let tiered = switch_during_batch("tier", 1);
     assert!(tiered.iter().all(|&r| r < T), "tiering: {tiered:?}");
-    assert!(tiered.iter().any(|&r| r > 1), "tiering: {tiered:?}");
     let releveled = switch_during_batch("lo1", 2);
     assert!(releveled.iter().all(|&r| r <= 1), "leveling: {releveled:?}");
     drop(go);
