@@ -27,10 +27,24 @@ pub struct EngineOpts {
     /// Target Bloom filter false-positive rate; bits = -ln F / (ln 2)^2.
     #[arg(long, value_name = "F")]
     pub bloom_fpr: Option<f64>,
+    /// Bloom bits per key by level, level 0 first, the last value for
+    /// deeper levels (e.g. 12,8,6).
+    #[arg(
+        long,
+        value_name = "B,B,...",
+        value_delimiter = ',',
+        conflicts_with = "bloom_monkey"
+    )]
+    pub bloom_bits_per_level: Vec<f64>,
+    /// Spread the Bloom memory (--bloom-bits per key on average) over the
+    /// levels with Monkey.
+    #[arg(long)]
+    pub bloom_monkey: bool,
     /// Size ratio T between adjacent levels.
     #[arg(long, value_name = "T", default_value_t = 10)]
     pub size_ratio: usize,
-    /// Compaction policy spec (e.g. leveling, tiering).
+    /// Compaction strategy spec (e.g. leveling, lo1, tier, partial:c=0.2,
+    /// toml:FILE; see docs/compaction.md).
     #[arg(long, value_name = "SPEC", default_value = "leveling")]
     pub compaction: String,
     /// Compaction threads [default: the engine's].
@@ -95,6 +109,15 @@ impl EngineOpts {
         if let Some(fpr) = self.bloom_fpr {
             o.bloom_bits_per_key = bits_for_fpr(fpr)?;
         }
+        if let Some(bad) = self
+            .bloom_bits_per_level
+            .iter()
+            .find(|b| !(b.is_finite() && **b >= 0.0))
+        {
+            bail!("--bloom-bits-per-level values must be non-negative numbers, got {bad}");
+        }
+        o.bloom_bits_per_level = self.bloom_bits_per_level.clone();
+        o.bloom_monkey = self.bloom_monkey;
         if self.size_ratio < 2 {
             bail!("--size-ratio must be at least 2, got {}", self.size_ratio);
         }

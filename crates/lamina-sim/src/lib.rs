@@ -305,6 +305,7 @@ impl Simulator {
             created_ms: self.view.now_ms,
             oldest_tombstone_ms: None,
             busy: false,
+            ..Default::default()
         }
     }
 

@@ -29,8 +29,8 @@ use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
 use crate::record::{append_record, read_records};
-use crate::sst::TableOptions;
-use crate::stats::{DbStats, EngineStats, IoStats, LevelStats, Op};
+use crate::sst::{monkey, thread_blocks_read, TableOptions};
+use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, LevelStats, Op};
 use crate::tables::{RunIterator, TableLoader};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
@@ -363,12 +363,18 @@ impl Db {
     /// The newest value of `key`, or `None` if absent or deleted.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
+        let blocks = thread_blocks_read();
         let r = self
             .inner
             .get_at(key, self.inner.visible_seq.load(Ordering::Acquire));
-        self.inner.stats.record(Op::Get, start.elapsed());
+        let elapsed = start.elapsed();
+        self.inner
+            .stats
+            .get_blocks_read
+            .add(thread_blocks_read().saturating_sub(blocks));
+        self.inner.stats.record(Op::Get, elapsed);
         if let Ok(found) = &r {
-            self.inner.stats.count_get(found.is_some());
+            self.inner.stats.count_get(found.is_some(), elapsed);
         }
         r
     }
@@ -396,15 +402,6 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
-    /// Blocks until the tree has the shape its strategy wants: no compaction
-    /// runs and the policy picks none (RocksDB's `WaitForCompact`). Pending
-    /// flushes are not waited for: call [`Db::flush`] first for that. Returns
-    /// `Error::Background` if a compaction fails meanwhile (that compaction
-    /// left the tree as it was).
-    pub fn wait_for_compactions(&self) -> Result<()> {
-        self.inner.wait_for_compactions()
-    }
-
     /// Merges every file overlapping `[lo, hi]` (None = unbounded) into the
     /// deepest level, after a flush. Waits for running compactions first.
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
@@ -418,6 +415,15 @@ impl Db {
         *self.inner.policy.write() = Arc::from(policy);
         self.inner.cv.notify_all();
         Ok(())
+    }
+
+    /// Waits until every pending flush is done, no compaction runs and the
+    /// strategy in force picks nothing more: the tree has settled into the
+    /// strategy's shape (RocksDB's `WaitForCompact`). Returns
+    /// `Error::Background` if a flush or compaction fails meanwhile (a failed
+    /// compaction leaves the tree as it was).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
     }
 
     /// The spec of the compaction strategy in force.
@@ -515,6 +521,13 @@ fn validate(opts: &Options) -> Result<()> {
     if !(0.0..=64.0).contains(&opts.bloom_bits_per_key) {
         return bad("bloom_bits_per_key must be within 0 ..= 64");
     }
+    if !opts
+        .bloom_bits_per_level
+        .iter()
+        .all(|b| (0.0..=64.0).contains(b))
+    {
+        return bad("bloom_bits_per_level values must be within 0 ..= 64");
+    }
     if opts.max_immutable_memtables == 0 {
         return bad("max_immutable_memtables must be at least 1");
     }
@@ -596,10 +609,14 @@ impl Inner {
                 return Ok((kind == ValueKind::Put).then_some(v));
             }
         }
-        for (_, run) in sv.version.runs_newest_first() {
+        let now = now_ms();
+        for (level, run) in sv.version.runs_newest_first() {
             if let Some(f) = run.file_for(key) {
+                f.touch(now);
                 let table = self.loader.table(f)?;
-                if let Some((kind, _, v)) = table.get(key, seq)? {
+                let (found, filter) = table.get_with_filter_outcome(key, seq)?;
+                self.stats.count_filter(level, filter);
+                if let Some((kind, _, v)) = found {
                     return Ok((kind == ValueKind::Put).then_some(v));
                 }
             }
@@ -738,6 +755,7 @@ impl Inner {
     fn make_room(&self, wal: &mut WalState, mut force: bool) -> Result<Arc<MemTable>> {
         let mut st = self.state.lock();
         let mut stall_start: Option<Instant> = None;
+        let mut stall_errors = None;
         loop {
             if let Some(e) = &st.bg_error {
                 return Err(Error::Background(e.clone()));
@@ -754,7 +772,8 @@ impl Inner {
             }
             let l0_runs = st.version.levels.first().map_or(0, |l| l.runs.len());
             let behind = st.imms.len() >= self.opts.max_immutable_memtables
-                || (self.opts.level0_stop_runs > 0 && l0_runs >= self.opts.level0_stop_runs);
+                || (self.opts.level0_stop_runs > 0 && l0_runs >= self.opts.level0_stop_runs)
+                || self.policy_stalls_writes(&st, &mut stall_errors);
             if behind && !wal.broken {
                 stall_start.get_or_insert_with(Instant::now);
                 self.cv.notify_all();
@@ -825,27 +844,6 @@ impl Inner {
         }
     }
 
-    fn wait_for_compactions(&self) -> Result<()> {
-        let errors = self.stats.compaction_errors.get();
-        let mut st = self.state.lock();
-        loop {
-            if self.shutdown.load(Ordering::Acquire) {
-                return Err(Error::Closed);
-            }
-            if self.stats.compaction_errors.get() != errors {
-                return Err(Error::Background(
-                    "a compaction failed while waiting for compactions".into(),
-                ));
-            }
-            // Picking happens under the state lock and counts the task as
-            // running at once, so this check cannot miss one being started.
-            if st.compactions_running == 0 && !st.manual && self.pick(&st).is_none() {
-                return Ok(());
-            }
-            self.cv.wait_for(&mut st, Duration::from_millis(50));
-        }
-    }
-
     fn wal_numbers_pending(&self) -> Vec<u64> {
         self.state
             .lock()
@@ -905,9 +903,26 @@ impl Inner {
         }
     }
 
+    /// Bloom bits per key for files written into `level` of a tree of
+    /// `levels` levels: by hand, by Monkey, or the same everywhere.
+    fn bloom_bits_for(&self, level: usize, levels: usize) -> f64 {
+        let opts = &self.opts;
+        if let Some(last) = opts.bloom_bits_per_level.last() {
+            return *opts.bloom_bits_per_level.get(level).unwrap_or(last);
+        }
+        if opts.bloom_monkey {
+            let entries = monkey::geometric_entries(levels.max(level + 1), opts.size_ratio as f64);
+            let bits = monkey::allocate(opts.bloom_bits_per_key, &entries);
+            return bits.get(level).copied().unwrap_or(opts.bloom_bits_per_key);
+        }
+        opts.bloom_bits_per_key
+    }
+
     fn flush_one(&self, mem: &Arc<MemTable>) -> Result<()> {
         let alloc = || self.alloc_id();
-        let ctx = self.context(&alloc);
+        let mut ctx = self.context(&alloc);
+        let levels = self.state.lock().version.levels.len();
+        ctx.table_options.bloom_bits_per_key = self.bloom_bits_for(0, levels);
         let meta = flush_memtable(&ctx, mem)?;
         let written = meta.as_ref().map_or(0, |m| m.size);
         let mut edit = VersionEdit::default();
@@ -1041,14 +1056,58 @@ impl Inner {
         }
     }
 
-    fn pick(&self, st: &State) -> Option<CompactionTask> {
-        let view = TreeView::of_version(
+    /// True while the policy wants writes to wait for its compactions
+    /// (checked at memtable switches). A compaction failing during the
+    /// wait ends it: the work it waits for may never be done.
+    fn policy_stalls_writes(&self, st: &State, errors_at_start: &mut Option<u64>) -> bool {
+        let errors = self.stats.compaction_errors.get();
+        if *errors_at_start.get_or_insert(errors) != errors || st.manual {
+            return false;
+        }
+        let policy = Arc::clone(&self.policy.read());
+        policy.stalls_writes(&self.view(st))
+    }
+
+    fn view(&self, st: &State) -> TreeView {
+        TreeView::of_version(
             &st.version,
             &st.busy,
             self.stats.flushes.get(),
             self.opts.write_buffer_size as u64,
             now_ms(),
-        );
+        )
+    }
+
+    /// Waits until the policy picks nothing and no compaction runs.
+    fn wait_for_compactions(&self) -> Result<()> {
+        let errors = self.stats.compaction_errors.get();
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if self.shutdown.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if self.stats.compaction_errors.get() != errors {
+                return Err(Error::Background("a compaction failed".into()));
+            }
+            // Picking happens under the state lock and counts the task as
+            // running at once, so this check cannot miss one being started.
+            if st.imms.is_empty()
+                && st.compactions_running == 0
+                && !st.manual
+                && self.pick(&st).is_none()
+            {
+                return Ok(());
+            }
+            self.cv.notify_all();
+            self.cv.wait_for(&mut st, Duration::from_millis(20));
+        }
+    }
+
+    fn pick(&self, st: &State) -> Option<CompactionTask> {
+        let view = self.view(st);
         let policy = Arc::clone(&self.policy.read());
         policy
             .pick(&view)
@@ -1059,9 +1118,19 @@ impl Inner {
     /// Executes a task and installs its result.
     fn run_task(&self, task: &CompactionTask, version: &Version) -> Result<()> {
         let alloc = || self.alloc_id();
-        let ctx = self.context(&alloc);
+        let mut ctx = self.context(&alloc);
+        ctx.table_options.bloom_bits_per_key =
+            self.bloom_bits_for(task.output_level, version.levels.len());
         let started = Instant::now();
+        let cpu_started = thread_cpu_time();
         let outcome: CompactionOutcome = execute(&ctx, version, task)?;
+        let cpu = thread_cpu_time().saturating_sub(cpu_started);
+        let tombstones_out: u64 = outcome
+            .edit
+            .added_files
+            .iter()
+            .map(|a| a.meta.tombstones)
+            .sum();
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
@@ -1073,9 +1142,40 @@ impl Inner {
             self.stats
                 .compaction_bytes_written
                 .add(outcome.bytes_written);
-            self.stats.record(Op::Compaction, started.elapsed());
+            let wall = started.elapsed();
+            self.stats.record(Op::Compaction, wall);
+            self.stats.compaction_cpu_latency.record(cpu);
+            self.stats
+                .compaction_io_latency
+                .record(wall.saturating_sub(cpu));
+            let levels = st.version.levels.len();
+            self.record_delete_persistence(task, version, tombstones_out, levels, ctx.now_ms);
         }
         Ok(())
+    }
+
+    /// A merge into the deepest level that removed tombstones made deletes
+    /// persistent: records the age of its inputs' oldest tombstone.
+    fn record_delete_persistence(
+        &self,
+        task: &CompactionTask,
+        before: &Version,
+        tombstones_out: u64,
+        levels: usize,
+        now: u64,
+    ) {
+        if task.output_level + 1 < levels {
+            return;
+        }
+        let ids: HashSet<u64> = task.input_file_ids().collect();
+        let inputs = || before.files().filter(|(_, _, f)| ids.contains(&f.id));
+        let tombstones_in: u64 = inputs().map(|(_, _, f)| f.tombstones).sum();
+        let oldest = inputs().filter_map(|(_, _, f)| f.oldest_tombstone_ms).min();
+        if let Some(oldest) = oldest.filter(|_| tombstones_out < tombstones_in) {
+            self.stats
+                .delete_persistence_latency
+                .record(Duration::from_millis(now.saturating_sub(oldest)));
+        }
     }
 
     fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
@@ -1116,7 +1216,11 @@ impl Inner {
             .levels
             .iter()
             .enumerate()
-            .map(|(i, l)| LevelStats::of_level(i + 1, l, &self.loader))
+            .map(|(i, l)| {
+                let mut s = LevelStats::of_level(i + 1, l, &self.loader);
+                self.stats.fill_filter_stats(i, &mut s);
+                s
+            })
             .collect();
         let mem_bytes = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())

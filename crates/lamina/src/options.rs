@@ -79,8 +79,17 @@ pub struct Options {
     pub max_immutable_memtables: usize,
     /// Target size of SST data blocks.
     pub block_size: usize,
-    /// Bloom filter bits per key (0 disables filters).
+    /// Bloom filter bits per key (0 disables filters); with
+    /// `bloom_monkey`, the average over all levels.
     pub bloom_bits_per_key: f64,
+    /// Bloom bits per key by level, level 0 first, set by hand; the last
+    /// value also covers deeper levels. Empty: `bloom_bits_per_key` (or
+    /// Monkey) everywhere. Applies to files written from now on.
+    pub bloom_bits_per_level: Vec<f64>,
+    /// Allocate bits per level with Monkey: the memory of
+    /// `bloom_bits_per_key` bits per key, spread over the levels (sized
+    /// `T^i`) so as to minimize the sum of their false-positive rates.
+    pub bloom_monkey: bool,
     /// Block cache capacity in bytes (0 disables the cache).
     pub block_cache_bytes: usize,
     /// Size ratio T between adjacent levels.
@@ -107,6 +116,8 @@ impl Default for Options {
             max_immutable_memtables: 2,
             block_size: 4096,
             bloom_bits_per_key: 10.0,
+            bloom_bits_per_level: Vec::new(),
+            bloom_monkey: false,
             block_cache_bytes: 64 << 20,
             size_ratio: 10,
             target_file_size: 16 << 20,

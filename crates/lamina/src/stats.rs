@@ -94,6 +94,9 @@ pub(crate) enum Op {
     Compaction,
 }
 
+/// Levels with their own filter counters; deeper levels share the last.
+pub(crate) const FILTER_STAT_LEVELS: usize = 32;
+
 /// Buckets: 4 sub-buckets per power of two of nanoseconds up to 2^40 ns.
 const SUB: usize = 4;
 const BUCKETS: usize = 41 * SUB;
@@ -104,6 +107,7 @@ pub struct Histogram {
     buckets: Box<[AtomicU64]>,
     max: AtomicU64,
     count: AtomicU64,
+    sum_ns: AtomicU64,
 }
 
 impl Default for Histogram {
@@ -112,6 +116,7 @@ impl Default for Histogram {
             buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             max: AtomicU64::new(0),
             count: AtomicU64::new(0),
+            sum_ns: AtomicU64::new(0),
         }
     }
 }
@@ -143,6 +148,7 @@ impl Histogram {
         }
         self.max.fetch_max(ns, Ordering::Relaxed);
         self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// p50/p90/p99/max in microseconds.
@@ -169,6 +175,11 @@ impl Histogram {
         };
         LatencySummary {
             count: total,
+            mean_us: if total == 0 {
+                0.0
+            } else {
+                self.sum_ns.load(Ordering::Relaxed) as f64 / total as f64 / 1000.0
+            },
             p50_us: quantile(0.50),
             p90_us: quantile(0.90),
             p99_us: quantile(0.99),
@@ -182,6 +193,9 @@ impl Histogram {
 pub struct LatencySummary {
     /// Operations recorded.
     pub count: u64,
+    /// Mean, µs.
+    #[serde(default)]
+    pub mean_us: f64,
     /// Median, µs.
     pub p50_us: f64,
     /// 90th percentile, µs.
@@ -214,8 +228,27 @@ pub(crate) struct EngineStats {
     pub get_hits: Counter,
     pub put_latency: Histogram,
     pub get_latency: Histogram,
+    pub get_found_latency: Histogram,
+    pub get_empty_latency: Histogram,
+    /// Per level (deeper ones share the last slot): filter answers.
+    pub level_filter_negatives: [Counter; FILTER_STAT_LEVELS],
+    pub level_filter_positives: [Counter; FILTER_STAT_LEVELS],
+    pub level_filter_false_positives: [Counter; FILTER_STAT_LEVELS],
     pub scan_latency: Histogram,
     pub compaction_latency: Histogram,
+    pub compaction_cpu_latency: Histogram,
+    pub compaction_io_latency: Histogram,
+    pub delete_persistence_latency: Histogram,
+    pub get_blocks_read: Counter,
+}
+
+/// CPU time the calling thread has used (compaction CPU vs I/O split).
+pub(crate) fn thread_cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    std::time::Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
 }
 
 impl EngineStats {
@@ -228,11 +261,48 @@ impl EngineStats {
         }
     }
 
-    pub(crate) fn count_get(&self, hit: bool) {
+    pub(crate) fn count_get(&self, hit: bool, latency: std::time::Duration) {
         self.gets.inc();
         if hit {
             self.get_hits.inc();
+            self.get_found_latency.record(latency);
+        } else {
+            self.get_empty_latency.record(latency);
         }
+    }
+
+    /// Counts a point lookup's filter answer for a file of `level`.
+    pub(crate) fn count_filter(&self, level: usize, outcome: crate::sst::FilterOutcome) {
+        use crate::sst::FilterOutcome;
+        let i = level.min(FILTER_STAT_LEVELS - 1);
+        let counters = match outcome {
+            FilterOutcome::NoFilter => return,
+            FilterOutcome::Negative => &self.level_filter_negatives,
+            FilterOutcome::Positive => &self.level_filter_positives,
+            FilterOutcome::FalsePositive => &self.level_filter_false_positives,
+        };
+        if let Some(c) = counters.get(i) {
+            c.inc();
+        }
+    }
+
+    /// Fills the measured filter figures of level `level` (0-based).
+    pub(crate) fn fill_filter_stats(&self, level: usize, s: &mut LevelStats) {
+        let i = level.min(FILTER_STAT_LEVELS - 1);
+        let get = |a: &[Counter; FILTER_STAT_LEVELS]| a.get(i).map_or(0, Counter::get);
+        let (neg, pos, fp) = (
+            get(&self.level_filter_negatives),
+            get(&self.level_filter_positives),
+            get(&self.level_filter_false_positives),
+        );
+        s.bloom_probes = neg + pos + fp;
+        s.bloom_false_positives = fp;
+        // Among probes for keys the file does not hold.
+        s.bloom_fpr_measured = if neg + fp == 0 {
+            0.0
+        } else {
+            fp as f64 / (neg + fp) as f64
+        };
     }
 
     pub(crate) fn snapshot(
@@ -306,8 +376,26 @@ impl EngineStats {
             stall_micros: self.stall_micros.get(),
             put_latency: self.put_latency.summary(),
             get_latency: self.get_latency.summary(),
+            get_found_latency: self.get_found_latency.summary(),
+            get_empty_latency: self.get_empty_latency.summary(),
             scan_latency: self.scan_latency.summary(),
             compaction_latency: self.compaction_latency.summary(),
+            compaction_cpu_latency: self.compaction_cpu_latency.summary(),
+            compaction_io_latency: self.compaction_io_latency.summary(),
+            delete_persistence_latency: self.delete_persistence_latency.summary(),
+            data_movement: if self.bytes_ingested.get() == 0 {
+                0.0
+            } else {
+                (self.compaction_bytes_read.get() + written) as f64
+                    / self.bytes_ingested.get() as f64
+            },
+            get_blocks_read: self.get_blocks_read.get(),
+            read_amplification: if self.gets.get() == 0 {
+                0.0
+            } else {
+                self.get_blocks_read.get() as f64 / self.gets.get() as f64
+            },
+            tombstones: levels.iter().map(|l| l.tombstones).sum(),
             levels,
         }
     }
@@ -345,6 +433,12 @@ pub struct LevelStats {
     pub bloom_bits_per_key: f64,
     /// Theoretical false-positive rate of the level's filters (entry-weighted).
     pub bloom_fpr_theoretical: f64,
+    /// Point-lookup filter probes of the level's files so far.
+    pub bloom_probes: u64,
+    /// Probes answered "maybe" for a key the file does not hold.
+    pub bloom_false_positives: u64,
+    /// False positives / probes for keys the file does not hold.
+    pub bloom_fpr_measured: f64,
     /// Bytes read from the level's files by compactions so far.
     pub bytes_read: u64,
     /// Bytes written into the level.
@@ -457,10 +551,38 @@ pub struct DbStats {
     pub put_latency: LatencySummary,
     /// Get latency.
     pub get_latency: LatencySummary,
+    /// Latency of gets that found a value.
+    pub get_found_latency: LatencySummary,
+    /// Latency of gets that found nothing (empty lookups).
+    pub get_empty_latency: LatencySummary,
     /// Scan set-up latency.
     pub scan_latency: LatencySummary,
-    /// Compaction latency.
+    /// Compaction latency (merges; trivial moves excluded).
     pub compaction_latency: LatencySummary,
+    /// CPU time of the compaction thread per merge.
+    #[serde(default)]
+    pub compaction_cpu_latency: LatencySummary,
+    /// Wall time minus CPU time per merge: waiting for I/O (or the CPU).
+    #[serde(default)]
+    pub compaction_io_latency: LatencySummary,
+    /// Per merge into the deepest level that dropped tombstones: time since
+    /// its inputs' oldest tombstone was written (an upper bound of the
+    /// persistence latency of the deletes it made persistent).
+    #[serde(default)]
+    pub delete_persistence_latency: LatencySummary,
+    /// (compaction bytes read + written) / bytes ingested (seed 001's data
+    /// movement).
+    #[serde(default)]
+    pub data_movement: f64,
+    /// SST blocks read from disk by point lookups.
+    #[serde(default)]
+    pub get_blocks_read: u64,
+    /// Blocks read from disk per point lookup.
+    #[serde(default)]
+    pub read_amplification: f64,
+    /// Tombstones stored in SST files.
+    #[serde(default)]
+    pub tombstones: u64,
     /// Disk levels.
     pub levels: Vec<LevelStats>,
 }
@@ -481,5 +603,20 @@ mod tests {
         assert!(s.p50_us >= 500.0 && s.p50_us <= 500.0 * 1.25, "{s:?}");
         assert!(s.p99_us >= 990.0 && s.p99_us <= 990.0 * 1.25, "{s:?}");
         assert_eq!(s.max_us, 1000.0);
+        // The mean is exact: (1 + 1000) / 2.
+        assert!((s.mean_us - 500.5).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn thread_cpu_time_advances_with_work_and_not_with_sleep() {
+        let start = thread_cpu_time();
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = thread_cpu_time() - start;
+        let mut x = 0u64;
+        let busy = thread_cpu_time();
+        while thread_cpu_time() - busy < Duration::from_millis(5) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        assert!(slept < Duration::from_millis(30), "{slept:?} {x}");
     }
 }

@@ -13,6 +13,7 @@
 //! *i+1*, and within a level runs are ordered by `order` (larger = newer).
 //! A lookup therefore stops at the first run that holds the key.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
@@ -44,6 +45,11 @@ pub struct FileMeta {
     pub oldest_tombstone_ms: Option<u64>,
     /// User key + value bytes stored, an estimate of the logical data size.
     pub raw_bytes: u64,
+    /// When the file arrived in its level (unix ms; not persisted: after an
+    /// open, its creation time). Trivial moves update it.
+    pub(crate) arrived_ms: AtomicU64,
+    /// When a point lookup last probed the file (unix ms; not persisted).
+    pub(crate) last_read_ms: AtomicU64,
     /// The opened table, loaded on first use.
     pub(crate) table: OnceLock<Arc<Table>>,
 }
@@ -52,6 +58,23 @@ impl FileMeta {
     /// True if the key ranges `[lo, hi]` and this file's intersect.
     pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.smallest.as_slice() <= hi && lo <= self.largest.as_slice()
+    }
+
+    /// When the file arrived in its level (unix ms).
+    pub fn arrived_ms(&self) -> u64 {
+        self.arrived_ms.load(Ordering::Relaxed)
+    }
+
+    /// When a point lookup last probed the file (unix ms), or its arrival.
+    pub fn last_read_ms(&self) -> u64 {
+        self.last_read_ms
+            .load(Ordering::Relaxed)
+            .max(self.arrived_ms())
+    }
+
+    /// Records a point lookup probing the file at `now_ms`.
+    pub(crate) fn touch(&self, now_ms: u64) {
+        self.last_read_ms.fetch_max(now_ms, Ordering::Relaxed);
     }
 
     fn encode(&self, dst: &mut Vec<u8>) {
@@ -91,6 +114,8 @@ impl FileMeta {
             raw_bytes: v[8],
             smallest,
             largest,
+            arrived_ms: AtomicU64::new(v[6]),
+            last_read_ms: AtomicU64::new(0),
             table: OnceLock::new(),
         })
     }
@@ -285,6 +310,8 @@ impl FileMeta {
             created_ms: self.created_ms,
             oldest_tombstone_ms: self.oldest_tombstone_ms,
             raw_bytes: self.raw_bytes,
+            arrived_ms: AtomicU64::new(self.arrived_ms()),
+            last_read_ms: AtomicU64::new(self.last_read_ms.load(Ordering::Relaxed)),
             table: OnceLock::new(),
         }
     }
@@ -470,6 +497,8 @@ pub(crate) mod tests {
             created_ms: 7,
             oldest_tombstone_ms: Some(3),
             raw_bytes: 90,
+            arrived_ms: AtomicU64::new(7),
+            last_read_ms: AtomicU64::new(0),
             table: OnceLock::new(),
         }
     }

@@ -208,6 +208,72 @@ fn model_under_every_policy() {
     }
 }
 
+/// Every preset of the compaction design space (seeds 001 and 004) keeps
+/// the tree equal to the oracle, with one and two compaction threads, and
+/// the executor accepts every task it picks. Small T and short TTLs make
+/// the tombstone and run triggers fire within a few thousand operations.
+#[test]
+fn model_under_every_design_preset() {
+    let specs = [
+        "full:T=3",
+        "lo1:T=3",
+        "lo2:T=3",
+        "rr:T=3",
+        "cold:T=3",
+        "old:T=3",
+        "tsd:T=3,threshold=0.1",
+        "tsa:T=3,threshold=5",
+        "tier:T=3",
+        "tier:T=3,sa=0.5",
+        "1-leveling:T=3,l0=2",
+        "lazy-leveling:T=3",
+        "tiered:T=3",
+        "leveled:T=3",
+        "lazy-leveled:T=3",
+        "partial:T=3,c=0.2",
+        "partial:T=4,c=0.5",
+    ];
+    for (seed, spec) in specs.iter().enumerate() {
+        for threads in [1, 2] {
+            run_model(300 + seed as u64, 4_000, 2_000, spec, threads);
+        }
+    }
+}
+
+/// A free TOML composition: a hybrid of a tiered first level, partial
+/// leveling with staleness and tombstone triggers below, and a leveled
+/// last level moved whole.
+#[test]
+fn model_under_a_toml_composition() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hybrid.toml");
+    std::fs::write(
+        &path,
+        r#"
+T = 3
+[[level]]
+layout = "tiering"
+triggers = ["runs:3"]
+granularity = "level"
+[[level]]
+layout = "leveling"
+triggers = ["tombstone-density:0.2", "stale:50", "saturation-files"]
+granularity = "files:2"
+movement = ["tsd:0.2", "old", "lo1"]
+[last]
+layout = "leveling"
+triggers = ["saturation"]
+granularity = "fraction:0.5"
+movement = ["rr"]
+"#,
+    )
+    .unwrap();
+    let spec = format!("toml:{}", path.display());
+    for threads in [1, 2] {
+        run_model(400, 4_000, 2_000, &spec, threads);
+    }
+}
+
 #[test]
 fn model_on_the_real_filesystem() {
     let dir = tempfile::tempdir().unwrap();

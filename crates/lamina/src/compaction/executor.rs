@@ -6,6 +6,7 @@
 //! once no snapshot needs it and no older run can hold its key.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::{CompactionTask, OutputRun};
@@ -208,10 +209,12 @@ pub(crate) fn execute(
     let single_source = inputs.len() == 1 && dest_run.is_none_or(|r| r.id != inputs[0].run.id);
     if single_source && !inputs[0].files.iter().any(|f| dest_overlaps(f)) {
         for f in &inputs[0].files {
+            let meta = f.clone_meta();
+            meta.arrived_ms.store(ctx.now_ms, Ordering::Relaxed);
             edit.added_files.push(AddedFile {
                 level: task.output_level,
                 run_id: out_run_id,
-                meta: f.clone_meta(),
+                meta,
             });
         }
         return Ok(CompactionOutcome {
@@ -423,6 +426,8 @@ fn meta_from_properties(id: u64, p: &TableProperties, now_ms: u64) -> FileMeta {
             None
         },
         raw_bytes: p.raw_key_bytes + p.raw_value_bytes,
+        arrived_ms: AtomicU64::new(now_ms),
+        last_read_ms: AtomicU64::new(0),
         table: OnceLock::new(),
     }
 }

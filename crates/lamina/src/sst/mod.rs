@@ -17,6 +17,7 @@ mod block;
 mod bloom;
 mod builder;
 mod format;
+pub mod monkey;
 mod reader;
 #[cfg(test)]
 mod tests;
@@ -28,7 +29,7 @@ pub use builder::TableBuilder;
 pub(crate) use format::{
     block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
 };
-pub use reader::{Table, TableIterator};
+pub use reader::{thread_blocks_read, FilterOutcome, Table, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]

@@ -89,6 +89,7 @@ fn read_checked_into(
     raw.resize(total, 0);
     file.read_exact_at(&mut raw, handle.offset)?;
     stats.blocks_read.inc();
+    THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
     stats.bytes_read.add(total as u64);
     let len = check_block(&raw)
         .map_err(|r| Error::corruption(file_name, handle.offset, r))?
@@ -276,16 +277,31 @@ impl Table {
         user_key: &[u8],
         snapshot_seq: u64,
     ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
+        Ok(self.get_with_filter_outcome(user_key, snapshot_seq)?.0)
+    }
+
+    /// [`Table::get`], also telling what the Bloom filter answered (for
+    /// per-level filter statistics).
+    pub fn get_with_filter_outcome(
+        &self,
+        user_key: &[u8],
+        snapshot_seq: u64,
+    ) -> Result<(Option<Entry>, FilterOutcome)> {
         if let Some(filter) = &self.filter {
             self.stats.cache_hits[kind_idx(BlockKind::Filter)].inc();
             self.stats.bloom_probes.inc();
             if !filter.may_contain(user_key) {
                 self.stats.bloom_negatives.inc();
-                return Ok(None);
+                return Ok((None, FilterOutcome::Negative));
             }
         }
         self.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
         let found = self.find_entry(&seek_key(user_key, snapshot_seq), user_key)?;
+        let mut outcome = if self.filter.is_some() {
+            FilterOutcome::Positive
+        } else {
+            FilterOutcome::NoFilter
+        };
         if found.is_none() && self.filter.is_some() {
             let present = snapshot_seq < MAX_SEQ
                 && self
@@ -293,9 +309,10 @@ impl Table {
                     .is_some();
             if !present {
                 self.stats.bloom_false_positives.inc();
+                outcome = FilterOutcome::FalsePositive;
             }
         }
-        Ok(found)
+        Ok((found, outcome))
     }
 
     /// Pure filter check (no statistics): false only if the key is certainly
@@ -403,6 +420,33 @@ impl Table {
             .as_ref()
             .map_or(1.0, BloomFilter::fpr_theoretical)
     }
+}
+
+thread_local! {
+    static THREAD_BLOCKS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Blocks the calling thread has read from SST files so far: a point
+/// lookup counts its own disk reads (read amplification) with it while
+/// other threads compact.
+pub fn thread_blocks_read() -> u64 {
+    THREAD_BLOCKS_READ.with(std::cell::Cell::get)
+}
+
+/// A stored version of a key: `(kind, seq, value)`.
+pub type Entry = (ValueKind, u64, Vec<u8>);
+
+/// What a table's Bloom filter answered for one point lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOutcome {
+    /// The table has no filter.
+    NoFilter,
+    /// "Definitely absent".
+    Negative,
+    /// "Maybe", and the table holds the key.
+    Positive,
+    /// "Maybe", and the table does not hold the key.
+    FalsePositive,
 }
 
 /// Cross-checks the index against the properties block (each checksummed on

@@ -237,6 +237,7 @@ mod tests {
             created_ms: 0,
             oldest_tombstone_ms: None,
             busy: false,
+            ..Default::default()
         }
     }
 

@@ -24,6 +24,7 @@ pub fn file(id: u64, size: u64) -> FileView {
         created_ms: 0,
         oldest_tombstone_ms: None,
         busy: false,
+        ..Default::default()
     }
 }
 

@@ -1,0 +1,573 @@
+//! The compaction design space of seed 001: a strategy is a composition of
+//! four primitives, chosen per level.
+//!
+//! * [`trigger`]: *when* a level compacts (saturation, run count,
+//!   staleness, space amplification, tombstone density, tombstone age),
+//!   a prioritized list;
+//! * [`layout`]: *how* a level keeps its data (leveled: one run; tiered:
+//!   several runs);
+//! * [`granularity`]: *how much* one compaction moves (level, files, a
+//!   fraction, a segment of runs);
+//! * [`movement`]: *which* files move (round-robin, least overlap with the
+//!   parent or grandparent, coldest, oldest, tombstone density, expired
+//!   tombstones), a prioritized list with fallbacks.
+//!
+//! [`Composed`] combines them into a [`CompactionPolicy`]; [`presets`]
+//! names the strategies of seeds 001 and 004 as compositions and
+//! [`config`] reads free compositions from TOML. Everything here is pure:
+//! it reads a [`TreeView`] and returns tasks.
+
+pub mod config;
+pub mod granularity;
+pub mod layout;
+pub mod movement;
+pub mod presets;
+pub mod trigger;
+
+#[cfg(test)]
+pub(crate) mod testutil;
+
+pub use granularity::Granularity;
+pub use layout::Layout;
+pub use movement::Movement;
+pub use trigger::{Fired, Trigger};
+
+use super::{CompactionPolicy, CompactionTask, FileView, OutputRun, TaskInput, TreeView};
+
+/// Index of the deepest level holding data (0 for an empty tree).
+pub fn deepest_level(view: &TreeView) -> usize {
+    view.levels
+        .iter()
+        .rposition(|l| !l.runs.is_empty())
+        .unwrap_or(0)
+}
+
+/// What a primitive knows about the level it judges.
+#[derive(Debug, Clone, Copy)]
+pub struct LevelCtx<'a> {
+    /// The tree.
+    pub view: &'a TreeView,
+    /// The level judged (0 = first disk level).
+    pub level: usize,
+    /// The deepest level holding data.
+    pub deepest: usize,
+    /// Capacity of the level in bytes: `buffer × T^(level+1)` (the paper's
+    /// level `i + 1`, its level 0 being the memtable).
+    pub capacity: u64,
+    /// Size ratio T.
+    pub size_ratio: u64,
+    /// Output file size.
+    pub file_size: u64,
+}
+
+impl<'a> LevelCtx<'a> {
+    /// The context of `level` in `view`.
+    pub fn new(view: &'a TreeView, level: usize, size_ratio: u64, file_size: u64) -> Self {
+        let mut capacity = view.buffer_bytes.max(1);
+        for _ in 0..=level {
+            capacity = capacity.saturating_mul(size_ratio);
+        }
+        LevelCtx {
+            view,
+            level,
+            deepest: deepest_level(view),
+            capacity,
+            size_ratio,
+            file_size,
+        }
+    }
+
+    /// Every file of the level.
+    pub fn files(&self) -> impl Iterator<Item = &'a FileView> {
+        self.view
+            .level(self.level)
+            .runs
+            .iter()
+            .flat_map(|r| r.files.iter())
+    }
+}
+
+/// The four primitives chosen for one level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelPlan {
+    /// Leveled or tiered.
+    pub layout: Layout,
+    /// Triggers, most important first.
+    pub triggers: Vec<Trigger>,
+    /// How much one compaction takes.
+    pub granularity: Granularity,
+    /// File picking, most important first (file granularities only).
+    pub movement: Vec<Movement>,
+}
+
+/// A strategy composed of per-level primitives.
+#[derive(Debug, Clone)]
+pub struct Composed {
+    /// The spec that recreates the policy.
+    pub spec: String,
+    /// Size ratio T.
+    pub size_ratio: u64,
+    /// Output file size.
+    pub file_size: u64,
+    /// Writes wait at each memtable switch until no compaction is pending
+    /// or running (compactions have priority over ingestion; `full`).
+    pub block_writes: bool,
+    /// Plans of levels 0, 1, …; the last one also covers deeper levels.
+    pub levels: Vec<LevelPlan>,
+    /// Plan of the deepest level holding data, if it differs (lazy
+    /// leveling's leveled last level).
+    pub last: Option<LevelPlan>,
+}
+
+/// A level that needs work, before the task is built.
+struct Need {
+    /// 1 + the trigger's position (a fold ranks with the level's first
+    /// shape trigger, or first if it has none).
+    priority: usize,
+    score: f64,
+    level: usize,
+    trigger: Option<(Trigger, Fired)>,
+}
+
+impl Composed {
+    /// The plan of `level` when the deepest level with data is `deepest`.
+    pub fn plan(&self, level: usize, deepest: usize) -> &LevelPlan {
+        if level == deepest {
+            if let Some(last) = &self.last {
+                return last;
+            }
+        }
+        let i = level.min(self.levels.len().saturating_sub(1));
+        // `levels` is never empty (the constructors check it); fall back
+        // to the last plan all the same rather than index blindly.
+        self.levels
+            .get(i)
+            .or(self.last.as_ref())
+            .unwrap_or(&DEFAULT_PLAN)
+    }
+
+    fn task(
+        &self,
+        inputs: Vec<TaskInput>,
+        output_level: usize,
+        output_run: OutputRun,
+        reason: String,
+    ) -> CompactionTask {
+        CompactionTask {
+            inputs,
+            output_level,
+            output_run,
+            target_file_size: self.file_size,
+            reason,
+        }
+    }
+
+    /// Moves level `level`'s runs `[from, to)` (newest first) down, or into
+    /// a new run of the same level when they are not its oldest runs.
+    fn move_runs(
+        &self,
+        view: &TreeView,
+        level: usize,
+        deepest: usize,
+        range: std::ops::Range<usize>,
+        reason: String,
+    ) -> Option<CompactionTask> {
+        let runs = view.level(level).runs.get(range.clone())?;
+        let files = || runs.iter().flat_map(|r| &r.files);
+        if files().any(|f| f.busy) {
+            return None;
+        }
+        let lo = files().map(|f| &f.smallest).min()?;
+        let hi = files().map(|f| &f.largest).max()?;
+        let mut inputs: Vec<TaskInput> = runs
+            .iter()
+            .map(|r| TaskInput {
+                level,
+                run_id: r.id,
+                file_ids: r.files.iter().map(|f| f.id).collect(),
+            })
+            .collect();
+        if range.end < view.level(level).runs.len() {
+            // Older runs of the level stay below the merged segment.
+            return Some(self.task(inputs, level, OutputRun::New, reason));
+        }
+        let dest_layout = self.plan(level + 1, deepest).layout;
+        let out = layout::destination(view, level + 1, dest_layout, lo, hi, &mut inputs)?;
+        Some(self.task(inputs, level + 1, out, reason))
+    }
+
+    /// Pushes files of the level's oldest run down, picked by the plan's
+    /// movement policies among the trigger's marked files (or all).
+    fn push_files(
+        &self,
+        view: &TreeView,
+        ctx: &LevelCtx<'_>,
+        plan: &LevelPlan,
+        fired: &Fired,
+        reason: String,
+    ) -> Option<CompactionTask> {
+        let level = ctx.level;
+        let run = view.level(level).runs.last()?;
+        let candidates: Vec<&FileView> = run
+            .files
+            .iter()
+            .filter(|f| !f.busy)
+            .filter(|f| fired.marked.as_ref().is_none_or(|m| m.contains(&f.id)))
+            .collect();
+        let ranked = movement::rank_with(&plan.movement, ctx, &candidates);
+        let n = plan.granularity.file_count(run.files.len());
+        let dest_layout = self.plan(level + 1, ctx.deepest).layout;
+        ranked.iter().find_map(|anchor| {
+            let at = run.files.iter().position(|f| f.id == anchor.id)?;
+            let window = run.files.get(granularity::file_window(&run.files, at, n))?;
+            if window.iter().any(|f| f.busy) {
+                return None;
+            }
+            let (first, last) = (window.first()?, window.last()?);
+            let mut inputs = vec![TaskInput {
+                level,
+                run_id: run.id,
+                file_ids: window.iter().map(|f| f.id).collect(),
+            }];
+            let out = layout::destination(
+                view,
+                level + 1,
+                dest_layout,
+                &first.smallest,
+                &last.largest,
+                &mut inputs,
+            )?;
+            Some(self.task(inputs, level + 1, out, reason.clone()))
+        })
+    }
+
+    fn build(&self, view: &TreeView, deepest: usize, need: &Need) -> Option<CompactionTask> {
+        let level = need.level;
+        let Some((trigger, fired)) = &need.trigger else {
+            return layout::fold(view, level, self.file_size);
+        };
+        let plan = self.plan(level, deepest);
+        let ctx = LevelCtx::new(view, level, self.size_ratio, self.file_size);
+        let reason = format!("level {level}: {trigger:?} (score {:.2})", fired.score);
+        let runs = view.level(level).runs.len();
+        match plan.granularity {
+            Granularity::Level => self.move_runs(view, level, deepest, 0..runs, reason),
+            Granularity::Segment(c) => {
+                let saturated = matches!(trigger, Trigger::Saturation | Trigger::SaturationFiles);
+                let range = if runs == 1 {
+                    Some(0..1)
+                } else {
+                    granularity::segment(&view.level(level).runs, c, saturated)
+                };
+                self.move_runs(view, level, deepest, range?, reason)
+            }
+            Granularity::Files(_) | Granularity::Fraction(_) => {
+                self.push_files(view, &ctx, plan, fired, reason)
+            }
+        }
+    }
+
+    /// The levels needing work, most urgent first.
+    fn needs(&self, view: &TreeView) -> (usize, Vec<Need>) {
+        let deepest = deepest_level(view);
+        let mut needs = Vec::new();
+        for level in 0..=deepest {
+            let plan = self.plan(level, deepest);
+            let runs = view.level(level).runs.len();
+            if plan.layout == Layout::Leveling && runs > 1 {
+                // The fold competes with the level's shape triggers
+                // (saturation, run count) on score, as RocksDB scores its
+                // level 0 by files against the others by bytes: ranked
+                // always first, a stream of flushes would starve the
+                // pushes out of the level and every fold would rewrite an
+                // ever larger run.
+                let shape = plan
+                    .triggers
+                    .iter()
+                    .position(|t| {
+                        matches!(
+                            t,
+                            Trigger::Saturation | Trigger::SaturationFiles | Trigger::Runs(_)
+                        )
+                    })
+                    .map_or(0, |p| p + 1);
+                needs.push(Need {
+                    priority: shape,
+                    score: (runs - 1) as f64,
+                    level,
+                    trigger: None,
+                });
+            }
+            let ctx = LevelCtx::new(view, level, self.size_ratio, self.file_size);
+            for (p, trigger) in plan.triggers.iter().enumerate() {
+                if let Some(fired) = trigger.fire(&ctx) {
+                    needs.push(Need {
+                        priority: p + 1,
+                        score: fired.score,
+                        level,
+                        trigger: Some((*trigger, fired)),
+                    });
+                }
+            }
+        }
+        needs.sort_by(|a, b| {
+            a.priority
+                .cmp(&b.priority)
+                .then(b.score.total_cmp(&a.score))
+                .then(a.level.cmp(&b.level))
+        });
+        (deepest, needs)
+    }
+}
+
+static DEFAULT_PLAN: LevelPlan = LevelPlan {
+    layout: Layout::Leveling,
+    triggers: Vec::new(),
+    granularity: Granularity::Level,
+    movement: Vec::new(),
+};
+
+impl CompactionPolicy for Composed {
+    fn spec(&self) -> String {
+        self.spec.clone()
+    }
+
+    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        let (deepest, needs) = self.needs(view);
+        needs
+            .iter()
+            .filter_map(|n| self.build(view, deepest, n))
+            .collect()
+    }
+
+    fn stalls_writes(&self, view: &TreeView) -> bool {
+        self.block_writes
+            && (view
+                .levels
+                .iter()
+                .flat_map(|l| &l.runs)
+                .flat_map(|r| &r.files)
+                .any(|f| f.busy)
+                || !self.pick(view).is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{file, level_of, view_of};
+    use super::*;
+
+    fn composed(levels: Vec<LevelPlan>, last: Option<LevelPlan>) -> Composed {
+        Composed {
+            spec: "test".into(),
+            size_ratio: 10,
+            file_size: 100,
+            block_writes: false,
+            levels,
+            last,
+        }
+    }
+
+    fn plan(layout: Layout, triggers: Vec<Trigger>, g: Granularity) -> LevelPlan {
+        LevelPlan {
+            layout,
+            triggers,
+            granularity: g,
+            movement: vec![Movement::LeastOverlapParent],
+        }
+    }
+
+    #[test]
+    fn folds_compete_with_saturation_on_score() {
+        // Level 0 is leveled, holds two runs and is saturated.
+        let view = view_of(
+            vec![level_of(vec![
+                vec![file(1, 0, 9, 600)],
+                vec![file(2, 0, 9, 600)],
+            ])],
+            100,
+        );
+        let p = composed(
+            vec![plan(
+                Layout::Leveling,
+                vec![Trigger::Saturation],
+                Granularity::Files(1),
+            )],
+            None,
+        );
+        // Two runs (fold score 1) against 1.2 × capacity: the push first.
+        let tasks = p.pick(&view);
+        assert_eq!(tasks.len(), 2);
+        assert_eq!(tasks[0].output_level, 1);
+        assert_eq!(tasks[1].output_level, 0, "then the fold");
+        // Three runs (fold score 2) against 1.8 × capacity: the fold first.
+        let mut three = view.clone();
+        three.levels[0]
+            .runs
+            .insert(0, level_of(vec![vec![file(9, 0, 9, 600)]]).runs.remove(0));
+        three.levels[0].runs[0].order = 20_000;
+        let tasks = p.pick(&three);
+        assert_eq!(tasks[0].output_level, 0, "the fold first");
+    }
+
+    #[test]
+    fn file_granularity_pushes_marked_files_with_their_overlap() {
+        let mut view = view_of(
+            vec![
+                level_of(vec![vec![file(1, 0, 9, 100), file(2, 10, 19, 100)]]),
+                level_of(vec![vec![file(3, 0, 5, 900), file(4, 12, 15, 10)]]),
+            ],
+            10,
+        );
+        let p = composed(
+            vec![LevelPlan {
+                layout: Layout::Leveling,
+                triggers: vec![Trigger::TombstoneDensity(0.2), Trigger::Saturation],
+                granularity: Granularity::Files(1),
+                movement: vec![
+                    Movement::TombstoneDensity(0.2),
+                    Movement::LeastOverlapParent,
+                ],
+            }],
+            None,
+        );
+        let ids = |view: &TreeView| -> Vec<Vec<u64>> {
+            p.pick(view)
+                .iter()
+                .map(|t| t.input_file_ids().collect())
+                .collect()
+        };
+        // No tombstones: saturation, and TSD falls back to the least
+        // overlapping file (2, with its overlap 4).
+        assert_eq!(ids(&view), [vec![2, 4]]);
+        // A dense file: the density trigger marks it and, ranked first by
+        // TSD, it also answers the saturation trigger.
+        view.levels[0].runs[0].files[0].tombstones = 50;
+        assert_eq!(ids(&view), [vec![1, 3], vec![1, 3]]);
+        assert_eq!(
+            p.pick(&view)[0].output_run,
+            OutputRun::Existing(view.levels[1].runs[0].id)
+        );
+    }
+
+    #[test]
+    fn tiered_levels_merge_all_runs_into_a_new_run_below() {
+        let view = view_of(
+            vec![
+                level_of(vec![
+                    vec![file(1, 0, 9, 10)],
+                    vec![file(2, 0, 9, 10)],
+                    vec![file(3, 0, 9, 10)],
+                ]),
+                level_of(vec![vec![file(4, 0, 9, 30)]]),
+            ],
+            10,
+        );
+        let p = composed(
+            vec![plan(
+                Layout::Tiering,
+                vec![Trigger::Runs(3)],
+                Granularity::Level,
+            )],
+            None,
+        );
+        let tasks = p.pick(&view);
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0].output_run, OutputRun::New);
+        assert_eq!(tasks[0].output_level, 1);
+        let mut ids: Vec<u64> = tasks[0].input_file_ids().collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2, 3]);
+    }
+
+    #[test]
+    fn the_last_plan_applies_to_the_deepest_level_only() {
+        let tiered = plan(Layout::Tiering, vec![Trigger::Runs(2)], Granularity::Level);
+        let leveled = plan(
+            Layout::Leveling,
+            vec![Trigger::Saturation],
+            Granularity::Level,
+        );
+        let p = composed(vec![tiered.clone()], Some(leveled.clone()));
+        let view = view_of(
+            vec![
+                level_of(vec![vec![file(1, 0, 9, 10)], vec![file(2, 0, 9, 10)]]),
+                level_of(vec![vec![file(3, 0, 9, 30)]]),
+            ],
+            10,
+        );
+        assert_eq!(p.plan(0, 1), &tiered);
+        assert_eq!(p.plan(1, 1), &leveled);
+        // Level 0 merges into the leveled last level's run.
+        let tasks = p.pick(&view);
+        assert_eq!(
+            tasks[0].output_run,
+            OutputRun::Existing(view.levels[1].runs[0].id)
+        );
+        let mut ids: Vec<u64> = tasks[0].input_file_ids().collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2, 3]);
+    }
+
+    #[test]
+    fn segments_merge_in_place_unless_they_end_at_the_oldest_run() {
+        let view = view_of(
+            vec![level_of(vec![
+                vec![file(1, 0, 100, 10)],
+                vec![file(2, 50, 60, 10)],
+                vec![file(3, 40, 60, 10)],
+                vec![file(4, 0, 100, 10)],
+            ])],
+            10,
+        );
+        let p = composed(
+            vec![plan(
+                Layout::Tiering,
+                vec![Trigger::Runs(4)],
+                Granularity::Segment(0.2),
+            )],
+            None,
+        );
+        let t = &p.pick(&view)[0];
+        assert_eq!((t.output_level, t.output_run), (0, OutputRun::New));
+        assert_eq!(t.input_file_ids().collect::<Vec<_>>(), [2, 3]);
+        // Saturated (4 × 10 bytes against 10 × 10): the oldest two go down.
+        let p = composed(
+            vec![plan(
+                Layout::Tiering,
+                vec![Trigger::Saturation],
+                Granularity::Segment(0.2),
+            )],
+            None,
+        );
+        let view = view_of(view.levels.clone(), 1);
+        let t = &p.pick(&view)[0];
+        assert_eq!((t.output_level, t.output_run), (1, OutputRun::New));
+        assert_eq!(t.input_file_ids().collect::<Vec<_>>(), [3, 4]);
+    }
+
+    #[test]
+    fn busy_files_are_never_picked_and_blocking_reports_pending_work() {
+        let mut view = view_of(
+            vec![level_of(vec![
+                vec![file(1, 0, 9, 10)],
+                vec![file(2, 0, 9, 10)],
+            ])],
+            100,
+        );
+        let mut p = composed(
+            vec![plan(
+                Layout::Leveling,
+                vec![Trigger::Saturation],
+                Granularity::Level,
+            )],
+            None,
+        );
+        assert!(!p.stalls_writes(&view));
+        p.block_writes = true;
+        assert!(p.stalls_writes(&view));
+        view.levels[0].runs[0].files[0].busy = true;
+        assert!(p.pick(&view).is_empty());
+        assert!(p.stalls_writes(&view), "a running compaction blocks too");
+    }
+}

@@ -1,0 +1,337 @@
+//! Data movement policies: *which* files a partial compaction moves (seed
+//! 001 §3.1, "data movement policy", also called file picking). A policy
+//! ranks candidate files of one level best first, or declines (`None`) so
+//! that the next policy of a prioritized list decides (TSD and TSA fall back
+//! to least overlap).
+
+use std::str::FromStr;
+
+use super::trigger::{tombstone_density, tombstone_expired};
+use super::LevelCtx;
+use crate::compaction::FileView;
+use crate::error::{Error, Result};
+
+/// One file-picking policy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Movement {
+    /// A per-level cursor over the key space: the first file after the
+    /// largest key the level's previous compaction wrote into the level
+    /// below, wrapping around.
+    RoundRobin,
+    /// Least overlapping bytes with the parent level (`i + 1`) per byte.
+    LeastOverlapParent,
+    /// Least overlapping bytes with the grandparent level (`i + 2`) per
+    /// byte; declines when there is no grandparent level.
+    LeastOverlapGrandparent,
+    /// Least recently read by a point lookup.
+    Coldest,
+    /// Oldest data (smallest sequence number).
+    Oldest,
+    /// Highest tombstone density, among files above this density.
+    TombstoneDensity(f64),
+    /// Oldest overdue tombstone, among files whose tombstone TTL (from this
+    /// persistence threshold, ms) has expired in their level.
+    ExpiredTombstones(u64),
+}
+
+/// Bytes of level `level`'s files that overlap `f`'s key range.
+fn overlap_bytes(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> u64 {
+    ctx.view
+        .level(level)
+        .runs
+        .iter()
+        .flat_map(|r| r.overlapping(&f.smallest, &f.largest))
+        .map(|o| o.size)
+        .sum()
+}
+
+/// The largest key the last compaction out of `ctx.level` wrote into the
+/// level below: the largest key among that level's most recently arrived
+/// files. `None` before any such compaction.
+fn round_robin_cursor(ctx: &LevelCtx<'_>) -> Option<Vec<u8>> {
+    let below = ctx.view.level(ctx.level + 1);
+    let files = || below.runs.iter().flat_map(|r| &r.files);
+    let newest = files().map(|f| f.arrived_ms).max()?;
+    files()
+        .filter(|f| f.arrived_ms == newest)
+        .map(|f| f.largest.clone())
+        .max()
+}
+
+fn ranked_by<'a, K: PartialOrd>(
+    candidates: &[&'a FileView],
+    key: impl Fn(&FileView) -> K,
+) -> Vec<&'a FileView> {
+    let mut v = candidates.to_vec();
+    // Stable: ties keep key order.
+    v.sort_by(|a, b| {
+        key(a)
+            .partial_cmp(&key(b))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    v
+}
+
+impl Movement {
+    /// Ranks `candidates` (files of one run of `ctx.level`, in key order)
+    /// best first; `None` if this policy has no opinion.
+    pub fn rank<'a>(
+        &self,
+        ctx: &LevelCtx<'_>,
+        candidates: &[&'a FileView],
+    ) -> Option<Vec<&'a FileView>> {
+        if candidates.is_empty() {
+            return None;
+        }
+        let ranked = match *self {
+            Movement::RoundRobin => {
+                let start = round_robin_cursor(ctx).map_or(0, |cursor| {
+                    candidates
+                        .iter()
+                        .position(|f| f.smallest > cursor)
+                        .unwrap_or(0)
+                });
+                candidates[start..]
+                    .iter()
+                    .chain(&candidates[..start])
+                    .copied()
+                    .collect()
+            }
+            Movement::LeastOverlapParent => ranked_by(candidates, |f| {
+                overlap_bytes(ctx, ctx.level + 1, f) as f64 / f.size.max(1) as f64
+            }),
+            Movement::LeastOverlapGrandparent => {
+                if ctx.view.level(ctx.level + 2).runs.is_empty() {
+                    return None;
+                }
+                ranked_by(candidates, |f| {
+                    overlap_bytes(ctx, ctx.level + 2, f) as f64 / f.size.max(1) as f64
+                })
+            }
+            Movement::Coldest => ranked_by(candidates, |f| f.last_read_ms),
+            Movement::Oldest => ranked_by(candidates, |f| f.smallest_seq),
+            Movement::TombstoneDensity(threshold) => {
+                let dense: Vec<&FileView> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|f| f.tombstones > 0 && tombstone_density(f) > threshold)
+                    .collect();
+                ranked_by(&dense, |f| -tombstone_density(f))
+            }
+            Movement::ExpiredTombstones(threshold_ms) => {
+                let expired: Vec<&FileView> = candidates
+                    .iter()
+                    .copied()
+                    .filter(|f| tombstone_expired(f, threshold_ms, ctx))
+                    .collect();
+                ranked_by(&expired, |f| f.oldest_tombstone_ms.unwrap_or(u64::MAX))
+            }
+        };
+        (!ranked.is_empty()).then_some(ranked)
+    }
+}
+
+/// Ranks with the first policy of `policies` that has an opinion; key
+/// order if none does (or the list is empty).
+pub fn rank_with<'a>(
+    policies: &[Movement],
+    ctx: &LevelCtx<'_>,
+    candidates: &[&'a FileView],
+) -> Vec<&'a FileView> {
+    policies
+        .iter()
+        .find_map(|m| m.rank(ctx, candidates))
+        .unwrap_or_else(|| candidates.to_vec())
+}
+
+impl FromStr for Movement {
+    type Err = Error;
+
+    /// `rr`, `lo1`, `lo2`, `cold`, `old`, `tsd:X`, `tsa:MS`.
+    fn from_str(s: &str) -> Result<Self> {
+        let (name, arg) = s.split_once(':').unwrap_or((s, ""));
+        let num = || -> Result<f64> {
+            arg.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!("movement {name} needs a number, got {arg:?}"))
+                })
+        };
+        Ok(match name.trim() {
+            "rr" => Movement::RoundRobin,
+            "lo1" => Movement::LeastOverlapParent,
+            "lo2" => Movement::LeastOverlapGrandparent,
+            "cold" => Movement::Coldest,
+            "old" => Movement::Oldest,
+            "tsd" => Movement::TombstoneDensity(num()?),
+            "tsa" => Movement::ExpiredTombstones(num()? as u64),
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown data movement policy {other:?} (known: rr, lo1, lo2, cold, old, \
+                     tsd:X, tsa:MS)"
+                )))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::design::testutil::{ctx_of, file, level_of, view_of};
+    use crate::compaction::TreeView;
+
+    fn ids(v: &[&FileView]) -> Vec<u64> {
+        v.iter().map(|f| f.id).collect()
+    }
+
+    fn three_levels() -> TreeView {
+        view_of(
+            vec![
+                level_of(vec![vec![
+                    file(1, 0, 9, 100),
+                    file(2, 10, 19, 100),
+                    file(3, 20, 29, 100),
+                ]]),
+                // Parent: heavy under file 1, light under 2, nothing under 3.
+                level_of(vec![vec![file(10, 0, 9, 900), file(11, 10, 12, 50)]]),
+                // Grandparent: heavy under 3, nothing under 2.
+                level_of(vec![vec![file(20, 0, 5, 10), file(21, 20, 29, 5000)]]),
+            ],
+            100,
+        )
+    }
+
+    fn candidates(view: &TreeView) -> Vec<&FileView> {
+        view.levels[0].runs[0].files.iter().collect()
+    }
+
+    #[test]
+    fn least_overlap_with_parent_and_grandparent() {
+        let view = three_levels();
+        let ctx = ctx_of(&view, 0, 10, 100);
+        let c = candidates(&view);
+        let lo1 = Movement::LeastOverlapParent.rank(&ctx, &c).unwrap();
+        assert_eq!(ids(&lo1), vec![3, 2, 1]);
+        let lo2 = Movement::LeastOverlapGrandparent.rank(&ctx, &c).unwrap();
+        assert_eq!(ids(&lo2), vec![2, 1, 3]);
+        // From level 1 there is no grandparent: lo2 declines, lo1 decides.
+        let ctx1 = ctx_of(&view, 1, 10, 100);
+        let c1: Vec<&FileView> = view.levels[1].runs[0].files.iter().collect();
+        assert!(Movement::LeastOverlapGrandparent.rank(&ctx1, &c1).is_none());
+        let fallback = rank_with(
+            &[
+                Movement::LeastOverlapGrandparent,
+                Movement::LeastOverlapParent,
+            ],
+            &ctx1,
+            &c1,
+        );
+        assert_eq!(fallback.len(), 2);
+    }
+
+    #[test]
+    fn coldest_and_oldest() {
+        let mut view = three_levels();
+        for (f, (read, seq)) in
+            view.levels[0].runs[0]
+                .files
+                .iter_mut()
+                .zip([(50, 7), (10, 9), (30, 3)])
+        {
+            f.last_read_ms = read;
+            f.smallest_seq = seq;
+        }
+        let ctx = ctx_of(&view, 0, 10, 100);
+        let c = candidates(&view);
+        assert_eq!(ids(&Movement::Coldest.rank(&ctx, &c).unwrap()), [2, 3, 1]);
+        assert_eq!(ids(&Movement::Oldest.rank(&ctx, &c).unwrap()), [3, 1, 2]);
+    }
+
+    #[test]
+    fn tombstone_policies_decline_without_qualifying_files() {
+        let mut view = three_levels();
+        view.now_ms = 100_000;
+        let ctx = ctx_of(&view, 0, 10, 100);
+        let c = candidates(&view);
+        assert!(Movement::TombstoneDensity(0.1).rank(&ctx, &c).is_none());
+        assert!(Movement::ExpiredTombstones(1000).rank(&ctx, &c).is_none());
+        let f = &mut view.levels[0].runs[0].files[1];
+        f.entries = 10;
+        f.tombstones = 4;
+        f.oldest_tombstone_ms = Some(1);
+        let ctx = ctx_of(&view, 0, 10, 100);
+        let c = candidates(&view);
+        assert_eq!(
+            ids(&Movement::TombstoneDensity(0.1).rank(&ctx, &c).unwrap()),
+            [2]
+        );
+        assert_eq!(
+            ids(&Movement::ExpiredTombstones(1000).rank(&ctx, &c).unwrap()),
+            [2]
+        );
+        assert_eq!(
+            ids(&rank_with(
+                &[
+                    Movement::TombstoneDensity(0.5),
+                    Movement::LeastOverlapParent
+                ],
+                &ctx,
+                &c
+            )),
+            [3, 2, 1]
+        );
+    }
+
+    /// The cursor follows the last compaction into the level below and
+    /// cycles through the key space.
+    #[test]
+    fn round_robin_cycles_the_key_space() {
+        let mut view = view_of(
+            vec![
+                level_of(vec![vec![
+                    file(1, 0, 9, 100),
+                    file(2, 10, 19, 100),
+                    file(3, 20, 29, 100),
+                ]]),
+                level_of(vec![]),
+            ],
+            100,
+        );
+        let mut picked = Vec::new();
+        for step in 0..6u64 {
+            let ctx = ctx_of(&view, 0, 10, 100);
+            let c = candidates(&view);
+            let first = Movement::RoundRobin.rank(&ctx, &c).unwrap()[0].clone();
+            picked.push(first.id);
+            // Model the compaction: the file arrives in level 1 now, and a
+            // fresh file with the same range replaces it in level 0.
+            let mut moved = first.clone();
+            moved.id = 100 + step;
+            moved.arrived_ms = step + 1;
+            let below = &mut view.levels[1];
+            if below.runs.is_empty() {
+                below.runs = level_of(vec![vec![]]).runs;
+            }
+            below.runs[0].files.retain(|f| f.smallest != moved.smallest);
+            below.runs[0].files.push(moved);
+            below.runs[0]
+                .files
+                .sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        }
+        assert_eq!(picked, [1, 2, 3, 1, 2, 3]);
+    }
+
+    #[test]
+    fn movements_parse() {
+        assert_eq!(
+            "tsd:0.25".parse::<Movement>().unwrap(),
+            Movement::TombstoneDensity(0.25)
+        );
+        assert_eq!("rr".parse::<Movement>().unwrap(), Movement::RoundRobin);
+        assert!("tsd".parse::<Movement>().is_err());
+        assert!("random".parse::<Movement>().is_err());
+    }
+}

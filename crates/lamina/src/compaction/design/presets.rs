@@ -1,0 +1,349 @@
+//! Named strategies as compositions of the four primitives: the nine of
+//! seed 001's Table 2 (`full`, `lo1`, `lo2`, `rr`, `cold`, `old`, `tsd`,
+//! `tsa`, `tier`), the layouts `1-leveling` and `lazy-leveling`, and seed
+//! 004's CS265 policies (`tiered`, `leveled`, `lazy-leveled`, `partial`).
+//! `docs/compaction.md` tabulates each.
+
+use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
+use crate::compaction::{param, PolicyDefaults};
+use crate::error::{Error, Result};
+
+/// Every preset name.
+pub const PRESETS: &[&str] = &[
+    "full",
+    "lo1",
+    "lo2",
+    "rr",
+    "cold",
+    "old",
+    "tsd",
+    "tsa",
+    "tier",
+    "1-leveling",
+    "lazy-leveling",
+    "tiered",
+    "leveled",
+    "lazy-leveled",
+    "partial",
+];
+
+/// Default tombstone density of `tsd`.
+pub const DEFAULT_TSD_THRESHOLD: f64 = 0.2;
+/// Default delete-persistence threshold of `tsa`, ms.
+pub const DEFAULT_TSA_THRESHOLD_MS: u64 = 60_000;
+/// Default level-0 run trigger of `1-leveling` (RocksDB's).
+pub const DEFAULT_L0_RUNS: usize = 4;
+/// Default segment fraction of `partial` (seed 004).
+pub const DEFAULT_PARTIAL_C: f64 = 0.2;
+
+/// Parameters a preset may take.
+struct Params {
+    size_ratio: u64,
+    file_size: u64,
+    block_writes: Option<bool>,
+    tsd: f64,
+    tsa_ms: u64,
+    l0: usize,
+    c: f64,
+    space_amp: Option<f64>,
+}
+
+fn leveled(triggers: Vec<Trigger>, granularity: Granularity, movement: Vec<Movement>) -> LevelPlan {
+    LevelPlan {
+        layout: Layout::Leveling,
+        triggers,
+        granularity,
+        movement,
+    }
+}
+
+fn tiered(triggers: Vec<Trigger>, granularity: Granularity) -> LevelPlan {
+    LevelPlan {
+        layout: Layout::Tiering,
+        triggers,
+        granularity,
+        movement: Vec::new(),
+    }
+}
+
+/// A pure-leveling, one-file preset picking with `movement`.
+fn partial_leveling(movement: Vec<Movement>) -> Vec<LevelPlan> {
+    vec![leveled(
+        vec![Trigger::Saturation],
+        Granularity::Files(1),
+        movement,
+    )]
+}
+
+/// True if `name` is a preset of this module.
+pub fn is_preset(name: &str) -> bool {
+    PRESETS.contains(&name)
+}
+
+/// Builds preset `name` with its spec parameters.
+pub fn preset(
+    name: &str,
+    params: &[(&str, &str)],
+    spec: &str,
+    defaults: PolicyDefaults,
+) -> Result<Composed> {
+    let mut p = Params {
+        size_ratio: defaults.size_ratio as u64,
+        file_size: defaults.target_file_size,
+        block_writes: None,
+        tsd: DEFAULT_TSD_THRESHOLD,
+        tsa_ms: DEFAULT_TSA_THRESHOLD_MS,
+        l0: DEFAULT_L0_RUNS,
+        c: DEFAULT_PARTIAL_C,
+        space_amp: None,
+    };
+    for &(k, v) in params {
+        let allowed = matches!(
+            (k, name),
+            ("T" | "file" | "block", _)
+                | ("threshold", "tsd" | "tsa")
+                | ("l0", "1-leveling")
+                | ("c", "partial")
+                | ("sa", "tier")
+        );
+        if !allowed {
+            return Err(Error::InvalidArgument(format!(
+                "{name} has no parameter {k}"
+            )));
+        }
+        match k {
+            "T" => p.size_ratio = param(k, v)?,
+            "file" => p.file_size = param(k, v)?,
+            "block" => p.block_writes = Some(param(k, v)?),
+            "threshold" if name == "tsd" => p.tsd = param(k, v)?,
+            "threshold" => p.tsa_ms = param(k, v)?,
+            "l0" => p.l0 = param(k, v)?,
+            "c" => p.c = param(k, v)?,
+            _ => p.space_amp = Some(param(k, v)?),
+        }
+    }
+    if p.size_ratio < 2
+        || p.file_size == 0
+        || p.l0 == 0
+        || !(p.c > 0.0 && p.c <= 1.0)
+        || !(p.tsd >= 0.0 && p.tsd.is_finite())
+        || p.space_amp.is_some_and(|s| !(s > 0.0 && s.is_finite()))
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{spec}: needs T >= 2, file >= 1, l0 >= 1, 0 < c <= 1, threshold >= 0, sa > 0"
+        )));
+    }
+    let t = p.size_ratio as usize;
+    let lo1 = Movement::LeastOverlapParent;
+    let (levels, last) = match name {
+        "full" | "leveled" => (
+            vec![leveled(
+                vec![Trigger::Saturation],
+                Granularity::Level,
+                vec![],
+            )],
+            None,
+        ),
+        "lo1" => (partial_leveling(vec![lo1]), None),
+        "lo2" => (
+            partial_leveling(vec![Movement::LeastOverlapGrandparent, lo1]),
+            None,
+        ),
+        "rr" => (partial_leveling(vec![Movement::RoundRobin]), None),
+        "cold" => (partial_leveling(vec![Movement::Coldest, lo1]), None),
+        "old" => (partial_leveling(vec![Movement::Oldest, lo1]), None),
+        "tsd" => (
+            vec![leveled(
+                vec![Trigger::TombstoneDensity(p.tsd), Trigger::Saturation],
+                Granularity::Files(1),
+                vec![Movement::TombstoneDensity(p.tsd), lo1],
+            )],
+            None,
+        ),
+        "tsa" => (
+            vec![leveled(
+                vec![Trigger::TombstoneAge(p.tsa_ms), Trigger::Saturation],
+                Granularity::Files(1),
+                vec![Movement::ExpiredTombstones(p.tsa_ms), lo1],
+            )],
+            None,
+        ),
+        "tier" => {
+            let mut triggers = vec![Trigger::Runs(t)];
+            triggers.extend(p.space_amp.map(Trigger::SpaceAmp));
+            (vec![tiered(triggers, Granularity::Level)], None)
+        }
+        "1-leveling" => (
+            vec![
+                tiered(vec![Trigger::Runs(p.l0)], Granularity::Level),
+                leveled(vec![Trigger::Saturation], Granularity::Files(1), vec![lo1]),
+            ],
+            None,
+        ),
+        "lazy-leveling" => (
+            vec![tiered(vec![Trigger::Runs(t)], Granularity::Level)],
+            Some(leveled(
+                vec![Trigger::Saturation],
+                Granularity::Level,
+                vec![],
+            )),
+        ),
+        // Seed 004 merges a level once it reaches its byte limit; the run
+        // count bounds it too, as flushed runs can be smaller than the
+        // memtable that sets the limit.
+        "tiered" => (
+            vec![tiered(
+                vec![Trigger::Saturation, Trigger::Runs(t)],
+                Granularity::Level,
+            )],
+            None,
+        ),
+        "lazy-leveled" => (
+            vec![tiered(
+                vec![Trigger::Saturation, Trigger::Runs(t)],
+                Granularity::Level,
+            )],
+            Some(leveled(
+                vec![Trigger::Saturation],
+                Granularity::Level,
+                vec![],
+            )),
+        ),
+        "partial" => (
+            vec![tiered(
+                vec![Trigger::Saturation, Trigger::Runs(t)],
+                Granularity::Segment(p.c),
+            )],
+            None,
+        ),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown preset {other:?} (known: {})",
+                PRESETS.join(", ")
+            )))
+        }
+    };
+    Ok(Composed {
+        spec: spec.trim().to_string(),
+        size_ratio: p.size_ratio,
+        file_size: p.file_size,
+        block_writes: p.block_writes.unwrap_or(name == "full"),
+        levels,
+        last,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::design::testutil::{file, level_of, view_of};
+    use crate::compaction::{parse_spec, CompactionPolicy};
+
+    fn build(spec: &str) -> Result<Composed> {
+        let (name, params) = parse_spec(spec)?;
+        preset(
+            name,
+            &params,
+            spec,
+            PolicyDefaults {
+                size_ratio: 10,
+                target_file_size: 1 << 20,
+            },
+        )
+    }
+
+    #[test]
+    fn every_preset_builds_and_takes_overrides() {
+        for name in PRESETS {
+            let p = build(name).unwrap();
+            assert_eq!(p.size_ratio, 10);
+            let p = build(&format!("{name}:T=4,file=4096")).unwrap();
+            assert_eq!((p.size_ratio, p.file_size), (4, 4096));
+        }
+        assert!(build("full").unwrap().block_writes);
+        assert!(!build("full:block=false").unwrap().block_writes);
+        assert!(!build("lo1").unwrap().block_writes);
+        let tsa = build("tsa:threshold=500").unwrap();
+        assert_eq!(tsa.levels[0].triggers[0], Trigger::TombstoneAge(500));
+        let partial = build("partial:c=0.5").unwrap();
+        assert_eq!(partial.levels[0].granularity, Granularity::Segment(0.5));
+        let tier = build("tier:T=3,sa=0.5").unwrap();
+        assert_eq!(
+            tier.levels[0].triggers,
+            [Trigger::Runs(3), Trigger::SpaceAmp(0.5)]
+        );
+    }
+
+    #[test]
+    fn full_merges_whole_levels() {
+        let view = view_of(
+            vec![
+                level_of(vec![vec![
+                    file(1, 0, 9, 400),
+                    file(2, 10, 19, 400),
+                    file(3, 20, 29, 400),
+                ]]),
+                level_of(vec![vec![file(4, 5, 12, 100), file(5, 50, 60, 100)]]),
+                level_of(vec![vec![file(6, 0, 99, 50_000)]]),
+            ],
+            100,
+        );
+        let tasks = build("full").unwrap().pick(&view);
+        assert_eq!(tasks.len(), 1);
+        let mut ids: Vec<u64> = tasks[0].input_file_ids().collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2, 3, 4]);
+        // lo1 takes one file instead: the one overlapping nothing.
+        let tasks = build("lo1").unwrap().pick(&view);
+        assert_eq!(tasks[0].input_file_ids().collect::<Vec<_>>(), [3]);
+    }
+
+    /// A tombstone written at t = 0 with threshold D = 1110 ms, T = 10 and
+    /// three levels has per-level TTLs 10, 100 and 1000 ms: it leaves level
+    /// 0 after 10 ms and level 1 after 110 ms, reaching the last level well
+    /// within D without any saturation.
+    #[test]
+    fn tsa_persists_a_delete_within_its_threshold() {
+        let p = build("tsa:threshold=1110").unwrap();
+        let mut tomb = file(1, 0, 9, 10);
+        tomb.tombstones = 1;
+        tomb.oldest_tombstone_ms = Some(0);
+        let mut view = view_of(
+            vec![
+                level_of(vec![vec![tomb]]),
+                level_of(vec![vec![file(2, 20, 29, 10)]]),
+                level_of(vec![vec![file(3, 30, 39, 10)]]),
+            ],
+            1 << 20,
+        );
+        let mut level_at = Vec::new();
+        for now in (0..=1110).step_by(5) {
+            view.now_ms = now;
+            let Some(task) = p.pick(&view).into_iter().next() else {
+                continue;
+            };
+            // Apply the (trivial) move the task describes.
+            let from = task.inputs[0].level;
+            let f = view.levels[from].runs[0].files.remove(0);
+            view.levels[task.output_level].runs[0].files.insert(0, f);
+            level_at.push((now, task.output_level));
+        }
+        assert_eq!(level_at, [(15, 1), (115, 2)]);
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        for spec in [
+            "lo1:threshold=1",
+            "full:T=1",
+            "partial:c=0",
+            "partial:c=2",
+            "tsd:threshold=x",
+            "1-leveling:l0=0",
+            "tier:sa=-1",
+            "rr:cursor=3",
+        ] {
+            assert!(build(spec).is_err(), "{spec}");
+        }
+    }
+}

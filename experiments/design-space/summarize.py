@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Summarizes experiments/design-space/results/*.json (Db::stats of each
+strategy after its inserts have been flushed and compacted) as a Markdown table next to seed 001's
+published figures, and draws Fig. 4(a)-(d) as one SVG (no plotting
+library needed). Usage: summarize.py RESULTS_DIR INSERTS"""
+
+import json
+import os
+import sys
+
+ORDER = ["full", "lo1", "lo2", "rr", "cold", "old", "tsd", "tsa", "tier"]
+PAPER = {  # seed 001 Fig. 4(a): data movement (x ingested), where stated
+    "full": "~63 (32 r + 31 w)",
+    "tier": "~12",
+}
+
+
+def load(results):
+    runs = {}
+    for name in ORDER:
+        path = os.path.join(results, name + ".json")
+        if os.path.exists(path):
+            with open(path) as f:
+                runs[name] = json.load(f)
+    return runs
+
+
+def row(name, s):
+    ing = max(s["bytes_ingested"], 1)
+    c = s["compaction_latency"]
+    cpu = s.get("compaction_cpu_latency", {})
+    io = s.get("compaction_io_latency", {})
+    put = s["put_latency"]
+    return {
+        "name": name,
+        "read": s["compaction_bytes_read"] / ing,
+        "written": s["compaction_bytes_written"] / ing,
+        "movement": (s["compaction_bytes_read"] + s["compaction_bytes_written"]) / ing,
+        "compactions": s["compactions"],
+        "trivial": s["trivial_moves"],
+        "mean_ms": c.get("mean_us", 0) / 1e3,
+        "p50_ms": c["p50_us"] / 1e3,
+        "p99_ms": c["p99_us"] / 1e3,
+        "max_ms": c["max_us"] / 1e3,
+        "cpu_ms": cpu.get("mean_us", 0) / 1e3,
+        "io_ms": io.get("mean_us", 0) / 1e3,
+        "put_p99_us": put["p99_us"],
+        "put_max_ms": put["max_us"] / 1e3,
+        "stall_ms": s["stall_micros"] / 1e3,
+        "runs": [l["runs"] for l in s["levels"]],
+        "seconds": s.get("ingest_seconds", 0),
+        "settled": s.get("settled_seconds", 0),
+    }
+
+
+def table(rows, n):
+    full = next((r for r in rows if r["name"] == "full"), None)
+    out = [
+        f"Inserts: {n:,} uniform random 128-byte entries per strategy.",
+        "",
+        "| strategy | data movement (read + write) / ingested | vs full | paper | compactions (+ trivial moves) | vs full | mean / p50 / p99 / max compaction ms | mean CPU / I/O ms | put p99 µs | put max ms | stall ms | runs per level | ingest / settled s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        rel = f"{(r['movement'] / full['movement'] - 1) * 100:+.0f}%" if full else ""
+        crel = f"{r['compactions'] / max(full['compactions'], 1):.1f}x" if full else ""
+        out.append(
+            f"| {r['name']} | {r['movement']:.1f} ({r['read']:.1f} + {r['written']:.1f}) | {rel} "
+            f"| {PAPER.get(r['name'], '')} | {r['compactions']} (+{r['trivial']}) | {crel} "
+            f"| {r['mean_ms']:.0f} / {r['p50_ms']:.0f} / {r['p99_ms']:.0f} / {r['max_ms']:.0f} "
+            f"| {r['cpu_ms']:.0f} / {r['io_ms']:.0f} | {r['put_p99_us']:.0f} | {r['put_max_ms']:.1f} "
+            f"| {r['stall_ms']:.0f} | {r['runs']} | {r['seconds']:.0f} / {r['settled']:.0f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def svg(rows, path):
+    panels = [
+        ("(a) data movement / ingested", lambda r: r["movement"]),
+        ("(b) compactions", lambda r: r["compactions"]),
+        ("(c) mean compaction latency (ms)", lambda r: r["mean_ms"]),
+        ("(d) max write latency (ms)", lambda r: r["put_max_ms"]),
+    ]
+    w, h, pad = 420, 260, 40
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{2 * h}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<rect width="{2 * w}" height="{2 * h}" fill="white"/>',
+    ]
+    for i, (title, f) in enumerate(panels):
+        ox, oy = (i % 2) * w, (i // 2) * h
+        vals = [f(r) for r in rows]
+        top = max(vals + [1e-9])
+        bw = (w - 2 * pad) / max(len(rows), 1)
+        parts.append(f'<text x="{ox + w / 2}" y="{oy + 18}" text-anchor="middle" font-size="13">{title}</text>')
+        base = oy + h - pad
+        parts.append(f'<line x1="{ox + pad}" y1="{base}" x2="{ox + w - pad}" y2="{base}" stroke="black"/>')
+        for j, (r, v) in enumerate(zip(rows, vals)):
+            bh = (h - 2 * pad - 10) * v / top
+            x = ox + pad + j * bw + 3
+            color = "#c44" if r["name"] == "full" else ("#48c" if r["name"] == "tier" else "#888")
+            parts.append(f'<rect x="{x:.1f}" y="{base - bh:.1f}" width="{bw - 6:.1f}" height="{bh:.1f}" fill="{color}"/>')
+            parts.append(f'<text x="{x + (bw - 6) / 2:.1f}" y="{base - bh - 3:.1f}" text-anchor="middle" font-size="9">{v:.3g}</text>')
+            parts.append(f'<text x="{x + (bw - 6) / 2:.1f}" y="{base + 14}" text-anchor="middle">{r["name"]}</text>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def main():
+    results, n = sys.argv[1], int(sys.argv[2])
+    rows = [row(k, v) for k, v in load(results).items()]
+    md = table(rows, n)
+    with open(os.path.join(results, "results.md"), "w") as f:
+        f.write(md)
+    svg(rows, os.path.join(results, "fig4.svg"))
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
