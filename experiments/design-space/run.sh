@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-2000000}
 STRATEGIES=${STRATEGIES:-"full lo1 lo2 rr cold old tsd tsa tier"}
-OUT=experiments/design-space/results
+OUT=${OUT:-experiments/design-space/results}
 WORK=${WORK:-/tmp/lamina-design-space}
 cargo build --release -q -p lamina --example design_space
 mkdir -p "$OUT"
