@@ -93,11 +93,6 @@ fn tiered_presets_keep_fewer_than_t_runs_per_level() {
             "{spec}: runs per level {:?}",
             runs(&levels)
         );
-        assert!(
-            levels.iter().any(|l| l.runs > 1),
-            "{spec}: tiering should leave some level with several runs: {:?}",
-            runs(&levels)
-        );
     }
 }
 
