@@ -5,9 +5,8 @@
 //!
 //! Capacity of level *i* ≥ 1 is `buffer × T^i`.
 
-use super::{
-    param, CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, TaskInput, TreeView,
-};
+use super::design::layout::{destination, Layout};
+use super::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TaskInput, TreeView};
 use crate::error::{Error, Result};
 
 /// The leveling policy; see the module docs.
@@ -87,7 +86,7 @@ impl Leveling {
                 file_ids: r.files.iter().map(|f| f.id).collect(),
             })
             .collect();
-        let output_run = self.with_next_level_overlap(view, level + 1, lo, hi, &mut inputs)?;
+        let output_run = destination(view, level + 1, Layout::Leveling, lo, hi, &mut inputs)?;
         Some(CompactionTask {
             inputs,
             output_level: level + 1,
@@ -95,33 +94,6 @@ impl Leveling {
             target_file_size: self.target_file_size,
             reason,
         })
-    }
-
-    /// Adds the overlapping files of `level`'s run to `inputs` and names the
-    /// output run; `None` if they are busy.
-    fn with_next_level_overlap(
-        &self,
-        view: &TreeView,
-        level: usize,
-        lo: &[u8],
-        hi: &[u8],
-        inputs: &mut Vec<TaskInput>,
-    ) -> Option<OutputRun> {
-        let Some(run) = view.level(level).runs.first() else {
-            return Some(OutputRun::New);
-        };
-        let overlapping: Vec<_> = run.overlapping(lo, hi).collect();
-        if overlapping.iter().any(|f| f.busy) {
-            return None;
-        }
-        if !overlapping.is_empty() {
-            inputs.push(TaskInput {
-                level,
-                run_id: run.id,
-                file_ids: overlapping.iter().map(|f| f.id).collect(),
-            });
-        }
-        Some(OutputRun::Existing(run.id))
     }
 
     /// Pushes the file of `level` with the least overlap into the next level.
@@ -149,9 +121,10 @@ impl Leveling {
             run_id: run.id,
             file_ids: vec![file.id],
         }];
-        let output_run = self.with_next_level_overlap(
+        let output_run = destination(
             view,
             level + 1,
+            Layout::Leveling,
             &file.smallest,
             &file.largest,
             &mut inputs,
@@ -209,7 +182,7 @@ impl CompactionPolicy for Leveling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::{FileView, LevelView, RunView};
+    use crate::compaction::{FileView, LevelView, OutputRun, RunView};
 
     fn file(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
         FileView {
