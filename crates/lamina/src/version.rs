@@ -74,7 +74,11 @@ impl FileMeta {
 
     /// Records a point lookup probing the file at `now_ms`.
     pub(crate) fn touch(&self, now_ms: u64) {
-        self.last_read_ms.fetch_max(now_ms, Ordering::Relaxed);
+        // Most lookups land in the millisecond already recorded: a plain
+        // load spares them the read-modify-write on a shared cache line.
+        if now_ms > self.last_read_ms.load(Ordering::Relaxed) {
+            self.last_read_ms.fetch_max(now_ms, Ordering::Relaxed);
+        }
     }
 
     fn encode(&self, dst: &mut Vec<u8>) {
