@@ -2,7 +2,7 @@
 # Bounded-depth merge policies: seed 003 Table I by simulation and on the
 # engine, and seed 000 Fig. 3.12 by simulation. See README.md beside this file.
 #
-#   experiments/bounded-depth/run.sh            # everything (about 20 minutes)
+#   experiments/bounded-depth/run.sh            # everything (up to an hour: leveled in Fig. 3.12)
 #   experiments/bounded-depth/run.sh table-sim  # Table I, model simulator (seconds)
 #   experiments/bounded-depth/run.sh table-engine   # Table I, engine flat out, k = 4, 6, 8
 #   experiments/bounded-depth/run.sh table-lockstep # Table I, engine in lockstep with the model
