@@ -80,11 +80,7 @@ impl Leveling {
             .max()?;
         let mut inputs: Vec<TaskInput> = runs
             .iter()
-            .map(|r| TaskInput {
-                level,
-                run_id: r.id,
-                file_ids: r.files.iter().map(|f| f.id).collect(),
-            })
+            .map(|r| TaskInput::whole_run(level, r))
             .collect();
         let output_run = destination(view, level + 1, Layout::Leveling, lo, hi, &mut inputs)?;
         Some(CompactionTask {

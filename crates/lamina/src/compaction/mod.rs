@@ -180,6 +180,17 @@ pub struct TaskInput {
     pub file_ids: Vec<u64>,
 }
 
+impl TaskInput {
+    /// Every file of `run`, which lives in `level`.
+    pub fn whole_run(level: usize, run: &RunView) -> TaskInput {
+        TaskInput {
+            level,
+            run_id: run.id,
+            file_ids: run.files.iter().map(|f| f.id).collect(),
+        }
+    }
+}
+
 /// Where a task's output goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputRun {

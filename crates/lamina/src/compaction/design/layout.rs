@@ -64,11 +64,7 @@ pub fn fold(view: &TreeView, level: usize, file_size: u64) -> Option<CompactionT
     let hi = files().map(|f| &f.largest).max()?;
     let mut inputs: Vec<TaskInput> = newer
         .iter()
-        .map(|r| TaskInput {
-            level,
-            run_id: r.id,
-            file_ids: r.files.iter().map(|f| f.id).collect(),
-        })
+        .map(|r| TaskInput::whole_run(level, r))
         .collect();
     let overlapping: Vec<_> = oldest.overlapping(lo, hi).collect();
     if overlapping.iter().any(|f| f.busy) {

@@ -181,11 +181,7 @@ impl Composed {
         let hi = files().map(|f| &f.largest).max()?;
         let mut inputs: Vec<TaskInput> = runs
             .iter()
-            .map(|r| TaskInput {
-                level,
-                run_id: r.id,
-                file_ids: r.files.iter().map(|f| f.id).collect(),
-            })
+            .map(|r| TaskInput::whole_run(level, r))
             .collect();
         if range.end < view.level(level).runs.len() {
             // Older runs of the level stay below the merged segment.

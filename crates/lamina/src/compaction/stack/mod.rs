@@ -66,11 +66,7 @@ pub(crate) fn merge_runs(
     CompactionTask {
         inputs: runs
             .iter()
-            .map(|r| TaskInput {
-                level: r.level,
-                run_id: r.run.id,
-                file_ids: r.run.files.iter().map(|f| f.id).collect(),
-            })
+            .map(|r| TaskInput::whole_run(r.level, r.run))
             .collect(),
         output_level: 0,
         output_run: OutputRun::New,
