@@ -94,12 +94,7 @@ fn kill_loop(rounds: u64, clients: i32, compaction: &str, sync: &str, seed: u64)
     let srv = ServerProc::start(&dir, &args);
     let (k, l) = settle(srv.port, &mut ledgers, rounds);
     srv.stop();
-    let out = std::process::Command::new(bin())
-        .arg("verify")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "lamina verify: {out:?}");
+    assert_verifies(&dir);
     Totals {
         rounds,
         acked_writes: ledgers.iter().map(|l| l.acked_writes).sum(),

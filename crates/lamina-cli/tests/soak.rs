@@ -88,12 +88,7 @@ fn soak(duration: Duration, interval: Duration) -> (Vec<Sample>, u64, u64) {
     let srv = ServerProc::start(&dir, &args);
     check_all(srv.port, "after a restart");
     srv.stop();
-    let out = std::process::Command::new(bin())
-        .arg("verify")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "lamina verify: {out:?}");
+    assert_verifies(&dir);
     let writes = ledgers.iter().map(|l| l.acked_writes).sum();
     (samples, counts.total(), writes)
 }

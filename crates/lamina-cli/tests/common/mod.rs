@@ -17,6 +17,12 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_lamina")
 }
 
+/// Asserts that `lamina verify DIR` finds every block and record intact.
+pub fn assert_verifies(dir: &Path) {
+    let out = Command::new(bin()).arg("verify").arg(dir).output().unwrap();
+    assert!(out.status.success(), "lamina verify: {out:?}");
+}
+
 /// A running `lamina serve` on a free loopback port.
 pub struct ServerProc {
     pub child: Child,
