@@ -324,6 +324,11 @@ impl EngineStats {
             .find(|l| l.bytes > 0)
             .map_or(0, |l| l.bytes);
         let flushes = self.flushes.get();
+        // Hits first: a get counts itself before its hit, so this order
+        // reads no more hits than gets (saturating all the same: the
+        // counters are relaxed atomics).
+        let get_hits = self.get_hits.get();
+        let gets = self.gets.get();
         let kinds = |a: &[Counter; 3]| BlockCounts {
             data: a[0].get(),
             index: a[1].get(),
@@ -361,9 +366,9 @@ impl EngineStats {
             disk_bytes: disk,
             memtable_bytes,
             memtable_entries,
-            gets: self.gets.get(),
-            get_hits: self.get_hits.get(),
-            get_misses: self.gets.get() - self.get_hits.get(),
+            gets,
+            get_hits,
+            get_misses: gets.saturating_sub(get_hits),
             bloom_probes: io.bloom_probes.get(),
             bloom_negatives: io.bloom_negatives.get(),
             bloom_false_positives: io.bloom_false_positives.get(),
