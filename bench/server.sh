@@ -6,7 +6,7 @@
 # Environment: PUTS (2000000), GETS (1000000), MISSES (0.5, share of gets on
 # absent keys), SEED (7), ROUNDS (3), PORT (7912), WORKDIR
 # (/tmp/lamina-server-bench), SERVE_FLAGS (more `lamina serve` flags),
-# SKIP_BUILD=1.
+# SKIP_BUILD=1, LAMINA (the binary to measure, for A/B runs; implies SKIP_BUILD).
 set -euo pipefail
 
 PUTS=${PUTS:-2000000}
@@ -18,7 +18,8 @@ PORT=${PORT:-7912}
 WORKDIR=${WORKDIR:-/tmp/lamina-server-bench}
 SERVE_FLAGS=${SERVE_FLAGS:-}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LAMINA="${CARGO_TARGET_DIR:-$REPO/target}/release/lamina"
+if [ -n "${LAMINA:-}" ]; then SKIP_BUILD=1; fi
+LAMINA=${LAMINA:-"${CARGO_TARGET_DIR:-$REPO/target}/release/lamina"}
 
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
     (cd "$REPO" && cargo build --release -q -p lamina-cli)

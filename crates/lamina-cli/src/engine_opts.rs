@@ -40,6 +40,10 @@ pub struct EngineOpts {
     /// levels with Monkey.
     #[arg(long)]
     pub bloom_monkey: bool,
+    /// Bits per key of the memtable's key filter, 0 to disable [default:
+    /// the engine's].
+    #[arg(long, value_name = "N")]
+    pub memtable_bloom_bits: Option<f64>,
     /// Size ratio T between adjacent levels.
     #[arg(long, value_name = "T", default_value_t = 10)]
     pub size_ratio: usize,
@@ -117,6 +121,12 @@ impl EngineOpts {
             bail!("--bloom-bits-per-level values must be non-negative numbers, got {bad}");
         }
         o.bloom_bits_per_level = self.bloom_bits_per_level.clone();
+        if let Some(bits) = self.memtable_bloom_bits {
+            if !(bits.is_finite() && bits >= 0.0) {
+                bail!("--memtable-bloom-bits must be a non-negative number, got {bits}");
+            }
+            o.memtable_bloom_bits_per_key = bits;
+        }
         o.bloom_monkey = self.bloom_monkey;
         if self.size_ratio < 2 {
             bail!("--size-ratio must be at least 2, got {}", self.size_ratio);

@@ -1,10 +1,18 @@
 //! The command executor: runs parsed DSL commands against a [`Db`] and
 //! appends their replies to a buffer.
 //!
-//! Consecutive puts and deletes are coalesced into one [`WriteBatch`], which
-//! is applied before any other command runs and by the caller (through
+//! Puts and deletes are coalesced into one [`WriteBatch`], which is applied
+//! before any command other than a get runs, and by the caller (through
 //! [`Session::apply_pending`]) before any buffered reply is sent, so a
 //! write is acknowledged once a reply to it or to a later command was sent.
+//! A get of a key written in the pending batch is answered from the batch
+//! (the session reads its own writes); any other get reads the database,
+//! where the batch's keys would not change its answer. Gets therefore do not
+//! break a batch: the generator's workloads interleave puts and gets, and
+//! one batch (one log write) per read chunk instead of one per run of puts
+//! is what keeps the server ahead. Should the batch then fail to apply,
+//! its `ERROR` line follows the replies of the chunk's gets, some of which
+//! may have shown its values.
 //!
 //! # Replies
 //!
@@ -60,6 +68,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Bound;
 
+use rustc_hash::FxHashMap;
+
 use lamina::key::{decode_i32, encode_i32};
 use lamina::{Db, WriteBatch};
 
@@ -98,6 +108,8 @@ pub struct Session<'a> {
     db: &'a Db,
     mode: Mode,
     batch: WriteBatch,
+    /// The newest write of each key in `batch` (`None`: a delete).
+    pending: FxHashMap<i32, Option<i32>>,
 }
 
 /// Appends `ERROR <msg>\n`.
@@ -145,6 +157,7 @@ impl<'a> Session<'a> {
             db,
             mode,
             batch: WriteBatch::new(),
+            pending: FxHashMap::default(),
         }
     }
 
@@ -155,6 +168,7 @@ impl<'a> Session<'a> {
             return;
         }
         let batch = std::mem::take(&mut self.batch);
+        self.pending.clear();
         if let Err(e) = self.db.write(batch) {
             push_error(out, &format!("write failed: {e}"));
         }
@@ -187,16 +201,13 @@ impl<'a> Session<'a> {
             Command::Nothing => {}
             Command::Put(k, v) => {
                 self.batch.put(&encode_i32(k), &encode_i32(v));
-                if self.batch.len() >= MAX_BATCH {
-                    self.apply_pending(out);
-                }
+                self.pending_write(k, Some(v), out);
             }
             Command::Delete(k) => {
                 self.batch.delete(&encode_i32(k));
-                if self.batch.len() >= MAX_BATCH {
-                    self.apply_pending(out);
-                }
+                self.pending_write(k, None, out);
             }
+            Command::Get(k) => self.get(k, out),
             other => {
                 self.apply_pending(out);
                 return self.execute_read(other, out);
@@ -205,10 +216,17 @@ impl<'a> Session<'a> {
         Control::Continue
     }
 
+    /// Records a write added to the batch; applies a full batch.
+    fn pending_write(&mut self, k: i32, v: Option<i32>, out: &mut Vec<u8>) {
+        self.pending.insert(k, v);
+        if self.batch.len() >= MAX_BATCH {
+            self.apply_pending(out);
+        }
+    }
+
     fn execute_read(&mut self, cmd: Command<'_>, out: &mut Vec<u8>) -> Control {
         let mark = out.len();
         let result = match cmd {
-            Command::Get(k) => self.get(k, out),
             Command::Range(lo, hi) => self.range(lo, hi, out),
             Command::Load(path) => self.load(path),
             Command::Stats(n) => self.stats(n, out),
@@ -261,7 +279,7 @@ impl<'a> Session<'a> {
                 }
                 Ok(())
             }
-            Command::Nothing | Command::Put(..) | Command::Delete(_) => Ok(()),
+            Command::Nothing | Command::Put(..) | Command::Delete(_) | Command::Get(_) => Ok(()),
         };
         if let Err(msg) = result {
             out.truncate(mark);
@@ -270,14 +288,18 @@ impl<'a> Session<'a> {
         Control::Continue
     }
 
-    fn get(&mut self, k: i32, out: &mut Vec<u8>) -> Result<(), String> {
-        match self.db.get(&encode_i32(k)) {
-            Ok(Some(v)) => push_datum(out, &v),
-            Ok(None) => {}
-            Err(e) => return Err(format!("get failed: {e}")),
+    /// Answers `g k` from the pending batch if it wrote `k`, else from the db.
+    fn get(&self, k: i32, out: &mut Vec<u8>) {
+        match self.pending.get(&k) {
+            Some(Some(v)) => push_int(out, *v),
+            Some(None) => {}
+            None => match self.db.get(&encode_i32(k)) {
+                Ok(Some(v)) => push_datum(out, &v),
+                Ok(None) => {}
+                Err(e) => return push_error(out, &format!("get failed: {e}")),
+            },
         }
         out.push(b'\n');
-        Ok(())
     }
 
     fn range(&mut self, lo: i32, hi: i32, out: &mut Vec<u8>) -> Result<(), String> {

@@ -41,6 +41,45 @@ fn basic_commands() {
     assert_eq!(out, "10\n\n-20\n-2:-20 1:10 3:30\n\n\n\n-2:-20 3:30\n33\n");
 }
 
+/// Gets interleaved with puts and deletes of few keys, so that they read
+/// keys written earlier in the same pending batch as well as keys in the
+/// memtable and on disk, against a `BTreeMap` oracle.
+#[test]
+fn gets_see_the_sessions_own_pending_writes() {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let mut oracle = std::collections::BTreeMap::new();
+    let (mut input, mut expected) = (String::new(), String::new());
+    for i in 0..20_000 {
+        let k: i32 = rng.gen_range(-50..50);
+        match rng.gen_range(0..10) {
+            0..=3 => {
+                let v: i32 = rng.gen();
+                input += &format!("p {k} {v}\n");
+                oracle.insert(k, v);
+            }
+            4 => {
+                input += &format!("d {k}\n");
+                oracle.remove(&k);
+            }
+            _ => {
+                input += &format!("g {k}\n");
+                if let Some(v) = oracle.get(&k) {
+                    expected += &v.to_string();
+                }
+                expected.push('\n');
+            }
+        }
+        if i % 5000 == 4999 {
+            input += "flush\n";
+            expected += "OK\n";
+        }
+    }
+    assert_eq!(exec(&db, input.as_bytes()).0, expected);
+}
+
 #[test]
 fn extremes_and_overwrites_across_flushes() {
     let dir = tempfile::tempdir().unwrap();

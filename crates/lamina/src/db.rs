@@ -264,7 +264,7 @@ impl Db {
             vfs.sync_dir(&dir)?;
         }
 
-        let mem = Arc::new(MemTable::new(wal_number));
+        let mem = Arc::new(new_memtable(&opts, wal_number));
         let version = Arc::new(version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&mem),
@@ -531,10 +531,22 @@ fn validate(opts: &Options) -> Result<()> {
     {
         return bad("bloom_bits_per_level values must be within 0 ..= 64");
     }
+    if !(0.0..=64.0).contains(&opts.memtable_bloom_bits_per_key) {
+        return bad("memtable_bloom_bits_per_key must be within 0 ..= 64");
+    }
     if opts.max_immutable_memtables == 0 {
         return bad("max_immutable_memtables must be at least 1");
     }
     Ok(())
+}
+
+/// The memtable that logs its writes in WAL `wal_number`.
+fn new_memtable(opts: &Options, wal_number: u64) -> MemTable {
+    MemTable::with_filter(
+        wal_number,
+        opts.write_buffer_size,
+        opts.memtable_bloom_bits_per_key,
+    )
 }
 
 fn policy_defaults(opts: &Options) -> PolicyDefaults {
@@ -798,7 +810,7 @@ impl Inner {
                 dirty: false,
                 broken: false,
             };
-            let old = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(number)));
+            let old = std::mem::replace(&mut st.mem, Arc::new(new_memtable(&self.opts, number)));
             if old.is_empty() {
                 // Nothing to flush: the old log holds no write.
                 let _ = self.vfs.remove(&self.dir.join(wal_name(old_number)));

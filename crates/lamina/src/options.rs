@@ -90,6 +90,10 @@ pub struct Options {
     /// `bloom_bits_per_key` bits per key, spread over the levels (sized
     /// `T^i`) so as to minimize the sum of their false-positive rates.
     pub bloom_monkey: bool,
+    /// Bits per key of the memtable's key filter (0 disables it), sized for
+    /// the most entries a full buffer holds: gets of keys the memtable does
+    /// not hold skip its search.
+    pub memtable_bloom_bits_per_key: f64,
     /// Block cache capacity in bytes (0 disables the cache).
     pub block_cache_bytes: usize,
     /// Size ratio T between adjacent levels.
@@ -118,6 +122,7 @@ impl Default for Options {
             bloom_bits_per_key: 10.0,
             bloom_bits_per_level: Vec::new(),
             bloom_monkey: false,
+            memtable_bloom_bits_per_key: 10.0,
             block_cache_bytes: 64 << 20,
             size_ratio: 10,
             target_file_size: 16 << 20,

@@ -24,7 +24,7 @@ mod tests;
 
 pub use block::Block;
 pub(crate) use block::BlockIter;
-pub(crate) use bloom::BloomFilter;
+pub(crate) use bloom::{key_hash, num_probes, BloomFilter};
 pub use builder::TableBuilder;
 pub(crate) use format::{
     block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
