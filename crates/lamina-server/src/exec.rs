@@ -24,7 +24,7 @@
 //! | `s [N]` | see [`Session`]'s `stats` section below |
 //! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E` |
 //! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
-//! | `misses` | `gets=G hits=H misses=M` |
+//! | `misses` | `gets=G hits=H misses=M`: the engine's lookups (a get answered from the connection's own pending writes is none) |
 //! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W`, then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
 //! | `stats-json` | the engine's `DbStats` as one line of JSON |
 //! | `flush`, `compact` | `OK` once done |
