@@ -942,11 +942,18 @@ impl Inner {
             .map_or(st.mem.wal_number(), |m| m.wal_number());
         edit.log_number = Some(next_log);
         let max_seq = self.last_seq.load(Ordering::Relaxed);
-        // On failure the output stays: the manifest may hold the edit even
+        // The memtable leaves in the same installed view as its file
+        // arrives: a reader never sees both, which would give the merged
+        // iterator the same internal key twice. On failure the memtable
+        // stays and the output too: the manifest may hold the edit even
         // though its sync failed. Unreferenced files are collected at open.
-        self.log_and_apply(&mut st, edit, Some(max_seq))?;
-        st.imms.pop_front();
-        self.install(&mut st);
+        let flushed = st.imms.pop_front();
+        if let Err(e) = self.log_and_apply(&mut st, edit, Some(max_seq)) {
+            if let Some(m) = flushed {
+                st.imms.push_front(m);
+            }
+            return Err(e);
+        }
         st.bg_error = None;
         let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
         self.stats.flushes.inc();
