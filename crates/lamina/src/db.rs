@@ -1338,6 +1338,24 @@ fn tracing_error(what: &str, e: &Error) {
     eprintln!("lamina: background {what} failed: {e}");
 }
 
+/// True if `key` lies above the upper bound `hi`.
+fn past_hi(hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match hi {
+        Bound::Included(h) => key > h.as_slice(),
+        Bound::Excluded(h) => key >= h.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
+/// True if `key` lies below the lower bound `lo`.
+fn below_lo(lo: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match lo {
+        Bound::Included(l) => key < l.as_slice(),
+        Bound::Excluded(l) => key <= l.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
 /// Iterates live entries in key order (see [`Db::scan`]).
 pub struct DbIterator {
     merged: MergingIterator,
@@ -1354,12 +1372,7 @@ impl DbIterator {
         while !self.done && self.merged.valid() {
             let p = parse_internal_key(self.merged.key())
                 .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            let past_end = match &self.hi {
-                Bound::Included(h) => p.user_key > h.as_slice(),
-                Bound::Excluded(h) => p.user_key >= h.as_slice(),
-                Bound::Unbounded => false,
-            };
-            if past_end {
+            if past_hi(&self.hi, p.user_key) {
                 self.done = true;
                 break;
             }
@@ -1454,20 +1467,10 @@ impl DbRevIterator {
         while !self.done && self.merged.valid() {
             let p = parse_internal_key(self.merged.key())
                 .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            let before_start = match &self.lo {
-                Bound::Included(l) => p.user_key < l.as_slice(),
-                Bound::Excluded(l) => p.user_key <= l.as_slice(),
-                Bound::Unbounded => false,
-            };
-            if before_start {
+            if below_lo(&self.lo, p.user_key) {
                 break;
             }
-            let past_end = match &self.hi {
-                Bound::Included(h) => p.user_key > h.as_slice(),
-                Bound::Excluded(h) => p.user_key >= h.as_slice(),
-                Bound::Unbounded => false,
-            };
-            if past_end || p.seq > self.seq {
+            if past_hi(&self.hi, p.user_key) || p.seq > self.seq {
                 self.merged.prev()?;
                 continue;
             }
