@@ -7,7 +7,9 @@
 //!
 //! Every `restart_interval`-th entry stores its whole key (`shared == 0`) and
 //! its offset is listed in the restart array, so a seek binary-searches the
-//! restarts and then scans at most one interval. Decoding never trusts a
+//! restarts and then scans at most one interval. Entries decode only
+//! forward: a step back rescans from the restart point before the current
+//! entry (at most one interval too). Decoding never trusts a
 //! length: every field is checked against the bytes actually present.
 
 use std::cmp::Ordering;
@@ -420,7 +422,7 @@ impl BlockIter {
         loop {
             self.parse_next()?;
             if !self.valid {
-                return Err("restart point past the entry it precedes");
+                return Err("block entries end before the entry sought");
             }
             if self.next_pos >= end {
                 break;
