@@ -15,7 +15,7 @@ use fjall::{
     CompressionType, Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode,
 };
 
-use crate::kvops::Store;
+use crate::kvops::{visit_first, Store};
 
 /// The file fjall keeps at the root of a keyspace (its `FJALL_MARKER`).
 pub const MARKER: &str = "version";
@@ -102,22 +102,21 @@ impl Store for FjallStore {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64> {
-        let mut n = 0;
-        if limit == 0 {
-            return Ok(0);
+        match start {
+            Some(s) => visit_first(self.part.range(s.to_vec()..), limit, visit),
+            None => visit_first(self.part.iter(), limit, visit),
         }
-        let iter: Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>>> = match start {
-            Some(s) => Box::new(self.part.range(s.to_vec()..)),
-            None => Box::new(self.part.iter()),
-        };
-        for kv in iter {
-            let (k, v) = kv?;
-            visit(&k, &v);
-            n += 1;
-            if n >= limit {
-                break;
-            }
+    }
+
+    fn scan_rev(
+        &self,
+        end: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        match end {
+            Some(e) => visit_first(self.part.range(..=e.to_vec()).rev(), limit, visit),
+            None => visit_first(self.part.iter().rev(), limit, visit),
         }
-        Ok(n)
     }
 }

@@ -84,6 +84,35 @@ pub trait Store: Sync {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64>;
+    /// Calls `visit` on up to `limit` entries in descending key order from
+    /// the last key `<= end` (from the last key with `None`); returns how
+    /// many.
+    fn scan_rev(
+        &self,
+        end: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64>;
+}
+
+/// Calls `visit` on the first `limit` pairs of `entries`; returns how many.
+pub fn visit_first<K, V, E>(
+    entries: impl Iterator<Item = std::result::Result<(K, V), E>>,
+    limit: u64,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> Result<u64>
+where
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let mut n = 0;
+    for entry in entries.take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+        let (k, v) = entry?;
+        visit(k.as_ref(), v.as_ref());
+        n += 1;
+    }
+    Ok(n)
 }
 
 impl Store for Db {
@@ -105,20 +134,24 @@ impl Store for Db {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64> {
-        let lo = start.map_or(Bound::Unbounded, Bound::Included);
-        let mut n = 0;
         if limit == 0 {
             return Ok(0);
         }
-        for entry in Db::scan(self, lo, Bound::Unbounded)? {
-            let (k, v) = entry?;
-            visit(&k, &v);
-            n += 1;
-            if n >= limit {
-                break;
-            }
+        let lo = start.map_or(Bound::Unbounded, Bound::Included);
+        visit_first(Db::scan(self, lo, Bound::Unbounded)?, limit, visit)
+    }
+
+    fn scan_rev(
+        &self,
+        end: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        if limit == 0 {
+            return Ok(0);
         }
-        Ok(n)
+        let hi = end.map_or(Bound::Unbounded, Bound::Included);
+        visit_first(Db::scan_rev(self, Bound::Unbounded, hi)?, limit, visit)
     }
 }
 
@@ -226,5 +259,16 @@ mod tests {
         let one = run(KvOp::Scan { start: 0, len: 1 });
         assert_eq!(one.bytes, 12);
         assert!(!run(KvOp::Scan { start: 41, len: 3 }).found);
+        let k = |v| {
+            let mut k = key_buffer(4);
+            encode_key(&mut k, v);
+            k
+        };
+        // From 35 down: 30 and 10 (20 is deleted), at most 5 entries.
+        let mut keys = Vec::new();
+        let n =
+            Store::scan_rev(&db, Some(&k(35)), 5, &mut |key, _| keys.push(key.to_vec())).unwrap();
+        assert_eq!((n, keys), (2, vec![k(30), k(10)]));
+        assert_eq!(Store::scan_rev(&db, None, 1, &mut |_, _| {}).unwrap(), 1);
     }
 }

@@ -24,7 +24,7 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{parse_internal_key, seek_key, ValueKind};
+use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
 use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
@@ -151,6 +151,11 @@ impl Snapshot {
     /// The live keys of `[lo, hi)`-style bounds as of the snapshot.
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner.scan_at(lo, hi, self.seq)
+    }
+
+    /// Like [`Snapshot::scan`], in descending key order.
+    pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
+        self.inner.scan_rev_at(lo, hi, self.seq)
     }
 
     /// The snapshot's sequence number.
@@ -383,6 +388,12 @@ impl Db {
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner
             .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Live entries with keys within the bounds, in descending key order.
+    pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
+        self.inner
+            .scan_rev_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
     /// A consistent read view of the database as of now.
@@ -639,6 +650,18 @@ impl Inner {
         Ok(None)
     }
 
+    /// The merged view of every memtable and sorted run of `sv`.
+    fn merged(&self, sv: &SuperVersion) -> MergingIterator {
+        let mut children = memtable_iters(sv);
+        for (_, run) in sv.version.runs_newest_first() {
+            children.push(Box::new(RunIterator::new(
+                run.files.clone(),
+                Arc::clone(&self.loader),
+            )));
+        }
+        MergingIterator::new(children)
+    }
+
     fn scan_at(
         self: &Arc<Self>,
         lo: Bound<&[u8]>,
@@ -647,14 +670,7 @@ impl Inner {
     ) -> Result<DbIterator> {
         let start = Instant::now();
         let sv = Arc::clone(&self.sv.read());
-        let mut children = memtable_iters(&sv);
-        for (_, run) in sv.version.runs_newest_first() {
-            children.push(Box::new(RunIterator::new(
-                run.files.clone(),
-                Arc::clone(&self.loader),
-            )));
-        }
-        let mut merged = MergingIterator::new(children);
+        let mut merged = self.merged(&sv);
         let mut skip = None;
         match lo {
             Bound::Included(k) => merged.seek(&seek_key(k, seq))?,
@@ -668,13 +684,39 @@ impl Inner {
         Ok(DbIterator {
             merged,
             seq,
-            hi: match hi {
-                Bound::Included(k) => Bound::Included(k.to_vec()),
-                Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
-                Bound::Unbounded => Bound::Unbounded,
-            },
+            hi: hi.map(<[u8]>::to_vec),
             last_key: skip.clone(),
             has_last: skip.is_some(),
+            done: false,
+            _sv: sv,
+        })
+    }
+
+    fn scan_rev_at(
+        self: &Arc<Self>,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        seq: u64,
+    ) -> Result<DbRevIterator> {
+        let start = Instant::now();
+        let sv = Arc::clone(&self.sv.read());
+        let mut merged = self.merged(&sv);
+        // The last version of the greatest user key in bounds, or (for an
+        // excluded bound) the first version of `hi` itself, skipped below.
+        match hi {
+            Bound::Included(k) => {
+                merged.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete))?
+            }
+            Bound::Excluded(k) => merged.seek_for_prev(&seek_key(k, MAX_SEQ))?,
+            Bound::Unbounded => merged.seek_to_last()?,
+        }
+        self.stats.record(Op::Scan, start.elapsed());
+        Ok(DbRevIterator {
+            merged,
+            seq,
+            lo: lo.map(<[u8]>::to_vec),
+            hi: hi.map(<[u8]>::to_vec),
+            pending: PendingKey::default(),
             done: false,
             _sv: sv,
         })
@@ -954,11 +996,18 @@ impl Inner {
             .map_or(st.mem.wal_number(), |m| m.wal_number());
         edit.log_number = Some(next_log);
         let max_seq = self.last_seq.load(Ordering::Relaxed);
-        // On failure the output stays: the manifest may hold the edit even
+        // The memtable leaves in the same installed view as its file
+        // arrives: a reader never sees both, which would give the merged
+        // iterator the same internal key twice. On failure the memtable
+        // stays and the output too: the manifest may hold the edit even
         // though its sync failed. Unreferenced files are collected at open.
-        self.log_and_apply(&mut st, edit, Some(max_seq))?;
-        st.imms.pop_front();
-        self.install(&mut st);
+        let flushed = st.imms.pop_front();
+        if let Err(e) = self.log_and_apply(&mut st, edit, Some(max_seq)) {
+            if let Some(m) = flushed {
+                st.imms.push_front(m);
+            }
+            return Err(e);
+        }
         st.bg_error = None;
         let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
         self.stats.flushes.inc();
@@ -1301,6 +1350,24 @@ fn tracing_error(what: &str, e: &Error) {
     eprintln!("lamina: background {what} failed: {e}");
 }
 
+/// True if `key` lies above the upper bound `hi`.
+fn past_hi(hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match hi {
+        Bound::Included(h) => key > h.as_slice(),
+        Bound::Excluded(h) => key >= h.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
+/// True if `key` lies below the lower bound `lo`.
+fn below_lo(lo: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match lo {
+        Bound::Included(l) => key < l.as_slice(),
+        Bound::Excluded(l) => key <= l.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
 /// Iterates live entries in key order (see [`Db::scan`]).
 pub struct DbIterator {
     merged: MergingIterator,
@@ -1317,12 +1384,7 @@ impl DbIterator {
         while !self.done && self.merged.valid() {
             let p = parse_internal_key(self.merged.key())
                 .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            let past_end = match &self.hi {
-                Bound::Included(h) => p.user_key > h.as_slice(),
-                Bound::Excluded(h) => p.user_key >= h.as_slice(),
-                Bound::Unbounded => false,
-            };
-            if past_end {
+            if past_hi(&self.hi, p.user_key) {
                 self.done = true;
                 break;
             }
@@ -1360,3 +1422,102 @@ impl Iterator for DbIterator {
         }
     }
 }
+
+/// Iterates live entries in descending key order (see [`Db::scan_rev`]).
+///
+/// Going backward, the versions of a user key come oldest first, so the
+/// newest version visible at the snapshot is the last one met before the
+/// user key changes: a key is decided only once the cursor has moved past
+/// all of its versions.
+pub struct DbRevIterator {
+    merged: MergingIterator,
+    seq: u64,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    pending: PendingKey,
+    done: bool,
+    _sv: Arc<SuperVersion>,
+}
+
+/// The user key a [`DbRevIterator`] is deciding: its newest visible version
+/// met so far.
+#[derive(Default)]
+struct PendingKey {
+    /// `Some(kind)` of that version while a key is being decided.
+    kind: Option<ValueKind>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl PendingKey {
+    /// Ends the decision: the entry, if its newest version is a put.
+    fn take(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+        (self.kind.take() == Some(ValueKind::Put)).then(|| {
+            (
+                std::mem::take(&mut self.key),
+                std::mem::take(&mut self.value),
+            )
+        })
+    }
+
+    /// True while deciding a user key other than `user_key`.
+    fn is_other(&self, user_key: &[u8]) -> bool {
+        self.kind.is_some() && self.key != user_key
+    }
+
+    fn set(&mut self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        self.kind = Some(kind);
+        self.key.clear();
+        self.key.extend_from_slice(user_key);
+        self.value.clear();
+        self.value.extend_from_slice(value);
+    }
+}
+
+impl DbRevIterator {
+    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while !self.done && self.merged.valid() {
+            let p = parse_internal_key(self.merged.key())
+                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
+            if below_lo(&self.lo, p.user_key) {
+                break;
+            }
+            if past_hi(&self.hi, p.user_key) || p.seq > self.seq {
+                self.merged.prev()?;
+                continue;
+            }
+            // A smaller user key: the pending one has seen all its versions.
+            let decided = if self.pending.is_other(p.user_key) {
+                self.pending.take()
+            } else {
+                None
+            };
+            self.pending.set(p.kind, p.user_key, self.merged.value());
+            self.merged.prev()?;
+            if decided.is_some() {
+                return Ok(decided);
+            }
+        }
+        self.done = true;
+        Ok(self.pending.take())
+    }
+}
+
+impl Iterator for DbRevIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.advance() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                self.pending = PendingKey::default();
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

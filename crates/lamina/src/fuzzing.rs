@@ -46,7 +46,8 @@ fn probe_keys(data: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// A data block's contents (no trailer): decoded, walked from the first
-/// entry, and sought to probe keys and to every key seen.
+/// entry and back from the last, and sought to probe keys and to every key
+/// seen (with a step back and forth after each seek).
 pub fn block(data: &[u8]) {
     let Ok(block) = Block::new(data.to_vec()) else {
         return;
@@ -64,14 +65,30 @@ pub fn block(data: &[u8]) {
             }
         }
     }
+    // Backward from the last entry, then a turn after a seek.
+    let mut steps = 0;
+    if it.seek_to_last().is_ok() {
+        while it.valid() && steps < MAX_STEPS {
+            let _ = parse_internal_key(it.key());
+            let _ = it.value().len();
+            steps += 1;
+            if it.prev().is_err() {
+                break;
+            }
+        }
+    }
     for key in probe_keys(data).iter().chain(seen.iter().take(64)) {
         let mut it = BlockIter::new(Arc::clone(&block));
-        let _ = it.seek(key);
+        if it.seek(key).is_ok() {
+            let _ = it.prev();
+            let _ = it.next();
+        }
     }
 }
 
-/// A whole SST file: opened from an in-memory file, fully iterated, probed
-/// with point lookups and seeks, then verified block by block.
+/// A whole SST file: opened from an in-memory file, fully iterated both
+/// ways, probed with point lookups, seeks and seeks for prev, then verified
+/// block by block.
 /// The metadata decoders also get the raw input.
 pub fn sst(data: &[u8]) {
     let _ = decode_index(data, data.len() as u64);
@@ -186,9 +203,23 @@ fn sst_inner(data: &[u8]) -> Result<()> {
     for key in keys.iter().take(64) {
         table.get(key, MAX_SEQ)?;
     }
+    let mut steps = 0;
+    if it.seek_to_last().is_ok() {
+        while it.valid() && steps < MAX_STEPS {
+            steps += 1;
+            if it.prev().is_err() {
+                break;
+            }
+        }
+    }
     for key in probe_keys(data) {
         let _ = table.get(&key, MAX_SEQ);
         let _ = table.iter().seek(&key);
+        let mut it = table.iter();
+        if it.seek_for_prev(&key).is_ok() {
+            let _ = it.next();
+            let _ = it.prev();
+        }
     }
     table.verify()
 }

@@ -1,12 +1,21 @@
 //! The one iterator abstraction of the engine and its combinators.
 //!
 //! Memtables, SST blocks, whole SSTs, sorted runs and the merged view of the
-//! tree all implement [`InternalIterator`]: a forward cursor over internal
-//! keys (see [`crate::key`]) in internal-key order.
+//! tree all implement [`InternalIterator`]: a bidirectional cursor over
+//! internal keys (see [`crate::key`]) in internal-key order. Forward steps
+//! are the fast path; `prev` is LevelDB's shape: a block steps back by
+//! rescanning from the restart point before the current entry, and the
+//! merging iterator repositions its other children when the direction
+//! changes.
+
+use std::cmp::Ordering;
 
 use crate::error::Result;
+use crate::key::compare_internal;
 
-/// A forward cursor over `(internal key, value)` entries in internal-key order.
+/// A cursor over `(internal key, value)` entries in internal-key order that
+/// moves both ways. `next` and `prev` on an invalid cursor do nothing; after
+/// running off either end, reposition it with a seek.
 pub trait InternalIterator: Send {
     /// True while the cursor points at an entry.
     fn valid(&self) -> bool;
@@ -16,10 +25,27 @@ pub trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// Advances to the next entry.
     fn next(&mut self) -> Result<()>;
+    /// Steps back to the previous entry (invalid before the first).
+    fn prev(&mut self) -> Result<()>;
     /// Positions at the first entry whose internal key is `>= target`.
     fn seek(&mut self, target: &[u8]) -> Result<()>;
     /// Positions at the first entry.
     fn seek_to_first(&mut self) -> Result<()>;
+    /// Positions at the last entry.
+    fn seek_to_last(&mut self) -> Result<()>;
+    /// Positions at the last entry whose internal key is `<= target`.
+    ///
+    /// The default is a seek and at most one step back.
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.seek(target)?;
+        if !self.valid() {
+            self.seek_to_last()
+        } else if compare_internal(self.key(), target).is_gt() {
+            self.prev()
+        } else {
+            Ok(())
+        }
+    }
 }
 
 impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
@@ -35,11 +61,20 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
     fn next(&mut self) -> Result<()> {
         (**self).next()
     }
+    fn prev(&mut self) -> Result<()> {
+        (**self).prev()
+    }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         (**self).seek(target)
     }
     fn seek_to_first(&mut self) -> Result<()> {
         (**self).seek_to_first()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        (**self).seek_to_last()
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        (**self).seek_for_prev(target)
     }
 }
 
@@ -47,11 +82,18 @@ impl<I: InternalIterator + ?Sized> InternalIterator for Box<I> {
 ///
 /// Children are given newest source first; on equal internal keys (which the
 /// engine never produces, as sequence numbers are unique) the earlier child
-/// wins. Finding the minimum is a linear scan: the engine merges at most a few
-/// dozen sorted runs, where a scan beats a heap's bookkeeping.
+/// wins going forward and the later one going backward. Finding the minimum
+/// (maximum) is a linear scan: the engine merges at most a few dozen sorted
+/// runs, where a scan beats a heap's bookkeeping.
+///
+/// Moving forward, every valid child sits at its first entry after the
+/// current key; moving backward, at its last entry before it. `next` after
+/// `prev` (and the reverse) first re-seeks the other children to restore
+/// that invariant, as LevelDB's merging iterator does.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     current: Option<usize>,
+    backward: bool,
 }
 
 impl MergingIterator {
@@ -60,26 +102,58 @@ impl MergingIterator {
         MergingIterator {
             children,
             current: None,
+            backward: false,
         }
     }
 
-    fn find_smallest(&mut self) {
+    /// Makes the smallest (`FORWARD`) or largest valid child current.
+    fn find<const FORWARD: bool>(&mut self) {
         let mut best: Option<usize> = None;
         for (i, child) in self.children.iter().enumerate() {
             if !child.valid() {
                 continue;
             }
             best = match best {
-                Some(b)
-                    if crate::key::compare_internal(child.key(), self.children[b].key())
-                        != std::cmp::Ordering::Less =>
-                {
-                    Some(b)
+                Some(b) => {
+                    let ord = compare_internal(child.key(), self.children[b].key());
+                    let better = if FORWARD {
+                        ord == Ordering::Less
+                    } else {
+                        ord != Ordering::Less
+                    };
+                    Some(if better { i } else { b })
                 }
-                _ => Some(i),
+                None => Some(i),
             };
         }
         self.current = best;
+        self.backward = !FORWARD;
+    }
+
+    /// Repositions every child but the current one for moving forward (or,
+    /// with `!forward`, backward) from the current key.
+    fn switch_direction(&mut self, forward: bool) -> Result<()> {
+        let Some(cur) = self.current else {
+            return Ok(());
+        };
+        let key = self.key().to_vec();
+        for (i, child) in self.children.iter_mut().enumerate() {
+            if i == cur {
+                continue;
+            }
+            child.seek(&key)?;
+            if forward {
+                // Skip an equal key: it was already yielded.
+                if child.valid() && compare_internal(child.key(), &key).is_eq() {
+                    child.next()?;
+                }
+            } else if child.valid() {
+                child.prev()?;
+            } else {
+                child.seek_to_last()?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -103,10 +177,24 @@ impl InternalIterator for MergingIterator {
     }
 
     fn next(&mut self) -> Result<()> {
+        if self.backward {
+            self.switch_direction(true)?;
+        }
         if let Some(child) = self.current.and_then(|i| self.children.get_mut(i)) {
             child.next()?;
         }
-        self.find_smallest();
+        self.find::<true>();
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if !self.backward {
+            self.switch_direction(false)?;
+        }
+        if let Some(child) = self.current.and_then(|i| self.children.get_mut(i)) {
+            child.prev()?;
+        }
+        self.find::<false>();
         Ok(())
     }
 
@@ -114,7 +202,7 @@ impl InternalIterator for MergingIterator {
         for child in &mut self.children {
             child.seek(target)?;
         }
-        self.find_smallest();
+        self.find::<true>();
         Ok(())
     }
 
@@ -122,7 +210,23 @@ impl InternalIterator for MergingIterator {
         for child in &mut self.children {
             child.seek_to_first()?;
         }
-        self.find_smallest();
+        self.find::<true>();
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        for child in &mut self.children {
+            child.seek_to_last()?;
+        }
+        self.find::<false>();
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        for child in &mut self.children {
+            child.seek_for_prev(target)?;
+        }
+        self.find::<false>();
         Ok(())
     }
 }
@@ -139,7 +243,7 @@ pub(crate) mod tests {
 
     impl VecIter {
         pub(crate) fn new(mut items: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
-            items.sort_by(|a, b| crate::key::compare_internal(&a.0, &b.0));
+            items.sort_by(|a, b| compare_internal(&a.0, &b.0));
             VecIter {
                 items,
                 pos: usize::MAX,
@@ -158,19 +262,207 @@ pub(crate) mod tests {
             &self.items[self.pos].1
         }
         fn next(&mut self) -> Result<()> {
-            self.pos += 1;
+            if self.valid() {
+                self.pos += 1;
+            }
+            Ok(())
+        }
+        fn prev(&mut self) -> Result<()> {
+            if self.valid() {
+                self.pos = self.pos.checked_sub(1).unwrap_or(usize::MAX);
+            }
             Ok(())
         }
         fn seek(&mut self, target: &[u8]) -> Result<()> {
             self.pos = self
                 .items
-                .partition_point(|(k, _)| crate::key::compare_internal(k, target).is_lt());
+                .partition_point(|(k, _)| compare_internal(k, target).is_lt());
             Ok(())
         }
         fn seek_to_first(&mut self) -> Result<()> {
             self.pos = 0;
             Ok(())
         }
+        fn seek_to_last(&mut self) -> Result<()> {
+            self.pos = self.items.len().checked_sub(1).unwrap_or(usize::MAX);
+            Ok(())
+        }
+    }
+
+    /// One move of a cursor.
+    #[derive(Debug, Clone)]
+    pub(crate) enum Move {
+        Next,
+        Prev,
+        First,
+        Last,
+        Seek(Vec<u8>),
+        SeekForPrev(Vec<u8>),
+    }
+
+    /// Applies `moves` to `it` and to a position in `entries` (the oracle:
+    /// distinct internal keys in order), checking that they agree after
+    /// every move.
+    pub(crate) fn check_moves(
+        it: &mut dyn InternalIterator,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        moves: &[Move],
+    ) {
+        let len = entries.len();
+        let mut pos: Option<usize> = None;
+        for (step, m) in moves.iter().enumerate() {
+            pos = match m {
+                Move::Next => {
+                    it.next().unwrap();
+                    pos.map(|p| p + 1).filter(|&p| p < len)
+                }
+                Move::Prev => {
+                    it.prev().unwrap();
+                    pos.and_then(|p| p.checked_sub(1))
+                }
+                Move::First => {
+                    it.seek_to_first().unwrap();
+                    (len > 0).then_some(0)
+                }
+                Move::Last => {
+                    it.seek_to_last().unwrap();
+                    len.checked_sub(1)
+                }
+                Move::Seek(t) => {
+                    it.seek(t).unwrap();
+                    let i = entries.partition_point(|(k, _)| compare_internal(k, t).is_lt());
+                    (i < len).then_some(i)
+                }
+                Move::SeekForPrev(t) => {
+                    it.seek_for_prev(t).unwrap();
+                    entries
+                        .partition_point(|(k, _)| !compare_internal(k, t).is_gt())
+                        .checked_sub(1)
+                }
+            };
+            match pos {
+                Some(p) => {
+                    assert!(it.valid(), "step {step} {m:?}: invalid, want entry {p}");
+                    assert_eq!(it.key(), &entries[p].0[..], "step {step} {m:?}");
+                    assert_eq!(it.value(), &entries[p].1[..], "step {step} {m:?}");
+                }
+                None => assert!(!it.valid(), "step {step} {m:?}: valid, want none"),
+            }
+        }
+    }
+
+    /// `n` random moves, mostly steps, whose seek targets lie at, between and
+    /// around the user keys of `entries`.
+    pub(crate) fn random_moves(
+        rng: &mut impl rand::Rng,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        n: usize,
+    ) -> Vec<Move> {
+        use crate::key::{make_internal_key, user_key, ValueKind};
+        let target = |rng: &mut dyn rand::RngCore| -> Vec<u8> {
+            let seq = rand::Rng::gen_range(rng, 0..1000u64);
+            let Some((k, _)) = entries.get(rand::Rng::gen_range(rng, 0..entries.len().max(1)))
+            else {
+                return make_internal_key(b"", seq, ValueKind::Put);
+            };
+            let mut uk = user_key(k).to_vec();
+            match rand::Rng::gen_range(rng, 0..5) {
+                0 => return k.clone(),
+                1 => uk.push(0),
+                2 => uk.truncate(uk.len().saturating_sub(1)),
+                3 => uk = vec![0xff; 4],
+                _ => {}
+            }
+            make_internal_key(&uk, seq, ValueKind::Put)
+        };
+        let mut moves = vec![if rng.gen_bool(0.5) {
+            Move::First
+        } else {
+            Move::Last
+        }];
+        for _ in 1..n {
+            moves.push(match rng.gen_range(0..20) {
+                0..=6 => Move::Next,
+                7..=13 => Move::Prev,
+                14 => Move::First,
+                15 => Move::Last,
+                16 | 17 => Move::Seek(target(rng)),
+                _ => Move::SeekForPrev(target(rng)),
+            });
+        }
+        moves
+    }
+
+    /// Entries `(key{i}, seq, i)` for `i` in `keys`, sorted.
+    fn entries(keys: impl Iterator<Item = (u32, u64)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        use crate::key::{make_internal_key, ValueKind};
+        let mut v: Vec<_> = keys
+            .map(|(k, seq)| {
+                let uk = format!("key{k:04}");
+                (
+                    make_internal_key(uk.as_bytes(), seq, ValueKind::Put),
+                    format!("{k}/{seq}").into_bytes(),
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        v.dedup_by(|a, b| a.0 == b.0);
+        v
+    }
+
+    proptest::proptest! {
+        /// Entries spread over several children, walked with interleaved
+        /// next/prev/seeks: the merge matches the sorted union.
+        #[test]
+        fn merge_moves_match_the_oracle(
+            items in proptest::collection::vec((0u32..40, 1u64..6, 0usize..4), 0..80),
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            use rand::SeedableRng;
+            // Each distinct entry goes to the first child it was drawn for.
+            let mut owner = std::collections::BTreeMap::new();
+            for &(k, seq, c) in &items {
+                owner.entry((k, seq)).or_insert(c);
+            }
+            let all = entries(owner.keys().copied());
+            let children: Vec<Box<dyn InternalIterator>> = (0..4)
+                .map(|c| {
+                    let mine = owner.iter().filter(|(_, &o)| o == c).map(|(&e, _)| e);
+                    Box::new(VecIter::new(entries(mine))) as Box<dyn InternalIterator>
+                })
+                .collect();
+            let mut m = MergingIterator::new(children);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let moves = random_moves(&mut rng, &all, 200);
+            check_moves(&mut m, &all, &moves);
+        }
+    }
+
+    #[test]
+    fn merge_switches_direction_mid_stream() {
+        // Interleaved children: every step back or forth changes child.
+        let a = entries((0..50).filter(|k| k % 3 == 0).map(|k| (k, 1)));
+        let b = entries((0..50).filter(|k| k % 3 == 1).map(|k| (k, 1)));
+        let c = entries((0..50).filter(|k| k % 3 == 2).map(|k| (k, 1)));
+        let all = entries((0..50).map(|k| (k, 1)));
+        let mut m = MergingIterator::new(vec![
+            Box::new(VecIter::new(a)),
+            Box::new(VecIter::new(b)),
+            Box::new(VecIter::new(c)),
+        ]);
+        let mut moves = vec![Move::Seek(all[10].0.clone())];
+        for _ in 0..5 {
+            moves.extend([Move::Next, Move::Prev, Move::Prev, Move::Next, Move::Next]);
+        }
+        moves.extend([Move::Last, Move::Prev, Move::Next, Move::Next, Move::Prev]);
+        moves.extend([
+            Move::First,
+            Move::Prev,
+            Move::Next,
+            Move::SeekForPrev(all[7].0.clone()),
+        ]);
+        moves.extend([Move::Next, Move::Next, Move::Prev]);
+        check_moves(&mut m, &all, &moves);
     }
 
     #[test]

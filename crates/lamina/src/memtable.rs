@@ -302,6 +302,7 @@ impl MemTable {
             buf: VecDeque::new(),
             batch: 1,
             exhausted: true,
+            backward: false,
         }
     }
 }
@@ -313,31 +314,62 @@ const MAX_BATCH: usize = 64;
 ///
 /// A seek copies one entry and each refill doubles the batch up to
 /// [`MAX_BATCH`]: a point seek reading one entry pays for one copy, a long
-/// scan amortizes the skiplist search over many entries.
+/// scan amortizes the tree search over many entries. Moving backward, the
+/// batches hold the entries before the current one, in descending order.
 #[derive(Debug)]
 pub struct MemTableIterator {
     mem: Arc<MemTable>,
+    /// The current entry first, then the ones that follow in the direction
+    /// of travel.
     buf: VecDeque<(Vec<u8>, Vec<u8>)>,
     /// Size of the next refill.
     batch: usize,
     /// True when no entry follows the last one in `buf`.
     exhausted: bool,
+    /// The direction `buf` was filled in.
+    backward: bool,
 }
 
 impl MemTableIterator {
-    fn fill(&mut self, from: Bound<&Entry>) {
+    /// Copies the next batch of entries beyond `bound` in the direction of
+    /// travel (after it forward, before it backward) into the empty `buf`.
+    fn fill(&mut self, bound: Bound<&Entry>) {
         let map = self.mem.map.read();
-        for e in map.range((from, Bound::Unbounded)).take(self.batch) {
-            self.buf.push_back((e.key().to_vec(), e.value().to_vec()));
+        let copy = |e: &Entry| (e.key().to_vec(), e.value().to_vec());
+        if self.backward {
+            let entries = map.range((Bound::Unbounded, bound)).rev();
+            self.buf.extend(entries.take(self.batch).map(copy));
+        } else {
+            let entries = map.range((bound, Bound::Unbounded));
+            self.buf.extend(entries.take(self.batch).map(copy));
         }
         self.exhausted = self.buf.len() < self.batch;
         self.batch = (self.batch * 2).min(MAX_BATCH);
     }
 
-    fn restart(&mut self, from: Bound<&Entry>) {
+    fn restart(&mut self, backward: bool, bound: Bound<&Entry>) {
         self.buf.clear();
         self.batch = 1;
-        self.fill(from);
+        self.backward = backward;
+        self.fill(bound);
+    }
+
+    /// Drops the current entry, refilling past it when `buf` runs dry.
+    fn step(&mut self) {
+        if let Some((last, _)) = self.buf.pop_front() {
+            if self.buf.is_empty() && !self.exhausted {
+                let last = Entry::probe(&last);
+                self.fill(Bound::Excluded(&last));
+            }
+        }
+    }
+
+    /// Restarts from the current entry in the other direction.
+    fn turn(&mut self) {
+        if let Some((cur, _)) = self.buf.front() {
+            let cur = Entry::probe(cur);
+            self.restart(!self.backward, Bound::Excluded(&cur));
+        }
     }
 }
 
@@ -355,23 +387,42 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn next(&mut self) -> Result<()> {
-        if let Some((last, _)) = self.buf.pop_front() {
-            if self.buf.is_empty() && !self.exhausted {
-                let last = Entry::probe(&last);
-                self.fill(Bound::Excluded(&last));
-            }
+        if self.backward {
+            self.turn();
+        } else {
+            self.step();
+        }
+        Ok(())
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if self.backward {
+            self.step();
+        } else {
+            self.turn();
         }
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let target = Entry::probe(target);
-        self.restart(Bound::Included(&target));
+        self.restart(false, Bound::Included(&target));
         Ok(())
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.restart(Bound::Unbounded);
+        self.restart(false, Bound::Unbounded);
+        Ok(())
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.restart(true, Bound::Unbounded);
+        Ok(())
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let target = Entry::probe(target);
+        self.restart(true, Bound::Included(&target));
         Ok(())
     }
 }
@@ -455,5 +506,42 @@ mod tests {
         assert_eq!(n, 500);
         it.seek(&seek_key(&250u32.to_be_bytes(), u64::MAX)).unwrap();
         assert_eq!(user_key(it.key()), 250u32.to_be_bytes());
+    }
+
+    #[test]
+    fn iterator_moves_both_ways_across_refills() {
+        use crate::iter::tests::{check_moves, random_moves};
+        use rand::SeedableRng;
+        let m = Arc::new(MemTable::new(1));
+        let mut entries = Vec::new();
+        for i in 0..300u32 {
+            let seq = u64::from(i % 3) + 1;
+            m.add(
+                seq,
+                ValueKind::Put,
+                &(i / 3).to_be_bytes(),
+                &i.to_le_bytes(),
+                0,
+            );
+            let ikey = crate::key::make_internal_key(&(i / 3).to_be_bytes(), seq, ValueKind::Put);
+            entries.push((ikey, i.to_le_bytes().to_vec()));
+        }
+        entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        let mut it = m.iter();
+        it.seek_to_last().unwrap();
+        for (k, _) in entries.iter().rev() {
+            assert_eq!(it.key(), &k[..]);
+            it.prev().unwrap();
+        }
+        assert!(!it.valid());
+        for seed in 0..4 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            // Long runs of one direction grow the batches before they turn.
+            let mut moves = random_moves(&mut rng, &entries, 300);
+            moves.extend(std::iter::repeat_n(crate::iter::tests::Move::Prev, 150));
+            moves.extend(std::iter::repeat_n(crate::iter::tests::Move::Next, 150));
+            moves.extend(random_moves(&mut rng, &entries, 300));
+            check_moves(&mut it, &entries, &moves);
+        }
     }
 }

@@ -55,7 +55,8 @@ impl TableLoader {
     }
 }
 
-/// Iterates the files of one sorted run in key order, opening each lazily.
+/// Iterates the files of one sorted run in key order (either way), opening
+/// each lazily.
 pub struct RunIterator {
     files: Vec<Arc<FileMeta>>,
     loader: Arc<TableLoader>,
@@ -83,12 +84,34 @@ impl RunIterator {
         Ok(())
     }
 
-    /// Moves past exhausted files.
-    fn skip_empty(&mut self) -> Result<()> {
+    /// Moves past exhausted files, to the first entry of the next non-empty
+    /// one (`FORWARD`) or the last entry of the previous one.
+    fn skip_empty<const FORWARD: bool>(&mut self) -> Result<()> {
         while self.current.as_ref().is_some_and(|c| !c.valid()) {
-            self.open(self.index + 1)?;
-            if let Some(c) = &mut self.current {
+            let index = if FORWARD {
+                self.index + 1
+            } else {
+                match self.index.checked_sub(1) {
+                    Some(i) => i,
+                    None => {
+                        self.current = None;
+                        return Ok(());
+                    }
+                }
+            };
+            self.start::<FORWARD>(index)?;
+        }
+        Ok(())
+    }
+
+    /// Opens file `index` at its first (`FORWARD`) or last entry.
+    fn start<const FORWARD: bool>(&mut self, index: usize) -> Result<()> {
+        self.open(index)?;
+        if let Some(c) = &mut self.current {
+            if FORWARD {
                 c.seek_to_first()?;
+            } else {
+                c.seek_to_last()?;
             }
         }
         Ok(())
@@ -112,7 +135,14 @@ impl InternalIterator for RunIterator {
         if let Some(c) = &mut self.current {
             c.next()?;
         }
-        self.skip_empty()
+        self.skip_empty::<true>()
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if let Some(c) = &mut self.current {
+            c.prev()?;
+        }
+        self.skip_empty::<false>()
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
@@ -122,14 +152,79 @@ impl InternalIterator for RunIterator {
         if let Some(c) = &mut self.current {
             c.seek(target)?;
         }
-        self.skip_empty()
+        self.skip_empty::<true>()
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.open(0)?;
-        if let Some(c) = &mut self.current {
-            c.seek_to_first()?;
+        self.start::<true>(0)?;
+        self.skip_empty::<true>()
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.start::<false>(self.files.len().saturating_sub(1))?;
+        self.skip_empty::<false>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iter::tests::{check_moves, random_moves};
+    use crate::key::{make_internal_key, ValueKind};
+    use crate::sst::{TableBuilder, TableOptions};
+    use crate::vfs::mem::MemFs;
+    use rand::SeedableRng;
+
+    #[test]
+    fn run_moves_both_ways_across_files() {
+        let vfs = Arc::new(MemFs::new());
+        let loader = Arc::new(TableLoader {
+            vfs: vfs.clone(),
+            dir: PathBuf::from("/run"),
+            cache: None,
+            stats: Arc::new(IoStats::default()),
+        });
+        vfs.create_dir_all(loader.dir()).unwrap();
+        // Five files of 40 keys (two versions each), with gaps between files.
+        let mut entries = Vec::new();
+        let mut files = Vec::new();
+        for f in 0..5u64 {
+            let id = f + 1;
+            let opts = TableOptions {
+                block_size: 128,
+                restart_interval: 3,
+                ..TableOptions::default()
+            };
+            let w = vfs.create(&loader.path(id)).unwrap();
+            let mut b = TableBuilder::new(w, opts, sst_name(id));
+            for k in 0..40 {
+                let uk = format!("key{:05}", f * 100 + k);
+                for seq in [9, 4] {
+                    let ikey = make_internal_key(uk.as_bytes(), seq, ValueKind::Put);
+                    let v = format!("{uk}@{seq}").into_bytes();
+                    b.add(&ikey, &v).unwrap();
+                    entries.push((ikey, v));
+                }
+            }
+            b.finish(0, None).unwrap();
+            let first = format!("key{:05}", f * 100);
+            let last = format!("key{:05}", f * 100 + 39);
+            files.push(Arc::new(crate::version::tests::meta(
+                id,
+                first.as_bytes(),
+                last.as_bytes(),
+            )));
         }
-        self.skip_empty()
+        let mut it = RunIterator::new(files, loader);
+        it.seek_to_last().unwrap();
+        for (k, _) in entries.iter().rev() {
+            assert_eq!(it.key(), &k[..]);
+            it.prev().unwrap();
+        }
+        assert!(!it.valid());
+        for seed in 0..4 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            check_moves(&mut it, &entries, &random_moves(&mut rng, &entries, 1000));
+        }
     }
 }

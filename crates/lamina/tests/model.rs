@@ -118,11 +118,15 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
                     .unwrap()
                     .map(|r| r.unwrap())
                     .collect();
-                assert_eq!(
-                    got,
-                    expected_range(&model, &lo, &hi),
-                    "seed {seed} step {step} scan"
-                );
+                let mut expected = expected_range(&model, &lo, &hi);
+                assert_eq!(got, expected, "seed {seed} step {step} scan");
+                let rev: Vec<_> = db
+                    .scan_rev(as_ref(&lo), as_ref(&hi))
+                    .unwrap()
+                    .map(|r| r.unwrap())
+                    .collect();
+                expected.reverse();
+                assert_eq!(rev, expected, "seed {seed} step {step} scan_rev");
             }
             90..=92 => {
                 if snapshots.len() < 4 {
@@ -141,6 +145,17 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
                         .map(|r| r.unwrap())
                         .collect();
                     assert_eq!(all, old, "seed {seed} step {step} snapshot scan");
+                    let rev: Vec<_> = snap
+                        .scan_rev(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+                        .unwrap()
+                        .map(|r| r.unwrap())
+                        .collect();
+                    let want: Vec<_> = old
+                        .iter()
+                        .rev()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    assert_eq!(rev, want, "seed {seed} step {step} snapshot scan_rev");
                 }
             }
             93..=95 => db.flush().unwrap(),

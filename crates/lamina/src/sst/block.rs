@@ -7,7 +7,9 @@
 //!
 //! Every `restart_interval`-th entry stores its whole key (`shared == 0`) and
 //! its offset is listed in the restart array, so a seek binary-searches the
-//! restarts and then scans at most one interval. Decoding never trusts a
+//! restarts and then scans at most one interval. Entries decode only
+//! forward: a step back rescans from the restart point before the current
+//! entry (at most one interval too). Decoding never trusts a
 //! length: every field is checked against the bytes actually present.
 
 use std::cmp::Ordering;
@@ -306,6 +308,8 @@ pub struct BlockIter {
     key: KeyBuf,
     value_start: usize,
     value_end: usize,
+    /// Offset of the current entry (where `prev` looks back from).
+    pos: usize,
     /// Offset of the entry after the current one.
     next_pos: usize,
     valid: bool,
@@ -319,6 +323,7 @@ impl BlockIter {
             key: KeyBuf::new(),
             value_start: 0,
             value_end: 0,
+            pos: 0,
             next_pos: 0,
             valid: false,
         }
@@ -371,6 +376,7 @@ impl BlockIter {
         }
         self.value_start = h.key_end;
         self.value_end = h.value_end;
+        self.pos = self.next_pos;
         self.next_pos = h.value_end;
         self.valid = true;
         Ok(())
@@ -406,6 +412,60 @@ impl BlockIter {
             return Ok(());
         }
         self.parse_next()
+    }
+
+    /// Decodes entries from restart point `i` on up to the one ending at
+    /// `end` (the start of the entry after it, or the end of the entry
+    /// area): the step back of `prev` and `seek_to_last`.
+    fn scan_to(&mut self, i: usize, end: usize) -> DecodeResult<()> {
+        self.seek_to_restart(i);
+        loop {
+            self.parse_next()?;
+            if !self.valid {
+                return Err("block entries end before the entry sought");
+            }
+            if self.next_pos >= end {
+                break;
+            }
+        }
+        if self.next_pos != end {
+            self.valid = false;
+            return Err("entries overlap the entry that follows");
+        }
+        Ok(())
+    }
+
+    /// Positions at the last entry.
+    pub fn seek_to_last(&mut self) -> DecodeResult<()> {
+        let last = self.block.num_restarts.saturating_sub(1);
+        self.scan_to(last, self.block.restarts_offset)
+    }
+
+    /// Steps back to the previous entry (invalid before the first); a no-op
+    /// when invalid. Rescans from the restart point before the current
+    /// entry, as entries are only decodable forward.
+    pub fn prev(&mut self) -> DecodeResult<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        let original = self.pos;
+        // Restart points before the current entry (restart 0 is offset 0).
+        let (mut before, mut hi) = (0, self.block.num_restarts);
+        while before < hi {
+            let mid = before + (hi - before) / 2;
+            if self.block.restart(mid) < original {
+                before = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        match before.checked_sub(1) {
+            Some(i) => self.scan_to(i, original),
+            None => {
+                self.valid = false;
+                Ok(())
+            }
+        }
     }
 
     /// Positions at the first entry `>= target` (invalid if none).
@@ -474,6 +534,65 @@ mod tests {
                     Some((k, _)) => assert_eq!(it.key(), &k[..]),
                     None => assert!(!it.valid()),
                 }
+            }
+        }
+    }
+
+    /// A block cursor as an [`InternalIterator`], for the shared oracle walk.
+    struct AsInternal(BlockIter);
+
+    impl crate::iter::InternalIterator for AsInternal {
+        fn valid(&self) -> bool {
+            self.0.valid()
+        }
+        fn key(&self) -> &[u8] {
+            self.0.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.0.value()
+        }
+        fn next(&mut self) -> crate::Result<()> {
+            self.0.next().map_err(|r| Error::corruption("block", 0, r))
+        }
+        fn prev(&mut self) -> crate::Result<()> {
+            self.0.prev().map_err(|r| Error::corruption("block", 0, r))
+        }
+        fn seek(&mut self, target: &[u8]) -> crate::Result<()> {
+            self.0
+                .seek(target)
+                .map_err(|r| Error::corruption("block", 0, r))
+        }
+        fn seek_to_first(&mut self) -> crate::Result<()> {
+            self.0
+                .seek_to_first()
+                .map_err(|r| Error::corruption("block", 0, r))
+        }
+        fn seek_to_last(&mut self) -> crate::Result<()> {
+            self.0
+                .seek_to_last()
+                .map_err(|r| Error::corruption("block", 0, r))
+        }
+    }
+
+    #[test]
+    fn iterate_backward_across_restart_intervals() {
+        use crate::iter::tests::{check_moves, random_moves};
+        use rand::SeedableRng;
+        for interval in [1, 2, 3, 7, 16, 200] {
+            for n in [1, 2, 15, 100] {
+                let (block, entries) = build(n, interval);
+                let mut it = BlockIter::new(block.clone());
+                it.seek_to_last().unwrap();
+                for (k, v) in entries.iter().rev() {
+                    assert!(it.valid());
+                    assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+                    it.prev().unwrap();
+                }
+                assert!(!it.valid());
+                let mut it = AsInternal(BlockIter::new(block));
+                let mut rng = rand::rngs::StdRng::seed_from_u64(interval as u64 * 1000 + n as u64);
+                let moves = random_moves(&mut rng, &entries, 400);
+                check_moves(&mut it, &entries, &moves);
             }
         }
     }
@@ -549,6 +668,13 @@ mod tests {
                     if it.seek_to_first().is_ok() {
                         for _ in 0..100 {
                             if it.next().is_err() || !it.valid() {
+                                break;
+                            }
+                        }
+                    }
+                    if it.seek_to_last().is_ok() {
+                        for _ in 0..100 {
+                            if it.prev().is_err() || !it.valid() {
                                 break;
                             }
                         }

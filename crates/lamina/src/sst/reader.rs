@@ -467,7 +467,7 @@ fn check_index_against_props(index: &FenceIndex, props: &TableProperties) -> Dec
     }
 }
 
-/// A forward iterator over a table; owns an `Arc<Table>` so it is `'static`.
+/// A bidirectional iterator over a table; owns an `Arc<Table>` so it is `'static`.
 /// After an error it is invalid; the error names the file and block offset.
 pub struct TableIterator {
     table: Arc<Table>,
@@ -513,18 +513,55 @@ impl TableIterator {
         self.table.corrupt_block(self.block_idx, reason)
     }
 
-    /// Moves past exhausted blocks to the first entry of the next non-empty one.
-    fn skip_exhausted(&mut self) -> Result<()> {
+    /// Moves past exhausted blocks to the first entry of the next non-empty
+    /// one (`FORWARD`), or to the last entry of the previous one.
+    fn skip_exhausted<const FORWARD: bool>(&mut self) -> Result<()> {
         while self.iter.as_ref().is_some_and(|it| !it.valid()) {
-            if !self.load_block(self.block_idx + 1)? {
+            let idx = if FORWARD {
+                self.block_idx + 1
+            } else {
+                match self.block_idx.checked_sub(1) {
+                    Some(i) => i,
+                    None => {
+                        self.iter = None;
+                        return Ok(());
+                    }
+                }
+            };
+            if !self.load_block(idx)? {
                 return Ok(());
             }
-            let res = self.iter.as_mut().map_or(Ok(()), BlockIter::seek_to_first);
+            let res = self.iter.as_mut().map_or(Ok(()), |it| {
+                if FORWARD {
+                    it.seek_to_first()
+                } else {
+                    it.seek_to_last()
+                }
+            });
             if let Err(r) = res {
                 return Err(self.block_err(r));
             }
         }
         Ok(())
+    }
+
+    /// Positions at the first (`FORWARD`) or last entry of block `idx`, then
+    /// past exhausted blocks.
+    fn start_block<const FORWARD: bool>(&mut self, idx: usize) -> Result<()> {
+        let res = self.load_block(idx);
+        self.guard(res.map(|_| ()))?;
+        let res = self.iter.as_mut().map_or(Ok(()), |it| {
+            if FORWARD {
+                it.seek_to_first()
+            } else {
+                it.seek_to_last()
+            }
+        });
+        if let Err(r) = res {
+            return Err(self.block_err(r));
+        }
+        let res = self.skip_exhausted::<FORWARD>();
+        self.guard(res)
     }
 
     fn guard(&mut self, res: Result<()>) -> Result<()> {
@@ -558,7 +595,21 @@ impl InternalIterator for TableIterator {
         if let Err(r) = it.next() {
             return Err(self.block_err(r));
         }
-        let res = self.skip_exhausted();
+        let res = self.skip_exhausted::<true>();
+        self.guard(res)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let Some(it) = self.iter.as_mut() else {
+            return Ok(());
+        };
+        if !it.valid() {
+            return Ok(());
+        }
+        if let Err(r) = it.prev() {
+            return Err(self.block_err(r));
+        }
+        let res = self.skip_exhausted::<false>();
         self.guard(res)
     }
 
@@ -571,18 +622,16 @@ impl InternalIterator for TableIterator {
         if let Err(r) = res {
             return Err(self.block_err(r));
         }
-        let res = self.skip_exhausted();
+        let res = self.skip_exhausted::<true>();
         self.guard(res)
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        let res = self.load_block(0);
-        self.guard(res.map(|_| ()))?;
-        let res = self.iter.as_mut().map_or(Ok(()), BlockIter::seek_to_first);
-        if let Err(r) = res {
-            return Err(self.block_err(r));
-        }
-        let res = self.skip_exhausted();
-        self.guard(res)
+        self.start_block::<true>(0)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let last = self.table.index.len().saturating_sub(1);
+        self.start_block::<false>(last)
     }
 }

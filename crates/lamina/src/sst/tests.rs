@@ -551,3 +551,63 @@ fn versions_spanning_blocks() {
     }
     table.verify().unwrap();
 }
+
+#[test]
+fn iterate_backward_and_turn_across_blocks() {
+    use crate::iter::tests::{check_moves, random_moves};
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(77);
+    for (i, (block_size, restart_interval)) in [(64, 1), (256, 3), (512, 16), (4096, 4)]
+        .into_iter()
+        .enumerate()
+    {
+        let data = random_data(&mut rng, 300);
+        let opts = TableOptions {
+            block_size,
+            restart_interval,
+            ..TableOptions::default()
+        };
+        let name = format!("r{i}.sst");
+        write_table(dir.path(), &name, opts, &data);
+        let table = open(dir.path(), &name, None, Arc::new(IoStats::default()));
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = data
+            .iter()
+            .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()))
+            .collect();
+        let mut it = table.iter();
+        it.seek_to_last().unwrap();
+        for (k, v) in entries.iter().rev() {
+            assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
+            it.prev().unwrap();
+        }
+        assert!(!it.valid());
+        let moves = random_moves(&mut rng, &entries, 2000);
+        check_moves(&mut it, &entries, &moves);
+    }
+}
+
+#[test]
+fn backward_over_a_damaged_block_is_an_error_not_a_panic() {
+    let (bytes, _) = small_table();
+    for i in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[i] ^= 0x40;
+        let Ok(t) = Table::open(
+            Arc::new(VecFile(bad)),
+            1,
+            "bad.sst".into(),
+            None,
+            Arc::new(IoStats::default()),
+        ) else {
+            continue;
+        };
+        let mut it = t.iter();
+        if it.seek_to_last().is_ok() {
+            for _ in 0..1000 {
+                if it.prev().is_err() || !it.valid() {
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Reverse scans and the merged iterator of a live tree against a
+//! `BTreeMap` oracle, across memtables, flushes and compactions.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use proptest::prelude::*;
+use rand::SeedableRng;
+
+use super::*;
+use crate::iter::tests::{check_moves, random_moves};
+use crate::vfs::mem::MemFs;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8),
+    Delete(u8),
+    Flush,
+    CompactAll,
+    Snapshot,
+    /// Reverse scan between two bounds (kind 0 = unbounded, 1 = included,
+    /// 2 = excluded, with a key).
+    ScanRev((u8, u8), (u8, u8)),
+    /// Random moves on the merged internal iterator.
+    Moves(u64),
+}
+
+fn key(k: u8) -> Vec<u8> {
+    format!("k{k:03}").into_bytes()
+}
+
+fn bound((kind, k): (u8, u8)) -> Bound<Vec<u8>> {
+    match kind {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(k)),
+        _ => Bound::Excluded(key(k)),
+    }
+}
+
+fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
+
+/// The model's pairs within the bounds, in descending key order.
+fn expected_rev(
+    model: &Model,
+    lo: &Bound<Vec<u8>>,
+    hi: &Bound<Vec<u8>>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let empty = match (lo, hi) {
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Included(h) | Bound::Excluded(h)) => {
+            l > h
+                || (l == h
+                    && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
+        }
+        _ => false,
+    };
+    if empty {
+        return Vec::new();
+    }
+    model
+        .range((lo.clone(), hi.clone()))
+        .rev()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let b = || (0u8..3, 0u8..64);
+    prop_oneof![
+        30 => (0u8..60).prop_map(Op::Put),
+        8 => (0u8..60).prop_map(Op::Delete),
+        3 => Just(Op::Flush),
+        1 => Just(Op::CompactAll),
+        1 => Just(Op::Snapshot),
+        4 => (b(), b()).prop_map(|(lo, hi)| Op::ScanRev(lo, hi)),
+        2 => any::<u64>().prop_map(Op::Moves),
+    ]
+}
+
+fn options(fs: &MemFs) -> Options {
+    Options {
+        vfs: Arc::new(fs.clone()),
+        write_buffer_size: 4 * 1024,
+        target_file_size: 2 * 1024,
+        block_size: 256,
+        block_cache_bytes: 64 * 1024,
+        compaction: "leveling:T=3,l0=2".into(),
+        level0_stop_runs: 0,
+        ..Options::default()
+    }
+}
+
+/// Every internal entry of the tree through the merged iterator, checked to
+/// reduce (newest version per user key, tombstones dropped) to `model`.
+fn internal_entries(db: &Db, model: &Model) -> (MergingIterator, Entries) {
+    let sv = Arc::clone(&db.inner.sv.read());
+    let mut merged = db.inner.merged(&sv);
+    merged.seek_to_first().unwrap();
+    let mut entries = Entries::new();
+    let mut live = Model::new();
+    let mut last: Option<Vec<u8>> = None;
+    while merged.valid() {
+        let p = parse_internal_key(merged.key()).unwrap();
+        if last.as_deref() != Some(p.user_key) {
+            if p.kind == ValueKind::Put {
+                live.insert(p.user_key.to_vec(), merged.value().to_vec());
+            }
+            last = Some(p.user_key.to_vec());
+        }
+        entries.push((merged.key().to_vec(), merged.value().to_vec()));
+        merged.next().unwrap();
+    }
+    assert_eq!(&live, model, "forward merge disagrees with the model");
+    // A flushed memtable and its file are never installed together.
+    assert!(
+        entries.windows(2).all(|w| w[0].0 != w[1].0),
+        "an internal key appears twice in the tree"
+    );
+    (db.inner.merged(&sv), entries)
+}
+
+/// Runs `ops`; returns the number of levels of the final tree.
+fn run(ops: &[Op]) -> usize {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let mut model = Model::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    for (step, op) in ops.iter().enumerate() {
+        match op {
+            Op::Put(k) => {
+                // Long values: a few dozen puts fill the memtable.
+                let v = format!("{step:0>120}").into_bytes();
+                db.put(&key(*k), &v).unwrap();
+                model.insert(key(*k), v);
+            }
+            Op::Delete(k) => {
+                db.delete(&key(*k)).unwrap();
+                model.remove(&key(*k));
+            }
+            Op::Flush => db.flush().unwrap(),
+            Op::CompactAll => db.compact_range(None, None).unwrap(),
+            Op::Snapshot => snapshots.push((db.snapshot(), model.clone())),
+            Op::ScanRev(lo, hi) => {
+                let (lo, hi) = (bound(*lo), bound(*hi));
+                let got: Vec<_> = db
+                    .scan_rev(as_ref(&lo), as_ref(&hi))
+                    .unwrap()
+                    .map(|r| r.unwrap())
+                    .collect();
+                assert_eq!(
+                    got,
+                    expected_rev(&model, &lo, &hi),
+                    "step {step} {lo:?}..{hi:?}"
+                );
+            }
+            Op::Moves(seed) => {
+                let (mut merged, entries) = internal_entries(&db, &model);
+                let mut rng = rand::rngs::StdRng::seed_from_u64(*seed);
+                check_moves(
+                    &mut merged,
+                    &entries,
+                    &random_moves(&mut rng, &entries, 300),
+                );
+            }
+        }
+    }
+    for (snap, old) in &snapshots {
+        let got: Model = snap
+            .scan_rev(Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(&got, old, "snapshot {}", snap.sequence());
+        let rev: Vec<_> = snap
+            .scan_rev(Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        assert!(rev.windows(2).all(|w| w[0] > w[1]), "not descending");
+    }
+    let all: Vec<_> = db
+        .scan_rev(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        all,
+        expected_rev(&model, &Bound::Unbounded, &Bound::Unbounded)
+    );
+    db.num_levels()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn scan_rev_and_merged_moves_match_the_oracle(ops in proptest::collection::vec(op(), 1..400)) {
+        run(&ops);
+    }
+}
+
+/// A fixed history spanning the memtable, an immutable-free L0 and deeper
+/// levels, with overwrites and deletes in each.
+#[test]
+fn scan_rev_over_memtable_and_levels() {
+    let mut ops = Vec::new();
+    for round in 0..4u8 {
+        for k in 0..60u8 {
+            if (k + round) % 5 == 0 {
+                ops.push(Op::Delete(k));
+            } else if (k + round) % 2 == 0 {
+                ops.push(Op::Put(k));
+            }
+        }
+        ops.push(if round == 1 {
+            Op::CompactAll
+        } else {
+            Op::Flush
+        });
+        ops.push(Op::Snapshot);
+    }
+    for k in (0..60u8).step_by(7) {
+        ops.push(Op::Put(k));
+        ops.push(Op::Delete(k + 1));
+    }
+    for lo in [(0, 0), (1, 10), (2, 10), (1, 59), (2, 63)] {
+        for hi in [(0, 0), (1, 10), (2, 10), (1, 40), (2, 41), (1, 0)] {
+            ops.push(Op::ScanRev(lo, hi));
+        }
+    }
+    ops.push(Op::Moves(1));
+    ops.push(Op::Moves(2));
+    let levels = run(&ops);
+    assert!(
+        levels >= 3,
+        "memtable and two disk levels expected, got {levels}"
+    );
+}
