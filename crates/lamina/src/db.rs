@@ -414,7 +414,9 @@ impl Db {
     }
 
     /// Merges every file overlapping `[lo, hi]` (None = unbounded) into the
-    /// deepest level, after a flush. Waits for running compactions first.
+    /// deepest level, after a flush, together with every file overlapping
+    /// those (the range widens until it covers all the files it touches).
+    /// Waits for running compactions first.
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
         self.inner.flush_and_wait()?;
         self.inner.compact_range(lo, hi)
@@ -1312,9 +1314,24 @@ fn manual_task(
     hi: Option<&[u8]>,
     target: u64,
 ) -> Option<CompactionTask> {
-    let lo = lo.unwrap_or(&[]);
-    let in_range =
-        |f: &FileMeta| hi.is_none_or(|h| f.smallest.as_slice() <= h) && f.largest.as_slice() >= lo;
+    // The output spans all its inputs' keys, which can reach past
+    // `[lo, hi]`: widen the range to the overlapping files' until it holds
+    // them all, so that no file left out shares keys with the output.
+    let (mut lo, mut hi) = (lo.unwrap_or(&[]), hi);
+    let in_range = |f: &FileMeta, lo: &[u8], hi: Option<&[u8]>| {
+        hi.is_none_or(|h| f.smallest.as_slice() <= h) && f.largest.as_slice() >= lo
+    };
+    loop {
+        let (old_lo, old_hi) = (lo, hi);
+        for (_, _, f) in v.files().filter(|(_, _, f)| in_range(f, old_lo, old_hi)) {
+            lo = lo.min(f.smallest.as_slice());
+            hi = hi.map(|h| h.max(f.largest.as_slice()));
+        }
+        if (lo, hi) == (old_lo, old_hi) {
+            break;
+        }
+    }
+    let in_range = |f: &FileMeta| in_range(f, lo, hi);
     let inputs: Vec<TaskInput> = v
         .runs_newest_first()
         .map(|(level, run)| TaskInput {
