@@ -86,6 +86,10 @@ pub struct BenchArgs {
     /// Bloom filter bits per key (0 disables filters).
     #[arg(long = "bloom_bits", value_name = "N", default_value_t = 10.0)]
     pub bloom_bits: f64,
+    /// Bits per key of the memtable's key filter, 0 to disable (RocksDB's
+    /// memtable whole-key filtering, off in its db_bench by default).
+    #[arg(long = "memtable_bloom_bits", value_name = "N", default_value_t = 10.0)]
+    pub memtable_bloom_bits: f64,
     /// Block cache capacity in bytes.
     #[arg(long = "cache_size", value_name = "N", default_value_t = 8 << 20)]
     pub cache_size: usize,
@@ -194,6 +198,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     let mut opts = Options {
         write_buffer_size: args.write_buffer_size,
         bloom_bits_per_key: args.bloom_bits,
+        memtable_bloom_bits_per_key: args.memtable_bloom_bits,
         block_size: args.block_size,
         block_cache_bytes: args.cache_size,
         compaction: args.compaction.clone(),
@@ -209,11 +214,12 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     }
     print_header(args);
     println!(
-        "lamina:     compaction={} write_buffer_size={} bloom_bits={} block_size={} \
-         cache_size={} sync={} compaction_threads={} threads={}",
+        "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
+         block_size={} cache_size={} sync={} compaction_threads={} threads={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
+        opts.memtable_bloom_bits_per_key,
         opts.block_size,
         opts.block_cache_bytes,
         opts.sync,
