@@ -351,6 +351,13 @@ pub(crate) mod tests {
         }
     }
 
+    /// A walk from the last entry back past the first.
+    pub(crate) fn backward_walk(len: usize) -> Vec<Move> {
+        std::iter::once(Move::Last)
+            .chain(std::iter::repeat_n(Move::Prev, len))
+            .collect()
+    }
+
     /// `n` random moves, mostly steps, whose seek targets lie at, between and
     /// around the user keys of `entries`.
     pub(crate) fn random_moves(

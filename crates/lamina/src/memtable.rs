@@ -510,7 +510,7 @@ mod tests {
 
     #[test]
     fn iterator_moves_both_ways_across_refills() {
-        use crate::iter::tests::{check_moves, random_moves};
+        use crate::iter::tests::{backward_walk, check_moves, random_moves};
         use rand::SeedableRng;
         let m = Arc::new(MemTable::new(1));
         let mut entries = Vec::new();
@@ -528,12 +528,7 @@ mod tests {
         }
         entries.sort_by(|a, b| compare_internal(&a.0, &b.0));
         let mut it = m.iter();
-        it.seek_to_last().unwrap();
-        for (k, _) in entries.iter().rev() {
-            assert_eq!(it.key(), &k[..]);
-            it.prev().unwrap();
-        }
-        assert!(!it.valid());
+        check_moves(&mut it, &entries, &backward_walk(entries.len()));
         for seed in 0..4 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             // Long runs of one direction grow the batches before they turn.

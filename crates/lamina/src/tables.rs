@@ -169,7 +169,7 @@ impl InternalIterator for RunIterator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iter::tests::{check_moves, random_moves};
+    use crate::iter::tests::{backward_walk, check_moves, random_moves};
     use crate::key::{make_internal_key, ValueKind};
     use crate::sst::{TableBuilder, TableOptions};
     use crate::vfs::mem::MemFs;
@@ -216,12 +216,7 @@ mod tests {
             )));
         }
         let mut it = RunIterator::new(files, loader);
-        it.seek_to_last().unwrap();
-        for (k, _) in entries.iter().rev() {
-            assert_eq!(it.key(), &k[..]);
-            it.prev().unwrap();
-        }
-        assert!(!it.valid());
+        check_moves(&mut it, &entries, &backward_walk(entries.len()));
         for seed in 0..4 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             check_moves(&mut it, &entries, &random_moves(&mut rng, &entries, 1000));

@@ -576,20 +576,13 @@ mod tests {
 
     #[test]
     fn iterate_backward_across_restart_intervals() {
-        use crate::iter::tests::{check_moves, random_moves};
+        use crate::iter::tests::{backward_walk, check_moves, random_moves};
         use rand::SeedableRng;
         for interval in [1, 2, 3, 7, 16, 200] {
             for n in [1, 2, 15, 100] {
                 let (block, entries) = build(n, interval);
-                let mut it = BlockIter::new(block.clone());
-                it.seek_to_last().unwrap();
-                for (k, v) in entries.iter().rev() {
-                    assert!(it.valid());
-                    assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
-                    it.prev().unwrap();
-                }
-                assert!(!it.valid());
                 let mut it = AsInternal(BlockIter::new(block));
+                check_moves(&mut it, &entries, &backward_walk(entries.len()));
                 let mut rng = rand::rngs::StdRng::seed_from_u64(interval as u64 * 1000 + n as u64);
                 let moves = random_moves(&mut rng, &entries, 400);
                 check_moves(&mut it, &entries, &moves);

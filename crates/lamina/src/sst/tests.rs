@@ -554,7 +554,7 @@ fn versions_spanning_blocks() {
 
 #[test]
 fn iterate_backward_and_turn_across_blocks() {
-    use crate::iter::tests::{check_moves, random_moves};
+    use crate::iter::tests::{backward_walk, check_moves, random_moves};
     let dir = tempfile::tempdir().unwrap();
     let mut rng = StdRng::seed_from_u64(77);
     for (i, (block_size, restart_interval)) in [(64, 1), (256, 3), (512, 16), (4096, 4)]
@@ -575,12 +575,7 @@ fn iterate_backward_and_turn_across_blocks() {
             .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()))
             .collect();
         let mut it = table.iter();
-        it.seek_to_last().unwrap();
-        for (k, v) in entries.iter().rev() {
-            assert_eq!((it.key(), it.value()), (&k[..], &v[..]));
-            it.prev().unwrap();
-        }
-        assert!(!it.valid());
+        check_moves(&mut it, &entries, &backward_walk(entries.len()));
         let moves = random_moves(&mut rng, &entries, 2000);
         check_moves(&mut it, &entries, &moves);
     }
