@@ -92,7 +92,8 @@ pub struct Options {
     pub bloom_monkey: bool,
     /// Bits per key of the memtable's key filter (0 disables it), sized for
     /// the most entries a full buffer holds: gets of keys the memtable does
-    /// not hold skip its search.
+    /// not hold skip its search. Each memtable allocates it up front: at 10
+    /// bits, `write_buffer_size / 57` bytes (1.1 MiB for 64 MiB).
     pub memtable_bloom_bits_per_key: f64,
     /// Block cache capacity in bytes (0 disables the cache).
     pub block_cache_bytes: usize,
