@@ -156,13 +156,14 @@ impl KeyFilter {
         }
     }
 
-    /// False only if `user_key` was certainly never inserted.
+    /// False only if `user_key` was certainly never inserted (a word out of
+    /// reach, which the sizing rules out, answers "maybe").
     fn may_contain(&self, user_key: &[u8]) -> bool {
         let (words, mut probes) = self.probe(user_key);
         probes.all(|bit| {
             words
                 .get(bit / 64)
-                .is_some_and(|w| w.load(Ordering::Relaxed) & 1 << (bit % 64) != 0)
+                .is_none_or(|w| w.load(Ordering::Relaxed) & 1 << (bit % 64) != 0)
         })
     }
 }
