@@ -664,31 +664,40 @@ impl Inner {
         MergingIterator::new(children)
     }
 
+    /// The merged view of the current tree, positioned by `position`, with
+    /// the super version it pins; the positioning counts as the scan's
+    /// latency.
+    fn positioned(
+        &self,
+        position: impl FnOnce(&mut MergingIterator) -> Result<()>,
+    ) -> Result<(Arc<SuperVersion>, MergingIterator)> {
+        let start = Instant::now();
+        let sv = Arc::clone(&self.sv.read());
+        let mut merged = self.merged(&sv);
+        position(&mut merged)?;
+        self.stats.record(Op::Scan, start.elapsed());
+        Ok((sv, merged))
+    }
+
     fn scan_at(
         self: &Arc<Self>,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbIterator> {
-        let start = Instant::now();
-        let sv = Arc::clone(&self.sv.read());
-        let mut merged = self.merged(&sv);
-        let mut skip = None;
-        match lo {
-            Bound::Included(k) => merged.seek(&seek_key(k, seq))?,
-            Bound::Excluded(k) => {
-                merged.seek(&seek_key(k, seq))?;
-                skip = Some(k.to_vec());
-            }
-            Bound::Unbounded => merged.seek_to_first()?,
-        }
-        self.stats.record(Op::Scan, start.elapsed());
+        let (sv, merged) = self.positioned(|m| match lo {
+            Bound::Included(k) | Bound::Excluded(k) => m.seek(&seek_key(k, seq)),
+            Bound::Unbounded => m.seek_to_first(),
+        })?;
         Ok(DbIterator {
             merged,
             seq,
             hi: hi.map(<[u8]>::to_vec),
-            last_key: skip.clone(),
-            has_last: skip.is_some(),
+            // An excluded lower bound is skipped as if already returned.
+            last_key: match lo {
+                Bound::Excluded(k) => Some(k.to_vec()),
+                _ => None,
+            },
             done: false,
             _sv: sv,
         })
@@ -700,19 +709,13 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbRevIterator> {
-        let start = Instant::now();
-        let sv = Arc::clone(&self.sv.read());
-        let mut merged = self.merged(&sv);
         // The last version of the greatest user key in bounds, or (for an
         // excluded bound) the first version of `hi` itself, skipped below.
-        match hi {
-            Bound::Included(k) => {
-                merged.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete))?
-            }
-            Bound::Excluded(k) => merged.seek_for_prev(&seek_key(k, MAX_SEQ))?,
-            Bound::Unbounded => merged.seek_to_last()?,
-        }
-        self.stats.record(Op::Scan, start.elapsed());
+        let (sv, merged) = self.positioned(|m| match hi {
+            Bound::Included(k) => m.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete)),
+            Bound::Excluded(k) => m.seek_for_prev(&seek_key(k, MAX_SEQ)),
+            Bound::Unbounded => m.seek_to_last(),
+        })?;
         Ok(DbRevIterator {
             merged,
             seq,
@@ -1390,8 +1393,8 @@ pub struct DbIterator {
     merged: MergingIterator,
     seq: u64,
     hi: Bound<Vec<u8>>,
+    /// The user key last decided (its buffer reused from key to key).
     last_key: Option<Vec<u8>>,
-    has_last: bool,
     done: bool,
     _sv: Arc<SuperVersion>,
 }
@@ -1405,14 +1408,14 @@ impl DbIterator {
                 self.done = true;
                 break;
             }
-            let seen = self.has_last && self.last_key.as_deref() == Some(p.user_key);
-            if p.seq > self.seq || seen {
+            if p.seq > self.seq || self.last_key.as_deref() == Some(p.user_key) {
                 self.merged.next()?;
                 continue;
             }
             // The newest visible version of a new key decides it.
-            self.last_key = Some(p.user_key.to_vec());
-            self.has_last = true;
+            let last = self.last_key.get_or_insert_with(Vec::new);
+            last.clear();
+            last.extend_from_slice(p.user_key);
             let item = (p.kind == ValueKind::Put)
                 .then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
             self.merged.next()?;
