@@ -513,6 +513,23 @@ impl TableIterator {
         self.table.corrupt_block(self.block_idx, reason)
     }
 
+    /// One entry forward (`FORWARD`) or back, into the neighbouring block
+    /// when this one is exhausted; a no-op when invalid.
+    fn step<const FORWARD: bool>(&mut self) -> Result<()> {
+        let Some(it) = self.iter.as_mut() else {
+            return Ok(());
+        };
+        if !it.valid() {
+            return Ok(());
+        }
+        let moved = if FORWARD { it.next() } else { it.prev() };
+        if let Err(r) = moved {
+            return Err(self.block_err(r));
+        }
+        let res = self.skip_exhausted::<FORWARD>();
+        self.guard(res)
+    }
+
     /// Moves past exhausted blocks to the first entry of the next non-empty
     /// one (`FORWARD`), or to the last entry of the previous one.
     fn skip_exhausted<const FORWARD: bool>(&mut self) -> Result<()> {
@@ -586,31 +603,11 @@ impl InternalIterator for TableIterator {
     }
 
     fn next(&mut self) -> Result<()> {
-        let Some(it) = self.iter.as_mut() else {
-            return Ok(());
-        };
-        if !it.valid() {
-            return Ok(());
-        }
-        if let Err(r) = it.next() {
-            return Err(self.block_err(r));
-        }
-        let res = self.skip_exhausted::<true>();
-        self.guard(res)
+        self.step::<true>()
     }
 
     fn prev(&mut self) -> Result<()> {
-        let Some(it) = self.iter.as_mut() else {
-            return Ok(());
-        };
-        if !it.valid() {
-            return Ok(());
-        }
-        if let Err(r) = it.prev() {
-            return Err(self.block_err(r));
-        }
-        let res = self.skip_exhausted::<false>();
-        self.guard(res)
+        self.step::<false>()
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
