@@ -97,17 +97,7 @@ impl FromStr for Granularity {
     /// `level` (alias `runs`), `file`, `files:N`, `fraction:F`, `segment:C`.
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-        let num = || -> Result<f64> {
-            arg.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v > 0.0)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "granularity {name} needs a positive number, got {arg:?}"
-                    ))
-                })
-        };
+        let num = || super::spec_number("granularity", name, arg, "a positive number", true);
         Ok(match name.trim() {
             "level" | "runs" => Granularity::Level,
             "file" => Granularity::Files(1),

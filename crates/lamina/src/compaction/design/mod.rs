@@ -34,6 +34,27 @@ pub use trigger::{Fired, Trigger};
 
 use super::{CompactionPolicy, CompactionTask, FileView, OutputRun, TaskInput, TreeView};
 
+/// The number after the colon of a primitive's spec (`files:4`,
+/// `tsd:0.5`): finite and at least 0, or above 0 if `positive`. `what` names
+/// it in the error (`"trigger runs needs a run count >= 1, got .."`).
+pub(crate) fn spec_number(
+    primitive: &str,
+    name: &str,
+    arg: &str,
+    what: &str,
+    positive: bool,
+) -> crate::error::Result<f64> {
+    arg.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && (*v > 0.0 || (!positive && *v == 0.0)))
+        .ok_or_else(|| {
+            crate::error::Error::InvalidArgument(format!(
+                "{primitive} {name} needs {what}, got {arg:?}"
+            ))
+        })
+}
+
 /// Index of the deepest level holding data (0 for an empty tree).
 pub fn deepest_level(view: &TreeView) -> usize {
     view.levels

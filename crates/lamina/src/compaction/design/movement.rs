@@ -150,15 +150,7 @@ impl FromStr for Movement {
     /// `rr`, `lo1`, `lo2`, `cold`, `old`, `tsd:X`, `tsa:MS`.
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-        let num = || -> Result<f64> {
-            arg.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!("movement {name} needs a number, got {arg:?}"))
-                })
-        };
+        let num = || super::spec_number("movement", name, arg, "a number", false);
         Ok(match name.trim() {
             "rr" => Movement::RoundRobin,
             "lo1" => Movement::LeastOverlapParent,

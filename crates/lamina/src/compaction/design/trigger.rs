@@ -144,15 +144,7 @@ impl FromStr for Trigger {
     /// `space-amp:X`, `tombstone-density:X`, `tombstone-age:MS`.
     fn from_str(s: &str) -> Result<Self> {
         let (name, arg) = s.split_once(':').unwrap_or((s, ""));
-        let num = |what: &str| -> Result<f64> {
-            arg.trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && *v >= 0.0)
-                .ok_or_else(|| {
-                    Error::InvalidArgument(format!("trigger {name} needs {what}, got {arg:?}"))
-                })
-        };
+        let num = |what: &str| super::spec_number("trigger", name, arg, what, false);
         Ok(match name.trim() {
             "saturation" => Trigger::Saturation,
             "saturation-files" => Trigger::SaturationFiles,
