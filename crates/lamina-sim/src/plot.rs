@@ -284,6 +284,16 @@ where
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
         chart.draw_series(c.points.iter().map(|&p| Circle::new(p, 4, col.filled())))?;
     }
+    legend(chart)
+}
+
+/// The series' legend, boxed in the upper left corner.
+fn legend<'a, DB, X, Y>(chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>) -> DrawResult<DB>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged,
+    Y: Ranged,
+{
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
@@ -384,12 +394,5 @@ where
             .label(s.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()?;
-    Ok(())
+    legend(chart)
 }
