@@ -22,6 +22,7 @@ ENGINE_BUFFER=${ENGINE_BUFFER:-32768}
 WORKDIR=${WORKDIR:-/tmp/lamina-bounded-depth}
 POLICIES=(bigtable binomial exploring minlatency)
 TABLE_KS=(3 4 5 6 7 8 10)
+TABLE_BS=(4 8 16 32)
 ENGINE_KS=(4 6 8)
 TABLE_NS="1000 3000 5000 10000 20000"
 
@@ -44,25 +45,30 @@ next(rows)
 for policy, flush, wa, runs, avg in rows:
     if int(flush) in keep:
         name, params = policy.split(":", 1)
-        k = dict(p.split("=") for p in params.split(","))["k"]
+        params = dict(p.split("=") for p in params.split(","))
+        k = params.get("k") or params["b"]  # k, or B for tiered and leveled
         print(f"{sys.argv[1]},{name},{k},{flush},{wa},{runs},{avg}")
 ' "$1" "$TABLE_NS"
 }
 
-# Table I by simulation: unit flushes (constant), and flush sizes uniform in
-# [0.75, 1.25] of the unit (AsterixDB's flushes were not exactly equal).
+# Table I (and seed 000 Tables A.1-A.2, which add Tiered and Leveled with
+# B in {4, 8, 16, 32}, two SSTables in level 0) by simulation, with the
+# paper's write amplification W(sigma) (--wa paper): unit flushes
+# (constant), and flush sizes uniform in [0.75, 1.25] of the unit
+# (AsterixDB's flushes were not exactly equal).
 table_sim() {
     mkdir -p "$RESULTS"
-    local out="$RESULTS/table1-sim.csv" specs=() p k
+    local out="$RESULTS/table1-sim.csv" specs=() p k b
     for p in "${POLICIES[@]}"; do
         for k in "${TABLE_KS[@]}"; do specs+=(--policy "$p:k=$k"); done
     done
+    for b in "${TABLE_BS[@]}"; do specs+=(--policy "tiered:b=$b" --policy "leveled:b0=2,b=$b"); done
     echo "flush_sizes,policy,k,n,write_amplification,sorted_runs,avg_sorted_runs" >"$out"
     log "Table I, simulated, constant flushes"
-    "$LAMINA" sim "${specs[@]}" --flushes 20000 --every 1000 --flush-size 1048576 |
+    "$LAMINA" sim "${specs[@]}" --wa paper --flushes 20000 --every 1000 --flush-size 1048576 |
         keep_rows constant >>"$out"
     log "Table I, simulated, uniform flushes in [0.75, 1.25] MiB"
-    "$LAMINA" sim "${specs[@]}" --flushes 20000 --every 1000 \
+    "$LAMINA" sim "${specs[@]}" --wa paper --flushes 20000 --every 1000 \
         --flush-uniform 786432,1310720 --seed 3 |
         keep_rows uniform >>"$out"
 }
@@ -123,11 +129,11 @@ fig() {
         specs+=(--policy "tiered:b=$tb")
         if [ "$tag" != c ]; then specs+=(--policy "leveled:b0=2,b=$lb"); fi
         log "Fig. 3.12$tag: k=$k, $n flushes"
-        "$LAMINA" sim "${specs[@]}" --flushes "$n" --every $((n / 100)) --time \
+        "$LAMINA" sim "${specs[@]}" --wa paper --flushes "$n" --every $((n / 100)) --time \
             --plot "$RESULTS/fig3.12$tag.png" --plot-log >"$RESULTS/fig3.12$tag.csv"
         if [ "$tag" = c ]; then
             log "Fig. 3.12c: leveled:b0=2,b=$lb for 100000 flushes"
-            "$LAMINA" sim --policy "leveled:b0=2,b=$lb" --flushes 100000 --every 1000 --time \
+            "$LAMINA" sim --policy "leveled:b0=2,b=$lb" --wa paper --flushes 100000 --every 1000 --time \
                 >"$RESULTS/fig3.12c-leveled.csv"
         fi
     done

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
-use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary};
+use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary, WaDefinition};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +72,31 @@ pub struct SimArgs {
     /// Print the simulation time of each policy to stderr.
     #[arg(long)]
     pub time: bool,
+    /// Write amplification: `engine` counts every flush and every merge
+    /// output (as the engine's statistics); `paper` is seed 003's W(σ),
+    /// which counts only the SSTables each flush step leaves (a flush merged
+    /// in the same step is counted once, in the merge output). Use `paper`
+    /// to compare with the papers' tables.
+    #[arg(long, value_enum, default_value_t = Wa::Engine)]
+    pub wa: Wa,
+}
+
+/// `--wa` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Wa {
+    /// (flush bytes + merge bytes written) / flush bytes.
+    Engine,
+    /// Seed 003's W(σ): Σ new SSTable bytes per step / flush bytes.
+    Paper,
+}
+
+impl From<Wa> for WaDefinition {
+    fn from(w: Wa) -> Self {
+        match w {
+            Wa::Engine => WaDefinition::Engine,
+            Wa::Paper => WaDefinition::Paper,
+        }
+    }
 }
 
 /// Default flush size: 1 MiB.
@@ -137,6 +162,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         size_ratio: args.size_ratio,
         dup_ratio: args.dup_ratio,
         file_overhead: args.file_overhead,
+        wa: args.wa.into(),
         ..ModelOptions::default()
     };
     // Check every spec and the plot file before printing anything.

@@ -21,6 +21,33 @@ fn stdout(o: &Output) -> String {
 }
 
 #[test]
+fn wa_paper_counts_each_steps_new_sstables() {
+    // Binomial k=4, unit flushes: step 2 merges flushes 1-2 (new SSTable of
+    // 2), step 4 merges 3-4 (2), step 5 merges everything (5). Seed 003's
+    // W(σ) by hand: 1/1, 3/2, 4/3, 6/4, 11/5; the engine count of the test
+    // above is 1, 4/2, 5/3, 8/4, 14/5.
+    let o = stdout(&sim(&[
+        "--policy",
+        "binomial:k=4",
+        "--flushes",
+        "5",
+        "--flush-size",
+        "1",
+        "--wa",
+        "paper",
+    ]));
+    let wa: Vec<&str> = o
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        wa,
+        ["1.000000", "1.500000", "1.333333", "1.500000", "2.200000"]
+    );
+}
+
+#[test]
 fn csv_has_one_line_per_flush_or_every_n() {
     let o = stdout(&sim(&[
         "--policy",

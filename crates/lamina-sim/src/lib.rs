@@ -26,13 +26,27 @@
 //! * a task whose inputs all come from one run and meet no file of the
 //!   destination is a trivial move (no bytes written), as in the executor.
 //!
-//! Write amplification is `(flush bytes + merge bytes written) / flush
-//! bytes`, as `DbStats::write_amplification`. The sorted-run count is
+//! Write amplification has two definitions ([`WaDefinition`]):
+//!
+//! * `engine` (the default): `(flush bytes + merge bytes written) / flush
+//!   bytes`, as `DbStats::write_amplification` counts it: a flush writes its
+//!   SST, and a merge that takes it rewrites those bytes;
+//! * `paper`: seed 003's Problem 1, `W(σ) = Σ_t δ(σ_t, σ_{t−1}) / Σ_t ℓ_t`,
+//!   where `δ` is the size of the SSTables present after step `t` that were
+//!   not present before it. The memtable flushed at `t` goes directly into
+//!   the one new SSTable of step `t`: when that step's merges take it, its
+//!   bytes are counted once, in the merge output, and a run written and
+//!   merged again within one step is not counted at all. Use it when
+//!   comparing with the papers' tables.
+//!
+//! The sorted-run count is
 //! reported after each flush's merges (`sorted_runs`, the papers' SSTable
 //! count) and right after the flush before any merge (`runs_at_flush`, what
 //! the engine's `avg_sorted_runs` samples). Transient space amplification
 //! of a flush is the largest total size during its merges (inputs and
 //! output coexist until a merge ends) divided by the bytes flushed so far.
+
+use std::collections::HashMap;
 
 use lamina::compaction::{
     policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, OutputRun,
@@ -103,6 +117,20 @@ pub struct ModelOptions {
     pub file_overhead: u64,
     /// Merges allowed after one flush before giving up.
     pub max_merges_per_flush: u64,
+    /// Which write amplification the records and the summary report.
+    pub wa: WaDefinition,
+}
+
+/// How write amplification counts a flush that a merge of the same step
+/// rewrites (see the crate docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaDefinition {
+    /// Flush bytes plus every merge's output, as the engine's statistics.
+    #[default]
+    Engine,
+    /// Seed 003's `W(σ)`: only the SSTables that exist at the end of a step.
+    Paper,
 }
 
 impl Default for ModelOptions {
@@ -113,6 +141,7 @@ impl Default for ModelOptions {
             dup_ratio: 0.0,
             file_overhead: 0,
             max_merges_per_flush: 1_000_000,
+            wa: WaDefinition::Engine,
         }
     }
 }
@@ -124,7 +153,7 @@ pub struct FlushRecord {
     pub flush: u64,
     /// Bytes of this flush.
     pub flush_bytes: u64,
-    /// Write amplification so far.
+    /// Write amplification so far, by [`ModelOptions::wa`].
     pub write_amplification: f64,
     /// Sorted runs after this flush's merges.
     pub sorted_runs: usize,
@@ -151,7 +180,12 @@ pub struct Summary {
     pub flush_bytes: u64,
     /// Bytes written by merges.
     pub merge_bytes_written: u64,
-    /// (flush bytes + merge bytes written) / flush bytes.
+    /// Bytes of the SSTables each step added (seed 003's `Σ δ`).
+    pub new_sstable_bytes: u64,
+    /// The definition `write_amplification` uses.
+    pub wa_definition: WaDefinition,
+    /// `(flush bytes + merge bytes written) / flush bytes` (`engine`) or
+    /// `new_sstable_bytes / flush bytes` (`paper`).
     pub write_amplification: f64,
     /// Sorted runs at the end.
     pub sorted_runs: usize,
@@ -206,6 +240,10 @@ pub struct Simulator {
     next_id: u64,
     flush_bytes: u64,
     merge_bytes: u64,
+    /// Seed 003's `Σ δ`: bytes of the files each step left that it created.
+    new_sstable_bytes: u64,
+    /// Files created during the current step (id → bytes) and still present.
+    step_files: HashMap<u64, u64>,
     total_bytes: u64,
     run_sum: u128,
     run_sum_at_flush: u128,
@@ -253,6 +291,8 @@ impl Simulator {
             next_id: 0,
             flush_bytes: 0,
             merge_bytes: 0,
+            new_sstable_bytes: 0,
+            step_files: HashMap::new(),
             total_bytes: 0,
             run_sum: 0,
             run_sum_at_flush: 0,
@@ -335,6 +375,8 @@ impl Simulator {
         );
         self.flush_bytes += bytes;
         self.total_bytes += bytes;
+        self.step_files.clear();
+        self.step_files.insert(id, bytes);
         let runs_at_flush = self.sorted_runs();
         let mut peak = self.total_bytes;
         let mut merges = 0;
@@ -354,6 +396,7 @@ impl Simulator {
             peak = peak.max(during);
             merges += 1;
         }
+        self.new_sstable_bytes += self.step_files.values().sum::<u64>();
         let sorted_runs = self.sorted_runs();
         self.run_sum += sorted_runs as u128;
         self.run_sum_at_flush += runs_at_flush as u128;
@@ -374,13 +417,17 @@ impl Simulator {
         })
     }
 
-    /// Write amplification so far (1 before any flush).
+    /// Write amplification so far by [`ModelOptions::wa`] (1 before any
+    /// flush).
     pub fn write_amplification(&self) -> f64 {
         if self.flush_bytes == 0 {
-            1.0
-        } else {
-            (self.flush_bytes + self.merge_bytes) as f64 / self.flush_bytes as f64
+            return 1.0;
         }
+        let written = match self.opts.wa {
+            WaDefinition::Engine => self.flush_bytes + self.merge_bytes,
+            WaDefinition::Paper => self.new_sstable_bytes,
+        };
+        written as f64 / self.flush_bytes as f64
     }
 
     /// Totals so far.
@@ -391,6 +438,8 @@ impl Simulator {
             flushes: self.view.flushes,
             flush_bytes: self.flush_bytes,
             merge_bytes_written: self.merge_bytes,
+            new_sstable_bytes: self.new_sstable_bytes,
+            wa_definition: self.opts.wa,
             write_amplification: self.write_amplification(),
             sorted_runs: self.sorted_runs(),
             avg_sorted_runs: self.run_sum as f64 / flushes,
@@ -565,6 +614,10 @@ impl Simulator {
             self.total_bytes = self.total_bytes + out - input_bytes;
             self.merge_bytes += out;
             self.merges += 1;
+            for f in &moved {
+                self.step_files.remove(&f.id);
+            }
+            self.step_files.extend(files.iter().map(|f| (f.id, f.size)));
             moved.clear();
             if moved.capacity() > 0 {
                 self.spare_files.push(moved);
