@@ -79,6 +79,11 @@ pub struct SimArgs {
     /// to compare with the papers' tables.
     #[arg(long, value_enum, default_value_t = Wa::Engine)]
     pub wa: Wa,
+    /// CSV: add a `transient_space_amplification` column (the largest total
+    /// size during the flush's merges / bytes flushed so far; seed 000
+    /// Fig. 3.6).
+    #[arg(long)]
+    pub transient: bool,
 }
 
 /// `--wa` values.
@@ -134,15 +139,24 @@ fn flush_sizes(args: &SimArgs) -> Result<FlushSizes> {
     Ok(FlushSizes::Constant(size))
 }
 
-fn csv_line(out: &mut impl Write, policy: Option<&str>, r: &FlushRecord) -> io::Result<()> {
+fn csv_line(
+    out: &mut impl Write,
+    policy: Option<&str>,
+    r: &FlushRecord,
+    transient: bool,
+) -> io::Result<()> {
     if let Some(p) = policy {
         write!(out, "{p},")?;
     }
-    writeln!(
+    write!(
         out,
         "{},{:.6},{},{:.6}",
         r.flush, r.write_amplification, r.sorted_runs, r.avg_sorted_runs
-    )
+    )?;
+    if transient {
+        write!(out, ",{:.6}", r.transient_space_amplification)?;
+    }
+    writeln!(out)
 }
 
 /// Runs `lamina sim`.
@@ -181,7 +195,11 @@ pub fn run(args: SimArgs) -> Result<()> {
         if several {
             write!(out, "policy,")?;
         }
-        writeln!(out, "flush,write_amplification,sorted_runs,avg_sorted_runs")?;
+        write!(out, "flush,write_amplification,sorted_runs,avg_sorted_runs")?;
+        if args.transient {
+            write!(out, ",transient_space_amplification")?;
+        }
+        writeln!(out)?;
     }
     let mut summaries: Vec<Summary> = Vec::new();
     let mut curves: Vec<Series> = Vec::new();
@@ -207,7 +225,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         {
             let r = sim.flush(size)?;
             if args.format == Format::Csv && (r.flush % args.every == 0 || r.flush == flushes) {
-                csv_line(&mut out, column.as_deref(), &r)?;
+                csv_line(&mut out, column.as_deref(), &r, args.transient)?;
             }
             if let Some(c) = &mut curve {
                 c.push(&r);

@@ -48,6 +48,33 @@ fn wa_paper_counts_each_steps_new_sstables() {
 }
 
 #[test]
+fn transient_column_is_the_peak_during_each_flushs_merges() {
+    // Binomial k=4, unit flushes (merges as in the test above): flush 2
+    // merges 1 + 1 while both exist, 4 bytes over 2 flushed; flush 3 none,
+    // 3/3; flush 4 merges 1 + 1 beside the run of 2, 6/4; flush 5 merges
+    // everything, 10/5.
+    let o = stdout(&sim(&[
+        "--policy",
+        "binomial:k=4",
+        "--flushes",
+        "5",
+        "--flush-size",
+        "1",
+        "--transient",
+    ]));
+    let mut lines = o.lines();
+    assert_eq!(
+        lines.next(),
+        Some("flush,write_amplification,sorted_runs,avg_sorted_runs,transient_space_amplification")
+    );
+    let transient: Vec<&str> = lines.map(|l| l.rsplit(',').next().unwrap()).collect();
+    assert_eq!(
+        transient,
+        ["1.000000", "2.000000", "1.000000", "1.500000", "2.000000"]
+    );
+}
+
+#[test]
 fn csv_has_one_line_per_flush_or_every_n() {
     let o = stdout(&sim(&[
         "--policy",

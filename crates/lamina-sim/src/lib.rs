@@ -199,6 +199,8 @@ pub struct Summary {
     pub max_runs_at_flush: usize,
     /// Largest transient space amplification over all flushes.
     pub max_transient_space_amplification: f64,
+    /// The first flush at which it was reached.
+    pub max_transient_flush: u64,
     /// Total size at the end / bytes flushed.
     pub space_amplification: f64,
     /// Merges that wrote data.
@@ -250,6 +252,7 @@ pub struct Simulator {
     max_runs: usize,
     max_runs_at_flush: usize,
     max_transient: f64,
+    max_transient_flush: u64,
     merges: u64,
     trivial_moves: u64,
     spare_files: Vec<Vec<FileView>>,
@@ -299,6 +302,7 @@ impl Simulator {
             max_runs: 0,
             max_runs_at_flush: 0,
             max_transient: 0.0,
+            max_transient_flush: 0,
             merges: 0,
             trivial_moves: 0,
             spare_files: Vec::new(),
@@ -403,7 +407,10 @@ impl Simulator {
         self.max_runs = self.max_runs.max(sorted_runs);
         self.max_runs_at_flush = self.max_runs_at_flush.max(runs_at_flush);
         let transient = ratio(peak, self.flush_bytes);
-        self.max_transient = self.max_transient.max(transient);
+        if transient > self.max_transient {
+            self.max_transient = transient;
+            self.max_transient_flush = flush;
+        }
         Ok(FlushRecord {
             flush,
             flush_bytes: bytes,
@@ -447,6 +454,7 @@ impl Simulator {
             avg_runs_at_flush: self.run_sum_at_flush as f64 / flushes,
             max_runs_at_flush: self.max_runs_at_flush,
             max_transient_space_amplification: self.max_transient,
+            max_transient_flush: self.max_transient_flush,
             space_amplification: ratio(self.total_bytes, self.flush_bytes),
             merges: self.merges,
             trivial_moves: self.trivial_moves,

@@ -225,6 +225,7 @@ fn accounting_matches_the_definitions() {
     assert_eq!(r3.write_amplification, 2.0);
     // During the merge 1000 (inputs) + 1000 (output) bytes existed.
     assert_eq!(r3.transient_space_amplification, 2.0);
+    assert_eq!(sim.summary().max_transient_flush, 3);
     assert!((r3.avg_sorted_runs - 4.0 / 3.0).abs() < 1e-12);
     assert!((r3.avg_runs_at_flush - 2.0).abs() < 1e-12);
     let s = sim.summary();
