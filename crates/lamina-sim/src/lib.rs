@@ -1,7 +1,7 @@
 //! A model simulator for lamina's compaction policies.
 //!
 //! The simulator runs the engine's own [`CompactionPolicy`] objects (built
-//! by [`lamina::compaction::policy_from_spec`]) over a model tree: the
+//! by [`lamina_compaction::policy_from_spec`]) over a model tree: the
 //! model *is* a [`TreeView`], mutated in place, so a policy sees exactly
 //! the kind of picture the engine hands it and nothing is rebuilt between
 //! decisions. Data is not stored, only sizes and key ranges:
@@ -48,7 +48,7 @@
 
 use std::collections::HashMap;
 
-use lamina::compaction::{
+use lamina_compaction::{
     policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, OutputRun,
     PolicyDefaults, RunView, TreeView,
 };
@@ -65,7 +65,7 @@ pub enum SimError {
         spec: String,
         /// Why.
         #[source]
-        source: lamina::Error,
+        source: lamina_compaction::Error,
     },
     /// A task names runs or files the model does not hold, or would break
     /// the tree's invariants.

@@ -1138,7 +1138,7 @@ impl Inner {
     }
 
     fn view(&self, st: &State) -> TreeView {
-        TreeView::of_version(
+        crate::compaction::view_of_version(
             &st.version,
             &st.busy,
             self.stats.flushes.get(),

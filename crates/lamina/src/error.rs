@@ -108,3 +108,11 @@ impl Error {
         }
     }
 }
+
+impl From<lamina_compaction::Error> for Error {
+    fn from(e: lamina_compaction::Error) -> Self {
+        match e {
+            lamina_compaction::Error::InvalidArgument(s) => Error::InvalidArgument(s),
+        }
+    }
+}

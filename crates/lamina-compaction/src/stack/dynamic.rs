@@ -2,8 +2,8 @@
 //! Concurrent (AsterixDB), plus NoMerge.
 
 use super::{merge_runs, parse_params, require_k, stack, Common, StackRun};
-use crate::compaction::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 use crate::error::{Error, Result};
+use crate::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 
 fn total_runs(view: &TreeView) -> usize {
     view.levels.iter().map(|l| l.runs.len()).sum()
@@ -389,7 +389,7 @@ impl CompactionPolicy for NoMerge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::stack::testutil::{defaults, view_of, Model};
+    use crate::stack::testutil::{defaults, view_of, Model};
 
     fn run(p: &dyn CompactionPolicy, flushes: usize) -> Vec<Vec<u64>> {
         let mut m = Model::default();

@@ -8,8 +8,8 @@
 
 use std::str::FromStr;
 
-use crate::compaction::{CompactionTask, OutputRun, TaskInput, TreeView};
 use crate::error::{Error, Result};
+use crate::{CompactionTask, OutputRun, TaskInput, TreeView};
 
 /// The layout of one level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +103,7 @@ impl FromStr for Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::design::testutil::{file, level_of, view_of};
+    use crate::design::testutil::{file, level_of, view_of};
 
     #[test]
     fn fold_merges_newer_runs_into_the_oldest_overlap_only() {

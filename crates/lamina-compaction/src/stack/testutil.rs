@@ -2,9 +2,7 @@
 //! file each, merges applied until the policy is done.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::compaction::{
-    CompactionPolicy, FileView, LevelView, OutputRun, PolicyDefaults, RunView, TreeView,
-};
+use crate::{CompactionPolicy, FileView, LevelView, OutputRun, PolicyDefaults, RunView, TreeView};
 
 pub fn defaults() -> PolicyDefaults {
     PolicyDefaults {

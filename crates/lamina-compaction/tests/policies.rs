@@ -2,7 +2,7 @@
 //! `tests/testdata/policies/` holds cases of a command, its input and the
 //! expected output, separated by `----`. The expected outputs were derived by
 //! hand from the papers' rules (each case's comment says how), not copied
-//! from the code: `LAMINA_REWRITE=1 cargo test -p lamina --test policies`
+//! from the code: `LAMINA_REWRITE=1 cargo test -p lamina-compaction --test policies`
 //! rewrites them with what the code prints, for reviewing a deliberate change
 //! as a diff.
 //!
@@ -24,7 +24,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use lamina::compaction::{
+use lamina_compaction::{
     policy_from_spec, FileView, LevelView, OutputRun, PolicyDefaults, RunView, TreeView,
 };
 

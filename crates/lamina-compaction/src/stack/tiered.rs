@@ -3,8 +3,8 @@
 //! one run `b` times larger.
 
 use super::{merge_runs, parse_params, stack, Common};
-use crate::compaction::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 use crate::error::{Error, Result};
+use crate::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 
 /// Tiered: runs are grouped, newest first, into tiers of consecutive runs
 /// whose sizes lie within `[low, high]` × the tier's average size (as
@@ -103,7 +103,7 @@ impl CompactionPolicy for Tiered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::stack::testutil::{defaults, view_of, Model};
+    use crate::stack::testutil::{defaults, view_of, Model};
 
     #[test]
     fn tiered_b2_cascades_like_a_binary_counter() {

@@ -1,7 +1,7 @@
 //! Hand-built tree views for the design-space unit tests.
 
 use super::LevelCtx;
-use crate::compaction::{FileView, LevelView, RunView, TreeView};
+use crate::{FileView, LevelView, RunView, TreeView};
 
 /// A key as the engine's integer encoding would give it: big-endian.
 pub fn k(n: u64) -> Vec<u8> {

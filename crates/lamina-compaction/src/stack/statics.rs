@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::math::{binomial_runs, minlatency_runs};
 use super::{merge_runs, parse_params, require_k, stack, Common};
-use crate::compaction::{CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 use crate::error::Result;
+use crate::{CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
 
 /// The last `(t, runs)` a static policy computed, packed as `t << 8 | runs`
 /// (0 = none): the engine and the simulator ask again after every merge of
@@ -162,7 +162,7 @@ impl CompactionPolicy for Binomial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::stack::testutil::{defaults, Model};
+    use crate::stack::testutil::{defaults, Model};
 
     #[test]
     fn minlatency_k3_schedule_by_hand() {

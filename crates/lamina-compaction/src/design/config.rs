@@ -31,8 +31,8 @@
 use serde::Deserialize;
 
 use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
-use crate::compaction::PolicyDefaults;
 use crate::error::{Error, Result};
+use crate::PolicyDefaults;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,8 +6,8 @@
 use std::ops::Range;
 use std::str::FromStr;
 
-use crate::compaction::{FileView, RunView};
 use crate::error::{Error, Result};
+use crate::{FileView, RunView};
 
 /// How much of a level one compaction takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,7 +117,7 @@ impl FromStr for Granularity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::design::testutil::{file, level_of};
+    use crate::design::testutil::{file, level_of};
 
     #[test]
     fn file_counts_and_windows() {

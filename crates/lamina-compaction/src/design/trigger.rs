@@ -6,8 +6,8 @@
 use std::str::FromStr;
 
 use super::LevelCtx;
-use crate::compaction::FileView;
 use crate::error::{Error, Result};
+use crate::FileView;
 
 /// One compaction trigger.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -166,7 +166,7 @@ impl FromStr for Trigger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::design::testutil::{ctx_of, file, level_of, view_of};
+    use crate::design::testutil::{ctx_of, file, level_of, view_of};
 
     #[test]
     fn saturation_fires_above_capacity_by_bytes_and_by_files() {

@@ -178,7 +178,7 @@ impl CompactionPolicy for Leveling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::{FileView, LevelView, OutputRun, RunView};
+    use crate::{FileView, LevelView, OutputRun, RunView};
 
     fn file(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
         FileView {

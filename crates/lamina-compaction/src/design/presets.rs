@@ -5,8 +5,8 @@
 //! `docs/compaction.md` tabulates each.
 
 use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
-use crate::compaction::{param, PolicyDefaults};
 use crate::error::{Error, Result};
+use crate::{param, PolicyDefaults};
 
 /// Every preset name.
 pub const PRESETS: &[&str] = &[
@@ -236,8 +236,8 @@ pub fn preset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::design::testutil::{file, level_of, view_of};
-    use crate::compaction::{parse_spec, CompactionPolicy};
+    use crate::design::testutil::{file, level_of, view_of};
+    use crate::{parse_spec, CompactionPolicy};
 
     fn build(spec: &str) -> Result<Composed> {
         let (name, params) = parse_spec(spec)?;

@@ -8,8 +8,8 @@ use std::str::FromStr;
 
 use super::trigger::{tombstone_density, tombstone_expired};
 use super::LevelCtx;
-use crate::compaction::FileView;
 use crate::error::{Error, Result};
+use crate::FileView;
 
 /// One file-picking policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -172,8 +172,8 @@ impl FromStr for Movement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::design::testutil::{ctx_of, file, level_of, view_of};
-    use crate::compaction::TreeView;
+    use crate::design::testutil::{ctx_of, file, level_of, view_of};
+    use crate::TreeView;
 
     fn ids(v: &[&FileView]) -> Vec<u64> {
         v.iter().map(|f| f.id).collect()

@@ -3,11 +3,11 @@
 
 use super::parse_params;
 use super::Common;
-use crate::compaction::{
+use crate::error::{Error, Result};
+use crate::{
     param, CompactionPolicy, CompactionTask, FileView, OutputRun, PolicyDefaults, RunView,
     TaskInput, TreeView,
 };
-use crate::error::{Error, Result};
 
 /// Leveled: level 0 holds up to `b0` flushed runs; when a flush makes it
 /// `b0 + 1`, its oldest run merges with the overlapping files of level 1.
@@ -223,8 +223,8 @@ impl CompactionPolicy for Leveled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::stack::testutil::defaults;
-    use crate::compaction::LevelView;
+    use crate::stack::testutil::defaults;
+    use crate::LevelView;
 
     fn f(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
         FileView {
