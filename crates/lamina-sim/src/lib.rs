@@ -23,8 +23,10 @@
 //!   into an existing run (leveling) is cut into files of the task's
 //!   `target_file_size`, spread over the key range by the inputs' data
 //!   density (each file's bytes uniform over its range);
-//! * a task whose inputs all come from one run and meet no file of the
-//!   destination is a trivial move (no bytes written), as in the executor.
+//! * a task is checked, resolved and applied by [`lamina_compaction::plan`],
+//!   the planner the engine's executor uses: a task whose inputs all come
+//!   from one run other than the destination is a trivial move (no bytes
+//!   written), as in the engine.
 //!
 //! Write amplification has two definitions ([`WaDefinition`]):
 //!
@@ -48,9 +50,10 @@
 
 use std::collections::HashMap;
 
+use lamina_compaction::plan::{self, Action, Destination};
 use lamina_compaction::{
-    policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, OutputRun,
-    PolicyDefaults, RunView, TreeView,
+    policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, PolicyDefaults,
+    RunView, TreeView,
 };
 
 pub mod plot;
@@ -255,7 +258,6 @@ pub struct Simulator {
     max_transient_flush: u64,
     merges: u64,
     trivial_moves: u64,
-    spare_files: Vec<Vec<FileView>>,
 }
 
 impl Simulator {
@@ -305,7 +307,6 @@ impl Simulator {
             max_transient_flush: 0,
             merges: 0,
             trivial_moves: 0,
-            spare_files: Vec::new(),
         })
     }
 
@@ -353,10 +354,6 @@ impl Simulator {
         }
     }
 
-    fn files_vec(&mut self) -> Vec<FileView> {
-        self.spare_files.pop().unwrap_or_default()
-    }
-
     /// Flushes `bytes`, then applies the policy's tasks until it is done.
     pub fn flush(&mut self, bytes: u64) -> Result<FlushRecord> {
         self.view.flushes += 1;
@@ -364,8 +361,7 @@ impl Simulator {
         let flush = self.view.flushes;
         let id = self.alloc_id();
         let file = self.new_file(id, bytes, 0, u64::MAX);
-        let mut files = self.files_vec();
-        files.push(file);
+        let files = vec![file];
         if self.view.levels.is_empty() {
             self.view.levels.push(LevelView::default());
         }
@@ -471,185 +467,65 @@ impl Simulator {
         }
     }
 
-    /// Applies `task`; returns the total size while it ran (inputs and
-    /// output both present).
+    /// Applies `task` through the planner shared with the engine; returns
+    /// the total size while it ran (inputs and output both present).
     fn apply(&mut self, task: &CompactionTask) -> Result<u64> {
-        // Resolve every input before changing anything.
-        let mut pieces: Vec<Piece> = Vec::new();
-        let mut run_bytes: Vec<u64> = Vec::with_capacity(task.inputs.len());
-        let mut locations: Vec<(usize, usize)> = Vec::with_capacity(task.inputs.len());
-        // Positions of each input's files in its run (ascending).
-        let mut positions: Vec<Vec<usize>> = Vec::with_capacity(task.inputs.len());
-        let mut new_order = 0;
-        for input in &task.inputs {
-            let run_index = self
-                .view
-                .levels
-                .get(input.level)
-                .and_then(|l| l.runs.iter().position(|r| r.id == input.run_id))
-                .ok_or_else(|| self.invalid(task, format!("no run {}", input.run_id)))?;
-            if locations.contains(&(input.level, run_index)) {
-                return Err(self.invalid(task, format!("run {} named twice", input.run_id)));
+        let plan = plan::plan(&self.view, task).map_err(|e| self.invalid(task, e.to_string()))?;
+        let input_bytes = plan.input_bytes();
+        let (outputs, during) = match plan.action {
+            Action::Move => {
+                self.trivial_moves += 1;
+                (plan.inputs[0].files.clone(), self.total_bytes)
             }
-            let run = &self.view.levels[input.level].runs[run_index];
-            new_order = new_order.max(run.order);
-            let mut bytes = 0;
-            let mut at = Vec::with_capacity(input.file_ids.len());
-            let mut hint = 0;
-            for id in &input.file_ids {
-                // Inputs of a run are usually consecutive: try the next slot.
-                let pos = if run.files.get(hint).is_some_and(|f| f.id == *id) {
-                    hint
-                } else {
-                    run.files.iter().position(|f| f.id == *id).ok_or_else(|| {
-                        self.invalid(task, format!("no file {id} in run {}", run.id))
-                    })?
-                };
-                if at.contains(&pos) {
-                    return Err(self.invalid(task, format!("file {id} named twice")));
-                }
-                at.push(pos);
-                hint = pos + 1;
-                let f = &run.files[pos];
-                if f.busy {
-                    return Err(self.invalid(task, format!("file {id} is busy")));
-                }
-                bytes += f.size;
-                pieces.push(Piece {
-                    lo: key_value(&f.smallest),
-                    hi: key_value(&f.largest),
-                    size: f.size,
-                });
-            }
-            at.sort_unstable();
-            positions.push(at);
-            locations.push((input.level, run_index));
-            run_bytes.push(bytes);
-        }
-        if pieces.is_empty() {
-            return Err(self.invalid(task, "no input files"));
-        }
-        let input_bytes: u64 = run_bytes.iter().sum();
-        let lo = pieces.iter().map(|p| p.lo).min().unwrap_or(0);
-        let hi = pieces.iter().map(|p| p.hi).max().unwrap_or(u64::MAX);
-
-        // The destination, checked before the inputs leave.
-        if task.output_level > self.view.levels.len() + 1 {
-            return Err(self.invalid(task, "output level skips a level"));
-        }
-        let dest_is_input = match task.output_run {
-            OutputRun::New => false,
-            OutputRun::Existing(id) => {
-                let run = self
-                    .view
-                    .levels
-                    .get(task.output_level)
-                    .and_then(|l| l.runs.iter().find(|r| r.id == id))
-                    .ok_or_else(|| self.invalid(task, format!("no output run {id}")))?;
-                let named: Vec<u64> = task
+            Action::Merge => {
+                let overhead = self.opts.file_overhead;
+                let run_data: Vec<u64> = plan
                     .inputs
                     .iter()
-                    .filter(|i| i.level == task.output_level && i.run_id == id)
-                    .flat_map(|i| i.file_ids.iter().copied())
+                    .map(|i| {
+                        i.bytes()
+                            .saturating_sub(overhead.saturating_mul(i.files.len() as u64))
+                    })
                     .collect();
-                let lo_key = key(lo);
-                let hi_key = key(hi);
-                if run
-                    .files
+                let data = self.output_bytes(&run_data);
+                let pieces: Vec<Piece> = plan
+                    .inputs
                     .iter()
-                    .any(|f| !named.contains(&f.id) && f.overlaps(&lo_key, &hi_key))
-                {
-                    return Err(self.invalid(
-                        task,
-                        format!(
-                            "output run {id} has files overlapping the inputs that are not inputs"
-                        ),
-                    ));
+                    .flat_map(|i| &i.files)
+                    .map(|f| Piece {
+                        lo: key_value(&f.smallest),
+                        hi: key_value(&f.largest),
+                        size: f.size,
+                    })
+                    .collect();
+                let lo = pieces.iter().map(|p| p.lo).min().unwrap_or(0);
+                let hi = pieces.iter().map(|p| p.hi).max().unwrap_or(u64::MAX);
+                let files = match plan.destination {
+                    Destination::New { .. } => {
+                        let id = self.alloc_id();
+                        vec![self.new_file(id, data.saturating_add(overhead), lo, hi)]
+                    }
+                    Destination::Existing(_) => {
+                        self.cut(&pieces, data, lo, hi, plan.target_file_size)
+                    }
+                };
+                let out: u64 = files.iter().map(|f| f.size).sum();
+                let during = self.total_bytes + out;
+                self.total_bytes = self.total_bytes + out - input_bytes;
+                self.merge_bytes += out;
+                self.merges += 1;
+                for id in plan.input_file_ids() {
+                    self.step_files.remove(&id);
                 }
-                !named.is_empty()
+                self.step_files.extend(files.iter().map(|f| (f.id, f.size)));
+                (files, during)
             }
         };
-        let trivial = task.inputs.len() == 1 && !dest_is_input;
-
-        // Take the input files out (runs left empty stay until the output
-        // is in, as in the engine's version edits).
-        let mut moved: Vec<FileView> = Vec::new();
-        for (&(level, run_index), at) in locations.iter().zip(&positions) {
-            let run = &mut self.view.levels[level].runs[run_index];
-            if at.len() == run.files.len() {
-                moved.append(&mut run.files);
-            } else if let (Some(&first), Some(&last)) = (at.first(), at.last()) {
-                if last - first + 1 == at.len() {
-                    moved.extend(run.files.drain(first..=last));
-                } else {
-                    for &p in at.iter().rev() {
-                        moved.push(run.files.remove(p));
-                    }
-                }
-            }
-        }
-
-        let during;
-        if trivial {
-            self.trivial_moves += 1;
-            during = self.total_bytes;
-            moved.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-            self.place(task, new_order, moved);
-        } else {
-            let overhead = self.opts.file_overhead;
-            let run_data: Vec<u64> = task
-                .inputs
-                .iter()
-                .zip(&run_bytes)
-                .map(|(i, &b)| b.saturating_sub(overhead.saturating_mul(i.file_ids.len() as u64)))
-                .collect();
-            let data = self.output_bytes(&run_data);
-            let (files, out) = match task.output_run {
-                OutputRun::New => {
-                    let id = self.alloc_id();
-                    let out = data.saturating_add(overhead);
-                    let mut v = self.files_vec();
-                    v.push(self.new_file(id, out, lo, hi));
-                    (v, out)
-                }
-                OutputRun::Existing(_) => {
-                    let files = self.cut(&pieces, data, lo, hi, task.target_file_size);
-                    let out = files.iter().map(|f| f.size).sum();
-                    (files, out)
-                }
-            };
-            during = self.total_bytes + out;
-            self.total_bytes = self.total_bytes + out - input_bytes;
-            self.merge_bytes += out;
-            self.merges += 1;
-            for f in &moved {
-                self.step_files.remove(&f.id);
-            }
-            self.step_files.extend(files.iter().map(|f| (f.id, f.size)));
-            moved.clear();
-            if moved.capacity() > 0 {
-                self.spare_files.push(moved);
-            }
-            self.place(task, new_order, files);
-        }
-        for level in &mut self.view.levels {
-            let mut i = 0;
-            while i < level.runs.len() {
-                if level.runs[i].files.is_empty() {
-                    let run = level.runs.remove(i);
-                    if self.spare_files.len() < 64 {
-                        self.spare_files.push(run.files);
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        while self.view.levels.len() > 1
-            && self.view.levels.last().is_some_and(|l| l.runs.is_empty())
-        {
-            self.view.levels.pop();
-        }
+        let run_id = match plan.destination {
+            Destination::New { .. } => self.alloc_id(),
+            Destination::Existing(id) => id,
+        };
+        plan::apply(&mut self.view, &plan, outputs, run_id);
         Ok(during)
     }
 
@@ -663,40 +539,6 @@ impl Simulator {
         let largest = run_bytes.iter().copied().max().unwrap_or(0);
         let rest = (input_bytes - largest) as f64 * (1.0 - d);
         largest + rest.round() as u64
-    }
-
-    /// Puts `files` (sorted by key) into the task's output run.
-    fn place(&mut self, task: &CompactionTask, new_order: u64, files: Vec<FileView>) {
-        while self.view.levels.len() <= task.output_level {
-            self.view.levels.push(LevelView::default());
-        }
-        match task.output_run {
-            OutputRun::New => {
-                let id = self.alloc_id();
-                let level = &mut self.view.levels[task.output_level];
-                let pos = level.runs.partition_point(|r| r.order > new_order);
-                level.runs.insert(
-                    pos,
-                    RunView {
-                        id,
-                        order: new_order,
-                        files,
-                    },
-                );
-            }
-            OutputRun::Existing(id) => {
-                if let Some(run) = self.view.levels[task.output_level]
-                    .runs
-                    .iter_mut()
-                    .find(|r| r.id == id)
-                {
-                    let pos = run
-                        .files
-                        .partition_point(|f| f.smallest.as_slice() < files[0].smallest.as_slice());
-                    run.files.splice(pos..pos, files);
-                }
-            }
-        }
     }
 
     /// Cuts `out` data bytes over `[lo, hi]` into files of `target` data

@@ -100,22 +100,11 @@ impl Model {
                 assert_eq!(i.file_ids, all, "whole runs merge");
                 assert!(!runs[p].files.iter().any(|f| f.busy));
             }
-            let first = positions[0];
-            let removed: Vec<RunView> = self.view.levels[0]
-                .runs
-                .drain(first..first + positions.len())
-                .collect();
-            let size = removed.iter().map(RunView::bytes).sum();
-            let order = removed.iter().map(|r| r.order).max().unwrap();
+            // Applied by the planner the engine and the simulator share.
+            let plan = crate::plan::plan(&self.view, &task).unwrap();
             let id = self.id();
-            self.view.levels[0].runs.insert(
-                first,
-                RunView {
-                    id,
-                    order,
-                    files: vec![file(id, size)],
-                },
-            );
+            let merged = file(id, plan.input_bytes());
+            crate::plan::apply(&mut self.view, &plan, vec![merged], id);
             self.merges += 1;
         }
         panic!("policy did not settle");

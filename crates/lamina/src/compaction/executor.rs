@@ -9,7 +9,8 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::{CompactionTask, OutputRun};
+use super::plan::{self, Action, Destination};
+use super::{view_of_version, CompactionTask};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
@@ -38,181 +39,74 @@ pub(crate) struct CompactionOutcome {
     pub trivial_move: bool,
 }
 
-/// Position of a run in global recency order (0 = newest).
-fn run_positions(version: &Version) -> Vec<(usize, &Run)> {
-    version.runs_newest_first().collect()
-}
-
-struct ResolvedInput {
-    position: usize,
-    level: usize,
-    run: Run,
-    files: Vec<Arc<FileMeta>>,
-}
-
-fn invalid(task: &CompactionTask, why: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "compaction task ({}) is invalid: {why}",
-        task.reason
-    ))
-}
-
-/// Recency safety: a task must not change which of two overlapping files
-/// is newer. For a non-input file at position q and an input file it
-/// overlaps at position p, the input is newer before the task iff p < q,
-/// and its output is newer afterwards iff the output lands above q: in the
-/// destination run itself (`into_existing`, d < q), or in a new run placed
-/// just above the run now at d (d <= q). Files of one run never overlap,
-/// and the destination run's own files are checked for overlap by the edit.
-fn reorders_versions(
-    positions: &[(usize, &Run)],
-    inputs: &[ResolvedInput],
-    input_ids: &HashSet<u64>,
-    dest_position: usize,
-    into_existing: bool,
-) -> bool {
-    positions.iter().enumerate().any(|(q, (_, run))| {
-        if into_existing && q == dest_position {
-            return false;
-        }
-        let output_above = if into_existing {
-            dest_position < q
-        } else {
-            dest_position <= q
-        };
-        run.files
-            .iter()
-            .filter(|f| !input_ids.contains(&f.id))
-            .any(|f| {
-                inputs
-                    .iter()
-                    .filter(|i| i.position != q && (i.position < q) != output_above)
-                    .any(|i| i.files.iter().any(|i| f.overlaps(&i.smallest, &i.largest)))
-            })
-    })
-}
-
 /// Runs one task against `version`, writing output files; the caller logs
-/// and installs the returned edit.
+/// and installs the returned edit. The task is resolved and checked by the
+/// planner the simulator shares ([`plan::plan`]); this function does the
+/// plan's I/O and records it as a version edit.
 pub(crate) fn execute(
     ctx: &CompactionContext<'_>,
     version: &Version,
     task: &CompactionTask,
 ) -> Result<CompactionOutcome> {
-    let positions = run_positions(version);
-    let mut inputs = Vec::new();
-    for input in &task.inputs {
-        let position = positions
-            .iter()
-            .position(|(l, r)| *l == input.level && r.id == input.run_id)
-            .ok_or_else(|| invalid(task, "input run not in the tree"))?;
-        let run = positions[position].1;
-        let mut files = Vec::with_capacity(input.file_ids.len());
-        for id in &input.file_ids {
-            let f = run
-                .files
-                .iter()
-                .find(|f| f.id == *id)
-                .ok_or_else(|| invalid(task, "input file not in its run"))?;
-            files.push(Arc::clone(f));
-        }
-        files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-        if !files.is_empty() {
-            inputs.push(ResolvedInput {
-                position,
-                level: input.level,
-                run: run.clone(),
-                files,
-            });
-        }
-    }
-    if inputs.is_empty() {
-        return Err(invalid(task, "no input files"));
-    }
-    inputs.sort_by_key(|i| i.position);
-    let newest = inputs[0].position;
-    let new_order = inputs.iter().map(|i| i.run.order).max().unwrap_or(0);
-
-    // Where the output lands in recency order, and which run receives it.
-    let (dest_position, dest_run) = match task.output_run {
-        OutputRun::Existing(id) => {
-            let p = positions
-                .iter()
-                .position(|(l, r)| *l == task.output_level && r.id == id)
-                .ok_or_else(|| invalid(task, "output run not in the output level"))?;
-            (p, Some(positions[p].1))
-        }
-        OutputRun::New => {
-            let p = positions
-                .iter()
-                .position(|(l, r)| {
-                    *l > task.output_level || (*l == task.output_level && r.order < new_order)
-                })
-                .unwrap_or(positions.len());
-            (p, None)
-        }
+    // The task's own files are marked busy in the engine while it runs, so
+    // the view lists none as busy.
+    let view = view_of_version(version, &HashSet::new(), 0, 0, ctx.now_ms);
+    let plan = plan::plan(&view, task)?;
+    let run_of = |level: usize, id: u64| -> Result<&Run> {
+        version
+            .levels
+            .get(level)
+            .and_then(|l| l.runs.iter().find(|r| r.id == id))
+            .ok_or_else(|| Error::corruption("version", 0, format!("planned run {id} is gone")))
     };
-    if dest_position < newest {
-        return Err(invalid(task, "output would be newer than its inputs"));
+    let mut inputs: Vec<Vec<Arc<FileMeta>>> = Vec::with_capacity(plan.inputs.len());
+    for input in &plan.inputs {
+        let run = run_of(input.level, input.run_id)?;
+        let files = input
+            .files
+            .iter()
+            .map(|f| {
+                run.files
+                    .iter()
+                    .find(|m| m.id == f.id)
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::corruption("version", 0, format!("planned file {} is gone", f.id))
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        inputs.push(files);
     }
-
-    let input_ids: HashSet<u64> = inputs
-        .iter()
-        .flat_map(|i| i.files.iter().map(|f| f.id))
-        .collect();
-    if reorders_versions(
-        &positions,
-        &inputs,
-        &input_ids,
-        dest_position,
-        dest_run.is_some(),
-    ) {
-        return Err(invalid(
-            task,
-            "it would reorder versions of keys shared with a non-input file",
-        ));
-    }
-    let all_inputs: Vec<&Arc<FileMeta>> = inputs.iter().flat_map(|i| &i.files).collect();
 
     let mut edit = VersionEdit::default();
-    let out_run_id = match (task.output_run, dest_run) {
-        (OutputRun::Existing(id), _) => id,
-        (OutputRun::New, _) => {
+    let out_run_id = match plan.destination {
+        Destination::Existing(id) => id,
+        Destination::New { order } => {
             let id = (ctx.alloc_id)();
             edit.new_runs.push(NewRun {
-                level: task.output_level,
+                level: plan.output_level,
                 run_id: id,
-                order: new_order,
+                order,
             });
             id
         }
     };
-    for input in &inputs {
-        for f in &input.files {
+    for (input, files) in plan.inputs.iter().zip(&inputs) {
+        for f in files {
             edit.removed_files.push(RemovedFile {
                 level: input.level,
-                run_id: input.run.id,
+                run_id: input.run_id,
                 file_id: f.id,
             });
         }
     }
 
-    // A single run's files that meet nothing in the destination run move as
-    // they are.
-    let dest_overlaps = |f: &FileMeta| {
-        dest_run.is_some_and(|r| {
-            r.files
-                .iter()
-                .any(|d| !input_ids.contains(&d.id) && d.overlaps(&f.smallest, &f.largest))
-        })
-    };
-    let single_source = inputs.len() == 1 && dest_run.is_none_or(|r| r.id != inputs[0].run.id);
-    if single_source && !inputs[0].files.iter().any(|f| dest_overlaps(f)) {
-        for f in &inputs[0].files {
+    if plan.action == Action::Move {
+        for f in inputs.iter().flatten() {
             let meta = f.clone_meta();
             meta.arrived_ms.store(ctx.now_ms, Ordering::Relaxed);
             edit.added_files.push(AddedFile {
-                level: task.output_level,
+                level: plan.output_level,
                 run_id: out_run_id,
                 meta,
             });
@@ -225,21 +119,18 @@ pub(crate) fn execute(
     }
 
     // Older runs that may still hold a key decide whether tombstones can go.
-    let older: Vec<&Run> = positions
+    let older = plan
+        .older_runs
         .iter()
-        .skip(if dest_run.is_some() {
-            dest_position + 1
-        } else {
-            dest_position
-        })
-        .map(|(_, r)| *r)
-        .collect();
+        .map(|&(level, id)| run_of(level, id))
+        .collect::<Result<Vec<&Run>>>()?;
     let older_may_hold = |uk: &[u8]| older.iter().any(|r| r.file_for(uk).is_some());
 
+    let all_inputs: Vec<&Arc<FileMeta>> = inputs.iter().flatten().collect();
     let children: Vec<Box<dyn InternalIterator>> = inputs
         .iter()
-        .map(|i| {
-            Box::new(RunIterator::new(i.files.clone(), Arc::clone(ctx.loader)))
+        .map(|files| {
+            Box::new(RunIterator::new(files.clone(), Arc::clone(ctx.loader)))
                 as Box<dyn InternalIterator>
         })
         .collect();
@@ -249,7 +140,7 @@ pub(crate) fn execute(
         .filter_map(|f| f.oldest_tombstone_ms)
         .min();
     let bytes_read = all_inputs.iter().map(|f| f.size).sum();
-    let mut writer = OutputWriter::new(ctx, task.target_file_size, oldest_tombstone);
+    let mut writer = OutputWriter::new(ctx, plan.target_file_size, oldest_tombstone);
     let result = (|| -> Result<()> {
         merged.seek_to_first()?;
         let mut filter = VersionFilter::new(ctx.smallest_snapshot);
@@ -278,7 +169,7 @@ pub(crate) fn execute(
     for meta in files {
         outcome.bytes_written += meta.size;
         outcome.edit.added_files.push(AddedFile {
-            level: task.output_level,
+            level: plan.output_level,
             run_id: out_run_id,
             meta,
         });
@@ -462,89 +353,6 @@ pub(crate) fn flush_memtable(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::tests::meta;
-
-    fn run(id: u64, files: &[(u64, &[u8], &[u8])]) -> Run {
-        Run {
-            id,
-            order: 100 - id,
-            files: files
-                .iter()
-                .map(|(f, lo, hi)| Arc::new(meta(*f, lo, hi)))
-                .collect(),
-        }
-    }
-
-    fn reorders(
-        positions: &[(usize, &Run)],
-        inputs: &[ResolvedInput],
-        dest_position: usize,
-        into_existing: bool,
-    ) -> bool {
-        let ids = inputs
-            .iter()
-            .flat_map(|i| i.files.iter().map(|f| f.id))
-            .collect();
-        reorders_versions(positions, inputs, &ids, dest_position, into_existing)
-    }
-
-    fn input(position: usize, run: &Run, file_ids: &[u64]) -> ResolvedInput {
-        ResolvedInput {
-            position,
-            level: position,
-            run: run.clone(),
-            files: run
-                .files
-                .iter()
-                .filter(|f| file_ids.contains(&f.id))
-                .cloned()
-                .collect(),
-        }
-    }
-
-    /// Leveled's one-file push: file 1 (a..c) of run 0 merges into run 1,
-    /// whose file 11 (b..m) reaches under run 0's neighbour file 2 (k..p).
-    /// The output lands below file 2, which stays newer: allowed.
-    #[test]
-    fn a_push_past_an_overlapping_neighbour_is_allowed() {
-        let r0 = run(0, &[(1, b"a", b"c"), (2, b"k", b"p")]);
-        let r1 = run(1, &[(11, b"b", b"m")]);
-        let positions = [(1, &r0), (2, &r1)];
-        let inputs = [input(0, &r0, &[1]), input(1, &r1, &[11])];
-        assert!(!reorders(&positions, &inputs, 1, true));
-    }
-
-    /// Skipping a run: file 1 of run 0 pushed into run 2 past run 1's file
-    /// 21, which shares keys with it, would make the older version newer.
-    #[test]
-    fn a_push_past_an_overlapping_newer_file_is_refused() {
-        let r0 = run(0, &[(1, b"a", b"c")]);
-        let r1 = run(1, &[(21, b"b", b"d")]);
-        let r2 = run(2, &[(31, b"x", b"z")]);
-        let positions = [(1, &r0), (2, &r1), (3, &r2)];
-        assert!(reorders(&positions, &[input(0, &r0, &[1])], 2, true));
-        // A new run at the same place is just as wrong, one above is fine.
-        assert!(reorders(&positions, &[input(0, &r0, &[1])], 2, false));
-        assert!(!reorders(&positions, &[input(0, &r0, &[1])], 1, false));
-        // Without shared keys the push is safe.
-        let r1 = run(1, &[(21, b"d", b"f")]);
-        let positions = [(1, &r0), (2, &r1), (3, &r2)];
-        assert!(!reorders(&positions, &[input(0, &r0, &[1])], 2, true));
-    }
-
-    /// Merging runs 0 and 2 but not run 1 between them: run 2's data would
-    /// rise above run 1's overlapping file.
-    #[test]
-    fn lifting_an_older_input_above_a_newer_file_is_refused() {
-        let r0 = run(0, &[(1, b"a", b"c")]);
-        let r1 = run(1, &[(21, b"m", b"n")]);
-        let r2 = run(2, &[(31, b"l", b"o")]);
-        let positions = [(1, &r0), (1, &r1), (1, &r2)];
-        let inputs = [input(0, &r0, &[1]), input(2, &r2, &[31])];
-        assert!(reorders(&positions, &inputs, 0, false));
-        // Into run 2's place instead, below run 1: allowed.
-        assert!(!reorders(&positions, &inputs, 2, true));
-    }
 
     #[test]
     fn filter_keeps_one_version_per_snapshot_stripe() {

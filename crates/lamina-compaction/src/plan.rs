@@ -1,0 +1,564 @@
+//! The one rule that turns a policy's task into a plan, and applies a plan to
+//! a tree: mini-lsm's pair of pure functions (a task from a snapshot; the
+//! snapshot after the task), shared by the engine's executor, the model
+//! simulator and the policies' test model, so that they cannot drift apart.
+//!
+//! [`plan`] resolves a [`CompactionTask`] against a [`TreeView`]: it finds
+//! every input file, checks the task keeps the tree's invariants, chooses
+//! the destination, and decides between a [`Action::Move`] (the files move by
+//! a metadata edit alone, as LevelDB's `IsTrivialMove`) and a
+//! [`Action::Merge`]. The engine then does the I/O the plan asks for and
+//! records it in a version edit; the simulator makes up the merge's output
+//! from sizes; both end in the same tree, which [`apply`] computes for a
+//! `TreeView`.
+
+use crate::{CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
+
+/// The files of one input run taking part in a plan.
+#[derive(Debug, Clone)]
+pub struct PlannedInput {
+    /// Level of the run.
+    pub level: usize,
+    /// Run id.
+    pub run_id: u64,
+    /// Position of the run in the tree's recency order (0 = newest).
+    pub position: usize,
+    /// The run's recency rank.
+    pub order: u64,
+    /// The participating files, sorted by key.
+    pub files: Vec<FileView>,
+}
+
+impl PlannedInput {
+    /// Bytes of the participating files.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// The run receiving a plan's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    /// An existing run of the output level.
+    Existing(u64),
+    /// A new run of the output level, ranked `order` (its newest input's).
+    New {
+        /// Recency rank of the new run.
+        order: u64,
+    },
+}
+
+/// What a plan does with its input files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// The files of a single run move to the destination unchanged.
+    Move,
+    /// The files are merged and the output written as new files.
+    Merge,
+}
+
+/// A task resolved against a tree.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Input runs with files, newest first.
+    pub inputs: Vec<PlannedInput>,
+    /// Level receiving the output.
+    pub output_level: usize,
+    /// Run receiving the output.
+    pub destination: Destination,
+    /// Move or merge.
+    pub action: Action,
+    /// Runs older than the output, `(level, run id)` newest first: a
+    /// tombstone may be dropped only if none of them can hold its key.
+    pub older_runs: Vec<(usize, u64)>,
+    /// Output files of about this many bytes.
+    pub target_file_size: u64,
+    /// Why the policy picked the task.
+    pub reason: String,
+}
+
+impl Plan {
+    /// Ids of every input file.
+    pub fn input_file_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.inputs
+            .iter()
+            .flat_map(|i| i.files.iter().map(|f| f.id))
+    }
+
+    /// Bytes of every input file.
+    pub fn input_bytes(&self) -> u64 {
+        self.inputs.iter().map(PlannedInput::bytes).sum()
+    }
+}
+
+/// Runs of the tree in recency order: level by level, each newest first.
+fn runs_newest_first(view: &TreeView) -> Vec<(usize, &RunView)> {
+    view.levels
+        .iter()
+        .enumerate()
+        .flat_map(|(l, level)| level.runs.iter().map(move |r| (l, r)))
+        .collect()
+}
+
+fn invalid(task: &CompactionTask, why: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!(
+        "compaction task ({}) is invalid: {why}",
+        task.reason
+    ))
+}
+
+/// Files of `run` (sorted by key, disjoint) intersecting `[lo, hi]`.
+fn overlapping<'a>(run: &'a RunView, lo: &'a [u8], hi: &'a [u8]) -> &'a [FileView] {
+    let start = run.files.partition_point(|f| f.largest.as_slice() < lo);
+    let end = start + run.files[start..].partition_point(|f| f.smallest.as_slice() <= hi);
+    &run.files[start..end]
+}
+
+/// Resolves `task` against `view`: the inputs, the destination, and whether
+/// the files can move without a rewrite. A task is refused if it names a
+/// run or file the tree does not hold (or one twice), a file a running
+/// compaction owns, an output newer than its inputs, an existing output run
+/// with files in the merged range that are not inputs, or if it would change
+/// which of two overlapping files is newer.
+pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
+    let positions = runs_newest_first(view);
+    let mut inputs: Vec<PlannedInput> = Vec::with_capacity(task.inputs.len());
+    for input in task.inputs.iter().filter(|i| !i.file_ids.is_empty()) {
+        let position = positions
+            .iter()
+            .position(|(l, r)| *l == input.level && r.id == input.run_id)
+            .ok_or_else(|| {
+                invalid(
+                    task,
+                    format!("no run {} in level {}", input.run_id, input.level),
+                )
+            })?;
+        if inputs.iter().any(|i| i.position == position) {
+            return Err(invalid(task, format!("run {} named twice", input.run_id)));
+        }
+        let run = positions[position].1;
+        let mut files = Vec::with_capacity(input.file_ids.len());
+        for id in &input.file_ids {
+            let f = run
+                .files
+                .iter()
+                .find(|f| f.id == *id)
+                .ok_or_else(|| invalid(task, format!("no file {id} in run {}", run.id)))?;
+            if f.busy {
+                return Err(invalid(task, format!("file {id} is being compacted")));
+            }
+            if files.iter().any(|g: &FileView| g.id == *id) {
+                return Err(invalid(task, format!("file {id} named twice")));
+            }
+            files.push(f.clone());
+        }
+        files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        inputs.push(PlannedInput {
+            level: input.level,
+            run_id: run.id,
+            position,
+            order: run.order,
+            files,
+        });
+    }
+    if inputs.is_empty() {
+        return Err(invalid(task, "no input files"));
+    }
+    inputs.sort_by_key(|i| i.position);
+    let newest = inputs[0].position;
+    let new_order = inputs.iter().map(|i| i.order).max().unwrap_or(0);
+    if task.output_level > view.levels.len() + 1 {
+        return Err(invalid(task, "the output level skips a level"));
+    }
+
+    // Where the output lands in recency order, and which run receives it.
+    let (dest_position, destination) = match task.output_run {
+        OutputRun::Existing(id) => {
+            let p = positions
+                .iter()
+                .position(|(l, r)| *l == task.output_level && r.id == id)
+                .ok_or_else(|| invalid(task, format!("no output run {id}")))?;
+            (p, Destination::Existing(id))
+        }
+        OutputRun::New => {
+            let p = positions
+                .iter()
+                .position(|(l, r)| {
+                    *l > task.output_level || (*l == task.output_level && r.order < new_order)
+                })
+                .unwrap_or(positions.len());
+            (p, Destination::New { order: new_order })
+        }
+    };
+    if dest_position < newest {
+        return Err(invalid(task, "the output would be newer than its inputs"));
+    }
+    let into_existing = matches!(destination, Destination::Existing(_));
+    let mut input_ids: Vec<u64> = inputs
+        .iter()
+        .flat_map(|i| i.files.iter().map(|f| f.id))
+        .collect();
+    input_ids.sort_unstable();
+    let is_input = |id: u64| input_ids.binary_search(&id).is_ok();
+    let lo = inputs
+        .iter()
+        .filter_map(|i| i.files.first())
+        .map(|f| f.smallest.as_slice())
+        .min()
+        .unwrap_or_default();
+    let hi = inputs
+        .iter()
+        .filter_map(|i| i.files.last())
+        .map(|f| f.largest.as_slice())
+        .max()
+        .unwrap_or_default();
+    if into_existing {
+        let run = positions[dest_position].1;
+        if let Some(f) = overlapping(run, lo, hi).iter().find(|f| !is_input(f.id)) {
+            return Err(invalid(
+                task,
+                format!(
+                    "output run {} has file {} in the merged range that is not an input",
+                    run.id, f.id
+                ),
+            ));
+        }
+    }
+
+    // Recency safety: for a non-input file at position q and an input file
+    // it overlaps at position p, the input is newer before the task iff
+    // p < q, and the output is newer afterwards iff it lands above q: in the
+    // destination run itself (existing, d < q) or in a new run placed just
+    // above the run now at d (d <= q). Only positions between the newest
+    // input and the later of the oldest input and the destination can
+    // disagree.
+    let last = inputs
+        .iter()
+        .map(|i| i.position)
+        .max()
+        .unwrap_or(newest)
+        .max(dest_position);
+    for (q, (_, run)) in positions
+        .iter()
+        .enumerate()
+        .take(last.saturating_add(1))
+        .skip(newest)
+    {
+        if into_existing && q == dest_position {
+            continue;
+        }
+        let output_above = if into_existing {
+            dest_position < q
+        } else {
+            dest_position <= q
+        };
+        for input in inputs
+            .iter()
+            .filter(|i| i.position != q && (i.position < q) != output_above)
+        {
+            for f in &input.files {
+                if let Some(other) = overlapping(run, &f.smallest, &f.largest)
+                    .iter()
+                    .find(|o| !is_input(o.id))
+                {
+                    return Err(invalid(
+                        task,
+                        format!(
+                            "it would reorder versions of keys shared by file {} and file {}",
+                            f.id, other.id
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    // A single run's files move as they are unless the destination is that
+    // run (a rewrite in place) — the overlap check above already refused
+    // anything they could collide with.
+    let single_source = inputs.len() == 1
+        && !matches!(destination, Destination::Existing(id) if id == inputs[0].run_id);
+    let action = if single_source {
+        Action::Move
+    } else {
+        Action::Merge
+    };
+    let older_from = if into_existing {
+        dest_position + 1
+    } else {
+        dest_position
+    };
+    // Input runs among them count too: their other files stay behind.
+    let older_runs = positions
+        .iter()
+        .skip(older_from)
+        .map(|(l, r)| (*l, r.id))
+        .collect();
+    Ok(Plan {
+        inputs,
+        output_level: task.output_level,
+        destination,
+        action,
+        older_runs,
+        target_file_size: task.target_file_size,
+        reason: task.reason.clone(),
+    })
+}
+
+/// The tree after `plan`: its input files leave their runs, `outputs`
+/// (sorted by key; for a [`Action::Move`], the moved files) enter the
+/// destination — a new run named `new_run_id` placed by its rank, or the
+/// existing run in key order — and runs left empty disappear, as do empty
+/// levels at the bottom.
+pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_id: u64) {
+    for input in &plan.inputs {
+        if let Some(run) = view
+            .levels
+            .get_mut(input.level)
+            .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
+        {
+            run.files
+                .retain(|f| !input.files.iter().any(|i| i.id == f.id));
+        }
+    }
+    while view.levels.len() <= plan.output_level {
+        view.levels.push(Default::default());
+    }
+    if !outputs.is_empty() {
+        let level = &mut view.levels[plan.output_level];
+        match plan.destination {
+            Destination::New { order } => {
+                let at = level.runs.partition_point(|r| r.order > order);
+                level.runs.insert(
+                    at,
+                    RunView {
+                        id: new_run_id,
+                        order,
+                        files: outputs,
+                    },
+                );
+            }
+            Destination::Existing(id) => {
+                if let Some(run) = level.runs.iter_mut().find(|r| r.id == id) {
+                    let at = run.files.partition_point(|f| {
+                        f.smallest.as_slice() < outputs[0].smallest.as_slice()
+                    });
+                    run.files.splice(at..at, outputs);
+                }
+            }
+        }
+    }
+    for level in &mut view.levels {
+        level.runs.retain(|r| !r.files.is_empty());
+    }
+    while view.levels.len() > 1 && view.levels.last().is_some_and(|l| l.runs.is_empty()) {
+        view.levels.pop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::{LevelView, TaskInput};
+
+    fn file(id: u64, lo: &[u8], hi: &[u8]) -> FileView {
+        FileView {
+            id,
+            size: 10,
+            smallest: lo.to_vec(),
+            largest: hi.to_vec(),
+            ..FileView::default()
+        }
+    }
+
+    /// Runs `(level, run id, files)` newest first; orders count down.
+    fn tree(runs: Vec<(usize, u64, Vec<FileView>)>) -> TreeView {
+        let mut view = TreeView::default();
+        let n = runs.len() as u64;
+        for (i, (level, id, files)) in runs.into_iter().enumerate() {
+            while view.levels.len() <= level {
+                view.levels.push(LevelView::default());
+            }
+            view.levels[level].runs.push(RunView {
+                id,
+                order: n - i as u64,
+                files,
+            });
+        }
+        view
+    }
+
+    fn task(inputs: &[(usize, u64, &[u64])], level: usize, output: OutputRun) -> CompactionTask {
+        CompactionTask {
+            inputs: inputs
+                .iter()
+                .map(|(l, r, f)| TaskInput {
+                    level: *l,
+                    run_id: *r,
+                    file_ids: f.to_vec(),
+                })
+                .collect(),
+            output_level: level,
+            output_run: output,
+            target_file_size: 100,
+            reason: "test".into(),
+        }
+    }
+
+    fn refused(view: &TreeView, t: &CompactionTask, why: &str) {
+        let e = plan(view, t).expect_err("refused").to_string();
+        assert!(e.contains(why), "{e}");
+    }
+
+    /// Leveled's one-file push: file 1 (a..c) of run 10 merges into run 11,
+    /// whose file 11 (b..m) reaches under run 10's neighbour file 2 (k..p).
+    /// The output lands below file 2, which stays newer: allowed.
+    #[test]
+    fn a_push_past_an_overlapping_neighbour_is_allowed() {
+        let view = tree(vec![
+            (1, 10, vec![file(1, b"a", b"c"), file(2, b"k", b"p")]),
+            (2, 11, vec![file(11, b"b", b"m")]),
+        ]);
+        let p = plan(
+            &view,
+            &task(&[(1, 10, &[1]), (2, 11, &[11])], 2, OutputRun::Existing(11)),
+        )
+        .unwrap();
+        assert_eq!(p.action, Action::Merge);
+        assert_eq!(p.destination, Destination::Existing(11));
+        assert_eq!(p.input_file_ids().collect::<Vec<_>>(), [1, 11]);
+    }
+
+    /// Skipping a run: file 1 pushed into run 12 past run 11's file 21,
+    /// which shares keys with it, would make the older version newer.
+    #[test]
+    fn a_push_past_an_overlapping_newer_file_is_refused() {
+        let view = tree(vec![
+            (1, 10, vec![file(1, b"a", b"c")]),
+            (2, 11, vec![file(21, b"b", b"d")]),
+            (3, 12, vec![file(31, b"x", b"z")]),
+        ]);
+        let reorder = "reorder versions";
+        refused(
+            &view,
+            &task(&[(1, 10, &[1])], 3, OutputRun::Existing(12)),
+            reorder,
+        );
+        // A new run in level 3 is just as wrong, one in level 2 is fine.
+        refused(&view, &task(&[(1, 10, &[1])], 3, OutputRun::New), reorder);
+        let p = plan(&view, &task(&[(1, 10, &[1])], 2, OutputRun::New)).unwrap();
+        assert_eq!(p.action, Action::Move);
+        // Without shared keys the push is safe, and a move.
+        let view = tree(vec![
+            (1, 10, vec![file(1, b"a", b"c")]),
+            (2, 11, vec![file(21, b"d", b"f")]),
+            (3, 12, vec![file(31, b"x", b"z")]),
+        ]);
+        let p = plan(&view, &task(&[(1, 10, &[1])], 3, OutputRun::Existing(12))).unwrap();
+        assert_eq!(p.action, Action::Move);
+    }
+
+    /// Merging runs 10 and 12 but not run 11 between them: run 12's data
+    /// would rise above run 11's overlapping file.
+    #[test]
+    fn lifting_an_older_input_above_a_newer_file_is_refused() {
+        let view = tree(vec![
+            (1, 10, vec![file(1, b"a", b"c")]),
+            (1, 11, vec![file(21, b"m", b"n")]),
+            (1, 12, vec![file(31, b"l", b"o")]),
+        ]);
+        let inputs: &[(usize, u64, &[u64])] = &[(1, 10, &[1]), (1, 12, &[31])];
+        refused(&view, &task(inputs, 1, OutputRun::New), "reorder versions");
+        // Into run 12's place instead, below run 11: allowed.
+        let p = plan(&view, &task(inputs, 1, OutputRun::Existing(12))).unwrap();
+        assert_eq!(p.action, Action::Merge);
+        // Runs 11 and 12 were older than the output; 12 is also an input,
+        // but files of it that are not inputs would stay behind.
+        assert_eq!(p.older_runs, []);
+        let p = plan(&view, &task(&[(1, 10, &[1])], 1, OutputRun::Existing(11)));
+        assert!(p.is_ok());
+    }
+
+    #[test]
+    fn bad_tasks_are_refused() {
+        let mut view = tree(vec![
+            (0, 10, vec![file(1, b"a", b"c")]),
+            (1, 11, vec![file(2, b"a", b"b"), file(3, b"x", b"z")]),
+        ]);
+        refused(&view, &task(&[(0, 9, &[1])], 1, OutputRun::New), "no run 9");
+        refused(
+            &view,
+            &task(&[(0, 10, &[7])], 1, OutputRun::New),
+            "no file 7",
+        );
+        refused(
+            &view,
+            &task(&[(0, 10, &[1, 1])], 1, OutputRun::New),
+            "named twice",
+        );
+        refused(&view, &task(&[], 1, OutputRun::New), "no input files");
+        refused(
+            &view,
+            &task(&[(0, 10, &[1])], 4, OutputRun::New),
+            "skips a level",
+        );
+        refused(
+            &view,
+            &task(&[(0, 10, &[1])], 1, OutputRun::Existing(5)),
+            "no output run 5",
+        );
+        // File 2 of the output run lies in the merged range but is no input.
+        refused(
+            &view,
+            &task(&[(0, 10, &[1])], 1, OutputRun::Existing(11)),
+            "not an input",
+        );
+        // The output may not rise above its inputs.
+        refused(
+            &view,
+            &task(&[(1, 11, &[3])], 0, OutputRun::Existing(10)),
+            "newer than its inputs",
+        );
+        view.levels[0].runs[0].files[0].busy = true;
+        refused(
+            &view,
+            &task(&[(0, 10, &[1])], 1, OutputRun::New),
+            "being compacted",
+        );
+    }
+
+    #[test]
+    fn apply_places_outputs_and_drops_what_emptied() {
+        let mut view = tree(vec![
+            (0, 10, vec![file(1, b"a", b"c")]),
+            (0, 11, vec![file(2, b"b", b"d")]),
+            (1, 12, vec![file(3, b"a", b"b"), file(4, b"x", b"z")]),
+        ]);
+        // Merge level 0 with file 3 into level 1's run.
+        let p = plan(
+            &view,
+            &task(
+                &[(0, 10, &[1]), (0, 11, &[2]), (1, 12, &[3])],
+                1,
+                OutputRun::Existing(12),
+            ),
+        )
+        .unwrap();
+        assert_eq!(p.input_bytes(), 30);
+        apply(&mut view, &p, vec![file(5, b"a", b"d")], 0);
+        assert_eq!(view.levels[0].runs.len(), 0);
+        let ids: Vec<u64> = view.levels[1].runs[0].files.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [5, 4]);
+        // Move run 12 down to a new run of level 2: level 1 empties.
+        let p = plan(&view, &task(&[(1, 12, &[5, 4])], 2, OutputRun::New)).unwrap();
+        assert_eq!(p.action, Action::Move);
+        let moved = p.inputs[0].files.clone();
+        apply(&mut view, &p, moved, 13);
+        assert_eq!(view.levels.len(), 3);
+        assert!(view.levels[1].runs.is_empty());
+        assert_eq!(view.levels[2].runs[0].id, 13);
+        assert_eq!(view.levels[2].runs[0].order, 1);
+    }
+}
