@@ -140,6 +140,10 @@ impl CompactionPolicy for Leveling {
         format!("leveling:T={},l0={}", self.size_ratio, self.l0_trigger)
     }
 
+    fn size_ratio(&self) -> Option<f64> {
+        Some(self.size_ratio as f64)
+    }
+
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         // Score every level; merge the most urgent first.
         let mut scored: Vec<(f64, usize)> = Vec::new();

@@ -192,6 +192,14 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     fn stalls_writes(&self, _view: &TreeView) -> bool {
         false
     }
+    /// The ratio between the capacities of adjacent levels, for policies
+    /// that grow their levels geometrically. The engine sizes Monkey's
+    /// per-level Bloom filters from it, so the filters follow the policy
+    /// (including after `Db::set_compaction`). Default: none (a stack keeps
+    /// one level).
+    fn size_ratio(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Engine settings a policy spec may default from.

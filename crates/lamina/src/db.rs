@@ -973,7 +973,14 @@ impl Inner {
             return *opts.bloom_bits_per_level.get(level).unwrap_or(last);
         }
         if opts.bloom_monkey {
-            let entries = monkey::geometric_entries(levels.max(level + 1), opts.size_ratio as f64);
+            // The policy's own level ratio when it has one (`leveling:T=4`),
+            // else the engine's default.
+            let t = self
+                .policy
+                .read()
+                .size_ratio()
+                .unwrap_or(opts.size_ratio as f64);
+            let entries = monkey::geometric_entries(levels.max(level + 1), t);
             let bits = monkey::allocate(opts.bloom_bits_per_key, &entries);
             return bits.get(level).copied().unwrap_or(opts.bloom_bits_per_key);
         }

@@ -88,7 +88,9 @@ pub struct Options {
     pub bloom_bits_per_level: Vec<f64>,
     /// Allocate bits per level with Monkey: the memory of
     /// `bloom_bits_per_key` bits per key, spread over the levels (sized
-    /// `T^i`) so as to minimize the sum of their false-positive rates.
+    /// `T^i`, with T the compaction policy's own level ratio, or
+    /// `size_ratio` for a policy without one) so as to minimize the sum of
+    /// their false-positive rates.
     pub bloom_monkey: bool,
     /// Bits per key of the memtable's key filter (0 disables it), sized for
     /// the most entries a full buffer holds: gets of keys the memtable does
@@ -97,7 +99,8 @@ pub struct Options {
     pub memtable_bloom_bits_per_key: f64,
     /// Block cache capacity in bytes (0 disables the cache).
     pub block_cache_bytes: usize,
-    /// Size ratio T between adjacent levels.
+    /// Size ratio T between adjacent levels for compaction specs that leave
+    /// it out, and Monkey's T under a policy that has none.
     pub size_ratio: usize,
     /// Target size of SST files written by compactions.
     pub target_file_size: u64,

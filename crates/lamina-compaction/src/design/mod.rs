@@ -349,6 +349,10 @@ impl CompactionPolicy for Composed {
         self.spec.clone()
     }
 
+    fn size_ratio(&self) -> Option<f64> {
+        Some(self.size_ratio as f64)
+    }
+
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         let (deepest, needs) = self.needs(view);
         needs

@@ -160,6 +160,10 @@ impl CompactionPolicy for Leveled {
         )
     }
 
+    fn size_ratio(&self) -> Option<f64> {
+        Some(self.b as f64)
+    }
+
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         let mut tasks = Vec::new();
         let l0 = &view.level(0).runs;

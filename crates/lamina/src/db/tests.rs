@@ -242,3 +242,31 @@ fn scan_rev_over_memtable_and_levels() {
         "memtable and two disk levels expected, got {levels}"
     );
 }
+
+/// Monkey sizes filters from the policy's own level ratio (`leveling:T=4`
+/// with `Options::size_ratio` 10 uses 4), and follows `set_compaction`.
+#[test]
+fn monkey_follows_the_policys_size_ratio() {
+    let fs = MemFs::new();
+    let db = Db::open(
+        "/db",
+        Options {
+            vfs: Arc::new(fs),
+            compaction: "leveling:T=4".into(),
+            size_ratio: 10,
+            bloom_monkey: true,
+            bloom_bits_per_key: 8.0,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let expect = |t: f64| monkey::allocate(8.0, &monkey::geometric_entries(3, t));
+    let got = |db: &Db| -> Vec<f64> { (0..3).map(|l| db.inner.bloom_bits_for(l, 3)).collect() };
+    assert_eq!(got(&db), expect(4.0));
+    assert_ne!(expect(4.0), expect(10.0));
+    db.set_compaction("leveling:T=8").unwrap();
+    assert_eq!(got(&db), expect(8.0));
+    // A stack keeps no level ratio: the engine's default applies.
+    db.set_compaction("binomial:k=4").unwrap();
+    assert_eq!(got(&db), expect(10.0));
+}
