@@ -23,6 +23,7 @@ use crate::compaction::{
     CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, TaskInput, TreeView,
 };
 use crate::error::{Error, Result};
+use crate::filename::{self, wal_name, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
 use crate::manifest::{self, Counters, Manifest};
@@ -35,15 +36,35 @@ use crate::tables::{RunIterator, TableLoader};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
 
-/// Name of WAL number `n`.
-pub(crate) fn wal_name(n: u64) -> String {
-    format!("{n:06}.log")
-}
-
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Hands out file numbers: one counter for logs, tables and manifests,
+/// skipping the numbers of lamina-named files the database does not own.
+#[derive(Debug)]
+struct FileNumbers {
+    next: AtomicU64,
+    /// Sorted; usually empty.
+    reserved: Vec<u64>,
+}
+
+impl FileNumbers {
+    fn alloc(&self) -> u64 {
+        loop {
+            let n = self.next.fetch_add(1, Ordering::SeqCst);
+            if self.reserved.binary_search(&n).is_err() {
+                return n;
+            }
+        }
+    }
+
+    /// The next number to hand out: what the manifest records as issued.
+    fn peek(&self) -> u64 {
+        self.next.load(Ordering::SeqCst)
+    }
 }
 
 /// What a reader pins: memtables and the tree at one instant.
@@ -115,7 +136,7 @@ struct Inner {
     visible_seq: AtomicU64,
     /// Sequence number of the last write assigned (leader only).
     last_seq: AtomicU64,
-    next_file: AtomicU64,
+    numbers: FileNumbers,
     snapshots: Mutex<BTreeMap<u64, usize>>,
     policy: RwLock<Arc<dyn CompactionPolicy>>,
     shutdown: AtomicBool,
@@ -183,8 +204,11 @@ impl Db {
         let dir = path.as_ref().to_path_buf();
         validate(&opts)?;
         let vfs = Arc::clone(&opts.vfs);
+        // Checked before anything is created (not even LOCK), and again
+        // under the lock below.
+        refuse_orphaned_files(vfs.as_ref(), &dir)?;
         vfs.create_dir_all(&dir)?;
-        let lock = vfs.lock(&dir.join("LOCK"))?;
+        let lock = vfs.lock(&dir.join(filename::LOCK))?;
         let policy: Arc<dyn CompactionPolicy> =
             Arc::from(policy_from_spec(&opts.compaction, policy_defaults(&opts))?);
         let io = Arc::new(IoStats::default());
@@ -197,33 +221,57 @@ impl Db {
         });
 
         let recovered = manifest::recover(vfs.as_ref(), &dir)?;
-        if recovered.is_none() && !opts.create_if_missing {
-            return Err(Error::InvalidArgument(format!(
-                "no database in {}",
-                dir.display()
-            )));
+        let mut leftovers = Vec::new();
+        if recovered.is_none() {
+            leftovers = refuse_orphaned_files(vfs.as_ref(), &dir)?;
+            if !opts.create_if_missing {
+                return Err(Error::InvalidArgument(format!(
+                    "no database in {}",
+                    dir.display()
+                )));
+            }
         }
         let (version, mut counters, old_manifest) = recovered.map_or(
             (Version::default(), Counters::default(), None),
             |(v, c, n)| (v, c, Some(n)),
         );
+        // What the manifest proves: every number below `issued` was handed
+        // out by this database, and logs below `log_number` are obsolete.
+        let (issued, old_log_number) = (counters.next_file_number, counters.log_number);
         let names = vfs.list(&dir)?;
-        let max_number = names
-            .iter()
-            .filter_map(|n| file_number(n))
-            .max()
-            .unwrap_or(0);
-        let next_file = AtomicU64::new(counters.next_file_number.max(max_number + 1).max(1));
-        let alloc = || next_file.fetch_add(1, Ordering::SeqCst);
-
         // Replay the WALs that are not yet in SSTs into one memtable, then
         // flush it so the new manifest makes every old log obsolete.
         let mut wals: Vec<u64> = names
             .iter()
-            .filter_map(|n| n.strip_suffix(".log").and_then(|s| s.parse().ok()))
-            .filter(|&n| n >= counters.log_number)
+            .filter_map(|n| match filename::parse(n) {
+                Some((FileKind::Wal, n)) if n >= old_log_number => Some(n),
+                _ => None,
+            })
             .collect();
         wals.sort_unstable();
+        // Numbers continue past everything this database owns; lamina-named
+        // files numbered beyond that are not provably its own, so they are
+        // kept and their numbers skipped.
+        let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+        let owned_max = wals
+            .iter()
+            .chain(&live)
+            .chain(&old_manifest)
+            .copied()
+            .max()
+            .unwrap_or(0);
+        let start = issued.max(owned_max + 1).max(1);
+        let mut reserved: Vec<u64> = names
+            .iter()
+            .filter_map(|n| filename::parse(n).map(|(_, n)| n))
+            .filter(|&n| n >= start)
+            .collect();
+        reserved.sort_unstable();
+        let numbers = FileNumbers {
+            next: AtomicU64::new(start),
+            reserved,
+        };
+        let alloc = || numbers.alloc();
         let mut last_seq = counters.last_seq;
         let replay = Arc::new(MemTable::new(0));
         for &n in &wals {
@@ -246,21 +294,28 @@ impl Db {
         }
         let wal_number = alloc();
         let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
+        let manifest_number = alloc();
         counters.log_number = wal_number;
         counters.last_seq = last_seq;
-        counters.next_file_number = next_file.load(Ordering::SeqCst) + 1;
-        let manifest = Manifest::create(vfs.as_ref(), &dir, alloc(), &version, counters)?;
-        counters.next_file_number = next_file.load(Ordering::SeqCst);
+        counters.next_file_number = numbers.peek();
+        let manifest = Manifest::create(vfs.as_ref(), &dir, manifest_number, &version, counters)?;
 
-        // Everything not referenced by the new manifest is garbage now.
+        // Garbage is only what the manifest proves obsolete: tables and
+        // manifests it numbered and no longer references, logs below its
+        // log number, and the logs just replayed into the new tree. A file
+        // numbered beyond what it issued (an output whose edit never made
+        // it, or a file lamina did not write) is left alone, as is every
+        // name lamina does not write.
         let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
         for name in vfs.list(&dir)? {
-            let obsolete = match file_number(&name) {
-                Some(n) if name.ends_with(".sst") => !live.contains(&n),
-                Some(n) if name.ends_with(".log") => n != wal_number,
-                Some(n) if name.starts_with("MANIFEST-") => n != manifest.number(),
-                _ => name == "CURRENT.tmp",
-            };
+            let obsolete = match filename::parse(&name) {
+                Some((FileKind::Table, n)) => n < issued && !live.contains(&n),
+                Some((FileKind::Wal, n)) => {
+                    n != wal_number && (n < old_log_number || wals.contains(&n))
+                }
+                Some((FileKind::Manifest, n)) => n < issued && n != manifest.number(),
+                None => name == filename::CURRENT_TMP,
+            } || leftovers.contains(&name);
             if obsolete {
                 vfs.remove(&dir.join(&name))?;
             }
@@ -306,7 +361,7 @@ impl Db {
             }),
             visible_seq: AtomicU64::new(last_seq),
             last_seq: AtomicU64::new(last_seq),
-            next_file,
+            numbers,
             snapshots: Mutex::new(BTreeMap::new()),
             policy: RwLock::new(policy),
             shutdown: AtomicBool::new(false),
@@ -553,6 +608,61 @@ fn validate(opts: &Options) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a directory that holds lamina's files with data but no
+/// `CURRENT`: opening it as a new database would lose them (LevelDB's
+/// `RepairDB` case). Files a creation that failed before its `CURRENT` was
+/// written leaves behind hold no data (empty logs, manifests of an empty
+/// tree, `CURRENT.tmp`); their names are returned, to be removed once the
+/// new database is durable.
+fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
+    if !vfs.exists(dir) || vfs.exists(&dir.join(filename::CURRENT)) {
+        return Ok(Vec::new());
+    }
+    let mut leftovers = Vec::new();
+    let mut with_data = Vec::new();
+    for name in vfs.list(dir)? {
+        let Some((kind, _)) = filename::parse(&name) else {
+            if name == filename::CURRENT_TMP {
+                leftovers.push(name);
+            }
+            continue;
+        };
+        let path = dir.join(&name);
+        let empty = match kind {
+            FileKind::Table => false,
+            FileKind::Wal => vfs.open_read(&path)?.is_empty(),
+            FileKind::Manifest => {
+                let data = vfs.read_all(&path)?;
+                let mut files = 0;
+                read_records(&data, &name, |_, payload| {
+                    files += VersionEdit::decode(payload).map_or(1, |e| e.added_files.len());
+                    Ok(())
+                })
+                .is_ok_and(|_| files == 0)
+            }
+        };
+        if empty {
+            leftovers.push(name);
+        } else {
+            with_data.push(name);
+        }
+    }
+    if with_data.is_empty() {
+        return Ok(leftovers);
+    }
+    with_data.sort();
+    let shown = with_data.len().min(3);
+    Err(Error::NeedsRepair {
+        dir: dir.to_path_buf(),
+        reason: format!(
+            "it has no CURRENT file but holds {} of lamina's files with data ({}{})",
+            with_data.len(),
+            with_data[..shown].join(", "),
+            if with_data.len() > shown { ", ..." } else { "" }
+        ),
+    })
+}
+
 /// The memtable that logs its writes in WAL `wal_number`.
 fn new_memtable(opts: &Options, wal_number: u64) -> MemTable {
     MemTable::with_filter(
@@ -575,15 +685,6 @@ fn table_options(opts: &Options) -> TableOptions {
         bloom_bits_per_key: opts.bloom_bits_per_key,
         ..TableOptions::default()
     }
-}
-
-/// The number in an engine file name (`000012.sst`, `000012.log`, `MANIFEST-000012`).
-pub(crate) fn file_number(name: &str) -> Option<u64> {
-    let stem = name
-        .strip_suffix(".sst")
-        .or_else(|| name.strip_suffix(".log"))
-        .or_else(|| name.strip_prefix("MANIFEST-"))?;
-    stem.parse().ok()
 }
 
 /// Replays WAL `n` into `mem`; returns the largest sequence number seen.
@@ -621,7 +722,7 @@ impl Inner {
     }
 
     fn alloc_id(&self) -> u64 {
-        self.next_file.fetch_add(1, Ordering::SeqCst)
+        self.numbers.alloc()
     }
 
     fn smallest_snapshot(&self) -> u64 {
@@ -1054,7 +1155,7 @@ impl Inner {
         }
         // Reserve a number for a possible fresh manifest before stamping.
         let spare = self.alloc_id();
-        counters.next_file_number = self.next_file.load(Ordering::SeqCst);
+        counters.next_file_number = self.numbers.peek();
         edit.next_file_number = Some(counters.next_file_number);
         edit.last_seq = Some(counters.last_seq);
         edit.log_number = Some(counters.log_number);

@@ -39,6 +39,16 @@ pub enum Error {
     /// A caller passed an argument the engine cannot honour.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The directory holds a database that cannot be opened as it is (its
+    /// `CURRENT` or manifest is missing); nothing was changed. `lamina
+    /// repair DIR` rebuilds it from the files that are intact.
+    #[error("{} cannot be opened: {reason}; nothing was changed. Run `lamina repair {}` to rebuild the database from its intact files", .dir.display(), .dir.display())]
+    NeedsRepair {
+        /// The database directory.
+        dir: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
@@ -102,6 +112,10 @@ impl Error {
                 reason: reason.clone(),
             },
             Error::Locked(p) => Error::Locked(p.clone()),
+            Error::NeedsRepair { dir, reason } => Error::NeedsRepair {
+                dir: dir.clone(),
+                reason: reason.clone(),
+            },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Closed => Error::Closed,
             Error::Background(s) => Error::Background(s.clone()),

@@ -13,6 +13,7 @@ pub mod coding;
 pub mod compaction;
 mod db;
 pub mod error;
+pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iter;

@@ -16,13 +16,8 @@ use crate::record::{append_record, read_records};
 use crate::version::{Version, VersionEdit};
 use crate::vfs::{Vfs, WritableFile};
 
-/// Name of the file pointing at the live manifest.
-pub const CURRENT: &str = "CURRENT";
-
-/// Name of manifest number `n`.
-pub fn manifest_name(n: u64) -> String {
-    format!("MANIFEST-{n:06}")
-}
+use crate::filename::CURRENT_TMP;
+pub use crate::filename::{manifest_name, CURRENT};
 
 /// Counters persisted with the tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,7 +74,7 @@ impl Manifest {
         counters.stamp(&mut snapshot);
         append_record(file.as_mut(), &snapshot.encode())?;
         file.sync()?;
-        let tmp = dir.join("CURRENT.tmp");
+        let tmp = dir.join(CURRENT_TMP);
         let mut current = vfs.create(&tmp)?;
         current.append(format!("{name}\n").as_bytes())?;
         current.sync()?;
@@ -139,7 +134,14 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path) -> Result<Option<(Version, Counters, u
     let number = name["MANIFEST-".len()..]
         .parse::<u64>()
         .map_err(|_| Error::corruption(CURRENT, 0, "bad manifest number"))?;
-    let data = vfs.read_all(&dir.join(name))?;
+    let manifest_path = dir.join(name);
+    if !vfs.exists(&manifest_path) {
+        return Err(Error::NeedsRepair {
+            dir: dir.to_path_buf(),
+            reason: format!("CURRENT names {name}, which does not exist"),
+        });
+    }
+    let data = vfs.read_all(&manifest_path)?;
     let mut version = Version::default();
     let mut counters = Counters::default();
     let mut records = 0;

@@ -12,10 +12,7 @@ use crate::stats::IoStats;
 use crate::version::FileMeta;
 use crate::vfs::Vfs;
 
-/// The name of SST file `id`.
-pub fn sst_name(id: u64) -> String {
-    format!("{id:06}.sst")
-}
+pub use crate::filename::sst_name;
 
 /// Opens tables on first use and remembers them in their `FileMeta`.
 #[derive(Debug)]

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::batch::decode_record;
-use crate::db::{file_number, wal_name};
 use crate::error::{Error, Result};
+use crate::filename::{self, wal_name, FileKind};
 use crate::manifest::{self, manifest_name};
 use crate::record::read_records;
 use crate::stats::IoStats;
@@ -118,9 +118,10 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
     let names = vfs.list(dir)?;
     let mut wals: Vec<u64> = names
         .iter()
-        .filter(|n| n.ends_with(".log"))
-        .filter_map(|n| file_number(n))
-        .filter(|&n| n >= counters.log_number)
+        .filter_map(|n| match filename::parse(n) {
+            Some((FileKind::Wal, n)) if n >= counters.log_number => Some(n),
+            _ => None,
+        })
         .collect();
     wals.sort_unstable();
     for n in wals {
@@ -141,8 +142,9 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
     }
     report.unreferenced_tables = names
         .into_iter()
-        .filter(|n| n.ends_with(".sst"))
-        .filter(|n| file_number(n).is_some_and(|id| !live.contains(&id)))
+        .filter(
+            |n| matches!(filename::parse(n), Some((FileKind::Table, id)) if !live.contains(&id)),
+        )
         .collect();
     report.unreferenced_tables.sort();
     Ok(report)

@@ -270,3 +270,14 @@ fn monkey_follows_the_policys_size_ratio() {
     db.set_compaction("binomial:k=4").unwrap();
     assert_eq!(got(&db), expect(10.0));
 }
+
+#[test]
+fn file_numbers_skip_reserved_ones() {
+    let n = FileNumbers {
+        next: AtomicU64::new(2),
+        reserved: vec![3, 4, 7],
+    };
+    let got: Vec<u64> = (0..4).map(|_| n.alloc()).collect();
+    assert_eq!(got, [2, 5, 6, 8]);
+    assert_eq!(n.peek(), 9);
+}

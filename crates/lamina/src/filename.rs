@@ -1,0 +1,108 @@
+//! The names of the files in a database directory (LevelDB's `filename.h`).
+//!
+//! | file | name |
+//! |---|---|
+//! | write-ahead log `n` | `NNNNNN.log` (at least six digits) |
+//! | SST `n` | `NNNNNN.sst` |
+//! | manifest `n` | `MANIFEST-NNNNNN` |
+//! | pointer to the live manifest | `CURRENT` (and `CURRENT.tmp` while it is replaced) |
+//! | the directory lock | `LOCK` |
+//!
+//! Every numbered file takes its number from one counter, so numbers never
+//! repeat across kinds. [`parse`] recognises exactly the names the engine
+//! writes: `12.sst`, `000012.sst.bak` or `MANIFEST-x` are not lamina's, and
+//! nothing in the engine ever deletes them.
+
+/// Name of the file pointing at the live manifest.
+pub const CURRENT: &str = "CURRENT";
+/// Name of the file a new `CURRENT` is written to before it is renamed.
+pub const CURRENT_TMP: &str = "CURRENT.tmp";
+/// Name of the directory lock.
+pub const LOCK: &str = "LOCK";
+
+/// The kinds of numbered files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A write-ahead log.
+    Wal,
+    /// A sorted-string table.
+    Table,
+    /// A manifest.
+    Manifest,
+}
+
+/// Name of WAL number `n`.
+pub fn wal_name(n: u64) -> String {
+    format!("{n:06}.log")
+}
+
+/// Name of SST number `n`.
+pub fn sst_name(n: u64) -> String {
+    format!("{n:06}.sst")
+}
+
+/// Name of manifest number `n`.
+pub fn manifest_name(n: u64) -> String {
+    format!("MANIFEST-{n:06}")
+}
+
+/// The name of numbered file `n` of `kind`.
+pub fn name_of(kind: FileKind, n: u64) -> String {
+    match kind {
+        FileKind::Wal => wal_name(n),
+        FileKind::Table => sst_name(n),
+        FileKind::Manifest => manifest_name(n),
+    }
+}
+
+/// The kind and number of a numbered file, if `name` is exactly a name the
+/// engine writes.
+pub fn parse(name: &str) -> Option<(FileKind, u64)> {
+    let (kind, digits) = if let Some(d) = name.strip_suffix(".log") {
+        (FileKind::Wal, d)
+    } else if let Some(d) = name.strip_suffix(".sst") {
+        (FileKind::Table, d)
+    } else {
+        (FileKind::Manifest, name.strip_prefix("MANIFEST-")?)
+    };
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    // Round trip: `12.sst` or `0000012.sst` are not names we write.
+    (name_of(kind, n) == name).then_some((kind, n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_engines_own_names_parse() {
+        assert_eq!(parse("000012.sst"), Some((FileKind::Table, 12)));
+        assert_eq!(parse("000007.log"), Some((FileKind::Wal, 7)));
+        assert_eq!(parse("MANIFEST-000003"), Some((FileKind::Manifest, 3)));
+        assert_eq!(parse("1234567.sst"), Some((FileKind::Table, 1_234_567)));
+        for not_ours in [
+            "12.sst",
+            "0000012.sst",
+            "000012.sst.bak",
+            "+00012.sst",
+            "MANIFEST-",
+            "MANIFEST-x",
+            "MANIFEST-12",
+            "CURRENT",
+            "LOCK",
+            "notes.txt",
+            ".log",
+            "99999999999999999999999.log",
+        ] {
+            assert_eq!(parse(not_ours), None, "{not_ours}");
+        }
+        for kind in [FileKind::Wal, FileKind::Table, FileKind::Manifest] {
+            for n in [0, 1, 999_999, 1_000_000, u64::MAX] {
+                assert_eq!(parse(&name_of(kind, n)), Some((kind, n)));
+            }
+        }
+    }
+}
