@@ -12,6 +12,7 @@ mod experiment;
 mod fjall_peer;
 mod gen;
 mod kvops;
+mod repair;
 mod serve;
 mod sim;
 mod verify;
@@ -47,6 +48,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Check every block of every file and the manifest of a database.
     Verify(verify::VerifyArgs),
+    /// Rebuild a database whose CURRENT or manifest is missing or damaged.
+    Repair(repair::RepairArgs),
     /// Run a sweep of strategies x parameters x workloads (resumable).
     Experiment(experiment::ExperimentArgs),
 }
@@ -71,6 +74,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Repair(args) => repair::run(args),
         Command::Experiment(args) => experiment::run(args),
     }
 }

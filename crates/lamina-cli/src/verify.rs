@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use lamina::vfs::OsFs;
 
@@ -19,8 +19,15 @@ pub struct VerifyArgs {
 /// Prints a summary and succeeds if every file checks out; otherwise fails
 /// with the first problem (file, byte offset, what is wrong).
 pub fn run(args: VerifyArgs) -> Result<()> {
-    let report = lamina::verify(Arc::new(OsFs), &args.dir)
-        .with_context(|| format!("{} failed verification", args.dir.display()))?;
+    let report = lamina::verify(Arc::new(OsFs), &args.dir).map_err(|e| {
+        let dir = args.dir.display();
+        let hint = if e.is_corruption() {
+            format!(" (`lamina repair {dir}` rebuilds it from its intact files)")
+        } else {
+            String::new()
+        };
+        anyhow::Error::new(e).context(format!("{dir} failed verification{hint}"))
+    })?;
     println!("{report}");
     Ok(())
 }

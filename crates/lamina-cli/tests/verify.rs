@@ -51,3 +51,35 @@ fn verify_reports_clean_and_damaged_databases() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no database"));
 }
+
+#[test]
+fn verify_points_to_repair_which_rebuilds_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut dsl = String::new();
+    for k in 0..5_000 {
+        dsl.push_str(&format!("p {k} {}\n", k + 1));
+    }
+    exec(&dir, &["--buffer-bytes", "64K"], dsl.into_bytes());
+    std::fs::remove_file(dir.join("CURRENT")).unwrap();
+
+    // Opening refuses and names the way out.
+    let out = run_with_input(&["exec", "--dir", dir.to_str().unwrap()], b"g 1\n".to_vec());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!("lamina repair {}", dir.display())),
+        "{stderr}"
+    );
+
+    let out = Command::new(bin())
+        .arg("repair")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("moved"), "{stdout}");
+    assert!(verify(&dir).status.success());
+    assert_eq!(exec(&dir, &[], b"g 1\ng 4999\n".to_vec()), "2\n5000\n");
+}

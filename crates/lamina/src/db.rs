@@ -23,7 +23,7 @@ use crate::compaction::{
     CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, TaskInput, TreeView,
 };
 use crate::error::{Error, Result};
-use crate::filename::{self, wal_name, FileKind};
+use crate::filename::{self, wal_name, FileKind, FileNumbers};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
 use crate::manifest::{self, Counters, Manifest};
@@ -40,31 +40,6 @@ pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Hands out file numbers: one counter for logs, tables and manifests,
-/// skipping the numbers of lamina-named files the database does not own.
-#[derive(Debug)]
-struct FileNumbers {
-    next: AtomicU64,
-    /// Sorted; usually empty.
-    reserved: Vec<u64>,
-}
-
-impl FileNumbers {
-    fn alloc(&self) -> u64 {
-        loop {
-            let n = self.next.fetch_add(1, Ordering::SeqCst);
-            if self.reserved.binary_search(&n).is_err() {
-                return n;
-            }
-        }
-    }
-
-    /// The next number to hand out: what the manifest records as issued.
-    fn peek(&self) -> u64 {
-        self.next.load(Ordering::SeqCst)
-    }
 }
 
 /// What a reader pins: memtables and the tree at one instant.

@@ -13,6 +13,8 @@
 //! writes: `12.sst`, `000012.sst.bak` or `MANIFEST-x` are not lamina's, and
 //! nothing in the engine ever deletes them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// Name of the file pointing at the live manifest.
 pub const CURRENT: &str = "CURRENT";
 /// Name of the file a new `CURRENT` is written to before it is renamed.
@@ -71,6 +73,31 @@ pub fn parse(name: &str) -> Option<(FileKind, u64)> {
     let n: u64 = digits.parse().ok()?;
     // Round trip: `12.sst` or `0000012.sst` are not names we write.
     (name_of(kind, n) == name).then_some((kind, n))
+}
+
+/// Hands out file numbers: one counter for logs, tables and manifests,
+/// skipping the numbers of lamina-named files the database does not own.
+#[derive(Debug)]
+pub(crate) struct FileNumbers {
+    pub(crate) next: AtomicU64,
+    /// Sorted; usually empty.
+    pub(crate) reserved: Vec<u64>,
+}
+
+impl FileNumbers {
+    pub(crate) fn alloc(&self) -> u64 {
+        loop {
+            let n = self.next.fetch_add(1, Ordering::SeqCst);
+            if self.reserved.binary_search(&n).is_err() {
+                return n;
+            }
+        }
+    }
+
+    /// The next number to hand out: what the manifest records as issued.
+    pub(crate) fn peek(&self) -> u64 {
+        self.next.load(Ordering::SeqCst)
+    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,8 @@ pub struct VerifyReport {
     /// of the valid prefix.
     pub torn_wal_tails: Vec<(String, u64)>,
     /// SSTs in the directory that the manifest does not reference (outputs
-    /// of an interrupted flush or compaction; the next open deletes them).
+    /// of an interrupted flush or compaction, which the next open deletes
+    /// when the manifest issued their numbers, or files lamina did not write).
     pub unreferenced_tables: Vec<String>,
 }
 
@@ -83,7 +84,7 @@ impl fmt::Display for VerifyReport {
         for name in &self.unreferenced_tables {
             writeln!(
                 f,
-                "note: {name} is not in the manifest (the next open deletes it)"
+                "note: {name} is not in the manifest (the next open deletes it if the manifest issued its number, else leaves it alone)"
             )?;
         }
         write!(f, "OK")
