@@ -90,7 +90,7 @@ table_engine() {
             local start end
             start=$(date +%s.%N)
             "$LAMINA" bench --benchmarks=fillseq --num="$num" --write_buffer_size="$ENGINE_BUFFER" \
-                --compaction="$p:k=$k" --db="$WORKDIR/db" --stats-json="$json" >&2
+                --compaction="$p:k=$k" --db="$WORKDIR/db" --destroy_db --stats-json="$json" >&2
             end=$(date +%s.%N)
             python3 - "$json" "$p" "$k" "$start" "$end" >>"$out" <<'EOF'
 import json, sys

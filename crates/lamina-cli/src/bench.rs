@@ -18,7 +18,7 @@
 //! [`Store`], so `--engine fjall` (feature `peer-fjall`) runs the same code
 //! on the fjall peer.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
@@ -30,6 +30,7 @@ use lamina_workload::{YcsbGenerator, YcsbSpec, YcsbWorkload};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
+use crate::dbdir::{self, Existing};
 use crate::kvops::{apply, encode_key, key_buffer, value_pool, Store, ValueGen};
 
 /// The benchmarks `--benchmarks` accepts (besides `ycsb-load`, `ycsb-a` ...
@@ -110,10 +111,17 @@ pub struct BenchArgs {
     /// Database directory.
     #[arg(long = "db", value_name = "DIR", default_value = "/tmp/lamina-bench")]
     pub db: PathBuf,
-    /// Reuse the database in --db instead of deleting it first.
+    /// Reuse the database in --db (never while another process has it open).
     #[arg(long = "use_existing_db", value_name = "BOOL", num_args = 0..=1,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub use_existing_db: bool,
+    /// Delete the database in --db first: its lamina files only (CURRENT,
+    /// MANIFEST-*, *.sst, *.log), never the directory or other files, and
+    /// never while another process has it open. Without this or
+    /// --use_existing_db, a --db holding a database is refused.
+    #[arg(long = "destroy_db", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub destroy_db: bool,
     /// Seed of the random key streams (the n-th thread started uses seed + n).
     #[arg(long = "seed", value_name = "N", default_value_t = 301)]
     pub seed: u64,
@@ -192,9 +200,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
 }
 
 fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
-    if !args.use_existing_db {
-        destroy_db(&args.db, &["CURRENT", "LOCK"])?;
-    }
+    let existing = match (args.use_existing_db, args.destroy_db) {
+        (true, true) => bail!("--use_existing_db and --destroy_db contradict each other"),
+        (true, false) => Existing::Reuse,
+        (false, true) => Existing::Destroy,
+        (false, false) => Existing::Refuse,
+    };
+    dbdir::prepare(
+        &args.db,
+        existing,
+        "pass --destroy_db to delete its lamina files first, or --use_existing_db to reuse it",
+    )?;
     let mut opts = Options {
         write_buffer_size: args.write_buffer_size,
         bloom_bits_per_key: args.bloom_bits,
@@ -240,10 +256,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
 
 #[cfg(feature = "peer-fjall")]
 fn run_fjall(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
-    use crate::fjall_peer::{FjallOptions, FjallStore, MARKER};
-    if !args.use_existing_db {
-        destroy_db(&args.db, &[MARKER])?;
-    }
+    use crate::fjall_peer::{prepare_dir, FjallOptions, FjallStore};
+    prepare_dir(&args.db, args.use_existing_db, args.destroy_db)?;
     if args.stats_json.is_some() {
         eprintln!("WARNING: --stats-json is lamina's statistics; ignored for fjall");
     }
@@ -290,33 +304,6 @@ fn run_benchmarks(
         report.print(name);
     }
     Ok(())
-}
-
-/// Deletes the database directory, refusing to touch a non-empty directory
-/// without one of the engine's `markers` (files at the root of a database).
-fn destroy_db(dir: &Path, markers: &[&str]) -> Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    let mut empty = true;
-    let mut ours = false;
-    for entry in entries {
-        let name = entry?.file_name();
-        empty = false;
-        if markers.iter().any(|m| name == *m) {
-            ours = true;
-        }
-    }
-    if !empty && !ours {
-        bail!(
-            "refusing to delete {}: not empty and not a database of this engine \
-             (pass --use_existing_db or pick another --db)",
-            dir.display()
-        );
-    }
-    std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))
 }
 
 fn print_header(args: &BenchArgs) {

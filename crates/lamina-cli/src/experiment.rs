@@ -23,6 +23,7 @@ use lamina_sim::plot::{plot_lines, Curve, LinesOptions};
 use lamina_workload::{KvGenerator, KvOp, KvSpec, YcsbGenerator, YcsbSpec, YcsbWorkload};
 use serde::Deserialize;
 
+use crate::dbdir;
 use crate::kvops::{apply, key_buffer, value_pool, ValueGen};
 
 /// Flags of `lamina experiment`.
@@ -494,8 +495,12 @@ fn sweep(
     for (i, run) in todo.iter().enumerate() {
         bar.set_prefix(format!("run {}/{}", i + 1, todo.len()));
         bar.set_message(run.id.clone());
-        let dir = work.join(format!("lamina-experiment-{}", std::process::id()));
-        let measured = execute(run, &dir, &bar).with_context(|| format!("run {}", run.id))?;
+        // A directory this run creates, and so may delete afterwards.
+        let dir = dbdir::create_scratch(&work, "lamina-experiment")?;
+        let measured = execute(run, &dir, &bar);
+        let removed = std::fs::remove_dir_all(&dir);
+        let measured = measured.with_context(|| format!("run {}", run.id))?;
+        removed.with_context(|| format!("deleting {}", dir.display()))?;
         let mut row = vec![
             run.id.clone(),
             run.strategy.clone(),
@@ -538,12 +543,11 @@ fn open_append(path: &Path) -> Result<File> {
         .with_context(|| format!("opening {}", path.display()))
 }
 
-/// Runs one combination on a fresh database in `dir` (deleted before and
-/// after). A YCSB transaction workload first loads its records, timed
+/// Runs one combination on a fresh database in `dir`, a new empty
+/// directory. A YCSB transaction workload first loads its records, timed
 /// apart; the stats are taken after a final flush so that every ingested
 /// byte is on disk.
 fn execute(run: &Run, dir: &Path, bar: &ProgressBar) -> Result<Measured> {
-    remove_dir(dir)?;
     let db =
         Db::open(dir, run.opts.clone()).with_context(|| format!("opening {}", dir.display()))?;
     let w = &run.workload;
@@ -594,7 +598,6 @@ fn execute(run: &Run, dir: &Path, bar: &ProgressBar) -> Result<Measured> {
     db.flush()?;
     let stats = db.stats();
     db.close()?;
-    remove_dir(dir)?;
     Ok(Measured {
         ops,
         seconds,
@@ -603,15 +606,6 @@ fn execute(run: &Run, dir: &Path, bar: &ProgressBar) -> Result<Measured> {
         found,
         stats,
     })
-}
-
-fn remove_dir(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("deleting {}", dir.display()))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Draws plot `p` from results.csv: mean `y` per (curve, x) over the

@@ -10,15 +10,43 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use fjall::{
     CompressionType, Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode,
 };
 
 use crate::kvops::{visit_first, Store};
 
-/// The file fjall keeps at the root of a keyspace (its `FJALL_MARKER`).
-pub const MARKER: &str = "version";
+/// The file `lamina bench` leaves in a fjall directory it created: only
+/// such a directory may be deleted (`--destroy_db`).
+const CREATED_BY_BENCH: &str = "LAMINA-BENCH-CREATED";
+
+/// Prepares `dir` for a fjall run: an absent or empty directory is created
+/// and marked as the bench's; a non-empty one is reused with
+/// `use_existing`, deleted with `destroy` only if the bench created it, and
+/// refused otherwise.
+pub fn prepare_dir(dir: &Path, use_existing: bool, destroy: bool) -> Result<()> {
+    let empty = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    if !empty {
+        if use_existing {
+            return Ok(());
+        }
+        if !(destroy && dir.join(CREATED_BY_BENCH).is_file()) {
+            bail!(
+                "{} is not empty and was not created by lamina bench; pass --use_existing_db, or pick another --db",
+                dir.display()
+            );
+        }
+        std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join(CREATED_BY_BENCH), b"")
+        .with_context(|| format!("marking {}", dir.display()))
+}
 
 /// One fjall partition of a keyspace in `--db`.
 pub struct FjallStore {

@@ -5,6 +5,7 @@
 
 mod bench;
 mod client;
+mod dbdir;
 mod engine_opts;
 mod exec;
 mod experiment;

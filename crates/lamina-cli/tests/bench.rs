@@ -2,6 +2,8 @@
 //! follow from the benchmarks' definitions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Command;
 
 fn bench(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
@@ -94,4 +96,94 @@ fn unknown_benchmarks_and_engines_are_refused() {
     assert!(!ok && err.contains("nosuch"), "{err}");
     let (ok, _, err) = bench(dir.path(), &["--engine=other", "--num=10"]);
     assert!(!ok && err.contains("other"), "{err}");
+}
+
+/// Names and bytes of every file directly in `dir`.
+fn files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+const SMALL: &[&str] = &[
+    "--benchmarks=fillrandom",
+    "--num=2000",
+    "--write_buffer_size=16384",
+];
+
+#[test]
+fn bench_never_touches_a_database_a_server_has_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let server = common::ServerProc::start(&db, &[]);
+    let before = files(&db);
+    for flags in [&[][..], &["--destroy_db"], &["--use_existing_db"]] {
+        let (ok, _, err) = bench(tmp.path(), &[SMALL, flags].concat());
+        assert!(!ok, "{flags:?}");
+        assert!(err.contains("in use by another lamina process"), "{err}");
+        assert_eq!(files(&db), before, "{flags:?}");
+    }
+    server.stop();
+}
+
+#[test]
+fn bench_refuses_an_existing_database_unless_told_and_deletes_only_lamina_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (ok, _, err) = bench(tmp.path(), SMALL);
+    assert!(ok, "{err}");
+    std::fs::write(db.join("notes.txt"), b"keep me").unwrap();
+    std::fs::create_dir(db.join("lost")).unwrap();
+    std::fs::write(db.join("lost").join("000001.sst"), b"kept by repair").unwrap();
+    let before = files(&db);
+
+    // A second run over the database is refused, nothing changed.
+    let (ok, _, err) = bench(tmp.path(), SMALL);
+    assert!(!ok);
+    assert!(err.contains("--destroy_db"), "{err}");
+    assert_eq!(files(&db), before);
+
+    // --destroy_db deletes the database's files, and nothing else.
+    let (ok, out, err) = bench(tmp.path(), &[SMALL, &["--destroy_db", "--seed=7"]].concat());
+    assert!(ok, "{err}");
+    assert!(line(&out, "fillrandom").contains("ops/sec"));
+    assert_eq!(std::fs::read(db.join("notes.txt")).unwrap(), b"keep me");
+    assert_eq!(
+        std::fs::read(db.join("lost").join("000001.sst")).unwrap(),
+        b"kept by repair"
+    );
+    let old_tables: Vec<&String> = before.keys().filter(|n| n.ends_with(".sst")).collect();
+    assert!(!old_tables.is_empty());
+    let after = files(&db);
+    // Fresh database: none of the old tables' bytes survive under their names.
+    for t in old_tables {
+        assert_ne!(after.get(t), before.get(t), "{t} survived --destroy_db");
+    }
+
+    // --use_existing_db reuses it: the keys written before are found.
+    let (ok, out, err) = bench(
+        tmp.path(),
+        &["--use_existing_db", "--benchmarks=readseq", "--num=2000"],
+    );
+    assert!(ok, "{err}");
+    assert!(line(&out, "readseq").contains("ops/sec"), "{out}");
+}
+
+#[test]
+fn bench_runs_in_a_directory_of_other_files_and_leaves_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    std::fs::create_dir(&db).unwrap();
+    std::fs::write(db.join("README"), b"mine").unwrap();
+    let (ok, _, err) = bench(tmp.path(), SMALL);
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read(db.join("README")).unwrap(), b"mine");
 }

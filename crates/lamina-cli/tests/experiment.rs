@@ -80,7 +80,25 @@ fn expected_ids() -> HashSet<String> {
 fn tiny_sweep_writes_one_row_per_run_and_plots() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("spec.toml"), SPEC).unwrap();
+    // The work directory's other contents are not the experiment's.
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("someone-else")).unwrap();
+    std::fs::write(
+        work.join("someone-else").join("CURRENT"),
+        b"MANIFEST-000001\n",
+    )
+    .unwrap();
     ok(&experiment(dir.path(), &[]));
+    // Every scratch database it made is gone; what it found is intact.
+    let left: Vec<String> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(left, ["someone-else"]);
+    assert_eq!(
+        std::fs::read(work.join("someone-else").join("CURRENT")).unwrap(),
+        b"MANIFEST-000001\n"
+    );
     let rows = rows(dir.path());
     let ids: HashSet<String> = rows.iter().map(|r| r.0.clone()).collect();
     assert_eq!(rows.len(), 4);
