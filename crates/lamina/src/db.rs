@@ -910,7 +910,9 @@ impl Inner {
             }
             let l0_runs = st.version.levels.first().map_or(0, |l| l.runs.len());
             let behind = st.imms.len() >= self.opts.max_immutable_memtables
-                || (self.opts.level0_stop_runs > 0 && l0_runs >= self.opts.level0_stop_runs)
+                || (self.opts.level0_stop_runs > 0
+                    && l0_runs >= self.opts.level0_stop_runs
+                    && self.level0_can_shrink(&st))
                 || self.policy_stalls_writes(&st, &mut stall_errors);
             if behind && !wal.broken {
                 stall_start.get_or_insert_with(Instant::now);
@@ -1206,6 +1208,31 @@ impl Inner {
             }
             self.cv.notify_all();
         }
+    }
+
+    /// True while a compaction that takes level-0 runs is running or can be
+    /// picked: only then may the level-0 stop trigger hold writes. A policy
+    /// that merges nothing there (`nomerge`, or tiers whose runs never match
+    /// in size) lets level 0 grow instead of freezing writes forever.
+    fn level0_can_shrink(&self, st: &State) -> bool {
+        let Some(l0) = st.version.levels.first() else {
+            return false;
+        };
+        if st.manual
+            || l0
+                .runs
+                .iter()
+                .flat_map(|r| &r.files)
+                .any(|f| st.busy.contains(&f.id))
+        {
+            return true;
+        }
+        let policy = Arc::clone(&self.policy.read());
+        policy.pick(&self.view(st)).iter().any(|t| {
+            t.inputs
+                .iter()
+                .any(|i| i.level == 0 && !i.file_ids.is_empty())
+        })
     }
 
     /// True while the policy wants writes to wait for its compactions
