@@ -19,9 +19,9 @@ pub struct EngineOpts {
     #[arg(long, value_name = "N", value_parser = parse_size, conflicts_with = "buffer_pages")]
     pub buffer_bytes: Option<usize>,
     /// Write buffer size in 4096-byte pages.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub buffer_pages: Option<usize>,
-    /// Bloom filter bits per key [default: the engine's].
+    /// Bloom filter bits per key, 0 ..= 64 [default: the engine's].
     #[arg(long, value_name = "N", conflicts_with = "bloom_fpr")]
     pub bloom_bits: Option<f64>,
     /// Target Bloom filter false-positive rate; bits = -ln F / (ln 2)^2.
@@ -40,19 +40,19 @@ pub struct EngineOpts {
     /// levels with Monkey.
     #[arg(long)]
     pub bloom_monkey: bool,
-    /// Bits per key of the memtable's key filter, 0 to disable [default:
-    /// the engine's].
+    /// Bits per key of the memtable's key filter, 0 ..= 64, 0 to disable
+    /// [default: the engine's].
     #[arg(long, value_name = "N")]
     pub memtable_bloom_bits: Option<f64>,
-    /// Size ratio T between adjacent levels.
-    #[arg(long, value_name = "T", default_value_t = 10)]
+    /// Size ratio T between adjacent levels (at least 2).
+    #[arg(long, value_name = "T", default_value_t = 10, value_parser = parse_count)]
     pub size_ratio: usize,
     /// Compaction strategy spec (e.g. leveling, lo1, tier, partial:c=0.2,
     /// toml:FILE; see docs/compaction.md).
     #[arg(long, value_name = "SPEC", default_value = "leveling")]
     pub compaction: String,
-    /// Compaction threads [default: the engine's].
-    #[arg(long, value_name = "N")]
+    /// Compaction threads, at least 1 [default: the engine's].
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub threads: Option<usize>,
     /// WAL sync mode: none, always or interval:MS.
     #[arg(long, value_name = "MODE", default_value = "none")]
@@ -60,6 +60,10 @@ pub struct EngineOpts {
     /// Block cache size in bytes [default: the engine's]; accepts K, M, G suffixes.
     #[arg(long, value_name = "N", value_parser = parse_size)]
     pub block_cache_bytes: Option<usize>,
+    /// Open the database for reads only: nothing is written (for a database
+    /// on a full disk); writes answer with an error.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// Parses a byte count with an optional K/M/G (binary) suffix.
@@ -75,7 +79,16 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         .parse::<usize>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("not a byte count: {s:?}"))
+        .ok_or_else(|| {
+            format!("{s:?} is not a byte count (a non-negative integer, K/M/G suffix allowed)")
+        })
+}
+
+/// Parses a count (a non-negative integer).
+pub fn parse_count(s: &str) -> Result<usize, String> {
+    s.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("{s:?} is not a non-negative integer"))
 }
 
 /// Bloom bits per key for a target false-positive rate.
@@ -85,6 +98,14 @@ pub fn bits_for_fpr(fpr: f64) -> Result<f64> {
     }
     let ln2 = std::f64::consts::LN_2;
     Ok(-fpr.ln() / (ln2 * ln2))
+}
+
+/// Checks a Bloom bits-per-key value of `flag`: a number in 0 ..= 64.
+fn bloom_bits(flag: &str, bits: f64) -> Result<f64> {
+    if !(0.0..=64.0).contains(&bits) {
+        bail!("{flag} must be a number of bits per key within 0 ..= 64, got {bits}");
+    }
+    Ok(bits)
 }
 
 impl EngineOpts {
@@ -101,31 +122,24 @@ impl EngineOpts {
             write_buffer_size,
             ..Options::default()
         };
-        if o.write_buffer_size == 0 {
-            bail!("the write buffer size must be positive");
+        if o.write_buffer_size < 1024 {
+            bail!(
+                "the write buffer (--buffer-bytes / --buffer-pages) must be at least 1 KiB, got {} bytes",
+                o.write_buffer_size
+            );
         }
         if let Some(bits) = self.bloom_bits {
-            if !(bits.is_finite() && bits >= 0.0) {
-                bail!("--bloom-bits must be a non-negative number, got {bits}");
-            }
-            o.bloom_bits_per_key = bits;
+            o.bloom_bits_per_key = bloom_bits("--bloom-bits", bits)?;
         }
         if let Some(fpr) = self.bloom_fpr {
             o.bloom_bits_per_key = bits_for_fpr(fpr)?;
         }
-        if let Some(bad) = self
-            .bloom_bits_per_level
-            .iter()
-            .find(|b| !(b.is_finite() && **b >= 0.0))
-        {
-            bail!("--bloom-bits-per-level values must be non-negative numbers, got {bad}");
+        for &b in &self.bloom_bits_per_level {
+            bloom_bits("--bloom-bits-per-level", b)?;
         }
         o.bloom_bits_per_level = self.bloom_bits_per_level.clone();
         if let Some(bits) = self.memtable_bloom_bits {
-            if !(bits.is_finite() && bits >= 0.0) {
-                bail!("--memtable-bloom-bits must be a non-negative number, got {bits}");
-            }
-            o.memtable_bloom_bits_per_key = bits;
+            o.memtable_bloom_bits_per_key = bloom_bits("--memtable-bloom-bits", bits)?;
         }
         o.bloom_monkey = self.bloom_monkey;
         if self.size_ratio < 2 {
@@ -134,6 +148,9 @@ impl EngineOpts {
         o.size_ratio = self.size_ratio;
         o.compaction = self.compaction.clone();
         if let Some(t) = self.threads {
+            if t == 0 {
+                bail!("--threads must be at least 1");
+            }
             o.compaction_threads = t;
         }
         o.sync = self
@@ -143,6 +160,7 @@ impl EngineOpts {
         if let Some(c) = self.block_cache_bytes {
             o.block_cache_bytes = c;
         }
+        o.read_only = self.read_only;
         Ok(o)
     }
 

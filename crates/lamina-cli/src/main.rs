@@ -18,7 +18,7 @@ mod serve;
 mod sim;
 mod verify;
 
-use clap::{Parser, Subcommand};
+use clap::{Command as ClapCommand, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// The engine allocates per memtable entry and per block; mimalloc's
 /// thread-local free lists cut the allocator's share of server CPU.
@@ -57,13 +57,49 @@ enum Command {
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
 fn main() -> std::process::ExitCode {
-    match run(Cli::parse()) {
+    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("lamina: {e:#}");
+            eprintln!("lamina: {}", error_chain(&e));
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The command line, with every value-taking flag accepting a leading `-`
+/// as a value: `--buffer-bytes -5` is then refused by the flag's own parser
+/// ("-5 is not a byte count") instead of as an unknown argument.
+fn command() -> ClapCommand {
+    fn negatives(cmd: ClapCommand) -> ClapCommand {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(negatives)
+    }
+    negatives(Cli::command())
+}
+
+/// The error and its causes on one line, leaving out a cause whose text the
+/// message already holds (lamina's I/O errors show their OS error, which is
+/// also their source).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

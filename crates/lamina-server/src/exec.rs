@@ -5,14 +5,14 @@
 //! before any command other than a get runs, and by the caller (through
 //! [`Session::apply_pending`]) before any buffered reply is sent, so a
 //! write is acknowledged once a reply to it or to a later command was sent.
-//! A get of a key written in the pending batch is answered from the batch
-//! (the session reads its own writes); any other get reads the database,
-//! where the batch's keys would not change its answer. Gets therefore do not
-//! break a batch: the generator's workloads interleave puts and gets, and
+//! A get of a key the pending batch wrote applies the batch first, so the
+//! session reads its own writes from the database: a value that was not
+//! stored is never returned, and a failed batch's `ERROR` line comes before
+//! every reply that depends on it. A get of any other key reads the
+//! database, where the batch could not change its answer, and leaves the
+//! batch pending: the generator's workloads interleave puts and gets, and
 //! one batch (one log write) per read chunk instead of one per run of puts
-//! is what keeps the server ahead. Should the batch then fail to apply,
-//! its `ERROR` line follows the replies of the chunk's gets, some of which
-//! may have shown its values.
+//! is what keeps the server ahead.
 //!
 //! # Replies
 //!
@@ -24,7 +24,7 @@
 //! | `s [N]` | see [`Session`]'s `stats` section below |
 //! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E` |
 //! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
-//! | `misses` | `gets=G hits=H misses=M`: the engine's lookups (a get answered from the connection's own pending writes is none) |
+//! | `misses` | `gets=G hits=H misses=M`: the engine's lookups (every `g`) |
 //! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W`, then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
 //! | `stats-json` | the engine's `DbStats` as one line of JSON |
 //! | `flush`, `compact` | `OK` once done |
@@ -68,7 +68,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Bound;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 use lamina::key::{decode_i32, encode_i32};
 use lamina::{Db, WriteBatch};
@@ -108,8 +108,8 @@ pub struct Session<'a> {
     db: &'a Db,
     mode: Mode,
     batch: WriteBatch,
-    /// The newest write of each key in `batch` (`None`: a delete).
-    pending: FxHashMap<i32, Option<i32>>,
+    /// The keys `batch` writes.
+    pending: FxHashSet<i32>,
 }
 
 /// Appends `ERROR <msg>\n`.
@@ -157,7 +157,7 @@ impl<'a> Session<'a> {
             db,
             mode,
             batch: WriteBatch::new(),
-            pending: FxHashMap::default(),
+            pending: FxHashSet::default(),
         }
     }
 
@@ -201,11 +201,11 @@ impl<'a> Session<'a> {
             Command::Nothing => {}
             Command::Put(k, v) => {
                 self.batch.put(&encode_i32(k), &encode_i32(v));
-                self.pending_write(k, Some(v), out);
+                self.pending_write(k, out);
             }
             Command::Delete(k) => {
                 self.batch.delete(&encode_i32(k));
-                self.pending_write(k, None, out);
+                self.pending_write(k, out);
             }
             Command::Get(k) => self.get(k, out),
             other => {
@@ -217,8 +217,8 @@ impl<'a> Session<'a> {
     }
 
     /// Records a write added to the batch; applies a full batch.
-    fn pending_write(&mut self, k: i32, v: Option<i32>, out: &mut Vec<u8>) {
-        self.pending.insert(k, v);
+    fn pending_write(&mut self, k: i32, out: &mut Vec<u8>) {
+        self.pending.insert(k);
         if self.batch.len() >= MAX_BATCH {
             self.apply_pending(out);
         }
@@ -288,16 +288,18 @@ impl<'a> Session<'a> {
         Control::Continue
     }
 
-    /// Answers `g k` from the pending batch if it wrote `k`, else from the db.
-    fn get(&self, k: i32, out: &mut Vec<u8>) {
-        match self.pending.get(&k) {
-            Some(Some(v)) => push_int(out, *v),
-            Some(None) => {}
-            None => match self.db.get(&encode_i32(k)) {
-                Ok(Some(v)) => push_datum(out, &v),
-                Ok(None) => {}
-                Err(e) => return push_error(out, &format!("get failed: {e}")),
-            },
+    /// Answers `g k` from the database. If the pending batch wrote `k`, the
+    /// batch is applied first: its `ERROR`, should it fail, comes before
+    /// this reply, and the reply shows only what was stored. A get of any
+    /// other key cannot depend on the batch and leaves it pending.
+    fn get(&mut self, k: i32, out: &mut Vec<u8>) {
+        if self.pending.contains(&k) {
+            self.apply_pending(out);
+        }
+        match self.db.get(&encode_i32(k)) {
+            Ok(Some(v)) => push_datum(out, &v),
+            Ok(None) => {}
+            Err(e) => return push_error(out, &format!("get failed: {e}")),
         }
         out.push(b'\n');
     }

@@ -42,6 +42,26 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The log "file" of a database opened read-only: writes are refused
+/// before they reach it.
+#[derive(Debug)]
+struct ReadOnlyFile;
+
+impl WritableFile for ReadOnlyFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}
+
 /// What a reader pins: memtables and the tree at one instant.
 #[derive(Debug)]
 struct SuperVersion {
@@ -182,7 +202,9 @@ impl Db {
         // Checked before anything is created (not even LOCK), and again
         // under the lock below.
         refuse_orphaned_files(vfs.as_ref(), &dir)?;
-        vfs.create_dir_all(&dir)?;
+        if !opts.read_only {
+            vfs.create_dir_all(&dir)?;
+        }
         let lock = vfs.lock(&dir.join(filename::LOCK))?;
         let policy: Arc<dyn CompactionPolicy> =
             Arc::from(policy_from_spec(&opts.compaction, policy_defaults(&opts))?);
@@ -199,7 +221,7 @@ impl Db {
         let mut leftovers = Vec::new();
         if recovered.is_none() {
             leftovers = refuse_orphaned_files(vfs.as_ref(), &dir)?;
-            if !opts.create_if_missing {
+            if !opts.create_if_missing || opts.read_only {
                 return Err(Error::InvalidArgument(format!(
                     "no database in {}",
                     dir.display()
@@ -250,56 +272,66 @@ impl Db {
         let mut last_seq = counters.last_seq;
         let replay = Arc::new(MemTable::new(0));
         for &n in &wals {
-            last_seq = last_seq.max(replay_wal(vfs.as_ref(), &dir, n, &replay)?);
+            last_seq = last_seq.max(replay_wal(vfs.as_ref(), &dir, n, &replay, !opts.read_only)?);
         }
-        let mut version = version;
-        let mut flush_edit = VersionEdit::default();
-        if !replay.is_empty() {
-            let ctx = CompactionContext {
-                loader: &loader,
-                table_options: table_options(&opts),
-                alloc_id: &alloc,
-                smallest_snapshot: last_seq,
-                now_ms: now_ms(),
-            };
-            if let Some(meta) = flush_memtable(&ctx, &replay)? {
-                flush_edit.add_flushed_run(alloc(), meta);
-                version = version.apply(&flush_edit)?;
-            }
-        }
-        let wal_number = alloc();
-        let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
-        let manifest_number = alloc();
-        counters.log_number = wal_number;
-        counters.last_seq = last_seq;
-        counters.next_file_number = numbers.peek();
-        let manifest = Manifest::create(vfs.as_ref(), &dir, manifest_number, &version, counters)?;
-
-        // Garbage is only what the manifest proves obsolete: tables and
-        // manifests it numbered and no longer references, logs below its
-        // log number, and the logs just replayed into the new tree. A file
-        // numbered beyond what it issued (an output whose edit never made
-        // it, or a file lamina did not write) is left alone, as is every
-        // name lamina does not write.
-        let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
-        for name in vfs.list(&dir)? {
-            let obsolete = match filename::parse(&name) {
-                Some((FileKind::Table, n)) => n < issued && !live.contains(&n),
-                Some((FileKind::Wal, n)) => {
-                    n != wal_number && (n < old_log_number || wals.contains(&n))
+        let (version, wal_file, wal_number, manifest, mem) = if opts.read_only {
+            // Nothing is written: the logs stay as they are, replayed into
+            // a memtable that never flushes.
+            counters.last_seq = last_seq;
+            let number = old_manifest.unwrap_or_default();
+            let file: Box<dyn WritableFile> = Box::new(ReadOnlyFile);
+            (version, file, 0, Manifest::read_only(&dir, number), replay)
+        } else {
+            let mut version = version;
+            let mut flush_edit = VersionEdit::default();
+            if !replay.is_empty() {
+                let ctx = CompactionContext {
+                    loader: &loader,
+                    table_options: table_options(&opts),
+                    alloc_id: &alloc,
+                    smallest_snapshot: last_seq,
+                    now_ms: now_ms(),
+                };
+                if let Some(meta) = flush_memtable(&ctx, &replay)? {
+                    flush_edit.add_flushed_run(alloc(), meta);
+                    version = version.apply(&flush_edit)?;
                 }
-                Some((FileKind::Manifest, n)) => n < issued && n != manifest.number(),
-                None => name == filename::CURRENT_TMP,
-            } || leftovers.contains(&name);
-            if obsolete {
-                vfs.remove(&dir.join(&name))?;
             }
-        }
-        if old_manifest.is_some() || !wals.is_empty() {
-            vfs.sync_dir(&dir)?;
-        }
+            let wal_number = alloc();
+            let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
+            let manifest_number = alloc();
+            counters.log_number = wal_number;
+            counters.last_seq = last_seq;
+            counters.next_file_number = numbers.peek();
+            let manifest =
+                Manifest::create(vfs.as_ref(), &dir, manifest_number, &version, counters)?;
 
-        let mem = Arc::new(new_memtable(&opts, wal_number));
+            // Garbage is only what the manifest proves obsolete: tables and
+            // manifests it numbered and no longer references, logs below its
+            // log number, and the logs just replayed into the new tree. A file
+            // numbered beyond what it issued (an output whose edit never made
+            // it, or a file lamina did not write) is left alone, as is every
+            // name lamina does not write.
+            let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+            for name in vfs.list(&dir)? {
+                let obsolete = match filename::parse(&name) {
+                    Some((FileKind::Table, n)) => n < issued && !live.contains(&n),
+                    Some((FileKind::Wal, n)) => {
+                        n != wal_number && (n < old_log_number || wals.contains(&n))
+                    }
+                    Some((FileKind::Manifest, n)) => n < issued && n != manifest.number(),
+                    None => name == filename::CURRENT_TMP,
+                } || leftovers.contains(&name);
+                if obsolete {
+                    vfs.remove(&dir.join(&name))?;
+                }
+            }
+            if old_manifest.is_some() || !wals.is_empty() {
+                vfs.sync_dir(&dir)?;
+            }
+            let mem = Arc::new(new_memtable(&opts, wal_number));
+            (version, wal_file, wal_number, manifest, mem)
+        };
         let version = Arc::new(version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&mem),
@@ -343,6 +375,12 @@ impl Db {
             opts,
         });
         let mut threads = Vec::new();
+        if inner.opts.read_only {
+            return Ok(Db {
+                inner,
+                threads: Mutex::new(threads),
+            });
+        }
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name.to_string())
@@ -386,6 +424,9 @@ impl Db {
     /// Applies `batch` atomically. Its durability on return is given by
     /// [`Options::sync`] (see [`SyncMode`]).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        if self.inner.opts.read_only {
+            return Err(Error::ReadOnly);
+        }
         if batch.is_empty() {
             return Ok(());
         }
@@ -440,6 +481,9 @@ impl Db {
     /// Writes the memtable to an SST and waits until every write accepted
     /// before the call is in SSTs under a durable manifest.
     pub fn flush(&self) -> Result<()> {
+        if self.inner.opts.read_only {
+            return Err(Error::ReadOnly);
+        }
         self.inner.flush_and_wait()
     }
 
@@ -448,7 +492,7 @@ impl Db {
     /// those (the range widens until it covers all the files it touches).
     /// Waits for running compactions first.
     pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
-        self.inner.flush_and_wait()?;
+        self.flush()?;
         self.inner.compact_range(lo, hi)
     }
 
@@ -466,6 +510,10 @@ impl Db {
     /// `Error::Background` if a flush or compaction fails meanwhile (a failed
     /// compaction leaves the tree as it was).
     pub fn wait_for_compactions(&self) -> Result<()> {
+        if self.inner.opts.read_only {
+            // No compaction ever runs on a read-only database.
+            return Ok(());
+        }
         self.inner.wait_for_compactions()
     }
 
@@ -531,6 +579,10 @@ impl Db {
     /// Flushes the memtable, stops background work and releases the
     /// directory lock.
     pub fn close(self) -> Result<()> {
+        if self.inner.opts.read_only {
+            self.stop();
+            return Ok(());
+        }
         let flushed = self.inner.flush_and_wait();
         let synced = self.inner.wal.lock().file.sync();
         self.stop();
@@ -663,8 +715,15 @@ fn table_options(opts: &Options) -> TableOptions {
 }
 
 /// Replays WAL `n` into `mem`; returns the largest sequence number seen.
-/// A torn tail is cut off (and the file truncated); corruption is an error.
-pub(crate) fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> Result<u64> {
+/// A torn tail is cut off (and, with `truncate_torn`, the file truncated);
+/// corruption is an error.
+pub(crate) fn replay_wal(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    n: u64,
+    mem: &MemTable,
+    truncate_torn: bool,
+) -> Result<u64> {
     let name = wal_name(n);
     let path = dir.join(&name);
     let data = vfs.read_all(&path)?;
@@ -678,7 +737,7 @@ pub(crate) fn replay_wal(vfs: &dyn Vfs, dir: &Path, n: u64, mem: &MemTable) -> R
         .map(|_| ())
         .ok_or_else(|| Error::corruption(name.as_str(), offset, "malformed write batch"))
     })?;
-    if end.torn {
+    if end.torn && truncate_torn {
         vfs.truncate(&path, end.valid_len)?;
     }
     Ok(max_seq)

@@ -52,6 +52,9 @@ pub enum Error {
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
+    /// A write to a database opened with `Options::read_only`.
+    #[error("the database was opened read-only")]
+    ReadOnly,
     /// A background flush failed; writes are refused while it persists
     /// (reads keep working). The flush is retried every 500 ms, and writes
     /// resume without a reopen once it succeeds (say, after space was freed).
@@ -118,6 +121,7 @@ impl Error {
             },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Closed => Error::Closed,
+            Error::ReadOnly => Error::ReadOnly,
             Error::Background(s) => Error::Background(s.clone()),
         }
     }

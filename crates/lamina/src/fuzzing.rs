@@ -237,7 +237,7 @@ fn wal_inner(data: &[u8], framed: bool) -> Result<()> {
     fs.create_dir_all(dir)?;
     write_file(&fs, &dir.join("000001.log"), data, framed)?;
     let mem = MemTable::new(1);
-    replay_wal(&fs, dir, 1, &mem)?;
+    replay_wal(&fs, dir, 1, &mem, true)?;
     Ok(())
 }
 

@@ -88,6 +88,16 @@ impl Manifest {
         })
     }
 
+    /// Manifest `number` as recovered, for a database opened read-only: it
+    /// is never appended to.
+    pub(crate) fn read_only(dir: &Path, number: u64) -> Manifest {
+        Manifest {
+            dir: dir.to_path_buf(),
+            number,
+            file: None,
+        }
+    }
+
     /// The manifest's file number.
     pub fn number(&self) -> u64 {
         self.number

@@ -113,6 +113,11 @@ pub struct Options {
     pub level0_stop_runs: usize,
     /// WAL durability mode.
     pub sync: SyncMode,
+    /// Open for reads only: recovery replays the logs into memory but
+    /// writes nothing (no new log, no manifest, no garbage collection, no
+    /// flush or compaction), so a database on a full disk can still be read.
+    /// Writes, `flush` and `compact_range` fail with `Error::ReadOnly`.
+    pub read_only: bool,
 }
 
 impl Default for Options {
@@ -134,6 +139,7 @@ impl Default for Options {
             compaction_threads: 1,
             level0_stop_runs: 12,
             sync: SyncMode::None,
+            read_only: false,
         }
     }
 }

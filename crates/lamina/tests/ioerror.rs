@@ -11,6 +11,7 @@ use std::sync::Arc;
 use common::{dump, key};
 use lamina::vfs::fault::FaultFs;
 use lamina::vfs::mem::MemFs;
+use lamina::vfs::Vfs;
 use lamina::{Db, Error, Options};
 
 const LEVELING: &str = "leveling:T=2,l0=2";
@@ -295,4 +296,65 @@ fn enospc_during_a_compaction_keeps_the_tree_and_the_compaction_succeeds_once_sp
         before.iter().all(|f| !after.contains(f)),
         "inputs not replaced: {before:?} -> {after:?}"
     );
+}
+
+/// A database on a full disk cannot be opened for writing (recovery writes a
+/// new log and manifest), but opens read-only: every key readable, nothing
+/// written, writes refused.
+#[test]
+fn a_full_disk_still_opens_read_only() {
+    let mem = MemFs::new();
+    let model = {
+        let db = Db::open("/db", options_with(Arc::new(mem.clone()), LEVELING)).unwrap();
+        for i in 0..400u64 {
+            db.put(&key(i), format!("value-{i}").as_bytes()).unwrap();
+            if i == 300 {
+                db.flush().unwrap();
+            }
+        }
+        db.delete(&key(7)).unwrap();
+        let model = dump(&db);
+        drop(db); // keys 301.. stay in the log only
+        model
+    };
+    let fs = FaultFs::new(Arc::new(mem.clone()));
+    fs.set_space_budget(Some(0));
+    let err = Db::open("/db", options_with(Arc::new(fs.clone()), LEVELING)).unwrap_err();
+    assert!(err.is_no_space(), "{err}");
+    let files_before: Vec<(String, u64)> = listing(&mem);
+    let db = Db::open(
+        "/db",
+        Options {
+            read_only: true,
+            ..options_with(Arc::new(fs.clone()), LEVELING)
+        },
+    )
+    .unwrap();
+    assert_eq!(dump(&db), model);
+    assert_eq!(
+        db.get(&key(350)).unwrap().as_deref(),
+        Some(&b"value-350"[..])
+    );
+    assert!(matches!(db.put(b"x", b"y"), Err(Error::ReadOnly)));
+    assert!(matches!(db.flush(), Err(Error::ReadOnly)));
+    db.wait_for_compactions().unwrap();
+    db.close().unwrap();
+    assert_eq!(listing(&mem), files_before);
+}
+
+/// Names and sizes of the files of `/db`.
+fn listing(mem: &MemFs) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = mem
+        .list(std::path::Path::new("/db"))
+        .unwrap()
+        .into_iter()
+        .map(|n| {
+            let len = mem
+                .open_read(&std::path::Path::new("/db").join(&n))
+                .map_or(u64::MAX, |f| f.len());
+            (n, len)
+        })
+        .collect();
+    v.sort();
+    v
 }
