@@ -8,14 +8,15 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use lamina::Db;
-use lamina_server::{run_console, Server};
+use lamina_server::{run_console, LoadAccess, Server, ServerConfig};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use crate::engine_opts::EngineOpts;
+use crate::engine_opts::{parse_count, parse_size, EngineOpts};
 
-/// How long shutdown waits for the console to let go of the database.
-const RELEASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long shutdown waits for the last user of the database (the console,
+/// a connection still finishing a long command) to let go of it.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Flags of `lamina serve`.
 #[derive(Debug, Args)]
@@ -26,6 +27,22 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
+    /// Directory `l "PATH"` may load from: paths resolve inside it and may
+    /// not leave it (no `..`, no absolute path or symlink out of it); only
+    /// regular files. `none` disables `l` for clients [default: the
+    /// server's working directory].
+    #[arg(long, value_name = "DIR|none")]
+    pub load_dir: Option<String>,
+    /// Largest file `l` loads, in bytes (K, M, G suffixes).
+    #[arg(long, value_name = "N", default_value = "16G", value_parser = parse_size)]
+    pub load_max_bytes: usize,
+    /// Connections served at once; one more gets an ERROR line and is
+    /// closed.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_count)]
+    pub max_connections: usize,
+    /// Close a connection that sends nothing for SECS seconds (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = parse_count)]
+    pub idle_timeout: usize,
     #[command(flatten)]
     pub engine: EngineOpts,
 }
@@ -36,9 +53,11 @@ pub struct ServeArgs {
 /// Start-up prints two lines on stdout:
 /// `lamina: data directory <DIR>` and `lamina: listening on <IP>:<PORT>`.
 pub fn run(args: ServeArgs) -> Result<()> {
+    let config = server_config(&args)?;
     let db = Arc::new(args.engine.open()?);
     let server = Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
-        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
+        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
+        .with_config(config);
     let dir = std::fs::canonicalize(&args.engine.dir).unwrap_or_else(|_| args.engine.dir.clone());
     {
         let mut out = io::stdout().lock();
@@ -84,6 +103,34 @@ pub fn run(args: ServeArgs) -> Result<()> {
     db.close().context("closing the database failed")?;
     eprintln!("lamina: shut down cleanly");
     Ok(())
+}
+
+/// The client-facing settings, checked before the database is opened.
+fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
+    if args.max_connections == 0 {
+        bail!("--max-connections must be at least 1");
+    }
+    let loads = match args.load_dir.as_deref() {
+        Some("none") => LoadAccess::Disabled,
+        dir => {
+            let dir = dir.unwrap_or(".");
+            let canonical =
+                std::fs::canonicalize(dir).with_context(|| format!("--load-dir {dir}"))?;
+            if !canonical.is_dir() {
+                bail!("--load-dir {dir} is not a directory");
+            }
+            LoadAccess::Within {
+                dir: canonical,
+                max_bytes: args.load_max_bytes as u64,
+            }
+        }
+    };
+    Ok(ServerConfig {
+        loads,
+        max_connections: args.max_connections,
+        idle_timeout: (args.idle_timeout > 0)
+            .then(|| Duration::from_secs(args.idle_timeout as u64)),
+    })
 }
 
 /// Stdin that, when it is a terminal, only reads while this process is in

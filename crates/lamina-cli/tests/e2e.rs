@@ -68,7 +68,10 @@ fn workloads_through_client_and_server_survive_restart() {
     let dir = tmp.path().join("db");
     let mut oracle = BTreeMap::new();
 
-    let srv = ServerProc::start(&dir, SMALL_BUFFER);
+    // The load files are written under tmp: that is the load directory.
+    let tmp_dir = tmp.path().to_str().unwrap();
+    let load_dir = [SMALL_BUFFER, &["--load-dir", tmp_dir]].concat();
+    let srv = ServerProc::start(&dir, &load_dir);
     let w = workload(&mixed(1), tmp.path(), &mut oracle);
     check(&client(srv.port, w.dsl), &w.expect);
     let w = workload(&with_loads(2), tmp.path(), &mut oracle);

@@ -67,6 +67,10 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::ops::Bound;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
@@ -82,6 +86,9 @@ pub const MAX_BATCH: usize = 16 * 1024;
 pub const EXACT_COUNT_LIMIT: u64 = 1_000_000;
 /// Records per write batch when loading a file.
 const LOAD_BATCH: usize = 8 * 1024;
+/// Replies are written out in chunks of about this size as they are
+/// produced (with [`Session::streaming`]).
+pub const STREAM_CHUNK: usize = 64 * 1024;
 
 /// Where the session's input comes from; decides how markers are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +110,28 @@ pub enum Control {
     End,
 }
 
+/// Which files `l PATH` may read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadAccess {
+    /// Any file the process can read: local, trusted input (`lamina exec`,
+    /// the server's console).
+    Anywhere,
+    /// Only regular files inside `dir` (a canonical path: no `..`, no
+    /// symlink, no absolute path leads out of it), of at most `max_bytes`:
+    /// what network clients get.
+    Within {
+        /// The load directory, canonical.
+        dir: PathBuf,
+        /// Largest file accepted.
+        max_bytes: u64,
+    },
+    /// `l` answers with an `ERROR`.
+    Disabled,
+}
+
+/// Writes a part of a reply out while the reply is still being produced.
+pub type ReplySink<'a> = Box<dyn FnMut(&[u8]) -> io::Result<()> + 'a>;
+
 /// One client's execution state over a shared [`Db`].
 pub struct Session<'a> {
     db: &'a Db,
@@ -110,6 +139,16 @@ pub struct Session<'a> {
     batch: WriteBatch,
     /// The keys `batch` writes.
     pending: FxHashSet<i32>,
+    loads: LoadAccess,
+    /// Set by a server shutdown: a load in progress stops.
+    cancel: Option<Arc<AtomicBool>>,
+    /// Where long replies stream to (the connection); `None`: replies are
+    /// only buffered.
+    sink: Option<ReplySink<'a>>,
+    /// The sink failed (the peer is gone); the transport ends the session.
+    broken: Option<io::Error>,
+    /// Part of the current command's reply was already written out.
+    streamed: bool,
 }
 
 /// Appends `ERROR <msg>\n`.
@@ -151,14 +190,68 @@ fn fpr(fp: u64, negatives: u64) -> String {
 }
 
 impl<'a> Session<'a> {
-    /// A session over `db`.
+    /// A session over `db`. Local sessions may load any file; network
+    /// sessions load nothing until [`Session::with_loads`] says where.
     pub fn new(db: &'a Db, mode: Mode) -> Session<'a> {
         Session {
             db,
             mode,
             batch: WriteBatch::new(),
             pending: FxHashSet::default(),
+            loads: match mode {
+                Mode::Local => LoadAccess::Anywhere,
+                Mode::Network => LoadAccess::Disabled,
+            },
+            cancel: None,
+            sink: None,
+            broken: None,
+            streamed: false,
         }
+    }
+
+    /// Sets which files `l` may read.
+    pub fn with_loads(mut self, loads: LoadAccess) -> Self {
+        self.loads = loads;
+        self
+    }
+
+    /// Stops a load in progress once `flag` is set (a server shutdown).
+    pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// Streams replies longer than [`STREAM_CHUNK`] to `sink` as they are
+    /// produced, so a reply of any size takes bounded memory; a slow reader
+    /// holds the session back (the sink blocks).
+    pub fn streaming(mut self, sink: ReplySink<'a>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// The error that ended streaming, if the peer went away.
+    pub fn take_broken(&mut self) -> Option<io::Error> {
+        self.broken.take()
+    }
+
+    /// Writes `out` to the sink once it holds a chunk; an error aborts the
+    /// command. Only called after the pending batch was applied (every
+    /// streaming command is a read other than `g`), so nothing is sent
+    /// before the writes it acknowledges are stored.
+    fn spill(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        if out.len() < STREAM_CHUNK {
+            return Ok(());
+        }
+        let Some(sink) = &mut self.sink else {
+            return Ok(());
+        };
+        if let Err(e) = sink(out) {
+            self.broken = Some(e);
+            return Err("connection closed".into());
+        }
+        out.clear();
+        self.streamed = true;
+        Ok(())
     }
 
     /// Applies the coalesced puts and deletes, appending one `ERROR` line to
@@ -226,6 +319,7 @@ impl<'a> Session<'a> {
 
     fn execute_read(&mut self, cmd: Command<'_>, out: &mut Vec<u8>) -> Control {
         let mark = out.len();
+        self.streamed = false;
         let result = match cmd {
             Command::Range(lo, hi) => self.range(lo, hi, out),
             Command::Load(path) => self.load(path),
@@ -282,7 +376,13 @@ impl<'a> Session<'a> {
             Command::Nothing | Command::Put(..) | Command::Delete(_) | Command::Get(_) => Ok(()),
         };
         if let Err(msg) = result {
-            out.truncate(mark);
+            if self.streamed {
+                // Part of the reply is already out: end its line, then the
+                // ERROR line.
+                out.push(b'\n');
+            } else {
+                out.truncate(mark);
+            }
             push_error(out, &msg);
         }
         Control::Continue
@@ -321,41 +421,63 @@ impl<'a> Session<'a> {
                 push_datum(out, &k);
                 out.push(b':');
                 push_datum(out, &v);
+                self.spill(out)?;
             }
         }
         out.push(b'\n');
         Ok(())
     }
 
-    /// Streams a file of little-endian `(i32, i32)` records into the db.
+    /// Streams a file of little-endian `(i32, i32)` records into the db,
+    /// within what [`LoadAccess`] allows.
     fn load(&mut self, path: &str) -> Result<(), String> {
-        let mut file = File::open(path)
-            .map_err(|e| format!("cannot open \"{}\": {e}", show(path.as_bytes())))?;
-        let meta = file
-            .metadata()
-            .map_err(|e| format!("cannot stat \"{}\": {e}", show(path.as_bytes())))?;
-        if !meta.is_file() {
-            return Err(format!(
-                "\"{}\" is not a regular file",
-                show(path.as_bytes())
-            ));
-        }
-        let len = meta.len();
+        let shown = show(path.as_bytes());
+        let (file, len) = match &self.loads {
+            LoadAccess::Disabled => {
+                return Err(
+                    "loads are disabled on this server (serve --load-dir DIR enables them)".into(),
+                )
+            }
+            LoadAccess::Anywhere => {
+                let file = File::open(path).map_err(|e| format!("cannot open \"{shown}\": {e}"))?;
+                let len = regular_len(&file, &shown)?;
+                (file, len)
+            }
+            LoadAccess::Within { dir, max_bytes } => {
+                let file = open_within(dir, path, &shown)?;
+                let len = regular_len(&file, &shown)?;
+                if len > *max_bytes {
+                    return Err(format!(
+                        "\"{shown}\" is {len} bytes, more than this server loads ({max_bytes})"
+                    ));
+                }
+                (file, len)
+            }
+        };
         if len % 8 != 0 {
             return Err(format!(
-                "\"{}\" is {len} bytes, not a whole number of 8-byte records",
-                show(path.as_bytes())
+                "\"{shown}\" is {len} bytes, not a whole number of 8-byte records"
             ));
         }
+        // Never more than the size the open file had: a file that grows
+        // (or a pseudo-file with no size) cannot keep a load going.
+        let mut file = file.take(len);
         let mut buf = vec![0u8; LOAD_BATCH * 8];
         let mut loaded: u64 = 0;
         loop {
+            if self
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                return Err(format!(
+                    "load of \"{shown}\" cancelled: the server is shutting down ({loaded} records loaded)"
+                ));
+            }
             let n = read_full(&mut file, &mut buf).map_err(|e| format!("read failed: {e}"))?;
             if n % 8 != 0 {
                 return Err(format!(
-                    "\"{}\" changed while loading ({} records loaded)",
-                    show(path.as_bytes()),
-                    loaded
+                    "\"{shown}\" changed while loading ({loaded} records loaded)"
                 ));
             }
             if n == 0 {
@@ -376,52 +498,50 @@ impl<'a> Session<'a> {
 
     fn stats(&mut self, n: usize, out: &mut Vec<u8>) -> Result<(), String> {
         let err = |e: lamina::Error| format!("stats failed: {e}");
+        let db = self.db;
         let mut live: u64 = 0;
-        for item in self
-            .db
-            .scan(Bound::Unbounded, Bound::Unbounded)
-            .map_err(err)?
-        {
+        for item in db.scan(Bound::Unbounded, Bound::Unbounded).map_err(err)? {
             item.map_err(err)?;
             live += 1;
         }
         out.extend_from_slice(b"Logical Pairs: ");
         push_int(out, live);
         out.push(b'\n');
-        let mut counts = Vec::new();
+        // Each shown level's entries stream from an iterator opened next to
+        // the one that counted them, so the two lines agree.
         let mut shown = Vec::new();
-        let stats = self.db.stats();
-        for level in 0..self.db.num_levels() {
+        let stats = db.stats();
+        for level in 0..db.num_levels() {
+            let entries = db.level_iter(level).map_err(err)?;
             let count = self.level_count(level, &stats).map_err(err)?;
             if count == 0 {
                 continue;
             }
-            counts.push((level, count));
-            shown.push((level, self.db.level_entries(level, n).map_err(err)?));
-        }
-        for (i, (level, count)) in counts.iter().enumerate() {
-            if i > 0 {
+            if !shown.is_empty() {
                 out.extend_from_slice(b", ");
             }
             out.extend_from_slice(b"LVL");
             push_int(out, level + 1);
             out.extend_from_slice(b": ");
-            push_int(out, *count);
+            push_int(out, count);
+            shown.push((level, entries));
         }
         out.push(b'\n');
         for (level, entries) in shown {
-            for (i, (k, v)) in entries.iter().enumerate() {
+            for (i, entry) in entries.take(n).enumerate() {
+                let (k, v) = entry.map_err(err)?;
                 if i > 0 {
                     out.push(b' ');
                 }
-                push_datum(out, k);
+                push_datum(out, &k);
                 out.push(b':');
                 match v {
-                    Some(v) => push_datum(out, v),
+                    Some(v) => push_datum(out, &v),
                     None => out.extend_from_slice(b"DEL"),
                 }
                 out.extend_from_slice(b":L");
                 push_int(out, level + 1);
+                self.spill(out)?;
             }
             out.extend_from_slice(b"\n\n");
         }
@@ -429,9 +549,9 @@ impl<'a> Session<'a> {
     }
 
     /// Entries stored at a level: the newest version of each key within the
-    /// level, tombstones included. A disk level holding more than
-    /// [`EXACT_COUNT_LIMIT`] entries reports its stored entry count instead
-    /// (all versions), which avoids materialising the level.
+    /// level, tombstones included, counted in constant memory. A disk level
+    /// holding more than [`EXACT_COUNT_LIMIT`] entries reports its stored
+    /// entry count instead (all versions), which saves reading the level.
     fn level_count(&self, level: usize, stats: &lamina::DbStats) -> lamina::Result<u64> {
         if level > 0 {
             if let Some(l) = stats.levels.iter().find(|l| l.level == level) {
@@ -440,7 +560,12 @@ impl<'a> Session<'a> {
                 }
             }
         }
-        Ok(self.db.level_entries(level, usize::MAX)?.len() as u64)
+        let mut count = 0;
+        for entry in self.db.level_iter(level)? {
+            entry?;
+            count += 1;
+        }
+        Ok(count)
     }
 
     fn info(&mut self, out: &mut Vec<u8>) {
@@ -518,6 +643,38 @@ impl<'a> Session<'a> {
             .as_bytes(),
         );
     }
+}
+
+/// Opens `path` for a network client: resolved against `dir` (canonical),
+/// canonicalised (which resolves `..` and symlinks), and refused unless the
+/// result lies inside `dir`. The open is non-blocking, so a FIFO cannot
+/// hold the session, and does not follow a symlink swapped in since. Error
+/// messages name only the path the client sent.
+fn open_within(dir: &Path, path: &str, shown: &str) -> Result<File, String> {
+    let joined = dir.join(path);
+    let canonical = joined
+        .canonicalize()
+        .map_err(|e| format!("cannot open \"{shown}\": {}", e.kind()))?;
+    if !canonical.starts_with(dir) {
+        return Err(format!("\"{shown}\" is outside the load directory"));
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&canonical)
+        .map_err(|e| format!("cannot open \"{shown}\": {}", e.kind()))
+}
+
+/// The length of an opened file, refusing anything but a regular file
+/// (checked on the open descriptor, not the path).
+fn regular_len(file: &File, shown: &str) -> Result<u64, String> {
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot stat \"{shown}\": {}", e.kind()))?;
+    if !meta.is_file() {
+        return Err(format!("\"{shown}\" is not a regular file"));
+    }
+    Ok(meta.len())
 }
 
 /// Reads until `buf` is full or end of file; returns the bytes read.

@@ -72,6 +72,17 @@ impl LineReader {
         Ok(n)
     }
 
+    /// Gives back the buffer's memory beyond the bytes still unconsumed (a
+    /// partial line): for a connection gone idle, whose next read may be
+    /// far off. The next [`LineReader::fill`] allocates again.
+    pub fn release(&mut self) {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        self.buf.truncate(self.end);
+        self.buf.shrink_to_fit();
+    }
+
     /// The next complete line, if one is buffered.
     pub fn next_line(&mut self) -> Option<Line<'_>> {
         let pending = &self.buf[self.start..self.end];

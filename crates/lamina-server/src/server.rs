@@ -1,4 +1,6 @@
-//! The TCP server: one thread per connection over a shared [`Db`].
+//! The TCP server: one thread per connection over a shared [`Db`], with a
+//! cap on connections, an optional idle time-out, confined loads and a
+//! bounded shutdown.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -6,15 +8,15 @@ use std::net::{
     IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use lamina::Db;
 
-use crate::exec::{Control, Mode, Session};
+use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
-use crate::stream::{drain_lines, serve_connection};
+use crate::stream::{drain_lines, serve_connection, ConnectionConfig};
 
 /// Asks a running [`Server`] to stop; cheap to clone, usable from any thread.
 #[derive(Clone, Debug)]
@@ -39,10 +41,83 @@ impl ShutdownHandle {
     }
 }
 
-type Registry = Arc<Mutex<HashMap<u64, TcpStream>>>;
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How a [`Server`] treats its clients.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Which files `l` may read (default: none).
+    pub loads: LoadAccess,
+    /// Connections served at once; one over the cap gets one `ERROR` line
+    /// and is closed (default 1024).
+    pub max_connections: usize,
+    /// A connection that sends nothing for this long is closed (default:
+    /// never).
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            loads: LoadAccess::Disabled,
+            max_connections: 1024,
+            idle_timeout: None,
+        }
+    }
+}
+
+/// Stack of a connection thread: sessions run no deep recursion (merges
+/// and flushes run on the engine's own threads), and only touched pages
+/// cost memory.
+const CONNECTION_STACK: usize = 256 * 1024;
+
+/// How long shutdown waits for connection threads after closing their
+/// sockets (a thread busy in a long command, say a `compact`, is left to
+/// finish on its own).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Connections being served, for the cap and for shutdown.
+#[derive(Default)]
+struct Connections {
+    /// Open sockets by id, shut down to unblock their threads on shutdown.
+    sockets: Mutex<HashMap<u64, TcpStream>>,
+    done: Condvar,
+}
+
+impl Connections {
+    fn count(&self) -> usize {
+        lock(&self.sockets).len()
+    }
+
+    fn remove(&self, id: u64) {
+        lock(&self.sockets).remove(&id);
+        self.done.notify_all();
+    }
+
+    /// Shuts every socket down, then waits (bounded) for their threads.
+    fn close_all(&self, grace: Duration) {
+        let mut sockets = lock(&self.sockets);
+        for s in sockets.values() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        let deadline = Instant::now() + grace;
+        while !sockets.is_empty() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                eprintln!(
+                    "lamina: {} connection(s) still busy after {} s; not waiting for them",
+                    sockets.len(),
+                    grace.as_secs()
+                );
+                return;
+            };
+            sockets = match self.done.wait_timeout(sockets, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
 }
 
 /// A bound, not yet running server.
@@ -51,6 +126,7 @@ pub struct Server {
     db: Arc<Db>,
     shutdown: ShutdownHandle,
     local_addr: SocketAddr,
+    config: ServerConfig,
 }
 
 impl Server {
@@ -71,7 +147,14 @@ impl Server {
                 wake_addr: SocketAddr::new(wake_ip, local_addr.port()),
             },
             local_addr,
+            config: ServerConfig::default(),
         })
+    }
+
+    /// Serves clients as `config` says.
+    pub fn with_config(mut self, config: ServerConfig) -> Server {
+        self.config = config;
+        self
     }
 
     /// The address actually bound.
@@ -84,13 +167,19 @@ impl Server {
         self.shutdown.clone()
     }
 
-    /// Accepts connections until shut down, serving each on its own thread.
-    /// On shutdown every open connection is closed and its thread joined, so
-    /// when this returns the server holds no reference to the [`Db`].
+    /// Accepts connections until shut down, serving each on its own thread
+    /// (threads end on their own and are not joined). On shutdown every
+    /// open connection's socket is shut down, which ends its thread's
+    /// blocked reads and writes, and a load in progress stops at its next
+    /// chunk; the threads get [`SHUTDOWN_GRACE`] to finish.
     pub fn run(self) -> io::Result<()> {
-        let registry: Registry = Arc::new(Mutex::new(HashMap::new()));
+        let conns = Arc::new(Connections::default());
+        let conn_config = ConnectionConfig {
+            loads: self.config.loads.clone(),
+            idle_timeout: self.config.idle_timeout,
+            cancel: Arc::clone(&self.shutdown.flag),
+        };
         let next_id = AtomicU64::new(0);
-        let mut workers: Vec<JoinHandle<()>> = Vec::new();
         for conn in self.listener.incoming() {
             if self.shutdown.is_triggered() {
                 break;
@@ -104,11 +193,14 @@ impl Server {
                     continue;
                 }
             };
-            workers.retain(|w| !w.is_finished());
+            if conns.count() >= self.config.max_connections {
+                refuse(&stream, self.config.max_connections);
+                continue;
+            }
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             match stream.try_clone() {
                 Ok(clone) => {
-                    lock(&registry).insert(id, clone);
+                    lock(&conns.sockets).insert(id, clone);
                 }
                 Err(e) => {
                     eprintln!("lamina: cannot register connection: {e}");
@@ -119,36 +211,44 @@ impl Server {
             // with this accept still closes the new connection.
             if self.shutdown.is_triggered() {
                 let _ = stream.shutdown(Shutdown::Both);
-                lock(&registry).remove(&id);
+                conns.remove(id);
                 break;
             }
             let db = Arc::clone(&self.db);
-            let reg = Arc::clone(&registry);
+            let registry = Arc::clone(&conns);
+            let config = conn_config.clone();
             let spawned = thread::Builder::new()
                 .name(format!("lamina-conn-{id}"))
+                .stack_size(CONNECTION_STACK)
                 .spawn(move || {
                     let _ = stream.set_nodelay(true);
-                    let _ = serve_connection(&db, &stream);
-                    lock(&reg).remove(&id);
+                    let _ = serve_connection(&db, &stream, &config);
+                    // The db reference goes before the thread counts as done.
+                    drop(db);
+                    registry.remove(id);
                 });
-            match spawned {
-                Ok(h) => workers.push(h),
-                Err(e) => {
-                    eprintln!("lamina: cannot spawn connection thread: {e}");
-                    if let Some(s) = lock(&registry).remove(&id) {
-                        let _ = s.shutdown(Shutdown::Both);
-                    }
+            if let Err(e) = spawned {
+                eprintln!("lamina: cannot spawn connection thread: {e}");
+                if let Some(s) = lock(&conns.sockets).get(&id) {
+                    let _ = s.shutdown(Shutdown::Both);
                 }
+                conns.remove(id);
             }
         }
-        for (_, s) in lock(&registry).drain() {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-        for w in workers {
-            let _ = w.join();
-        }
+        conns.close_all(SHUTDOWN_GRACE);
         Ok(())
     }
+}
+
+/// Tells a client over the connection cap so, and closes its connection.
+fn refuse(stream: &TcpStream, max: usize) {
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let mut w = stream;
+    let _ = w.write_all(
+        format!("ERROR too many connections (this server serves {max} at once); try again later\n")
+            .as_bytes(),
+    );
+    let _ = stream.shutdown(Shutdown::Both);
 }
 
 /// Runs the server console: DSL lines from `input` are executed against the

@@ -4,18 +4,20 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lamina::Db;
 
-use crate::exec::{Control, Mode, Session};
+use crate::exec::{push_error, Control, LoadAccess, Mode, Session, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
 
 /// Longest wait for a peer to close after `@bye`.
 const LINGER: Duration = Duration::from_secs(2);
 
 /// Replies buffered beyond this size are written out mid-chunk.
-const OUT_FLUSH: usize = 1 << 20;
+const OUT_FLUSH: usize = STREAM_CHUNK;
 
 /// Executes every complete line buffered in `lines`. Replies accumulate in
 /// `out`; when `out` grows past a threshold the pending batch is applied and
@@ -34,6 +36,9 @@ pub fn drain_lines<W: Write + ?Sized>(
                 Control::Continue
             }
         };
+        if let Some(e) = session.take_broken() {
+            return Err(e);
+        }
         if ctl != Control::Continue {
             return Ok(ctl);
         }
@@ -55,23 +60,61 @@ fn read_some<R: Read + ?Sized>(lines: &mut LineReader, r: &mut R) -> io::Result<
     }
 }
 
+/// How the server serves a network connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// Which files `l` may read.
+    pub loads: LoadAccess,
+    /// A connection that sends nothing for this long is closed (`None`:
+    /// never).
+    pub idle_timeout: Option<Duration>,
+    /// Set when the server shuts down: a load in progress stops.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// After this long without input a connection gives its buffers back: an
+/// idle connection costs a few KiB, not the 256 KiB read chunk.
+const IDLE_RELEASE: Duration = Duration::from_secs(1);
+
 /// Serves one network connection until the peer ends the session (`@end`
-/// or `quit`, answered with [`crate::BYE_REPLY`]) or disconnects.
+/// or `quit`, answered with [`crate::BYE_REPLY`]), disconnects, or stays
+/// idle past the configured timeout.
 ///
 /// Every complete line received is executed; an unterminated last line of a
 /// connection that drops is discarded, so nothing partial is applied.
 /// Coalesced writes are applied at the end of every read chunk, before its
-/// replies are sent. Returns the control that ended the session
-/// ([`Control::Continue`] for a disconnect).
-pub fn serve_connection(db: &Db, stream: &TcpStream) -> io::Result<Control> {
-    let mut session = Session::new(db, Mode::Network);
+/// replies are sent. Replies stream out in chunks of [`STREAM_CHUNK`] as
+/// they are produced, so a reply of any size takes bounded memory and a
+/// slow reader holds back only its own session. Returns the control that
+/// ended the session ([`Control::Continue`] for a disconnect or time-out).
+pub fn serve_connection(
+    db: &Db,
+    stream: &TcpStream,
+    config: &ConnectionConfig,
+) -> io::Result<Control> {
+    let mut session = Session::new(db, Mode::Network)
+        .with_loads(config.loads.clone())
+        .with_cancel(Arc::clone(&config.cancel))
+        .streaming(Box::new(move |bytes: &[u8]| {
+            let mut w = stream;
+            w.write_all(bytes)
+        }));
     let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
-    let mut out = Vec::with_capacity(64 * 1024);
+    let mut out = Vec::new();
     let mut reader = stream;
     let mut writer = stream;
+    let mut idle = IdleClock::new(stream, config.idle_timeout)?;
     loop {
-        let n = match read_some(&mut lines, &mut reader) {
-            Ok(n) => n,
+        let n = match idle.read(&mut lines, &mut reader, &mut out) {
+            Ok(Some(n)) => n,
+            Ok(None) => {
+                // Idle past the time-out: what was received is executed.
+                session.apply_pending(&mut out);
+                push_error(&mut out, "idle timeout: closing the connection");
+                let _ = writer.write_all(&out);
+                let _ = stream.shutdown(Shutdown::Both);
+                return Ok(Control::Continue);
+            }
             Err(e) => {
                 // A reset connection: what was executed stays executed.
                 let mut ignored = Vec::new();
@@ -97,6 +140,78 @@ pub fn serve_connection(db: &Db, stream: &TcpStream) -> io::Result<Control> {
         if !out.is_empty() {
             writer.write_all(&out)?;
             out.clear();
+        }
+    }
+}
+
+/// Reads for a connection: after [`IDLE_RELEASE`] without input the
+/// buffers are given back, and after the idle time-out the read gives up.
+struct IdleClock<'s> {
+    stream: &'s TcpStream,
+    timeout: Option<Duration>,
+    /// The read time-out now set on the socket.
+    armed: Option<Duration>,
+}
+
+impl<'s> IdleClock<'s> {
+    fn new(stream: &'s TcpStream, timeout: Option<Duration>) -> io::Result<Self> {
+        let mut clock = IdleClock {
+            stream,
+            timeout,
+            armed: None,
+        };
+        clock.arm(Some(IDLE_RELEASE))?;
+        Ok(clock)
+    }
+
+    fn arm(&mut self, t: Option<Duration>) -> io::Result<()> {
+        if self.armed != t {
+            self.stream.set_read_timeout(t)?;
+            self.armed = t;
+        }
+        Ok(())
+    }
+
+    /// Bytes read (0 at end of input), or `None` once idle past the
+    /// time-out.
+    fn read(
+        &mut self,
+        lines: &mut LineReader,
+        reader: &mut &TcpStream,
+        out: &mut Vec<u8>,
+    ) -> io::Result<Option<usize>> {
+        let start = Instant::now();
+        let mut released = false;
+        loop {
+            match read_some(lines, reader) {
+                Ok(n) => {
+                    if released {
+                        self.arm(Some(IDLE_RELEASE))?;
+                    }
+                    return Ok(Some(n));
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if !released {
+                        lines.release();
+                        *out = Vec::new();
+                        released = true;
+                    }
+                    let Some(limit) = self.timeout else {
+                        self.arm(None)?;
+                        continue;
+                    };
+                    match limit.checked_sub(start.elapsed()) {
+                        Some(left) if !left.is_zero() => self.arm(Some(left))?,
+                        _ => return Ok(None),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 }

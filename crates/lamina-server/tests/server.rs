@@ -446,3 +446,62 @@ fn shutdown_closes_open_connections() {
     assert_eq!(out, "1\n");
     db.close().unwrap();
 }
+
+/// A reply of any size goes out in chunks of about `STREAM_CHUNK` while it
+/// is produced: the session never holds more than one chunk (plus one
+/// entry), and the bytes that reach the sink are the reply a `BTreeMap`
+/// predicts.
+#[test]
+fn long_replies_stream_in_bounded_chunks() {
+    use lamina_server::exec::STREAM_CHUNK;
+    use lamina_server::{Mode, Session};
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut model = BTreeMap::new();
+    let mut load = String::new();
+    for k in 0..60_000i32 {
+        let v = k.wrapping_mul(7);
+        load.push_str(&format!("p {k} {v}\n"));
+        model.insert(k, v);
+    }
+    exec(&db, load.as_bytes());
+    db.flush().unwrap();
+
+    let sent = RefCell::new(Vec::<u8>::new());
+    let largest = RefCell::new(0usize);
+    let mut session = Session::new(&db, Mode::Network).streaming(Box::new(|chunk: &[u8]| {
+        let mut l = largest.borrow_mut();
+        *l = (*l).max(chunk.len());
+        sent.borrow_mut().extend_from_slice(chunk);
+        Ok(())
+    }));
+    let mut out = Vec::new();
+    session.execute_line(b"r 0 60000", &mut out);
+    session.execute_line(b"s 100000", &mut out);
+    let largest_out = out.len();
+    drop(session);
+    let mut all = sent.into_inner();
+    all.extend_from_slice(&out);
+    let text = String::from_utf8(all).unwrap();
+    let mut lines = text.lines();
+    let expected: Vec<String> = model.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    assert_eq!(lines.next().unwrap(), expected.join(" "));
+    assert_eq!(lines.next().unwrap(), "Logical Pairs: 60000");
+    // Every level's entries were listed, 60,000 in all.
+    let listed: usize = lines
+        .filter(|l| l.contains(":L"))
+        .map(|l| l.split(' ').count())
+        .sum();
+    assert!(listed >= 60_000, "{listed}");
+    // Bounded: a chunk is at most STREAM_CHUNK plus the entry that crossed it.
+    assert!(
+        *largest.borrow() < STREAM_CHUNK + 64,
+        "{}",
+        largest.borrow()
+    );
+    assert!(largest_out < STREAM_CHUNK + 64, "{largest_out}");
+    assert!(text.len() > 10 * STREAM_CHUNK);
+}

@@ -152,6 +152,42 @@ impl std::fmt::Debug for Db {
 /// A key and its value at one level (`None` = tombstone).
 pub type LevelEntry = (Vec<u8>, Option<Vec<u8>>);
 
+/// The entries of one level, newest version per key (see
+/// [`Db::level_iter`]); it pins the tree it started on.
+pub struct LevelIter {
+    iter: MergingIterator,
+    last_key: Option<Vec<u8>>,
+    _sv: Arc<SuperVersion>,
+}
+
+impl LevelIter {
+    fn advance(&mut self) -> Result<Option<LevelEntry>> {
+        while self.iter.valid() {
+            let p = parse_internal_key(self.iter.key())
+                .ok_or_else(|| Error::corruption("level", 0, "bad internal key"))?;
+            let newest = self.last_key.as_deref() != Some(p.user_key);
+            let entry = newest.then(|| {
+                let v = (p.kind == ValueKind::Put).then(|| self.iter.value().to_vec());
+                (p.user_key.to_vec(), v)
+            });
+            self.iter.next()?;
+            if let Some(entry) = entry {
+                self.last_key = Some(entry.0.clone());
+                return Ok(Some(entry));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Iterator for LevelIter {
+    type Item = Result<LevelEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.advance().transpose()
+    }
+}
+
 /// A consistent read view; writes after it was taken are invisible to it.
 pub struct Snapshot {
     inner: Arc<Inner>,
@@ -536,8 +572,15 @@ impl Db {
     }
 
     /// Entries stored at `level` (0 = memtables, 1.. = disk levels), newest
-    /// version per key within that level, tombstones as `None`.
+    /// version per key within that level, tombstones as `None`; at most
+    /// `limit` of them.
     pub fn level_entries(&self, level: usize, limit: usize) -> Result<Vec<LevelEntry>> {
+        self.level_iter(level)?.take(limit).collect()
+    }
+
+    /// The entries of [`Db::level_entries`] one at a time, in key order, in
+    /// constant memory (beyond the blocks being read).
+    pub fn level_iter(&self, level: usize) -> Result<LevelIter> {
         let sv = Arc::clone(&self.inner.sv.read());
         let children: Vec<Box<dyn InternalIterator>> = if level == 0 {
             memtable_iters(&sv)
@@ -556,19 +599,13 @@ impl Db {
                 None => Vec::new(),
             }
         };
-        let mut it = MergingIterator::new(children);
-        it.seek_to_first()?;
-        let mut out: Vec<LevelEntry> = Vec::new();
-        while it.valid() && out.len() < limit {
-            let p = parse_internal_key(it.key())
-                .ok_or_else(|| Error::corruption("level", 0, "bad internal key"))?;
-            if out.last().is_none_or(|(k, _)| k.as_slice() != p.user_key) {
-                let v = (p.kind == ValueKind::Put).then(|| it.value().to_vec());
-                out.push((p.user_key.to_vec(), v));
-            }
-            it.next()?;
-        }
-        Ok(out)
+        let mut iter = MergingIterator::new(children);
+        iter.seek_to_first()?;
+        Ok(LevelIter {
+            iter,
+            last_key: None,
+            _sv: sv,
+        })
     }
 
     /// Directory of the database.

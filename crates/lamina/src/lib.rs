@@ -31,7 +31,7 @@ pub mod version;
 pub mod vfs;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, Snapshot};
+pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, SyncMode};
 pub use repair::{repair, RepairReport};
