@@ -200,18 +200,18 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         .collect();
     input_ids.sort_unstable();
     let is_input = |id: u64| input_ids.binary_search(&id).is_ok();
-    let lo = inputs
-        .iter()
-        .filter_map(|i| i.files.first())
-        .map(|f| f.smallest.as_slice())
-        .min()
-        .unwrap_or_default();
-    let hi = inputs
-        .iter()
-        .filter_map(|i| i.files.last())
-        .map(|f| f.largest.as_slice())
-        .max()
-        .unwrap_or_default();
+    // The merged range: each input's files are sorted by key.
+    let (mut lo, mut hi): (&[u8], &[u8]) = (&[], &[]);
+    for (i, input) in inputs.iter().enumerate() {
+        if let (Some(first), Some(last)) = (input.files.first(), input.files.last()) {
+            if i == 0 || first.smallest.as_slice() < lo {
+                lo = &first.smallest;
+            }
+            if i == 0 || last.largest.as_slice() > hi {
+                hi = &last.largest;
+            }
+        }
+    }
     if into_existing {
         let run = positions[dest_position].1;
         if let Some(f) = overlapping(run, lo, hi).iter().find(|f| !is_input(f.id)) {

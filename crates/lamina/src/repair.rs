@@ -28,7 +28,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::batch::decode_record;
 use crate::compaction::{execute, flush_memtable, CompactionContext, CompactionTask, OutputRun};
@@ -315,23 +315,7 @@ fn check_table(loader: &TableLoader, n: u64) -> Result<FileMeta> {
     let file = loader.vfs.open_read(&loader.path(n))?;
     let table = Table::open(file, n, name, None, Arc::clone(&loader.stats))?;
     table.verify()?;
-    let p = table.properties();
-    let meta = FileMeta {
-        id: n,
-        size: p.file_size,
-        entries: p.entries,
-        tombstones: p.tombstones,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        smallest_seq: p.smallest_seq,
-        largest_seq: p.largest_seq,
-        created_ms: now_ms(),
-        oldest_tombstone_ms: p.oldest_tombstone_time.filter(|_| p.tombstones > 0),
-        raw_bytes: p.raw_key_bytes + p.raw_value_bytes,
-        arrived_ms: AtomicU64::new(0),
-        last_read_ms: AtomicU64::new(0),
-        table: OnceLock::new(),
-    };
+    let meta = FileMeta::from_properties(n, table.properties(), now_ms());
     let _ = meta.table.set(table);
     Ok(meta)
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
 use crate::error::{Error, Result};
-use crate::sst::Table;
+use crate::sst::{Table, TableProperties};
 
 /// Metadata of one SST file.
 #[derive(Debug)]
@@ -300,6 +300,31 @@ impl Version {
 }
 
 impl FileMeta {
+    /// The metadata of table `id` as its properties block describes it,
+    /// written at `now_ms`.
+    pub(crate) fn from_properties(id: u64, p: &TableProperties, now_ms: u64) -> FileMeta {
+        FileMeta {
+            id,
+            size: p.file_size,
+            entries: p.entries,
+            tombstones: p.tombstones,
+            smallest: p.smallest_key.clone(),
+            largest: p.largest_key.clone(),
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            created_ms: now_ms,
+            oldest_tombstone_ms: if p.tombstones > 0 {
+                p.oldest_tombstone_time
+            } else {
+                None
+            },
+            raw_bytes: p.raw_key_bytes + p.raw_value_bytes,
+            arrived_ms: AtomicU64::new(now_ms),
+            last_read_ms: AtomicU64::new(0),
+            table: OnceLock::new(),
+        }
+    }
+
     /// A copy of the metadata without the opened table.
     pub fn clone_meta(&self) -> FileMeta {
         FileMeta {

@@ -22,6 +22,20 @@ pub fn tiny_options(fs: &MemFs) -> Options {
     }
 }
 
+/// `tiny_options` on the real file system, for tests that look at the
+/// directory's files.
+pub fn disk_options() -> Options {
+    Options {
+        vfs: Arc::new(lamina::vfs::OsFs),
+        write_buffer_size: 8 * 1024,
+        target_file_size: 4 * 1024,
+        block_size: 512,
+        compaction: "leveling:T=3,l0=2".into(),
+        level0_stop_runs: 0,
+        ..Options::default()
+    }
+}
+
 /// Every live pair of the database, by a full scan.
 pub fn dump(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     db.scan(Bound::Unbounded, Bound::Unbounded)

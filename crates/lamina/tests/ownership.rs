@@ -6,10 +6,8 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use common::{dump, key};
-use lamina::vfs::OsFs;
 use lamina::{Db, Error, Options};
 
 /// Every file of `dir` (recursively) with its bytes.
@@ -31,15 +29,7 @@ fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 fn options() -> Options {
-    Options {
-        vfs: Arc::new(OsFs),
-        write_buffer_size: 8 * 1024,
-        target_file_size: 4 * 1024,
-        block_size: 512,
-        compaction: "leveling:T=3,l0=2".into(),
-        level0_stop_runs: 0,
-        ..Options::default()
-    }
+    common::disk_options()
 }
 
 /// A database with flushed tables, compactions behind it and a live log.

@@ -17,15 +17,7 @@ use lamina::{repair, Db, Options, SyncMode};
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options() -> Options {
-    Options {
-        vfs: Arc::new(OsFs),
-        write_buffer_size: 8 * 1024,
-        target_file_size: 4 * 1024,
-        block_size: 512,
-        compaction: "leveling:T=3,l0=2".into(),
-        level0_stop_runs: 0,
-        ..Options::default()
-    }
+    common::disk_options()
 }
 
 fn names(dir: &Path) -> Vec<String> {

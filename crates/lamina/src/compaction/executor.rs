@@ -6,8 +6,8 @@
 //! once no snapshot needs it and no older run can hold its key.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memtable::MemTable;
-use crate::sst::{TableBuilder, TableOptions, TableProperties};
+use crate::sst::{TableBuilder, TableOptions};
 use crate::tables::{sst_name, RunIterator, TableLoader};
 use crate::version::{AddedFile, FileMeta, NewRun, RemovedFile, Run, Version, VersionEdit};
 
@@ -270,7 +270,7 @@ impl<'a> OutputWriter<'a> {
         if let Some((id, b)) = self.builder.take() {
             let props = b.finish(self.ctx.now_ms, self.oldest_tombstone)?;
             self.done
-                .push(meta_from_properties(id, &props, self.ctx.now_ms));
+                .push(FileMeta::from_properties(id, &props, self.ctx.now_ms));
         }
         Ok(())
     }
@@ -297,29 +297,6 @@ impl<'a> OutputWriter<'a> {
             let _ = self.ctx.loader.vfs.remove(&self.ctx.loader.path(id));
         }
         self.done.clear();
-    }
-}
-
-fn meta_from_properties(id: u64, p: &TableProperties, now_ms: u64) -> FileMeta {
-    FileMeta {
-        id,
-        size: p.file_size,
-        entries: p.entries,
-        tombstones: p.tombstones,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        smallest_seq: p.smallest_seq,
-        largest_seq: p.largest_seq,
-        created_ms: now_ms,
-        oldest_tombstone_ms: if p.tombstones > 0 {
-            p.oldest_tombstone_time
-        } else {
-            None
-        },
-        raw_bytes: p.raw_key_bytes + p.raw_value_bytes,
-        arrived_ms: AtomicU64::new(now_ms),
-        last_read_ms: AtomicU64::new(0),
-        table: OnceLock::new(),
     }
 }
 
