@@ -10,6 +10,9 @@ use std::io::{self, Read};
 /// Default size of one read.
 pub const READ_CHUNK: usize = 256 * 1024;
 
+/// Size of a reader's first read (reads grow from it to the read chunk).
+const FIRST_READ: usize = 4 * 1024;
+
 /// Default longest accepted line, excluding the newline.
 pub const MAX_LINE: usize = 1024 * 1024;
 
@@ -31,6 +34,9 @@ pub struct LineReader {
     end: usize,
     max_line: usize,
     read_chunk: usize,
+    /// The next read's size: it starts small and doubles while reads fill
+    /// it, up to `read_chunk`, so a connection sending little costs little.
+    read_size: usize,
     /// Inside an over-long line: drop bytes until the next newline.
     discarding: bool,
 }
@@ -43,7 +49,8 @@ impl Default for LineReader {
 
 impl LineReader {
     /// A reader accepting lines of at most `max_line` bytes, reading up to
-    /// `read_chunk` bytes at a time.
+    /// `read_chunk` bytes at a time (4 KiB at first, doubling while reads
+    /// fill the buffer).
     pub fn new(max_line: usize, read_chunk: usize) -> LineReader {
         LineReader {
             buf: Vec::new(),
@@ -51,6 +58,7 @@ impl LineReader {
             end: 0,
             max_line,
             read_chunk: read_chunk.max(1),
+            read_size: FIRST_READ.min(read_chunk.max(1)),
             discarding: false,
         }
     }
@@ -63,12 +71,16 @@ impl LineReader {
             self.end -= self.start;
             self.start = 0;
         }
-        let want = self.end + self.read_chunk;
+        let want = self.end + self.read_size;
         if self.buf.len() < want {
             self.buf.resize(want, 0);
         }
+        let space = self.buf.len() - self.end;
         let n = r.read(&mut self.buf[self.end..])?;
         self.end += n;
+        if n == space {
+            self.read_size = (self.read_size * 2).min(self.read_chunk);
+        }
         Ok(n)
     }
 
@@ -81,6 +93,7 @@ impl LineReader {
         self.start = 0;
         self.buf.truncate(self.end);
         self.buf.shrink_to_fit();
+        self.read_size = FIRST_READ.min(self.read_chunk);
     }
 
     /// The next complete line, if one is buffered.
