@@ -163,9 +163,13 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     for &n in &tables {
         match check_table(&loader, n) {
             Ok(meta) => kept.push(meta),
-            Err(e) => report
+            // Damage drops the table; any other failure (an I/O error) stops
+            // the repair before it changed anything: a table that could not
+            // be read is not a damaged one.
+            Err(e) if is_damage(&e) => report
                 .tables_lost
                 .push((filename::sst_name(n), e.to_string())),
+            Err(e) => return Err(e),
         }
     }
     report.tables_kept = (
@@ -318,6 +322,15 @@ fn check_table(loader: &TableLoader, n: u64) -> Result<FileMeta> {
     let meta = FileMeta::from_properties(n, table.properties(), now_ms());
     let _ = meta.table.set(table);
     Ok(meta)
+}
+
+/// Whether `e` says a file's bytes are bad (a checksum, a structure, a
+/// file shorter than its own footer says), rather than that reading failed.
+fn is_damage(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::UnexpectedEof,
+        e => e.is_corruption(),
+    }
 }
 
 /// Renames `dir/name` into `lost`, under a free name; returns the name used.

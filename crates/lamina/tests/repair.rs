@@ -215,3 +215,64 @@ fn a_locked_database_is_refused() {
     assert_eq!(names(&dir), before);
     drop(db);
 }
+
+/// An I/O error at any operation of a repair never costs data: the failed
+/// repair leaves a directory that repair can be run on again, and the
+/// second run rebuilds every key (nothing is deleted, the old files wait in
+/// `lost/` or in place).
+#[test]
+fn an_io_error_at_any_operation_of_repair_loses_nothing() {
+    use lamina::vfs::fault::FaultFs;
+    use lamina::vfs::mem::MemFs;
+    use lamina::vfs::Vfs;
+
+    let options = |vfs: Arc<dyn Vfs>| Options {
+        vfs,
+        // Every write durable, so that copies of the disk are exact.
+        sync: SyncMode::Always,
+        ..common::tiny_options(&MemFs::new())
+    };
+    // A database with tables and a live log, and no CURRENT.
+    let base = MemFs::new();
+    let model = {
+        let db = Db::open("/db", options(Arc::new(base.clone()))).unwrap();
+        for i in 0..600u64 {
+            db.put(&key(i % 250), format!("v{i}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        for i in 0..30u64 {
+            db.put(&key(1_000 + i), b"log").unwrap();
+        }
+        let model = dump(&db);
+        drop(db);
+        model
+    };
+    base.remove(Path::new("/db/CURRENT")).unwrap();
+    base.sync_dir(Path::new("/db")).unwrap();
+    // With everything durable, a power-loss copy is an exact copy.
+    let copy = || base.crash_clone(&mut rand::rngs::mock::StepRng::new(0, 1), 0.0);
+
+    let clean = FaultFs::new(Arc::new(copy()));
+    repair(Path::new("/db"), &options(Arc::new(clean.clone()))).unwrap();
+    let total = clean.ops();
+    let mut fired = 0;
+    for n in 0..total {
+        let mem = copy();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        fs.fail_once_at(n);
+        // Whether this run fails or not, a second one must rebuild it all.
+        let _ = repair(Path::new("/db"), &options(Arc::new(fs.clone())));
+        fired += fs.injected();
+        let again = repair(Path::new("/db"), &options(Arc::new(mem.clone())));
+        again.unwrap_or_else(|e| panic!("failure at op {n}: repair again: {e}"));
+        let db = Db::open("/db", options(Arc::new(mem.clone())))
+            .unwrap_or_else(|e| panic!("failure at op {n}: open: {e}"));
+        assert_eq!(dump(&db), model, "failure at op {n}");
+    }
+    assert!(
+        fired * 2 >= total,
+        "{fired} failures over {total} operations"
+    );
+    println!("repair: {total} operation indices tried, {fired} failures injected");
+}
