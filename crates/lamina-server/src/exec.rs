@@ -34,11 +34,17 @@
 //!
 //! # Load files
 //!
-//! `l PATH` streams the file in 64 KiB chunks (one write batch each). A
-//! relative `PATH` is resolved against the working directory of the process
-//! executing it (the server's, not the client's). The file length is checked
-//! up front: a missing file, a directory or a length that is not a multiple
-//! of 8 is an `ERROR` and loads nothing.
+//! `l PATH` streams the file in 64 KiB chunks (one write batch each), never
+//! reading past the size the open file had. What may be loaded is the
+//! session's [`LoadAccess`]: local input (`lamina exec`, the console) loads
+//! any path, relative to the process's working directory; a network client
+//! only regular files inside the server's load directory, which a relative
+//! `PATH` is resolved against and which no `..`, absolute path or symlink
+//! may leave (the file is opened non-blocking, so a FIFO cannot hold the
+//! session, and checked on the open descriptor). A missing file, anything
+//! but a regular file, a file over the size cap, or a length that is not a
+//! multiple of 8 is an `ERROR` and loads nothing. A server shutdown stops a
+//! load at its next chunk.
 //!
 //! # Level numbering
 //!
