@@ -171,7 +171,7 @@ impl Server {
     /// (threads end on their own and are not joined). On shutdown every
     /// open connection's socket is shut down, which ends its thread's
     /// blocked reads and writes, and a load in progress stops at its next
-    /// chunk; the threads get [`SHUTDOWN_GRACE`] to finish.
+    /// chunk; the threads get 5 s to finish.
     pub fn run(self) -> io::Result<()> {
         let conns = Arc::new(Connections::default());
         let conn_config = ConnectionConfig {

@@ -1,5 +1,5 @@
 //! Triggers: *when* a level needs compaction (seed 001 §3.1, "compaction
-//! trigger"). Each trigger looks at one level of a [`TreeView`] and either
+//! trigger"). Each trigger looks at one level of a [`TreeView`](crate::TreeView) and either
 //! stays silent or fires with a score (how urgent) and, for file-level
 //! triggers, the files it marks.
 
