@@ -14,7 +14,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::db::replay_wal;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, ValueKind, MAX_SEQ};
@@ -29,6 +28,7 @@ use crate::stats::IoStats;
 use crate::version::VersionEdit;
 use crate::vfs::mem::MemFs;
 use crate::vfs::{Vfs, WritableFile};
+use crate::wal::replay_wal;
 
 /// Upper bound on entries walked per input, so a valid but huge input
 /// cannot stall the fuzzer.

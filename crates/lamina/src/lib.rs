@@ -29,6 +29,7 @@ pub mod tables;
 pub mod verify;
 pub mod version;
 pub mod vfs;
+mod wal;
 
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot};

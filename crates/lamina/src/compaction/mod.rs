@@ -10,8 +10,10 @@ pub use lamina_compaction::*;
 use crate::version::Version;
 
 mod executor;
+mod manual;
 
 pub(crate) use executor::{execute, flush_memtable, CompactionContext, CompactionOutcome};
+pub(crate) use manual::manual_task;
 
 /// The engine's picture of `version` for the policies; `busy` holds ids of
 /// files that a running compaction owns.

@@ -1,0 +1,372 @@
+//! The background threads' work: flushes, compactions and their
+//! installation, obsolete files, manual compactions and statistics.
+
+use super::*;
+
+impl Inner {
+    pub(super) fn flush_loop(&self) {
+        loop {
+            let mem = {
+                let mut st = self.state.lock();
+                loop {
+                    if let Some(m) = st.imms.front() {
+                        break Arc::clone(m);
+                    }
+                    if self.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    self.cv.wait_for(&mut st, Duration::from_millis(200));
+                }
+            };
+            if let Err(e) = self.flush_one(&mem) {
+                tracing_error("flush", &e);
+                let mut st = self.state.lock();
+                st.bg_error = Some(e.to_string());
+                self.cv.notify_all();
+                // Retry after a pause: a transient failure (a full disk) clears.
+                self.cv.wait_for(&mut st, Duration::from_millis(500));
+                if self.shutdown.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Bloom bits per key for files written into `level` of a tree of
+    /// `levels` levels: by hand, by Monkey, or the same everywhere.
+    pub(super) fn bloom_bits_for(&self, level: usize, levels: usize) -> f64 {
+        let opts = &self.opts;
+        if let Some(last) = opts.bloom_bits_per_level.last() {
+            return *opts.bloom_bits_per_level.get(level).unwrap_or(last);
+        }
+        if opts.bloom_monkey {
+            // The policy's own level ratio when it has one (`leveling:T=4`),
+            // else the engine's default.
+            let t = self
+                .policy
+                .read()
+                .size_ratio()
+                .unwrap_or(opts.size_ratio as f64);
+            let entries = monkey::geometric_entries(levels.max(level + 1), t);
+            let bits = monkey::allocate(opts.bloom_bits_per_key, &entries);
+            return bits.get(level).copied().unwrap_or(opts.bloom_bits_per_key);
+        }
+        opts.bloom_bits_per_key
+    }
+
+    pub(super) fn flush_one(&self, mem: &Arc<MemTable>) -> Result<()> {
+        let alloc = || self.alloc_id();
+        let mut ctx = self.context(&alloc);
+        let levels = self.state.lock().version.levels.len();
+        ctx.table_options.bloom_bits_per_key = self.bloom_bits_for(0, levels);
+        let meta = flush_memtable(&ctx, mem)?;
+        let written = meta.as_ref().map_or(0, |m| m.size);
+        let mut edit = VersionEdit::default();
+        if let Some(meta) = meta {
+            edit.add_flushed_run(self.alloc_id(), meta);
+        }
+        let run_bound = self.policy.read().run_bound();
+        let mut st = self.state.lock();
+        let runs_before = st.version.run_count();
+        // Logs older than the next unflushed memtable's are obsolete now.
+        let next_log = st
+            .imms
+            .get(1)
+            .map_or(st.mem.wal_number(), |m| m.wal_number());
+        edit.log_number = Some(next_log);
+        let max_seq = self.last_seq.load(Ordering::Relaxed);
+        // The memtable leaves in the same installed view as its file
+        // arrives: a reader never sees both, which would give the merged
+        // iterator the same internal key twice. On failure the memtable
+        // stays and the output too: the manifest may hold the edit even
+        // though its sync failed. Unreferenced files are collected at open.
+        let flushed = st.imms.pop_front();
+        if let Err(e) = self.log_and_apply(&mut st, edit, Some(max_seq)) {
+            if let Some(m) = flushed {
+                st.imms.push_front(m);
+            }
+            return Err(e);
+        }
+        st.bg_error = None;
+        let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
+        self.stats.flushes.inc();
+        self.stats.flush_bytes_written.add(written);
+        let runs = st.version.run_count() as u64;
+        self.stats.run_count_sum.add(runs);
+        self.stats.max_runs_at_flush.observe(runs);
+        if let Some(excess) = run_bound.and_then(|k| runs_before.checked_sub(k)) {
+            if excess > 0 {
+                self.stats.overshoot_flushes.inc();
+                self.stats.max_overshoot.observe(excess as u64);
+            }
+        }
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    /// Logs `edit` in the manifest and makes its result the current version.
+    pub(super) fn log_and_apply(
+        &self,
+        st: &mut State,
+        mut edit: VersionEdit,
+        last_seq: Option<u64>,
+    ) -> Result<()> {
+        let next = st.version.apply(&edit)?;
+        let mut counters = st.counters;
+        if let Some(n) = edit.log_number {
+            counters.log_number = n;
+        }
+        if let Some(s) = last_seq {
+            counters.last_seq = counters.last_seq.max(s);
+        }
+        // Reserve a number for a possible fresh manifest before stamping.
+        let spare = self.alloc_id();
+        counters.next_file_number = self.numbers.peek();
+        edit.next_file_number = Some(counters.next_file_number);
+        edit.last_seq = Some(counters.last_seq);
+        edit.log_number = Some(counters.log_number);
+        st.manifest
+            .log(self.vfs.as_ref(), &edit, &next, counters, || spare)?;
+        st.counters = counters;
+        let old = std::mem::replace(&mut st.version, Arc::new(next));
+        let added: HashSet<u64> = edit.added_files.iter().map(|a| a.meta.id).collect();
+        for (_, _, f) in old.files() {
+            if !added.contains(&f.id) && edit.removed_files.iter().any(|r| r.file_id == f.id) {
+                st.obsolete.push(Arc::clone(f));
+            }
+        }
+        drop(old);
+        self.install(st);
+        self.collect_obsolete(st);
+        Ok(())
+    }
+
+    /// Deletes removed files that no reader pins any more.
+    pub(super) fn collect_obsolete(&self, st: &mut State) {
+        let mut keep = Vec::new();
+        for f in st.obsolete.drain(..) {
+            if Arc::strong_count(&f) == 1 {
+                let _ = self.vfs.remove(&self.loader.path(f.id));
+                if let Some(cache) = &self.loader.cache {
+                    self.io.cache_invalidated_blocks.add(cache.evict_file(f.id));
+                }
+            } else {
+                keep.push(f);
+            }
+        }
+        st.obsolete = keep;
+    }
+
+    pub(super) fn delete_obsolete_files(&self) {
+        let mut st = self.state.lock();
+        self.collect_obsolete(&mut st);
+    }
+
+    pub(super) fn compaction_loop(&self) {
+        loop {
+            let (task, version) = {
+                let mut st = self.state.lock();
+                loop {
+                    if self.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    self.collect_obsolete(&mut st);
+                    if !st.manual {
+                        if let Some(task) = self.pick(&st) {
+                            for id in task.input_file_ids() {
+                                st.busy.insert(id);
+                            }
+                            st.compactions_running += 1;
+                            break (task, Arc::clone(&st.version));
+                        }
+                    }
+                    self.cv.wait_for(&mut st, Duration::from_millis(500));
+                }
+            };
+            let result = self.run_task(&task, &version);
+            let mut st = self.state.lock();
+            for id in task.input_file_ids() {
+                st.busy.remove(&id);
+            }
+            st.compactions_running -= 1;
+            if let Err(e) = result {
+                tracing_error("compaction", &e);
+                self.stats.compaction_errors.inc();
+                self.cv.notify_all();
+                self.cv.wait_for(&mut st, Duration::from_millis(500));
+            }
+            self.cv.notify_all();
+        }
+    }
+
+    pub(super) fn view(&self, st: &State) -> TreeView {
+        crate::compaction::view_of_version(
+            &st.version,
+            &st.busy,
+            self.stats.flushes.get(),
+            self.opts.write_buffer_size as u64,
+            now_ms(),
+        )
+    }
+
+    /// Waits until the policy picks nothing and no compaction runs.
+    pub(super) fn wait_for_compactions(&self) -> Result<()> {
+        let errors = self.stats.compaction_errors.get();
+        let mut st = self.state.lock();
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::Background(e.clone()));
+            }
+            if self.shutdown.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if self.stats.compaction_errors.get() != errors {
+                return Err(Error::Background("a compaction failed".into()));
+            }
+            // Picking happens under the state lock and counts the task as
+            // running at once, so this check cannot miss one being started.
+            if st.imms.is_empty()
+                && st.compactions_running == 0
+                && !st.manual
+                && self.pick(&st).is_none()
+            {
+                return Ok(());
+            }
+            self.cv.notify_all();
+            self.cv.wait_for(&mut st, Duration::from_millis(20));
+        }
+    }
+
+    pub(super) fn pick(&self, st: &State) -> Option<CompactionTask> {
+        let view = self.view(st);
+        let policy = Arc::clone(&self.policy.read());
+        policy
+            .pick(&view)
+            .into_iter()
+            .find(|t| t.input_file_ids().all(|id| !st.busy.contains(&id)))
+    }
+
+    /// Executes a task and installs its result.
+    pub(super) fn run_task(&self, task: &CompactionTask, version: &Version) -> Result<()> {
+        let alloc = || self.alloc_id();
+        let mut ctx = self.context(&alloc);
+        ctx.table_options.bloom_bits_per_key =
+            self.bloom_bits_for(task.output_level, version.levels.len());
+        let started = Instant::now();
+        let cpu_started = thread_cpu_time();
+        let outcome: CompactionOutcome = execute(&ctx, version, task)?;
+        let cpu = thread_cpu_time().saturating_sub(cpu_started);
+        let tombstones_out: u64 = outcome
+            .edit
+            .added_files
+            .iter()
+            .map(|a| a.meta.tombstones)
+            .sum();
+        let mut st = self.state.lock();
+        // As for flushes, outputs of a failed edit stay until the next open.
+        self.log_and_apply(&mut st, outcome.edit, None)?;
+        if outcome.trivial_move {
+            self.stats.trivial_moves.inc();
+        } else {
+            self.stats.compactions.inc();
+            self.stats.compaction_bytes_read.add(outcome.bytes_read);
+            self.stats
+                .compaction_bytes_written
+                .add(outcome.bytes_written);
+            let wall = started.elapsed();
+            self.stats.record(Op::Compaction, wall);
+            self.stats.compaction_cpu_latency.record(cpu);
+            self.stats
+                .compaction_io_latency
+                .record(wall.saturating_sub(cpu));
+            let levels = st.version.levels.len();
+            self.record_delete_persistence(task, version, tombstones_out, levels, ctx.now_ms);
+        }
+        Ok(())
+    }
+
+    /// A merge into the deepest level that removed tombstones made deletes
+    /// persistent: records the age of its inputs' oldest tombstone.
+    pub(super) fn record_delete_persistence(
+        &self,
+        task: &CompactionTask,
+        before: &Version,
+        tombstones_out: u64,
+        levels: usize,
+        now: u64,
+    ) {
+        if task.output_level + 1 < levels {
+            return;
+        }
+        let ids: HashSet<u64> = task.input_file_ids().collect();
+        let inputs = || before.files().filter(|(_, _, f)| ids.contains(&f.id));
+        let tombstones_in: u64 = inputs().map(|(_, _, f)| f.tombstones).sum();
+        let oldest = inputs().filter_map(|(_, _, f)| f.oldest_tombstone_ms).min();
+        if let Some(oldest) = oldest.filter(|_| tombstones_out < tombstones_in) {
+            self.stats
+                .delete_persistence_latency
+                .record(Duration::from_millis(now.saturating_sub(oldest)));
+        }
+    }
+
+    pub(super) fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        let (task, version) = {
+            let mut st = self.state.lock();
+            st.manual = true;
+            while st.compactions_running > 0 {
+                self.cv.wait_for(&mut st, Duration::from_millis(50));
+            }
+            let v = Arc::clone(&st.version);
+            let task = manual_task(&v, lo, hi, self.opts.target_file_size);
+            if let Some(t) = &task {
+                for id in t.input_file_ids() {
+                    st.busy.insert(id);
+                }
+            }
+            (task, v)
+        };
+        let result = match &task {
+            Some(t) => self.run_task(t, &version),
+            None => Ok(()),
+        };
+        let mut st = self.state.lock();
+        if let Some(t) = &task {
+            for id in t.input_file_ids() {
+                st.busy.remove(&id);
+            }
+        }
+        st.manual = false;
+        self.cv.notify_all();
+        result
+    }
+
+    pub(super) fn stats(&self) -> DbStats {
+        let sv = Arc::clone(&self.sv.read());
+        let levels = sv
+            .version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut s = LevelStats::of_level(i + 1, l, &self.loader);
+                self.stats.fill_filter_stats(i, &mut s);
+                s
+            })
+            .collect();
+        let mem_bytes = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .map(|m| m.approximate_bytes() as u64)
+            .sum();
+        let mem_entries = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .map(|m| m.len() as u64)
+            .sum();
+        self.stats.snapshot(
+            &self.io,
+            levels,
+            mem_bytes,
+            mem_entries,
+            sv.version.run_count(),
+        )
+    }
+}

@@ -1,0 +1,340 @@
+//! The read path: point lookups at a sequence number, the user iterators
+//! (`Db::scan`, `Db::scan_rev`) and the per-level iterator.
+
+use super::*;
+
+impl Db {
+    /// The entries of [`Db::level_entries`] one at a time, in key order, in
+    /// constant memory (beyond the blocks being read).
+    pub fn level_iter(&self, level: usize) -> Result<LevelIter> {
+        let sv = Arc::clone(&self.inner.sv.read());
+        let children: Vec<Box<dyn InternalIterator>> = if level == 0 {
+            memtable_iters(&sv)
+        } else {
+            match sv.version.levels.get(level - 1) {
+                Some(l) => l
+                    .runs
+                    .iter()
+                    .map(|r| {
+                        Box::new(RunIterator::new(
+                            r.files.clone(),
+                            Arc::clone(&self.inner.loader),
+                        )) as Box<dyn InternalIterator>
+                    })
+                    .collect(),
+                None => Vec::new(),
+            }
+        };
+        let mut iter = MergingIterator::new(children);
+        iter.seek_to_first()?;
+        Ok(LevelIter {
+            iter,
+            last_key: None,
+            _sv: sv,
+        })
+    }
+}
+
+impl Inner {
+    pub(super) fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
+        let sv = Arc::clone(&self.sv.read());
+        for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            if let Some((kind, v)) = mem.get(key, seq) {
+                return Ok((kind == ValueKind::Put).then_some(v));
+            }
+        }
+        let now = now_ms();
+        for (level, run) in sv.version.runs_newest_first() {
+            if let Some(f) = run.file_for(key) {
+                f.touch(now);
+                let table = self.loader.table(f)?;
+                let (found, filter) = table.get_with_filter_outcome(key, seq)?;
+                self.stats.count_filter(level, filter);
+                if let Some((kind, _, v)) = found {
+                    return Ok((kind == ValueKind::Put).then_some(v));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The merged view of every memtable and sorted run of `sv`.
+    pub(super) fn merged(&self, sv: &SuperVersion) -> MergingIterator {
+        let mut children = memtable_iters(sv);
+        for (_, run) in sv.version.runs_newest_first() {
+            children.push(Box::new(RunIterator::new(
+                run.files.clone(),
+                Arc::clone(&self.loader),
+            )));
+        }
+        MergingIterator::new(children)
+    }
+
+    /// The merged view of the current tree, positioned by `position`, with
+    /// the super version it pins; the positioning counts as the scan's
+    /// latency.
+    pub(super) fn positioned(
+        &self,
+        position: impl FnOnce(&mut MergingIterator) -> Result<()>,
+    ) -> Result<(Arc<SuperVersion>, MergingIterator)> {
+        let start = Instant::now();
+        let sv = Arc::clone(&self.sv.read());
+        let mut merged = self.merged(&sv);
+        position(&mut merged)?;
+        self.stats.record(Op::Scan, start.elapsed());
+        Ok((sv, merged))
+    }
+
+    pub(super) fn scan_at(
+        self: &Arc<Self>,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        seq: u64,
+    ) -> Result<DbIterator> {
+        let (sv, merged) = self.positioned(|m| match lo {
+            Bound::Included(k) | Bound::Excluded(k) => m.seek(&seek_key(k, seq)),
+            Bound::Unbounded => m.seek_to_first(),
+        })?;
+        Ok(DbIterator {
+            merged,
+            seq,
+            hi: hi.map(<[u8]>::to_vec),
+            // An excluded lower bound is skipped as if already returned.
+            last_key: match lo {
+                Bound::Excluded(k) => Some(k.to_vec()),
+                _ => None,
+            },
+            done: false,
+            _sv: sv,
+        })
+    }
+
+    pub(super) fn scan_rev_at(
+        self: &Arc<Self>,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        seq: u64,
+    ) -> Result<DbRevIterator> {
+        // The last version of the greatest user key in bounds, or (for an
+        // excluded bound) the first version of `hi` itself, skipped below.
+        let (sv, merged) = self.positioned(|m| match hi {
+            Bound::Included(k) => m.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete)),
+            Bound::Excluded(k) => m.seek_for_prev(&seek_key(k, MAX_SEQ)),
+            Bound::Unbounded => m.seek_to_last(),
+        })?;
+        Ok(DbRevIterator {
+            merged,
+            seq,
+            lo: lo.map(<[u8]>::to_vec),
+            hi: hi.map(<[u8]>::to_vec),
+            pending: PendingKey::default(),
+            done: false,
+            _sv: sv,
+        })
+    }
+}
+
+/// The entries of one level, newest version per key (see
+/// [`Db::level_iter`]); it pins the tree it started on.
+pub struct LevelIter {
+    iter: MergingIterator,
+    last_key: Option<Vec<u8>>,
+    _sv: Arc<SuperVersion>,
+}
+
+impl LevelIter {
+    fn advance(&mut self) -> Result<Option<LevelEntry>> {
+        while self.iter.valid() {
+            let p = parse_internal_key(self.iter.key())
+                .ok_or_else(|| Error::corruption("level", 0, "bad internal key"))?;
+            let newest = self.last_key.as_deref() != Some(p.user_key);
+            let entry = newest.then(|| {
+                let v = (p.kind == ValueKind::Put).then(|| self.iter.value().to_vec());
+                (p.user_key.to_vec(), v)
+            });
+            self.iter.next()?;
+            if let Some(entry) = entry {
+                self.last_key = Some(entry.0.clone());
+                return Ok(Some(entry));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Iterator for LevelIter {
+    type Item = Result<LevelEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.advance().transpose()
+    }
+}
+
+/// True if `key` lies above the upper bound `hi`.
+fn past_hi(hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match hi {
+        Bound::Included(h) => key > h.as_slice(),
+        Bound::Excluded(h) => key >= h.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
+/// True if `key` lies below the lower bound `lo`.
+fn below_lo(lo: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match lo {
+        Bound::Included(l) => key < l.as_slice(),
+        Bound::Excluded(l) => key <= l.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
+/// Iterates live entries in key order (see [`Db::scan`]).
+pub struct DbIterator {
+    merged: MergingIterator,
+    seq: u64,
+    hi: Bound<Vec<u8>>,
+    /// The user key last decided (its buffer reused from key to key).
+    last_key: Option<Vec<u8>>,
+    done: bool,
+    _sv: Arc<SuperVersion>,
+}
+
+impl DbIterator {
+    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while !self.done && self.merged.valid() {
+            let p = parse_internal_key(self.merged.key())
+                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
+            if past_hi(&self.hi, p.user_key) {
+                self.done = true;
+                break;
+            }
+            if p.seq > self.seq || self.last_key.as_deref() == Some(p.user_key) {
+                self.merged.next()?;
+                continue;
+            }
+            // The newest visible version of a new key decides it.
+            let last = self.last_key.get_or_insert_with(Vec::new);
+            last.clear();
+            last.extend_from_slice(p.user_key);
+            let item = (p.kind == ValueKind::Put)
+                .then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
+            self.merged.next()?;
+            if item.is_some() {
+                return Ok(item);
+            }
+        }
+        self.done = true;
+        Ok(None)
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.advance() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Iterates live entries in descending key order (see [`Db::scan_rev`]).
+///
+/// Going backward, the versions of a user key come oldest first, so the
+/// newest version visible at the snapshot is the last one met before the
+/// user key changes: a key is decided only once the cursor has moved past
+/// all of its versions.
+pub struct DbRevIterator {
+    merged: MergingIterator,
+    seq: u64,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    pending: PendingKey,
+    done: bool,
+    _sv: Arc<SuperVersion>,
+}
+
+/// The user key a [`DbRevIterator`] is deciding: its newest visible version
+/// met so far.
+#[derive(Default)]
+struct PendingKey {
+    /// `Some(kind)` of that version while a key is being decided.
+    kind: Option<ValueKind>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl PendingKey {
+    /// Ends the decision: the entry, if its newest version is a put.
+    fn take(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
+        (self.kind.take() == Some(ValueKind::Put)).then(|| {
+            (
+                std::mem::take(&mut self.key),
+                std::mem::take(&mut self.value),
+            )
+        })
+    }
+
+    /// True while deciding a user key other than `user_key`.
+    fn is_other(&self, user_key: &[u8]) -> bool {
+        self.kind.is_some() && self.key != user_key
+    }
+
+    fn set(&mut self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        self.kind = Some(kind);
+        self.key.clear();
+        self.key.extend_from_slice(user_key);
+        self.value.clear();
+        self.value.extend_from_slice(value);
+    }
+}
+
+impl DbRevIterator {
+    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        while !self.done && self.merged.valid() {
+            let p = parse_internal_key(self.merged.key())
+                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
+            if below_lo(&self.lo, p.user_key) {
+                break;
+            }
+            if past_hi(&self.hi, p.user_key) || p.seq > self.seq {
+                self.merged.prev()?;
+                continue;
+            }
+            // A smaller user key: the pending one has seen all its versions.
+            let decided = if self.pending.is_other(p.user_key) {
+                self.pending.take()
+            } else {
+                None
+            };
+            self.pending.set(p.kind, p.user_key, self.merged.value());
+            self.merged.prev()?;
+            if decided.is_some() {
+                return Ok(decided);
+            }
+        }
+        self.done = true;
+        Ok(self.pending.take())
+    }
+}
+
+impl Iterator for DbRevIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.advance() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                self.pending = PendingKey::default();
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The database: its state and public API here; `open` (recovery, file
+//! ownership, read-only mode), `write` (group commit, log, memtable switches,
+//! stalls), `background` (flushes, compactions, obsolete files, statistics)
+//! and `iter` (lookups and iterators) in the submodules.
+//!
+//! Locking: `wal` (held by the group-commit leader for a whole commit, and
+//! for memtable switches) is taken before `state`. Readers take neither: they
+//! clone the current [`SuperVersion`] under a short read lock.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{bounded, Sender};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::batch::{decode_entries, encode_header, WriteBatch};
+use crate::cache::BlockCache;
+use crate::compaction::{
+    execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
+    CompactionPolicy, CompactionTask, PolicyDefaults, TreeView,
+};
+use crate::error::{Error, Result};
+use crate::filename::{self, wal_name, FileKind, FileNumbers};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
+use crate::manifest::{self, Counters, Manifest};
+use crate::memtable::MemTable;
+use crate::options::{Options, SyncMode};
+use crate::record::{append_record, read_records};
+use crate::sst::{monkey, thread_blocks_read, TableOptions};
+use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, LevelStats, Op};
+use crate::tables::{RunIterator, TableLoader};
+use crate::version::{FileMeta, Version, VersionEdit};
+use crate::vfs::{DirLock, Vfs, WritableFile};
+use crate::wal::replay_wal;
+
+mod background;
+mod iter;
+mod open;
+mod write;
+
+pub use iter::{DbIterator, DbRevIterator, LevelIter};
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a reader pins: memtables and the tree at one instant.
+#[derive(Debug)]
+struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Immutable memtables, newest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+}
+
+struct State {
+    manifest: Manifest,
+    counters: Counters,
+    mem: Arc<MemTable>,
+    /// Immutable memtables waiting for flush, oldest first.
+    imms: VecDeque<Arc<MemTable>>,
+    version: Arc<Version>,
+    /// Files owned by running compactions.
+    busy: HashSet<u64>,
+    /// Files removed from the tree, deleted once no reader pins them.
+    obsolete: Vec<Arc<FileMeta>>,
+    /// A manual compaction is waiting or running; background picking pauses.
+    manual: bool,
+    compactions_running: usize,
+    /// Last background failure; writes fail while it is set.
+    bg_error: Option<String>,
+}
+
+struct WalState {
+    file: Box<dyn WritableFile>,
+    number: u64,
+    /// Bytes appended since the last sync (interval mode).
+    dirty: bool,
+    /// A failed append may have left a partial record: switch files first.
+    broken: bool,
+}
+
+enum Msg {
+    Done(Result<()>),
+    Lead,
+}
+
+struct Pending {
+    batch: WriteBatch,
+    tx: Sender<Msg>,
+}
+
+#[derive(Default)]
+struct WriteQueue {
+    pending: Vec<Pending>,
+    leader_active: bool,
+}
+
+struct Inner {
+    dir: PathBuf,
+    opts: Options,
+    vfs: Arc<dyn Vfs>,
+    _lock: Box<dyn DirLock>,
+    loader: Arc<TableLoader>,
+    io: Arc<IoStats>,
+    stats: EngineStats,
+    sv: RwLock<Arc<SuperVersion>>,
+    state: Mutex<State>,
+    cv: Condvar,
+    queue: Mutex<WriteQueue>,
+    wal: Mutex<WalState>,
+    /// Sequence number of the last write visible to readers.
+    visible_seq: AtomicU64,
+    /// Sequence number of the last write assigned (leader only).
+    last_seq: AtomicU64,
+    numbers: FileNumbers,
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    policy: RwLock<Arc<dyn CompactionPolicy>>,
+    shutdown: AtomicBool,
+}
+
+/// An open database. Share it between threads with `Arc<Db>`.
+pub struct Db {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+/// A key and its value at one level (`None` = tombstone).
+pub type LevelEntry = (Vec<u8>, Option<Vec<u8>>);
+
+/// A consistent read view; writes after it was taken are invisible to it.
+pub struct Snapshot {
+    inner: Arc<Inner>,
+    seq: u64,
+}
+
+impl Snapshot {
+    /// The value of `key` as of the snapshot.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get_at(key, self.seq)
+    }
+
+    /// The live keys of `[lo, hi)`-style bounds as of the snapshot.
+    pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
+        self.inner.scan_at(lo, hi, self.seq)
+    }
+
+    /// Like [`Snapshot::scan`], in descending key order.
+    pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
+        self.inner.scan_rev_at(lo, hi, self.seq)
+    }
+
+    /// The snapshot's sequence number.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snaps = self.inner.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.seq);
+            }
+        }
+    }
+}
+
+impl Db {
+    /// Stores `key` → `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(b)
+    }
+
+    /// Deletes `key` (writes a tombstone).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(b)
+    }
+
+    /// Applies `batch` atomically. Its durability on return is given by
+    /// [`Options::sync`] (see [`SyncMode`]).
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        if self.inner.opts.read_only {
+            return Err(Error::ReadOnly);
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let result = self.inner.write(batch);
+        self.inner.stats.record(Op::Put, start.elapsed());
+        result
+    }
+
+    /// The newest value of `key`, or `None` if absent or deleted.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let start = Instant::now();
+        let blocks = thread_blocks_read();
+        let r = self
+            .inner
+            .get_at(key, self.inner.visible_seq.load(Ordering::Acquire));
+        let elapsed = start.elapsed();
+        self.inner
+            .stats
+            .get_blocks_read
+            .add(thread_blocks_read().saturating_sub(blocks));
+        self.inner.stats.record(Op::Get, elapsed);
+        if let Ok(found) = &r {
+            self.inner.stats.count_get(found.is_some(), elapsed);
+        }
+        r
+    }
+
+    /// Live entries with keys within the bounds, in key order.
+    pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
+        self.inner
+            .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Live entries with keys within the bounds, in descending key order.
+    pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
+        self.inner
+            .scan_rev_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A consistent read view of the database as of now.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snaps = self.inner.snapshots.lock();
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *snaps.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seq,
+        }
+    }
+
+    /// Writes the memtable to an SST and waits until every write accepted
+    /// before the call is in SSTs under a durable manifest.
+    pub fn flush(&self) -> Result<()> {
+        if self.inner.opts.read_only {
+            return Err(Error::ReadOnly);
+        }
+        self.inner.flush_and_wait()
+    }
+
+    /// Merges every file overlapping `[lo, hi]` (None = unbounded) into the
+    /// deepest level, after a flush, together with every file overlapping
+    /// those (the range widens until it covers all the files it touches).
+    /// Waits for running compactions first.
+    pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        self.inner.compact_range(lo, hi)
+    }
+
+    /// Replaces the compaction strategy of the open database.
+    pub fn set_compaction(&self, spec: &str) -> Result<()> {
+        let policy = policy_from_spec(spec, policy_defaults(&self.inner.opts))?;
+        *self.inner.policy.write() = Arc::from(policy);
+        self.inner.cv.notify_all();
+        Ok(())
+    }
+
+    /// Waits until every pending flush is done, no compaction runs and the
+    /// strategy in force picks nothing more: the tree has settled into the
+    /// strategy's shape (RocksDB's `WaitForCompact`). Returns
+    /// `Error::Background` if a flush or compaction fails meanwhile (a failed
+    /// compaction leaves the tree as it was).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        if self.inner.opts.read_only {
+            // No compaction ever runs on a read-only database.
+            return Ok(());
+        }
+        self.inner.wait_for_compactions()
+    }
+
+    /// The spec of the compaction strategy in force.
+    pub fn compaction_spec(&self) -> String {
+        self.inner.policy.read().spec()
+    }
+
+    /// Statistics of the engine. Counters and the tree's shape are read one
+    /// after the other, not atomically: a snapshot taken while a merge
+    /// installs its result may count the merge and still show the runs it
+    /// replaced. `wait_for_compactions` first gives a settled snapshot.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats()
+    }
+
+    /// Levels including the buffer: 1 + disk levels.
+    pub fn num_levels(&self) -> usize {
+        1 + self.inner.sv.read().version.levels.len()
+    }
+
+    /// Entries stored at `level` (0 = memtables, 1.. = disk levels), newest
+    /// version per key within that level, tombstones as `None`; at most
+    /// `limit` of them.
+    pub fn level_entries(&self, level: usize, limit: usize) -> Result<Vec<LevelEntry>> {
+        self.level_iter(level)?.take(limit).collect()
+    }
+
+    /// Directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Flushes the memtable, stops background work and releases the
+    /// directory lock.
+    pub fn close(self) -> Result<()> {
+        if self.inner.opts.read_only {
+            self.stop();
+            return Ok(());
+        }
+        let flushed = self.inner.flush_and_wait();
+        let synced = self.inner.wal.lock().file.sync();
+        self.stop();
+        flushed.and(synced)
+    }
+
+    fn stop(&self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        {
+            let _st = self.inner.state.lock();
+            self.inner.cv.notify_all();
+        }
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        self.inner.delete_obsolete_files();
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn validate(opts: &Options) -> Result<()> {
+    let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
+    if opts.write_buffer_size < 1024 {
+        return bad("write_buffer_size must be at least 1 KiB");
+    }
+    if opts.block_size < 64 || opts.block_size > (64 << 20) {
+        return bad("block_size must be within 64 B ..= 64 MiB");
+    }
+    if !(0.0..=64.0).contains(&opts.bloom_bits_per_key) {
+        return bad("bloom_bits_per_key must be within 0 ..= 64");
+    }
+    if !opts
+        .bloom_bits_per_level
+        .iter()
+        .all(|b| (0.0..=64.0).contains(b))
+    {
+        return bad("bloom_bits_per_level values must be within 0 ..= 64");
+    }
+    if !(0.0..=64.0).contains(&opts.memtable_bloom_bits_per_key) {
+        return bad("memtable_bloom_bits_per_key must be within 0 ..= 64");
+    }
+    if opts.max_immutable_memtables == 0 {
+        return bad("max_immutable_memtables must be at least 1");
+    }
+    Ok(())
+}
+
+/// The memtable that logs its writes in WAL `wal_number`.
+fn new_memtable(opts: &Options, wal_number: u64) -> MemTable {
+    MemTable::with_filter(
+        wal_number,
+        opts.write_buffer_size,
+        opts.memtable_bloom_bits_per_key,
+    )
+}
+
+fn policy_defaults(opts: &Options) -> PolicyDefaults {
+    PolicyDefaults {
+        size_ratio: opts.size_ratio,
+        target_file_size: opts.target_file_size,
+    }
+}
+
+fn table_options(opts: &Options) -> TableOptions {
+    TableOptions {
+        block_size: opts.block_size,
+        bloom_bits_per_key: opts.bloom_bits_per_key,
+        ..TableOptions::default()
+    }
+}
+
+fn memtable_iters(sv: &SuperVersion) -> Vec<Box<dyn InternalIterator>> {
+    std::iter::once(&sv.mem)
+        .chain(sv.imms.iter())
+        .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>)
+        .collect()
+}
+
+impl Inner {
+    fn table_options(&self) -> TableOptions {
+        table_options(&self.opts)
+    }
+
+    fn alloc_id(&self) -> u64 {
+        self.numbers.alloc()
+    }
+
+    fn smallest_snapshot(&self) -> u64 {
+        let snaps = self.snapshots.lock();
+        let latest = self.visible_seq.load(Ordering::Acquire);
+        snaps.keys().next().copied().unwrap_or(latest).min(latest)
+    }
+
+    fn context<'a>(&'a self, alloc: &'a (dyn Fn() -> u64 + Sync)) -> CompactionContext<'a> {
+        CompactionContext {
+            loader: &self.loader,
+            table_options: self.table_options(),
+            alloc_id: alloc,
+            smallest_snapshot: self.smallest_snapshot(),
+            now_ms: now_ms(),
+        }
+    }
+}
+
+fn tracing_error(what: &str, e: &Error) {
+    eprintln!("lamina: background {what} failed: {e}");
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,296 @@
+//! Opening a database: recovery from the manifest and the logs, the
+//! garbage it may delete (docs/reliability.md, "File ownership"), and the
+//! read-only mode.
+
+use super::*;
+
+/// The log "file" of a database opened read-only: writes are refused
+/// before they reach it.
+#[derive(Debug)]
+struct ReadOnlyFile;
+
+impl WritableFile for ReadOnlyFile {
+    fn append(&mut self, _: &[u8]) -> Result<()> {
+        Err(Error::ReadOnly)
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        0
+    }
+}
+
+impl Db {
+    /// Opens (or creates) the database in `path`, recovering from the
+    /// manifest and replaying write-ahead logs.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let dir = path.as_ref().to_path_buf();
+        validate(&opts)?;
+        let vfs = Arc::clone(&opts.vfs);
+        // Checked before anything is created (not even LOCK), and again
+        // under the lock below.
+        refuse_orphaned_files(vfs.as_ref(), &dir)?;
+        if !opts.read_only {
+            vfs.create_dir_all(&dir)?;
+        }
+        let lock = vfs.lock(&dir.join(filename::LOCK))?;
+        let policy: Arc<dyn CompactionPolicy> =
+            Arc::from(policy_from_spec(&opts.compaction, policy_defaults(&opts))?);
+        let io = Arc::new(IoStats::default());
+        let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
+        let loader = Arc::new(TableLoader {
+            vfs: Arc::clone(&vfs),
+            dir: dir.clone(),
+            cache,
+            stats: Arc::clone(&io),
+        });
+
+        let recovered = manifest::recover(vfs.as_ref(), &dir)?;
+        let mut leftovers = Vec::new();
+        if recovered.is_none() {
+            leftovers = refuse_orphaned_files(vfs.as_ref(), &dir)?;
+            if !opts.create_if_missing || opts.read_only {
+                return Err(Error::InvalidArgument(format!(
+                    "no database in {}",
+                    dir.display()
+                )));
+            }
+        }
+        let (version, mut counters, old_manifest) = recovered.map_or(
+            (Version::default(), Counters::default(), None),
+            |(v, c, n)| (v, c, Some(n)),
+        );
+        // What the manifest proves: every number below `issued` was handed
+        // out by this database, and logs below `log_number` are obsolete.
+        let (issued, old_log_number) = (counters.next_file_number, counters.log_number);
+        let names = vfs.list(&dir)?;
+        // Replay the WALs that are not yet in SSTs into one memtable, then
+        // flush it so the new manifest makes every old log obsolete.
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|n| match filename::parse(n) {
+                Some((FileKind::Wal, n)) if n >= old_log_number => Some(n),
+                _ => None,
+            })
+            .collect();
+        wals.sort_unstable();
+        // Numbers continue past everything this database owns; lamina-named
+        // files numbered beyond that are not provably its own, so they are
+        // kept and their numbers skipped.
+        let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+        let owned_max = wals
+            .iter()
+            .chain(&live)
+            .chain(&old_manifest)
+            .copied()
+            .max()
+            .unwrap_or(0);
+        let start = issued.max(owned_max + 1).max(1);
+        let mut reserved: Vec<u64> = names
+            .iter()
+            .filter_map(|n| filename::parse(n).map(|(_, n)| n))
+            .filter(|&n| n >= start)
+            .collect();
+        reserved.sort_unstable();
+        let numbers = FileNumbers {
+            next: AtomicU64::new(start),
+            reserved,
+        };
+        let alloc = || numbers.alloc();
+        let mut last_seq = counters.last_seq;
+        let replay = Arc::new(MemTable::new(0));
+        for &n in &wals {
+            last_seq = last_seq.max(replay_wal(vfs.as_ref(), &dir, n, &replay, !opts.read_only)?);
+        }
+        let (version, wal_file, wal_number, manifest, mem) = if opts.read_only {
+            // Nothing is written: the logs stay as they are, replayed into
+            // a memtable that never flushes.
+            counters.last_seq = last_seq;
+            let number = old_manifest.unwrap_or_default();
+            let file: Box<dyn WritableFile> = Box::new(ReadOnlyFile);
+            (version, file, 0, Manifest::read_only(&dir, number), replay)
+        } else {
+            let mut version = version;
+            let mut flush_edit = VersionEdit::default();
+            if !replay.is_empty() {
+                let ctx = CompactionContext {
+                    loader: &loader,
+                    table_options: table_options(&opts),
+                    alloc_id: &alloc,
+                    smallest_snapshot: last_seq,
+                    now_ms: now_ms(),
+                };
+                if let Some(meta) = flush_memtable(&ctx, &replay)? {
+                    flush_edit.add_flushed_run(alloc(), meta);
+                    version = version.apply(&flush_edit)?;
+                }
+            }
+            let wal_number = alloc();
+            let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
+            let manifest_number = alloc();
+            counters.log_number = wal_number;
+            counters.last_seq = last_seq;
+            counters.next_file_number = numbers.peek();
+            let manifest =
+                Manifest::create(vfs.as_ref(), &dir, manifest_number, &version, counters)?;
+
+            // Garbage is only what the manifest proves obsolete: tables and
+            // manifests it numbered and no longer references, logs below its
+            // log number, and the logs just replayed into the new tree. A file
+            // numbered beyond what it issued (an output whose edit never made
+            // it, or a file lamina did not write) is left alone, as is every
+            // name lamina does not write.
+            let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+            for name in vfs.list(&dir)? {
+                let obsolete = match filename::parse(&name) {
+                    Some((FileKind::Table, n)) => n < issued && !live.contains(&n),
+                    Some((FileKind::Wal, n)) => {
+                        n != wal_number && (n < old_log_number || wals.contains(&n))
+                    }
+                    Some((FileKind::Manifest, n)) => n < issued && n != manifest.number(),
+                    None => name == filename::CURRENT_TMP,
+                } || leftovers.contains(&name);
+                if obsolete {
+                    vfs.remove(&dir.join(&name))?;
+                }
+            }
+            if old_manifest.is_some() || !wals.is_empty() {
+                vfs.sync_dir(&dir)?;
+            }
+            let mem = Arc::new(new_memtable(&opts, wal_number));
+            (version, wal_file, wal_number, manifest, mem)
+        };
+        let version = Arc::new(version);
+        let sv = Arc::new(SuperVersion {
+            mem: Arc::clone(&mem),
+            imms: Vec::new(),
+            version: Arc::clone(&version),
+        });
+        let inner = Arc::new(Inner {
+            dir,
+            vfs,
+            _lock: lock,
+            loader,
+            io,
+            stats: EngineStats::default(),
+            sv: RwLock::new(sv),
+            state: Mutex::new(State {
+                manifest,
+                counters,
+                mem,
+                imms: VecDeque::new(),
+                version,
+                busy: HashSet::new(),
+                obsolete: Vec::new(),
+                manual: false,
+                compactions_running: 0,
+                bg_error: None,
+            }),
+            cv: Condvar::new(),
+            queue: Mutex::new(WriteQueue::default()),
+            wal: Mutex::new(WalState {
+                file: wal_file,
+                number: wal_number,
+                dirty: false,
+                broken: false,
+            }),
+            visible_seq: AtomicU64::new(last_seq),
+            last_seq: AtomicU64::new(last_seq),
+            numbers,
+            snapshots: Mutex::new(BTreeMap::new()),
+            policy: RwLock::new(policy),
+            shutdown: AtomicBool::new(false),
+            opts,
+        });
+        let mut threads = Vec::new();
+        if inner.opts.read_only {
+            return Ok(Db {
+                inner,
+                threads: Mutex::new(threads),
+            });
+        }
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(f)
+                .map_err(|e| Error::io("spawn thread", PathBuf::from(name), e))
+        };
+        let i = Arc::clone(&inner);
+        threads.push(spawn("lamina-flush", Box::new(move || i.flush_loop()))?);
+        for _ in 0..inner.opts.compaction_threads.max(1) {
+            let i = Arc::clone(&inner);
+            threads.push(spawn(
+                "lamina-compact",
+                Box::new(move || i.compaction_loop()),
+            )?);
+        }
+        if let SyncMode::Interval(period) = inner.opts.sync {
+            let i = Arc::clone(&inner);
+            threads.push(spawn("lamina-sync", Box::new(move || i.sync_loop(period)))?);
+        }
+        inner.cv.notify_all();
+        Ok(Db {
+            inner,
+            threads: Mutex::new(threads),
+        })
+    }
+}
+
+/// Refuses a directory that holds lamina's files with data but no
+/// `CURRENT`: opening it as a new database would lose them (LevelDB's
+/// `RepairDB` case). Files a creation that failed before its `CURRENT` was
+/// written leaves behind hold no data (empty logs, manifests of an empty
+/// tree, `CURRENT.tmp`); their names are returned, to be removed once the
+/// new database is durable.
+fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
+    if !vfs.exists(dir) || vfs.exists(&dir.join(filename::CURRENT)) {
+        return Ok(Vec::new());
+    }
+    let mut leftovers = Vec::new();
+    let mut with_data = Vec::new();
+    for name in vfs.list(dir)? {
+        let Some((kind, _)) = filename::parse(&name) else {
+            if name == filename::CURRENT_TMP {
+                leftovers.push(name);
+            }
+            continue;
+        };
+        let path = dir.join(&name);
+        let empty = match kind {
+            FileKind::Table => false,
+            FileKind::Wal => vfs.open_read(&path)?.is_empty(),
+            FileKind::Manifest => {
+                let data = vfs.read_all(&path)?;
+                let mut files = 0;
+                read_records(&data, &name, |_, payload| {
+                    files += VersionEdit::decode(payload).map_or(1, |e| e.added_files.len());
+                    Ok(())
+                })
+                .is_ok_and(|_| files == 0)
+            }
+        };
+        if empty {
+            leftovers.push(name);
+        } else {
+            with_data.push(name);
+        }
+    }
+    if with_data.is_empty() {
+        return Ok(leftovers);
+    }
+    with_data.sort();
+    let shown = with_data.len().min(3);
+    Err(Error::NeedsRepair {
+        dir: dir.to_path_buf(),
+        reason: format!(
+            "it has no CURRENT file but holds {} of lamina's files with data ({}{})",
+            with_data.len(),
+            with_data[..shown].join(", "),
+            if with_data.len() > shown { ", ..." } else { "" }
+        ),
+    })
+}
