@@ -5,6 +5,7 @@
 //! naming the file and the offset where decoding failed.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Result alias used throughout the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -58,8 +59,10 @@ pub enum Error {
     /// A background flush failed; writes are refused while it persists
     /// (reads keep working). The flush is retried every 500 ms, and writes
     /// resume without a reopen once it succeeds (say, after space was freed).
-    #[error("background flush failed, writes are refused until it succeeds: {0}")]
-    Background(String),
+    /// [`Db::wait_for_compactions`](crate::Db::wait_for_compactions) also
+    /// reports a failed compaction this way. The failure is the source.
+    #[error("background flush or compaction failed: {0}")]
+    Background(#[source] Arc<Error>),
 }
 
 impl Error {
@@ -90,6 +93,7 @@ impl Error {
     pub fn is_no_space(&self) -> bool {
         match self {
             Error::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            Error::Background(e) => e.is_no_space(),
             _ => false,
         }
     }
@@ -122,7 +126,7 @@ impl Error {
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Closed => Error::Closed,
             Error::ReadOnly => Error::ReadOnly,
-            Error::Background(s) => Error::Background(s.clone()),
+            Error::Background(e) => Error::Background(Arc::clone(e)),
         }
     }
 }

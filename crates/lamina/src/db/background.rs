@@ -21,7 +21,7 @@ impl Inner {
             if let Err(e) = self.flush_one(&mem) {
                 tracing_error("flush", &e);
                 let mut st = self.state.lock();
-                st.bg_error = Some(e.to_string());
+                st.bg_error = Some(Arc::new(e));
                 self.cv.notify_all();
                 // Retry after a pause: a transient failure (a full disk) clears.
                 self.cv.wait_for(&mut st, Duration::from_millis(500));
@@ -191,6 +191,7 @@ impl Inner {
             st.compactions_running -= 1;
             if let Err(e) = result {
                 tracing_error("compaction", &e);
+                st.compaction_error = Some(Arc::new(e));
                 self.stats.compaction_errors.inc();
                 self.cv.notify_all();
                 self.cv.wait_for(&mut st, Duration::from_millis(500));
@@ -215,13 +216,15 @@ impl Inner {
         let mut st = self.state.lock();
         loop {
             if let Some(e) = &st.bg_error {
-                return Err(Error::Background(e.clone()));
+                return Err(Error::Background(Arc::clone(e)));
             }
             if self.shutdown.load(Ordering::Acquire) {
                 return Err(Error::Closed);
             }
             if self.stats.compaction_errors.get() != errors {
-                return Err(Error::Background("a compaction failed".into()));
+                if let Some(e) = &st.compaction_error {
+                    return Err(Error::Background(Arc::clone(e)));
+                }
             }
             // Picking happens under the state lock and counts the task as
             // running at once, so this check cannot miss one being started.

@@ -76,7 +76,9 @@ struct State {
     manual: bool,
     compactions_running: usize,
     /// Last background failure; writes fail while it is set.
-    bg_error: Option<String>,
+    bg_error: Option<Arc<Error>>,
+    /// The last compaction failure, for `wait_for_compactions`.
+    compaction_error: Option<Arc<Error>>,
 }
 
 struct WalState {

@@ -189,6 +189,7 @@ impl Db {
                 manual: false,
                 compactions_running: 0,
                 bg_error: None,
+                compaction_error: None,
             }),
             cv: Condvar::new(),
             queue: Mutex::new(WriteQueue::default()),

@@ -95,7 +95,7 @@ impl Inner {
         let mut stall_errors = None;
         loop {
             if let Some(e) = &st.bg_error {
-                return Err(Error::Background(e.clone()));
+                return Err(Error::Background(Arc::clone(e)));
             }
             if self.shutdown.load(Ordering::Acquire) {
                 return Err(Error::Closed);
@@ -215,7 +215,7 @@ impl Inner {
                 return Ok(());
             }
             if let Some(e) = &st.bg_error {
-                return Err(Error::Background(e.clone()));
+                return Err(Error::Background(Arc::clone(e)));
             }
             if self.shutdown.load(Ordering::Acquire) {
                 return Err(Error::Closed);
