@@ -228,6 +228,14 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     if let Some(n) = args.compaction_threads {
         opts.compaction_threads = n;
     }
+    opts.validate().map_err(|e| {
+        let flag = match e.field {
+            "bloom_bits_per_key" => "bloom_bits",
+            "memtable_bloom_bits_per_key" => "memtable_bloom_bits",
+            other => other,
+        };
+        anyhow!("--{flag} {}", e.reason)
+    })?;
     print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \

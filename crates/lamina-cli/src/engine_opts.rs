@@ -100,14 +100,6 @@ pub fn bits_for_fpr(fpr: f64) -> Result<f64> {
     Ok(-fpr.ln() / (ln2 * ln2))
 }
 
-/// Checks a Bloom bits-per-key value of `flag`: a number in 0 ..= 64.
-fn bloom_bits(flag: &str, bits: f64) -> Result<f64> {
-    if !(0.0..=64.0).contains(&bits) {
-        bail!("{flag} must be a number of bits per key within 0 ..= 64, got {bits}");
-    }
-    Ok(bits)
-}
-
 impl EngineOpts {
     /// The engine options these flags describe.
     pub fn to_options(&self) -> Result<Options> {
@@ -120,47 +112,48 @@ impl EngineOpts {
         };
         let mut o = Options {
             write_buffer_size,
+            bloom_bits_per_level: self.bloom_bits_per_level.clone(),
+            bloom_monkey: self.bloom_monkey,
+            size_ratio: self.size_ratio,
+            compaction: self.compaction.clone(),
+            read_only: self.read_only,
             ..Options::default()
         };
-        if o.write_buffer_size < 1024 {
-            bail!(
-                "the write buffer (--buffer-bytes / --buffer-pages) must be at least 1 KiB, got {} bytes",
-                o.write_buffer_size
-            );
-        }
         if let Some(bits) = self.bloom_bits {
-            o.bloom_bits_per_key = bloom_bits("--bloom-bits", bits)?;
+            o.bloom_bits_per_key = bits;
         }
         if let Some(fpr) = self.bloom_fpr {
             o.bloom_bits_per_key = bits_for_fpr(fpr)?;
         }
-        for &b in &self.bloom_bits_per_level {
-            bloom_bits("--bloom-bits-per-level", b)?;
-        }
-        o.bloom_bits_per_level = self.bloom_bits_per_level.clone();
         if let Some(bits) = self.memtable_bloom_bits {
-            o.memtable_bloom_bits_per_key = bloom_bits("--memtable-bloom-bits", bits)?;
+            o.memtable_bloom_bits_per_key = bits;
         }
-        o.bloom_monkey = self.bloom_monkey;
-        if self.size_ratio < 2 {
-            bail!("--size-ratio must be at least 2, got {}", self.size_ratio);
-        }
-        o.size_ratio = self.size_ratio;
-        o.compaction = self.compaction.clone();
         if let Some(t) = self.threads {
-            if t == 0 {
-                bail!("--threads must be at least 1");
-            }
             o.compaction_threads = t;
+        }
+        if let Some(c) = self.block_cache_bytes {
+            o.block_cache_bytes = c;
         }
         o.sync = self
             .sync
             .parse::<SyncMode>()
             .map_err(|e| anyhow!("bad --sync {:?}: {e}", self.sync))?;
-        if let Some(c) = self.block_cache_bytes {
-            o.block_cache_bytes = c;
-        }
-        o.read_only = self.read_only;
+        // The engine checks its settings in one place; name our flag.
+        o.validate().map_err(|e| {
+            if let (Some(fpr), "bloom_bits_per_key") = (self.bloom_fpr, e.field) {
+                return anyhow!("--bloom-fpr {fpr} needs more than 64 bits per key");
+            }
+            let flag = match e.field {
+                "write_buffer_size" => "--buffer-bytes / --buffer-pages",
+                "bloom_bits_per_key" => "--bloom-bits",
+                "bloom_bits_per_level" => "--bloom-bits-per-level",
+                "memtable_bloom_bits_per_key" => "--memtable-bloom-bits",
+                "size_ratio" => "--size-ratio",
+                "compaction_threads" => "--threads",
+                other => other,
+            };
+            anyhow!("{flag} {}", e.reason)
+        })?;
         Ok(o)
     }
 

@@ -34,7 +34,7 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot};
 pub use error::{Error, Result};
-pub use options::{Options, SyncMode};
+pub use options::{InvalidOption, Options, SyncMode};
 pub use repair::{repair, RepairReport};
 pub use stats::{DbStats, LevelStats};
 pub use verify::{verify, VerifyReport};

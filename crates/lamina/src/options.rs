@@ -120,6 +120,74 @@ pub struct Options {
     pub read_only: bool,
 }
 
+/// A setting [`Options::validate`] refuses: which field, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} {reason}")]
+pub struct InvalidOption {
+    /// The `Options` field.
+    pub field: &'static str,
+    /// What it must be, and what it was.
+    pub reason: String,
+}
+
+impl Options {
+    /// Checks every setting, in one place: `Db::open` refuses what this
+    /// refuses, and front ends (the CLI) call it to name their own flag.
+    pub fn validate(&self) -> Result<(), InvalidOption> {
+        let bad = |field, reason: String| Err(InvalidOption { field, reason });
+        let bits_ok = |b: f64| (0.0..=64.0).contains(&b);
+        if self.write_buffer_size < 1024 {
+            return bad(
+                "write_buffer_size",
+                format!(
+                    "must be at least 1 KiB, got {} bytes",
+                    self.write_buffer_size
+                ),
+            );
+        }
+        if !(64..=(64 << 20)).contains(&self.block_size) {
+            return bad(
+                "block_size",
+                format!("must be within 64 B ..= 64 MiB, got {}", self.block_size),
+            );
+        }
+        if !bits_ok(self.bloom_bits_per_key) {
+            return bad(
+                "bloom_bits_per_key",
+                format!("must be within 0 ..= 64, got {}", self.bloom_bits_per_key),
+            );
+        }
+        if let Some(b) = self.bloom_bits_per_level.iter().find(|b| !bits_ok(**b)) {
+            return bad(
+                "bloom_bits_per_level",
+                format!("values must be within 0 ..= 64, got {b}"),
+            );
+        }
+        if !bits_ok(self.memtable_bloom_bits_per_key) {
+            return bad(
+                "memtable_bloom_bits_per_key",
+                format!(
+                    "must be within 0 ..= 64, got {}",
+                    self.memtable_bloom_bits_per_key
+                ),
+            );
+        }
+        if self.max_immutable_memtables == 0 {
+            return bad("max_immutable_memtables", "must be at least 1".into());
+        }
+        if self.size_ratio < 2 {
+            return bad(
+                "size_ratio",
+                format!("must be at least 2, got {}", self.size_ratio),
+            );
+        }
+        if self.compaction_threads == 0 {
+            return bad("compaction_threads", "must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
@@ -155,5 +223,68 @@ mod tests {
         }
         assert!("interval:0".parse::<SyncMode>().is_err());
         assert!("sometimes".parse::<SyncMode>().is_err());
+    }
+
+    #[test]
+    fn every_bad_setting_is_named() {
+        assert_eq!(Options::default().validate(), Ok(()));
+        let field = |o: Options| o.validate().err().map(|e| e.field);
+        let d = Options::default;
+        assert_eq!(
+            field(Options {
+                write_buffer_size: 1023,
+                ..d()
+            }),
+            Some("write_buffer_size")
+        );
+        assert_eq!(
+            field(Options {
+                block_size: 63,
+                ..d()
+            }),
+            Some("block_size")
+        );
+        assert_eq!(
+            field(Options {
+                bloom_bits_per_key: f64::NAN,
+                ..d()
+            }),
+            Some("bloom_bits_per_key")
+        );
+        assert_eq!(
+            field(Options {
+                bloom_bits_per_level: vec![8.0, 65.0],
+                ..d()
+            }),
+            Some("bloom_bits_per_level")
+        );
+        assert_eq!(
+            field(Options {
+                memtable_bloom_bits_per_key: -1.0,
+                ..d()
+            }),
+            Some("memtable_bloom_bits_per_key")
+        );
+        assert_eq!(
+            field(Options {
+                max_immutable_memtables: 0,
+                ..d()
+            }),
+            Some("max_immutable_memtables")
+        );
+        assert_eq!(
+            field(Options {
+                size_ratio: 1,
+                ..d()
+            }),
+            Some("size_ratio")
+        );
+        assert_eq!(
+            field(Options {
+                compaction_threads: 0,
+                ..d()
+            }),
+            Some("compaction_threads")
+        );
     }
 }

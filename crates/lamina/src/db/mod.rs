@@ -357,33 +357,6 @@ impl Drop for Db {
     }
 }
 
-fn validate(opts: &Options) -> Result<()> {
-    let bad = |m: &str| Err(Error::InvalidArgument(m.to_string()));
-    if opts.write_buffer_size < 1024 {
-        return bad("write_buffer_size must be at least 1 KiB");
-    }
-    if opts.block_size < 64 || opts.block_size > (64 << 20) {
-        return bad("block_size must be within 64 B ..= 64 MiB");
-    }
-    if !(0.0..=64.0).contains(&opts.bloom_bits_per_key) {
-        return bad("bloom_bits_per_key must be within 0 ..= 64");
-    }
-    if !opts
-        .bloom_bits_per_level
-        .iter()
-        .all(|b| (0.0..=64.0).contains(b))
-    {
-        return bad("bloom_bits_per_level values must be within 0 ..= 64");
-    }
-    if !(0.0..=64.0).contains(&opts.memtable_bloom_bits_per_key) {
-        return bad("memtable_bloom_bits_per_key must be within 0 ..= 64");
-    }
-    if opts.max_immutable_memtables == 0 {
-        return bad("max_immutable_memtables must be at least 1");
-    }
-    Ok(())
-}
-
 /// The memtable that logs its writes in WAL `wal_number`.
 fn new_memtable(opts: &Options, wal_number: u64) -> MemTable {
     MemTable::with_filter(

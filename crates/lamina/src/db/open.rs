@@ -29,7 +29,8 @@ impl Db {
     /// manifest and replaying write-ahead logs.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let dir = path.as_ref().to_path_buf();
-        validate(&opts)?;
+        opts.validate()
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let vfs = Arc::clone(&opts.vfs);
         // Checked before anything is created (not even LOCK), and again
         // under the lock below.
@@ -222,7 +223,7 @@ impl Db {
         };
         let i = Arc::clone(&inner);
         threads.push(spawn("lamina-flush", Box::new(move || i.flush_loop()))?);
-        for _ in 0..inner.opts.compaction_threads.max(1) {
+        for _ in 0..inner.opts.compaction_threads {
             let i = Arc::clone(&inner);
             threads.push(spawn(
                 "lamina-compact",
