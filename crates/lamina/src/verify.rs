@@ -93,8 +93,15 @@ impl fmt::Display for VerifyReport {
 
 /// Checks every file of the database in `dir`; see the module docs.
 pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
-    let (version, counters, number) = manifest::recover(vfs.as_ref(), dir)?
-        .ok_or_else(|| Error::InvalidArgument(format!("no database in {}", dir.display())))?;
+    let Some((version, counters, number)) = manifest::recover(vfs.as_ref(), dir)? else {
+        // Lamina's files without a CURRENT need repair; nothing at all is
+        // no database.
+        crate::db::refuse_orphaned_files(vfs.as_ref(), dir)?;
+        return Err(Error::InvalidArgument(format!(
+            "no database in {}",
+            dir.display()
+        )));
+    };
     let mut report = VerifyReport {
         manifest: manifest_name(number),
         manifest_bytes: vfs.open_read(&dir.join(manifest_name(number)))?.len(),

@@ -71,6 +71,20 @@ fn a_missing_current_is_refused_and_nothing_is_touched() {
         // Not a byte changed, no file created (not even LOCK).
         assert_eq!(snapshot(&dir), before);
     }
+    // The offline check says the same, and a read-only open too.
+    let vfs = options().vfs;
+    assert_needs_repair(lamina::verify(vfs, &dir).unwrap_err(), &dir);
+    let read_only = Options {
+        read_only: true,
+        ..options()
+    };
+    assert_needs_repair(Db::open(&dir, read_only.clone()).unwrap_err(), &dir);
+    assert_eq!(snapshot(&dir), before);
+    // No directory at all: no database, and nothing is created.
+    let nothing = tmp.path().join("nothing");
+    let err = Db::open(&nothing, read_only).unwrap_err();
+    assert!(err.to_string().contains("no database"), "{err}");
+    assert!(!nothing.exists());
 }
 
 #[test]

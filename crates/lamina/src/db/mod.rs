@@ -42,6 +42,7 @@ use crate::wal::replay_wal;
 mod background;
 mod iter;
 mod open;
+pub(crate) use open::refuse_orphaned_files;
 mod write;
 
 pub use iter::{DbIterator, DbRevIterator, LevelIter};

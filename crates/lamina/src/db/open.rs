@@ -35,7 +35,14 @@ impl Db {
         // Checked before anything is created (not even LOCK), and again
         // under the lock below.
         refuse_orphaned_files(vfs.as_ref(), &dir)?;
-        if !opts.read_only {
+        if opts.read_only {
+            if !vfs.exists(&dir) {
+                return Err(Error::InvalidArgument(format!(
+                    "no database in {}",
+                    dir.display()
+                )));
+            }
+        } else {
             vfs.create_dir_all(&dir)?;
         }
         let lock = vfs.lock(&dir.join(filename::LOCK))?;
@@ -248,7 +255,7 @@ impl Db {
 /// written leaves behind hold no data (empty logs, manifests of an empty
 /// tree, `CURRENT.tmp`); their names are returned, to be removed once the
 /// new database is durable.
-fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
+pub(crate) fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
     if !vfs.exists(dir) || vfs.exists(&dir.join(filename::CURRENT)) {
         return Ok(Vec::new());
     }
