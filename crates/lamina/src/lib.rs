@@ -8,7 +8,7 @@
 //! integrity check of a database directory.
 
 pub mod batch;
-pub mod cache;
+mod clock;
 pub mod coding;
 pub mod compaction;
 mod db;

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::record::{append_record, read_records};
 use crate::version::{Version, VersionEdit};
 use crate::vfs::{Vfs, WritableFile};
@@ -175,4 +176,59 @@ pub fn recover(vfs: &dyn Vfs, dir: &Path) -> Result<Option<(Version, Counters, u
         ));
     }
     Ok(Some((version, counters, number)))
+}
+
+/// Refuses a directory that holds lamina's files with data but no
+/// `CURRENT`: opening it as a new database would lose them (LevelDB's
+/// `RepairDB` case). Files a creation that failed before its `CURRENT` was
+/// written leaves behind hold no data (empty logs, manifests of an empty
+/// tree, `CURRENT.tmp`); their names are returned, to be removed once the
+/// new database is durable.
+pub(crate) fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
+    if !vfs.exists(dir) || vfs.exists(&dir.join(filename::CURRENT)) {
+        return Ok(Vec::new());
+    }
+    let mut leftovers = Vec::new();
+    let mut with_data = Vec::new();
+    for name in vfs.list(dir)? {
+        let Some((kind, _)) = filename::parse(&name) else {
+            if name == filename::CURRENT_TMP {
+                leftovers.push(name);
+            }
+            continue;
+        };
+        let path = dir.join(&name);
+        let empty = match kind {
+            FileKind::Table => false,
+            FileKind::Wal => vfs.open_read(&path)?.is_empty(),
+            FileKind::Manifest => {
+                let data = vfs.read_all(&path)?;
+                let mut files = 0;
+                read_records(&data, &name, |_, payload| {
+                    files += VersionEdit::decode(payload).map_or(1, |e| e.added_files.len());
+                    Ok(())
+                })
+                .is_ok_and(|_| files == 0)
+            }
+        };
+        if empty {
+            leftovers.push(name);
+        } else {
+            with_data.push(name);
+        }
+    }
+    if with_data.is_empty() {
+        return Ok(leftovers);
+    }
+    with_data.sort();
+    let shown = with_data.len().min(3);
+    Err(Error::NeedsRepair {
+        dir: dir.to_path_buf(),
+        reason: format!(
+            "it has no CURRENT file but holds {} of lamina's files with data ({}{})",
+            with_data.len(),
+            with_data[..shown].join(", "),
+            if with_data.len() > shown { ", ..." } else { "" }
+        ),
+    })
 }

@@ -31,8 +31,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crate::batch::decode_record;
+use crate::clock::now_ms;
 use crate::compaction::{execute, flush_memtable, CompactionContext, CompactionTask, OutputRun};
-use crate::db::now_ms;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind, FileNumbers};
 use crate::manifest::{Counters, Manifest};
@@ -41,7 +41,7 @@ use crate::options::Options;
 use crate::record::read_records;
 use crate::sst::{Table, TableOptions};
 use crate::stats::IoStats;
-use crate::tables::TableLoader;
+use crate::tables::TableCache;
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::Vfs;
 
@@ -151,12 +151,12 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     tables.sort_unstable();
     wals.sort_unstable();
     let io = Arc::new(IoStats::default());
-    let loader = Arc::new(TableLoader {
-        vfs: Arc::clone(&vfs),
-        dir: dir.to_path_buf(),
-        cache: None,
-        stats: io,
-    });
+    let loader = Arc::new(TableCache::new(
+        Arc::clone(&vfs),
+        dir.to_path_buf(),
+        None,
+        io,
+    ));
     let mut report = RepairReport::default();
 
     let mut kept: Vec<FileMeta> = Vec::new();
@@ -314,13 +314,12 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
 }
 
 /// Opens and fully checks table `n`; its metadata comes from its properties.
-fn check_table(loader: &TableLoader, n: u64) -> Result<FileMeta> {
+fn check_table(loader: &TableCache, n: u64) -> Result<FileMeta> {
     let name = filename::sst_name(n);
     let file = loader.vfs.open_read(&loader.path(n))?;
     let table = Table::open(file, n, name, None, Arc::clone(&loader.stats))?;
     table.verify()?;
     let meta = FileMeta::from_properties(n, table.properties(), now_ms());
-    let _ = meta.table.set(table);
     Ok(meta)
 }
 

@@ -272,8 +272,7 @@ impl EngineStats {
     }
 
     /// Counts a point lookup's filter answer for a file of `level`.
-    pub(crate) fn count_filter(&self, level: usize, outcome: crate::sst::FilterOutcome) {
-        use crate::sst::FilterOutcome;
+    pub(crate) fn count_filter(&self, level: usize, outcome: FilterOutcome) {
         let i = level.min(FILTER_STAT_LEVELS - 1);
         let counters = match outcome {
             FilterOutcome::NoFilter => return,
@@ -450,37 +449,17 @@ pub struct LevelStats {
     pub bytes_written: u64,
 }
 
-impl LevelStats {
-    pub(crate) fn of_level(
-        number: usize,
-        level: &crate::version::Level,
-        loader: &crate::tables::TableLoader,
-    ) -> Self {
-        let mut s = LevelStats {
-            level: number,
-            runs: level.runs.len(),
-            files: level.file_count(),
-            bytes: level.bytes(),
-            ..Default::default()
-        };
-        let (mut bits, mut fpr) = (0.0, 0.0);
-        for f in level.runs.iter().flat_map(|r| &r.files) {
-            s.entries += f.entries;
-            s.tombstones += f.tombstones;
-            s.bytes_written += f.size;
-            if let Ok(t) = loader.table(f) {
-                let p = t.properties();
-                s.filter_bytes += p.filter_bytes;
-                bits += p.bloom_bits_per_key * f.entries as f64;
-                fpr += t.bloom_fpr_theoretical() * f.entries as f64;
-            }
-        }
-        if s.entries > 0 {
-            s.bloom_bits_per_key = bits / s.entries as f64;
-            s.bloom_fpr_theoretical = fpr / s.entries as f64;
-        }
-        s
-    }
+/// What a table's Bloom filter answered for one point lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterOutcome {
+    /// The table has no filter.
+    NoFilter,
+    /// "Definitely absent".
+    Negative,
+    /// "Maybe", and the table holds the key.
+    Positive,
+    /// "Maybe", and the table does not hold the key.
+    FalsePositive,
 }
 
 /// A snapshot of the engine's statistics (`Db::stats()`), serializable to JSON.

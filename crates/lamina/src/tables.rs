@@ -1,29 +1,55 @@
 //! Opening SST files for the tree, and iterating a sorted run.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::BlockCache;
+use parking_lot::RwLock;
+
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::user_key;
+use crate::sst::cache::BlockCache;
 use crate::sst::{Table, TableIterator};
-use crate::stats::IoStats;
-use crate::version::FileMeta;
+use crate::stats::{IoStats, LevelStats};
+use crate::version::{FileMeta, Level};
 use crate::vfs::Vfs;
 
 pub use crate::filename::sst_name;
 
-/// Opens tables on first use and remembers them in their `FileMeta`.
+/// Shards of the open-table map: lookups on different files rarely share a
+/// lock.
+const SHARDS: usize = 16;
+
+/// The open tables of a database, keyed by file number. A table opens on
+/// first use and stays open until [`TableCache::evict`] (called when its file
+/// is deleted), so the tree's metadata ([`FileMeta`]) holds no handles.
 #[derive(Debug)]
-pub struct TableLoader {
+pub struct TableCache {
     pub(crate) vfs: Arc<dyn Vfs>,
     pub(crate) dir: PathBuf,
     pub(crate) cache: Option<Arc<BlockCache>>,
     pub(crate) stats: Arc<IoStats>,
+    open: [RwLock<HashMap<u64, Arc<Table>>>; SHARDS],
 }
 
-impl TableLoader {
+impl TableCache {
+    /// Opens tables of `dir` through `vfs`, their blocks cached in `cache`.
+    pub fn new(
+        vfs: Arc<dyn Vfs>,
+        dir: PathBuf,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<IoStats>,
+    ) -> Self {
+        TableCache {
+            vfs,
+            dir,
+            cache,
+            stats,
+            open: std::array::from_fn(|_| RwLock::new(HashMap::new())),
+        }
+    }
+
     /// Path of SST `id`.
     pub fn path(&self, id: u64) -> PathBuf {
         self.dir.join(sst_name(id))
@@ -34,11 +60,18 @@ impl TableLoader {
         &self.dir
     }
 
+    fn shard(&self, id: u64) -> &RwLock<HashMap<u64, Arc<Table>>> {
+        &self.open[id as usize % SHARDS]
+    }
+
     /// The opened table of `meta`.
     pub fn table(&self, meta: &FileMeta) -> Result<Arc<Table>> {
-        if let Some(t) = meta.table.get() {
+        let shard = self.shard(meta.id);
+        if let Some(t) = shard.read().get(&meta.id) {
             return Ok(Arc::clone(t));
         }
+        // Opened outside the lock: a racing opener may win, and either table
+        // is equivalent.
         let file = self.vfs.open_read(&self.path(meta.id))?;
         let table = Table::open(
             file,
@@ -47,8 +80,44 @@ impl TableLoader {
             self.cache.clone(),
             Arc::clone(&self.stats),
         )?;
-        // A racing opener may have won; either table is equivalent.
-        Ok(Arc::clone(meta.table.get_or_init(|| table)))
+        Ok(Arc::clone(shard.write().entry(meta.id).or_insert(table)))
+    }
+
+    /// Closes table `id` (its file is gone or going) and drops its cached
+    /// blocks; returns how many blocks were dropped. Readers still holding
+    /// the table keep it until they finish.
+    pub fn evict(&self, id: u64) -> u64 {
+        self.shard(id).write().remove(&id);
+        self.cache.as_ref().map_or(0, |c| c.evict_file(id))
+    }
+
+    /// The static figures of `level` (numbered `number` in the statistics):
+    /// sizes and counts from the metadata, filter figures from the tables.
+    pub fn level_stats(&self, number: usize, level: &Level) -> LevelStats {
+        let mut s = LevelStats {
+            level: number,
+            runs: level.runs.len(),
+            files: level.file_count(),
+            bytes: level.bytes(),
+            ..Default::default()
+        };
+        let (mut bits, mut fpr) = (0.0, 0.0);
+        for f in level.runs.iter().flat_map(|r| &r.files) {
+            s.entries += f.entries;
+            s.tombstones += f.tombstones;
+            s.bytes_written += f.size;
+            if let Ok(t) = self.table(f) {
+                let p = t.properties();
+                s.filter_bytes += p.filter_bytes;
+                bits += p.bloom_bits_per_key * f.entries as f64;
+                fpr += t.bloom_fpr_theoretical() * f.entries as f64;
+            }
+        }
+        if s.entries > 0 {
+            s.bloom_bits_per_key = bits / s.entries as f64;
+            s.bloom_fpr_theoretical = fpr / s.entries as f64;
+        }
+        s
     }
 }
 
@@ -56,14 +125,14 @@ impl TableLoader {
 /// each lazily.
 pub struct RunIterator {
     files: Vec<Arc<FileMeta>>,
-    loader: Arc<TableLoader>,
+    loader: Arc<TableCache>,
     index: usize,
     current: Option<TableIterator>,
 }
 
 impl RunIterator {
     /// A cursor over `files` (sorted by key, disjoint).
-    pub fn new(files: Vec<Arc<FileMeta>>, loader: Arc<TableLoader>) -> Self {
+    pub fn new(files: Vec<Arc<FileMeta>>, loader: Arc<TableCache>) -> Self {
         RunIterator {
             files,
             loader,
@@ -175,12 +244,12 @@ mod tests {
     #[test]
     fn run_moves_both_ways_across_files() {
         let vfs = Arc::new(MemFs::new());
-        let loader = Arc::new(TableLoader {
-            vfs: vfs.clone(),
-            dir: PathBuf::from("/run"),
-            cache: None,
-            stats: Arc::new(IoStats::default()),
-        });
+        let loader = Arc::new(TableCache::new(
+            vfs.clone(),
+            PathBuf::from("/run"),
+            None,
+            Arc::new(IoStats::default()),
+        ));
         vfs.create_dir_all(loader.dir()).unwrap();
         // Five files of 40 keys (two versions each), with gaps between files.
         let mut entries = Vec::new();

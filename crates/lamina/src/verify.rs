@@ -21,7 +21,7 @@ use crate::filename::{self, wal_name, FileKind};
 use crate::manifest::{self, manifest_name};
 use crate::record::read_records;
 use crate::stats::IoStats;
-use crate::tables::{sst_name, TableLoader};
+use crate::tables::{sst_name, TableCache};
 use crate::version::FileMeta;
 use crate::vfs::Vfs;
 
@@ -96,7 +96,7 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
     let Some((version, counters, number)) = manifest::recover(vfs.as_ref(), dir)? else {
         // Lamina's files without a CURRENT need repair; nothing at all is
         // no database.
-        crate::db::refuse_orphaned_files(vfs.as_ref(), dir)?;
+        crate::manifest::refuse_orphaned_files(vfs.as_ref(), dir)?;
         return Err(Error::InvalidArgument(format!(
             "no database in {}",
             dir.display()
@@ -108,12 +108,12 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
         ..VerifyReport::default()
     };
 
-    let loader = TableLoader {
-        vfs: Arc::clone(&vfs),
-        dir: dir.to_path_buf(),
-        cache: None,
-        stats: Arc::new(IoStats::default()),
-    };
+    let loader = TableCache::new(
+        Arc::clone(&vfs),
+        dir.to_path_buf(),
+        None,
+        Arc::new(IoStats::default()),
+    );
     let mut live = HashSet::new();
     for (_, _, meta) in version.files() {
         live.insert(meta.id);
@@ -161,7 +161,7 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
 /// Checks one live SST: present, of the size the manifest records, every
 /// block valid, and its properties equal to the manifest's metadata.
 /// Returns its number of data blocks.
-fn verify_table(loader: &TableLoader, meta: &FileMeta) -> Result<u64> {
+fn verify_table(loader: &TableCache, meta: &FileMeta) -> Result<u64> {
     let name = sst_name(meta.id);
     let path = loader.path(meta.id);
     if !loader.vfs.exists(&path) {

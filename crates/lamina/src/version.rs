@@ -14,11 +14,11 @@
 //! A lookup therefore stops at the first run that holds the key.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
 use crate::error::{Error, Result};
-use crate::sst::{Table, TableProperties};
+use crate::sst::TableProperties;
 
 /// Metadata of one SST file.
 #[derive(Debug)]
@@ -50,8 +50,6 @@ pub struct FileMeta {
     pub(crate) arrived_ms: AtomicU64,
     /// When a point lookup last probed the file (unix ms; not persisted).
     pub(crate) last_read_ms: AtomicU64,
-    /// The opened table, loaded on first use.
-    pub(crate) table: OnceLock<Arc<Table>>,
 }
 
 impl FileMeta {
@@ -120,7 +118,6 @@ impl FileMeta {
             largest,
             arrived_ms: AtomicU64::new(v[6]),
             last_read_ms: AtomicU64::new(0),
-            table: OnceLock::new(),
         })
     }
 }
@@ -321,7 +318,6 @@ impl FileMeta {
             raw_bytes: p.raw_key_bytes + p.raw_value_bytes,
             arrived_ms: AtomicU64::new(now_ms),
             last_read_ms: AtomicU64::new(0),
-            table: OnceLock::new(),
         }
     }
 
@@ -341,7 +337,6 @@ impl FileMeta {
             raw_bytes: self.raw_bytes,
             arrived_ms: AtomicU64::new(self.arrived_ms()),
             last_read_ms: AtomicU64::new(self.last_read_ms.load(Ordering::Relaxed)),
-            table: OnceLock::new(),
         }
     }
 }
@@ -528,7 +523,6 @@ pub(crate) mod tests {
             raw_bytes: 90,
             arrived_ms: AtomicU64::new(7),
             last_read_ms: AtomicU64::new(0),
-            table: OnceLock::new(),
         }
     }
 

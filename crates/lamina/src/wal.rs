@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::batch::decode_record;
-use crate::db::now_ms;
+use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::filename::wal_name;
 use crate::memtable::MemTable;

@@ -16,12 +16,12 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memtable::MemTable;
 use crate::sst::{TableBuilder, TableOptions};
-use crate::tables::{sst_name, RunIterator, TableLoader};
+use crate::tables::{sst_name, RunIterator, TableCache};
 use crate::version::{AddedFile, FileMeta, NewRun, RemovedFile, Run, Version, VersionEdit};
 
 /// What the executor needs from the engine.
 pub(crate) struct CompactionContext<'a> {
-    pub loader: &'a Arc<TableLoader>,
+    pub loader: &'a Arc<TableCache>,
     pub table_options: TableOptions,
     /// Allocates file numbers (also used for run ids).
     pub alloc_id: &'a (dyn Fn() -> u64 + Sync),

@@ -147,9 +147,9 @@ impl Inner {
         for f in st.obsolete.drain(..) {
             if Arc::strong_count(&f) == 1 {
                 let _ = self.vfs.remove(&self.loader.path(f.id));
-                if let Some(cache) = &self.loader.cache {
-                    self.io.cache_invalidated_blocks.add(cache.evict_file(f.id));
-                }
+                self.io
+                    .cache_invalidated_blocks
+                    .add(self.loader.evict(f.id));
             } else {
                 keep.push(f);
             }
@@ -351,7 +351,7 @@ impl Inner {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let mut s = LevelStats::of_level(i + 1, l, &self.loader);
+                let mut s = self.loader.level_stats(i + 1, l);
                 self.stats.fill_filter_stats(i, &mut s);
                 s
             })

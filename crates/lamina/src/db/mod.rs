@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, Sender};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{decode_entries, encode_header, WriteBatch};
-use crate::cache::BlockCache;
+use crate::clock::now_ms;
 use crate::compaction::{
     execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
     CompactionPolicy, CompactionTask, PolicyDefaults, TreeView,
@@ -31,10 +31,11 @@ use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX
 use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
-use crate::record::{append_record, read_records};
+use crate::record::append_record;
+use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, TableOptions};
-use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, LevelStats, Op};
-use crate::tables::{RunIterator, TableLoader};
+use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, Op};
+use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
 use crate::wal::replay_wal;
@@ -42,16 +43,9 @@ use crate::wal::replay_wal;
 mod background;
 mod iter;
 mod open;
-pub(crate) use open::refuse_orphaned_files;
 mod write;
 
 pub use iter::{DbIterator, DbRevIterator, LevelIter};
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
 
 /// What a reader pins: memtables and the tree at one instant.
 #[derive(Debug)]
@@ -112,7 +106,7 @@ struct Inner {
     opts: Options,
     vfs: Arc<dyn Vfs>,
     _lock: Box<dyn DirLock>,
-    loader: Arc<TableLoader>,
+    loader: Arc<TableCache>,
     io: Arc<IoStats>,
     stats: EngineStats,
     sv: RwLock<Arc<SuperVersion>>,

@@ -34,7 +34,7 @@ impl Db {
         let vfs = Arc::clone(&opts.vfs);
         // Checked before anything is created (not even LOCK), and again
         // under the lock below.
-        refuse_orphaned_files(vfs.as_ref(), &dir)?;
+        manifest::refuse_orphaned_files(vfs.as_ref(), &dir)?;
         if opts.read_only {
             if !vfs.exists(&dir) {
                 return Err(Error::InvalidArgument(format!(
@@ -50,17 +50,17 @@ impl Db {
             Arc::from(policy_from_spec(&opts.compaction, policy_defaults(&opts))?);
         let io = Arc::new(IoStats::default());
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
-        let loader = Arc::new(TableLoader {
-            vfs: Arc::clone(&vfs),
-            dir: dir.clone(),
+        let loader = Arc::new(TableCache::new(
+            Arc::clone(&vfs),
+            dir.clone(),
             cache,
-            stats: Arc::clone(&io),
-        });
+            Arc::clone(&io),
+        ));
 
         let recovered = manifest::recover(vfs.as_ref(), &dir)?;
         let mut leftovers = Vec::new();
         if recovered.is_none() {
-            leftovers = refuse_orphaned_files(vfs.as_ref(), &dir)?;
+            leftovers = manifest::refuse_orphaned_files(vfs.as_ref(), &dir)?;
             if !opts.create_if_missing || opts.read_only {
                 return Err(Error::InvalidArgument(format!(
                     "no database in {}",
@@ -247,59 +247,4 @@ impl Db {
             threads: Mutex::new(threads),
         })
     }
-}
-
-/// Refuses a directory that holds lamina's files with data but no
-/// `CURRENT`: opening it as a new database would lose them (LevelDB's
-/// `RepairDB` case). Files a creation that failed before its `CURRENT` was
-/// written leaves behind hold no data (empty logs, manifests of an empty
-/// tree, `CURRENT.tmp`); their names are returned, to be removed once the
-/// new database is durable.
-pub(crate) fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<String>> {
-    if !vfs.exists(dir) || vfs.exists(&dir.join(filename::CURRENT)) {
-        return Ok(Vec::new());
-    }
-    let mut leftovers = Vec::new();
-    let mut with_data = Vec::new();
-    for name in vfs.list(dir)? {
-        let Some((kind, _)) = filename::parse(&name) else {
-            if name == filename::CURRENT_TMP {
-                leftovers.push(name);
-            }
-            continue;
-        };
-        let path = dir.join(&name);
-        let empty = match kind {
-            FileKind::Table => false,
-            FileKind::Wal => vfs.open_read(&path)?.is_empty(),
-            FileKind::Manifest => {
-                let data = vfs.read_all(&path)?;
-                let mut files = 0;
-                read_records(&data, &name, |_, payload| {
-                    files += VersionEdit::decode(payload).map_or(1, |e| e.added_files.len());
-                    Ok(())
-                })
-                .is_ok_and(|_| files == 0)
-            }
-        };
-        if empty {
-            leftovers.push(name);
-        } else {
-            with_data.push(name);
-        }
-    }
-    if with_data.is_empty() {
-        return Ok(leftovers);
-    }
-    with_data.sort();
-    let shown = with_data.len().min(3);
-    Err(Error::NeedsRepair {
-        dir: dir.to_path_buf(),
-        reason: format!(
-            "it has no CURRENT file but holds {} of lamina's files with data ({}{})",
-            with_data.len(),
-            with_data[..shown].join(", "),
-            if with_data.len() > shown { ", ..." } else { "" }
-        ),
-    })
 }

@@ -16,12 +16,14 @@
 mod block;
 mod bloom;
 mod builder;
+pub(crate) mod cache;
 mod format;
 pub mod monkey;
 mod reader;
 #[cfg(test)]
 mod tests;
 
+pub use crate::stats::FilterOutcome;
 pub use block::Block;
 pub(crate) use block::BlockIter;
 pub(crate) use bloom::{key_hash, num_probes, BloomFilter};
@@ -29,7 +31,7 @@ pub use builder::TableBuilder;
 pub(crate) use format::{
     block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
 };
-pub use reader::{thread_blocks_read, FilterOutcome, Table, TableIterator};
+pub use reader::{thread_blocks_read, Table, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]

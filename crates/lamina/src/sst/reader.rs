@@ -4,11 +4,11 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::{BlockCache, Lookup};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
-use crate::stats::{BlockKind, IoStats};
+use crate::sst::cache::{BlockCache, Lookup};
+use crate::stats::{BlockKind, FilterOutcome, IoStats};
 use crate::vfs::RandomAccessFile;
 
 use super::block::{Block, BlockIter};
@@ -435,19 +435,6 @@ pub fn thread_blocks_read() -> u64 {
 
 /// A stored version of a key: `(kind, seq, value)`.
 pub type Entry = (ValueKind, u64, Vec<u8>);
-
-/// What a table's Bloom filter answered for one point lookup.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterOutcome {
-    /// The table has no filter.
-    NoFilter,
-    /// "Definitely absent".
-    Negative,
-    /// "Maybe", and the table holds the key.
-    Positive,
-    /// "Maybe", and the table does not hold the key.
-    FalsePositive,
-}
 
 /// Cross-checks the index against the properties block (each checksummed on
 /// its own, so a disagreement means a bad writer or a crafted file).

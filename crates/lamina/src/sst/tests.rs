@@ -9,10 +9,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::*;
-use crate::cache::BlockCache;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, seek_key, InternalKey, ValueKind};
+use crate::sst::cache::BlockCache;
 use crate::stats::IoStats;
 use crate::vfs::{OsFs, RandomAccessFile, Vfs};
 

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::sst::Block;
+use super::Block;
 
 /// Most shards used; fewer for small caches so that one shard can still hold
 /// several blocks.
