@@ -12,12 +12,12 @@ cd "$(dirname "$0")/../.."
 N=${1:-2000000}
 STRATEGIES=${STRATEGIES:-"full lo1 lo2 rr cold old tsd tsa tier"}
 OUT=${OUT:-experiments/design-space/results}
-WORK=${WORK:-/tmp/lamina-design-space}
+SCRATCH=$(mktemp -d)
+trap 'rm -rf "$SCRATCH"' EXIT
 cargo build --release -q -p lamina --example design_space
 mkdir -p "$OUT"
 for s in $STRATEGIES; do
-  target/release/examples/design_space "$s:T=10,file=8388608" "$N" "$WORK" > "$OUT/$s.json"
+  target/release/examples/design_space "$s:T=10,file=8388608" "$N" "$SCRATCH/db" > "$OUT/$s.json"
   echo "$s done"
 done
-rm -rf "$WORK"
 python3 experiments/design-space/summarize.py "$OUT" "$N"

@@ -25,6 +25,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use lamina::compaction::CompactionSpec;
 use lamina::{Db, DbStats, Options, SyncMode};
 use lamina_workload::{YcsbGenerator, YcsbSpec, YcsbWorkload};
 use rand::rngs::SmallRng;
@@ -128,9 +129,11 @@ pub struct BenchArgs {
     /// Entries read after each seek in seekrandom (db_bench's seek_nexts).
     #[arg(long = "seek_nexts", value_name = "N", default_value_t = 0)]
     pub seek_nexts: u64,
-    /// Compaction strategy spec, e.g. leveling or tiering.
-    #[arg(long = "compaction", value_name = "SPEC", default_value = "leveling")]
-    pub compaction: String,
+    /// Compaction strategy spec, e.g. leveling or binomial:k=4; --help
+    /// lists them all.
+    #[arg(long = "compaction", value_name = "SPEC", default_value = "leveling",
+          long_help = lamina::compaction::spec::help_text())]
+    pub compaction: CompactionSpec,
     /// Background compaction threads [default: the engine's].
     #[arg(long = "compaction_threads", value_name = "N")]
     pub compaction_threads: Option<usize>,

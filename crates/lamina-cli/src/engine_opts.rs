@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use lamina::compaction::CompactionSpec;
 use lamina::{Db, Options, SyncMode};
 
 /// Bytes per page for `--buffer-pages`.
@@ -47,10 +48,11 @@ pub struct EngineOpts {
     /// Size ratio T between adjacent levels (at least 2).
     #[arg(long, value_name = "T", default_value_t = 10, value_parser = parse_count)]
     pub size_ratio: usize,
-    /// Compaction strategy spec (e.g. leveling, lo1, tier, partial:c=0.2,
-    /// toml:FILE; see docs/compaction.md).
-    #[arg(long, value_name = "SPEC", default_value = "leveling")]
-    pub compaction: String,
+    /// Compaction strategy spec (e.g. leveling, lo1, tier, binomial:k=4,
+    /// toml:FILE); --help lists them all.
+    #[arg(long, value_name = "SPEC", default_value = "leveling",
+          long_help = lamina::compaction::spec::help_text())]
+    pub compaction: CompactionSpec,
     /// Compaction threads, at least 1 [default: the engine's].
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub threads: Option<usize>,
@@ -150,6 +152,7 @@ impl EngineOpts {
                 "memtable_bloom_bits_per_key" => "--memtable-bloom-bits",
                 "size_ratio" => "--size-ratio",
                 "compaction_threads" => "--threads",
+                "compaction" => "--compaction",
                 other => other,
             };
             anyhow!("{flag} {}", e.reason)

@@ -17,7 +17,6 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use lamina::compaction::{policy_from_spec, PolicyDefaults};
 use lamina::{Db, DbStats, Options, SyncMode};
 use lamina_sim::plot::{plot_lines, Curve, LinesOptions};
 use lamina_workload::{KvGenerator, KvOp, KvSpec, YcsbGenerator, YcsbSpec, YcsbWorkload};
@@ -55,7 +54,7 @@ struct Spec {
     /// Title of the plots.
     #[serde(default)]
     title: String,
-    /// Compaction specs, as `policy_from_spec` accepts them.
+    /// Compaction specs (`CompactionSpec`).
     strategies: Vec<String>,
     /// Fixed engine options (name -> value).
     #[serde(default)]
@@ -249,18 +248,14 @@ fn expand(spec: &Spec) -> Result<Vec<Run>> {
     for strategy in &spec.strategies {
         for point in &points {
             let mut opts = base.clone();
-            opts.compaction = strategy.clone();
+            opts.compaction = strategy
+                .parse()
+                .with_context(|| format!("strategy {strategy:?}"))?;
             for (k, v) in point {
                 set_param(&mut opts, k, v).with_context(|| format!("[grid] {k}"))?;
             }
-            policy_from_spec(
-                strategy,
-                PolicyDefaults {
-                    size_ratio: opts.size_ratio,
-                    target_file_size: opts.target_file_size,
-                },
-            )
-            .with_context(|| format!("strategy {strategy:?}"))?;
+            opts.validate()
+                .with_context(|| format!("strategy {strategy:?}"))?;
             for w in &spec.workloads {
                 for rep in 0..spec.repeat {
                     let params: Vec<String> =

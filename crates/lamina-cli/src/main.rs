@@ -57,6 +57,16 @@ enum Command {
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
 fn main() -> std::process::ExitCode {
+    // The engine reports through `tracing` (a background flush or
+    // compaction that failed, ...): to stderr, `RUST_LOG` choosing the
+    // level, warnings and errors by default.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
     let cli = match Cli::from_arg_matches(&command().get_matches()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

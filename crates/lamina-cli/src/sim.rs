@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use lamina::compaction::CompactionSpec;
 use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
 use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary, WaDefinition};
 
@@ -24,9 +25,11 @@ pub enum Format {
 /// Flags of `lamina sim`.
 #[derive(Debug, Args)]
 pub struct SimArgs {
-    /// Compaction policy spec (repeat to compare policies), e.g. binomial:k=4.
-    #[arg(long = "policy", value_name = "SPEC", required = true)]
-    pub policies: Vec<String>,
+    /// Compaction policy spec (repeat to compare policies), e.g.
+    /// binomial:k=4; --help lists them all.
+    #[arg(long = "policy", value_name = "SPEC", required = true,
+          long_help = lamina::compaction::spec::help_text())]
+    pub policies: Vec<CompactionSpec>,
     /// Flushes to simulate [default: all sizes of --flush-file].
     #[arg(long, value_name = "N")]
     pub flushes: Option<u64>,
@@ -183,7 +186,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     let mut sims = args
         .policies
         .iter()
-        .map(|spec| Simulator::from_spec(spec, opts))
+        .map(|spec| Simulator::from_spec(&spec.to_string(), opts))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(path) = &args.plot {
         check_path(path)?;

@@ -14,10 +14,59 @@ pub mod design;
 pub mod error;
 mod leveling;
 pub mod plan;
+pub mod spec;
 pub mod stack;
 
 pub use error::{Error, Result};
 pub use leveling::Leveling;
+pub use spec::{parse_spec, policy_from_spec, CompactionSpec, Family, Strategy, STRATEGIES};
+
+/// The tree model's two placement rules, shared by every tree type (the
+/// engine's `Version` and the [`TreeView`] that policies, the planner and
+/// the simulator use), so a run or a file lands in the same place in both.
+pub mod placement {
+    /// A sorted run with a recency rank (larger = newer).
+    pub trait Ranked {
+        /// The run's rank.
+        fn order(&self) -> u64;
+    }
+
+    /// A file with a key range.
+    pub trait KeyRanged {
+        /// Its smallest user key.
+        fn smallest(&self) -> &[u8];
+    }
+
+    impl<F: KeyRanged> KeyRanged for std::sync::Arc<F> {
+        fn smallest(&self) -> &[u8] {
+            F::smallest(self)
+        }
+    }
+
+    /// Where a run ranked `order` goes among `runs` (newest first): after
+    /// every newer run.
+    pub fn run_slot<R: Ranked>(runs: &[R], order: u64) -> usize {
+        runs.partition_point(|r| r.order() > order)
+    }
+
+    /// Where a file starting at `smallest` goes among `files` (key order,
+    /// disjoint): after every file starting below it.
+    pub fn file_slot<F: KeyRanged>(files: &[F], smallest: &[u8]) -> usize {
+        files.partition_point(|f| f.smallest() < smallest)
+    }
+}
+
+impl placement::Ranked for RunView {
+    fn order(&self) -> u64 {
+        self.order
+    }
+}
+
+impl placement::KeyRanged for FileView {
+    fn smallest(&self) -> &[u8] {
+        &self.smallest
+    }
+}
 
 /// A read-only picture of one file.
 #[derive(Debug, Clone, Default)]
@@ -211,55 +260,13 @@ pub struct PolicyDefaults {
     pub target_file_size: u64,
 }
 
-/// Parses `name[:key=value,...]` into a name and parameters.
-pub fn parse_spec(spec: &str) -> Result<(&str, Vec<(&str, &str)>)> {
-    let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
-    let params = params
-        .split(',')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            p.split_once('=')
-                .map(|(k, v)| (k.trim(), v.trim()))
-                .ok_or_else(|| Error::InvalidArgument(format!("bad parameter {p:?} in {spec:?}")))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((name.trim(), params))
-}
-
-/// Builds the policy described by `spec`.
-pub fn policy_from_spec(spec: &str, defaults: PolicyDefaults) -> Result<Box<dyn CompactionPolicy>> {
-    if let Some(path) = design::config::toml_path(spec) {
-        return Ok(Box::new(design::config::from_file(path, spec, defaults)?));
-    }
-    let (name, params) = parse_spec(spec)?;
-    // `leveled` and `tiered` name both the thesis' stack policies (seed
-    // 000, always written with their `b`/`b0` parameters) and seed 004's
-    // CS265 policies (`T=` or nothing): the parameters decide.
-    let has = |keys: &[&str]| params.iter().any(|(k, _)| keys.contains(k));
-    match name {
-        "leveling" => Ok(Box::new(Leveling::from_params(&params, defaults)?)),
-        "leveled" if has(&["b", "b0"]) => {
-            Ok(Box::new(stack::Leveled::from_params(&params, defaults)?))
+impl Default for PolicyDefaults {
+    /// The engine's defaults (`Options::default()`): T = 10, 16 MiB files.
+    fn default() -> Self {
+        PolicyDefaults {
+            size_ratio: 10,
+            target_file_size: 16 << 20,
         }
-        "tiered" if has(&["b", "low", "high"]) => {
-            Ok(Box::new(stack::Tiered::from_params(&params, defaults)?))
-        }
-        preset if design::presets::is_preset(preset) => Ok(Box::new(design::presets::preset(
-            preset, &params, spec, defaults,
-        )?)),
-        "bigtable" => Ok(Box::new(stack::Bigtable::from_params(&params, defaults)?)),
-        "exploring" => Ok(Box::new(stack::Exploring::from_params(&params, defaults)?)),
-        "constant" => Ok(Box::new(stack::Constant::from_params(&params, defaults)?)),
-        "minlatency" => Ok(Box::new(stack::MinLatency::from_params(&params, defaults)?)),
-        "binomial" => Ok(Box::new(stack::Binomial::from_params(&params, defaults)?)),
-        "concurrent" => Ok(Box::new(stack::Concurrent::from_params(&params, defaults)?)),
-        "nomerge" => Ok(Box::new(stack::NoMerge::from_params(&params)?)),
-        other => Err(Error::InvalidArgument(format!(
-            "unknown compaction strategy {other:?} (known: leveling, {}, leveled:b0=..,b=.., \
-             tiered:b=.., bigtable, exploring, constant, minlatency, binomial, concurrent, \
-             nomerge, toml:PATH)",
-            design::presets::PRESETS.join(", ")
-        ))),
     }
 }
 

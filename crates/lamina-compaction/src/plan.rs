@@ -12,7 +12,7 @@
 //! from sizes; both end in the same tree, which [`apply`] computes for a
 //! `TreeView`.
 
-use crate::{CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
+use crate::{placement, CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
 
 /// The files of one input run taking part in a plan.
 #[derive(Debug, Clone)]
@@ -328,7 +328,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
         let level = &mut view.levels[plan.output_level];
         match plan.destination {
             Destination::New { order } => {
-                let at = level.runs.partition_point(|r| r.order > order);
+                let at = placement::run_slot(&level.runs, order);
                 level.runs.insert(
                     at,
                     RunView {
@@ -340,9 +340,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
             }
             Destination::Existing(id) => {
                 if let Some(run) = level.runs.iter_mut().find(|r| r.id == id) {
-                    let at = run.files.partition_point(|f| {
-                        f.smallest.as_slice() < outputs[0].smallest.as_slice()
-                    });
+                    let at = placement::file_slot(&run.files, &outputs[0].smallest);
                     run.files.splice(at..at, outputs);
                 }
             }

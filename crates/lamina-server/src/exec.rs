@@ -48,8 +48,10 @@
 //!
 //! # Level numbering
 //!
-//! `LVL1` is the engine's level 0, the in-memory buffer (memtables); `LVLn`
-//! is the engine's disk level `n - 1`.
+//! The DSL keeps seed 004's numbering: `LVL1` is the in-memory buffer
+//! (memtables) and `LVLn` the engine's disk level `n - 2` (the engine, its
+//! statistics and `lamina bench` number disk levels from 0). The mapping
+//! lives in [`DslLevel`] and nowhere else.
 //!
 //! # `s [N]`
 //!
@@ -80,7 +82,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 
-use lamina::key::{decode_i32, encode_i32};
+use crate::dsl_key::{decode_i32, encode_i32};
 use lamina::{Db, WriteBatch};
 
 use crate::parse::{parse_line, show, Command};
@@ -517,8 +519,10 @@ impl<'a> Session<'a> {
         // the one that counted them, so the two lines agree.
         let mut shown = Vec::new();
         let stats = db.stats();
-        for level in 0..db.num_levels() {
-            let entries = db.level_iter(level).map_err(err)?;
+        let levels =
+            std::iter::once(DslLevel::Buffer).chain((0..db.num_levels()).map(DslLevel::Disk));
+        for level in levels {
+            let entries = level.iter(db).map_err(err)?;
             let count = self.level_count(level, &stats).map_err(err)?;
             if count == 0 {
                 continue;
@@ -527,7 +531,7 @@ impl<'a> Session<'a> {
                 out.extend_from_slice(b", ");
             }
             out.extend_from_slice(b"LVL");
-            push_int(out, level + 1);
+            push_int(out, level.number());
             out.extend_from_slice(b": ");
             push_int(out, count);
             shown.push((level, entries));
@@ -546,7 +550,7 @@ impl<'a> Session<'a> {
                     None => out.extend_from_slice(b"DEL"),
                 }
                 out.extend_from_slice(b":L");
-                push_int(out, level + 1);
+                push_int(out, level.number());
                 self.spill(out)?;
             }
             out.extend_from_slice(b"\n\n");
@@ -558,16 +562,16 @@ impl<'a> Session<'a> {
     /// level, tombstones included, counted in constant memory. A disk level
     /// holding more than [`EXACT_COUNT_LIMIT`] entries reports its stored
     /// entry count instead (all versions), which saves reading the level.
-    fn level_count(&self, level: usize, stats: &lamina::DbStats) -> lamina::Result<u64> {
-        if level > 0 {
-            if let Some(l) = stats.levels.iter().find(|l| l.level == level) {
+    fn level_count(&self, level: DslLevel, stats: &lamina::DbStats) -> lamina::Result<u64> {
+        if let DslLevel::Disk(i) = level {
+            if let Some(l) = stats.levels.iter().find(|l| l.level == i) {
                 if l.entries > EXACT_COUNT_LIMIT {
                     return Ok(l.entries);
                 }
             }
         }
         let mut count = 0;
-        for entry in self.db.level_iter(level)? {
+        for entry in level.iter(self.db)? {
             entry?;
             count += 1;
         }
@@ -587,7 +591,7 @@ impl<'a> Session<'a> {
             out.extend_from_slice(
                 format!(
                     "LVL{} runs={} files={} bytes={} entries={}\n",
-                    l.level + 1,
+                    DslLevel::Disk(l.level).number(),
                     l.runs,
                     l.files,
                     l.bytes,
@@ -604,7 +608,7 @@ impl<'a> Session<'a> {
             out.extend_from_slice(
                 format!(
                     "LVL{} filter_bytes={} bits_per_key={:.2} fpr_theoretical={:.6}\n",
-                    l.level + 1,
+                    DslLevel::Disk(l.level).number(),
                     l.filter_bytes,
                     l.bloom_bits_per_key,
                     l.bloom_fpr_theoretical
@@ -630,7 +634,7 @@ impl<'a> Session<'a> {
             out.extend_from_slice(
                 format!(
                     "LVL{} bytes_read={} bytes_written={}\n",
-                    l.level + 1,
+                    DslLevel::Disk(l.level).number(),
                     l.bytes_read,
                     l.bytes_written
                 )
@@ -695,4 +699,31 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
+}
+
+/// A level as the DSL names it (`LVLn`, seed 004's numbering).
+#[derive(Debug, Clone, Copy)]
+enum DslLevel {
+    /// The in-memory buffer, `LVL1`.
+    Buffer,
+    /// Engine disk level `i` (from 0), `LVL{i + 2}`.
+    Disk(usize),
+}
+
+impl DslLevel {
+    /// The `n` of `LVLn`.
+    fn number(self) -> usize {
+        match self {
+            DslLevel::Buffer => 1,
+            DslLevel::Disk(i) => i + 2,
+        }
+    }
+
+    /// The level's entries, newest version per key.
+    fn iter(self, db: &Db) -> lamina::Result<lamina::LevelIter> {
+        match self {
+            DslLevel::Buffer => db.memtable_iter(),
+            DslLevel::Disk(i) => db.level_iter(i),
+        }
+    }
 }

@@ -23,6 +23,7 @@
 //! discarded; every complete line before it has been executed.
 
 pub mod client;
+mod dsl_key;
 pub mod exec;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -105,8 +105,8 @@ impl Connections {
         let deadline = Instant::now() + grace;
         while !sockets.is_empty() {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-                eprintln!(
-                    "lamina: {} connection(s) still busy after {} s; not waiting for them",
+                tracing::warn!(
+                    "{} connection(s) still busy after {} s; not waiting for them",
                     sockets.len(),
                     grace.as_secs()
                 );
@@ -188,7 +188,7 @@ impl Server {
                 Ok(s) => s,
                 Err(e) => {
                     // Out of descriptors and the like: back off, keep serving.
-                    eprintln!("lamina: accept failed: {e}");
+                    tracing::error!("accept failed: {e}");
                     thread::sleep(Duration::from_millis(20));
                     continue;
                 }
@@ -203,7 +203,7 @@ impl Server {
                     lock(&conns.sockets).insert(id, clone);
                 }
                 Err(e) => {
-                    eprintln!("lamina: cannot register connection: {e}");
+                    tracing::error!("cannot register connection: {e}");
                     continue;
                 }
             }
@@ -228,7 +228,7 @@ impl Server {
                     registry.remove(id);
                 });
             if let Err(e) = spawned {
-                eprintln!("lamina: cannot spawn connection thread: {e}");
+                tracing::error!("cannot spawn connection thread: {e}");
                 if let Some(s) = lock(&conns.sockets).get(&id) {
                     let _ = s.shutdown(Shutdown::Both);
                 }

@@ -50,7 +50,7 @@ fn options(fs: &MemFs, spec: &str, write_buffer: usize) -> Options {
         target_file_size: 1 << 40,
         block_size: 1024,
         block_cache_bytes: 256 * 1024,
-        compaction: spec.into(),
+        compaction: spec.parse().unwrap(),
         compaction_threads: 1,
         // Stack policies bound runs themselves; a stall would only interfere.
         level0_stop_runs: 0,

@@ -22,11 +22,17 @@ fn main() {
         std::process::exit(2);
     };
     let num: u64 = num.parse().expect("NUM must be a number");
-    let _ = std::fs::remove_dir_all(dir);
+    let spec: lamina::compaction::CompactionSpec = spec.parse().expect("SPEC");
+    // The run creates DIR and removes it at the end: it never touches a
+    // directory it did not make.
+    if std::path::Path::new(dir).exists() {
+        eprintln!("{dir} exists; give a path this run may create and remove");
+        std::process::exit(2);
+    }
     let db = Db::open(
         dir,
         Options {
-            compaction: spec.clone(),
+            compaction: spec,
             write_buffer_size: 8 << 20,
             target_file_size: 8 << 20,
             size_ratio: 10,
@@ -54,5 +60,5 @@ fn main() {
     stats["settled_seconds"] = total.as_secs_f64().into();
     println!("{}", serde_json::to_string_pretty(&stats).expect("json"));
     db.close().expect("close");
-    let _ = std::fs::remove_dir_all(dir);
+    std::fs::remove_dir_all(dir).expect("remove the directory this run created");
 }

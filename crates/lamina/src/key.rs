@@ -126,12 +126,14 @@ pub fn user_key_prefix(ikey: &[u8]) -> u64 {
 /// It carries the first 8 bytes of the user key as a big-endian integer (zero
 /// padded), which decides most comparisons without touching the heap: if two
 /// prefixes differ, the user keys differ in the same direction.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InternalKey {
     prefix: u64,
     bytes: Vec<u8>,
 }
 
+#[cfg(test)]
 impl InternalKey {
     /// Wraps an encoded internal key.
     pub fn new(bytes: Vec<u8>) -> Self {
@@ -145,13 +147,9 @@ impl InternalKey {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
     }
-
-    /// The encoded internal key, by value.
-    pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
-    }
 }
 
+#[cfg(test)]
 impl Ord for InternalKey {
     fn cmp(&self, other: &Self) -> Ordering {
         self.prefix
@@ -160,32 +158,11 @@ impl Ord for InternalKey {
     }
 }
 
+#[cfg(test)]
 impl PartialOrd for InternalKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-}
-
-/// Encodes an `i32` so that bytewise order equals numeric order
-/// (big-endian with the sign bit flipped).
-pub fn encode_i32(v: i32) -> [u8; 4] {
-    ((v as u32) ^ 0x8000_0000).to_be_bytes()
-}
-
-/// Inverse of [`encode_i32`]; `None` unless `b` is exactly 4 bytes.
-pub fn decode_i32(b: &[u8]) -> Option<i32> {
-    let arr: [u8; 4] = b.try_into().ok()?;
-    Some((u32::from_be_bytes(arr) ^ 0x8000_0000) as i32)
-}
-
-/// Encodes a `u64` so that bytewise order equals numeric order (big-endian).
-pub fn encode_u64(v: u64) -> [u8; 8] {
-    v.to_be_bytes()
-}
-
-/// Inverse of [`encode_u64`]; `None` unless `b` is exactly 8 bytes.
-pub fn decode_u64(b: &[u8]) -> Option<u64> {
-    Some(u64::from_be_bytes(b.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -246,23 +223,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn i32_encoding_preserves_order() {
-        let vals = [i32::MIN, -100, -1, 0, 1, 99, i32::MAX];
-        for w in vals.windows(2) {
-            assert!(encode_i32(w[0]) < encode_i32(w[1]));
-        }
-        for v in vals {
-            assert_eq!(decode_i32(&encode_i32(v)), Some(v));
-        }
-        assert_eq!(decode_i32(b"abc"), None);
-    }
-
-    #[test]
-    fn u64_encoding_preserves_order() {
-        assert!(encode_u64(255) < encode_u64(256));
-        assert_eq!(decode_u64(&encode_u64(7)), Some(7));
     }
 }

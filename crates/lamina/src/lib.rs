@@ -1,33 +1,41 @@
 //! lamina: an LSM-tree key-value storage engine and compaction laboratory.
 //!
-//! The crate is organised as the tree is: [`vfs`] (all file I/O), [`sst`]
-//! (the on-disk sorted-string-table format), the write-ahead log ([`record`],
-//! [`batch`]) and [`manifest`], the [`memtable`], the [`version`] (levels →
-//! sorted runs → files), pure [`compaction`] policies and the executor that
-//! runs their tasks, [`Db`] tying them together, and [`verify()`], the offline
-//! integrity check of a database directory.
+//! The public API is what this page lists: [`Db`] (open, read, write,
+//! iterate, snapshot, flush, compact, statistics) with its [`Options`] and
+//! [`WriteBatch`]; the offline tools [`verify()`] and [`repair()`]; the
+//! [`compaction`] laboratory (policies, [`compaction::CompactionSpec`], the
+//! registry of strategies; the `lamina-compaction` crate re-exported); the
+//! [`vfs`] trait every file operation goes through, with the in-memory and
+//! fault-injecting file systems tests use; and [`filename`], the names of a
+//! database's files, for tools that must tell them apart from others.
+//!
+//! Inside, the crate is organised as the tree is: `sst` (the table format
+//! and its block cache), `record` and `batch` (the write-ahead log),
+//! `manifest` and `version` (levels → sorted runs → files), `memtable`,
+//! `tables` (open tables), `compaction` (the executor of plans), `db`.
+//! `docs/architecture.md` maps them.
 
-pub mod batch;
+mod batch;
 mod clock;
-pub mod coding;
+mod coding;
 pub mod compaction;
 mod db;
-pub mod error;
+mod error;
 pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod iter;
-pub mod key;
-pub mod manifest;
-pub mod memtable;
-pub mod options;
-pub mod record;
-pub mod repair;
-pub mod sst;
-pub mod stats;
-pub mod tables;
-pub mod verify;
-pub mod version;
+mod iter;
+mod key;
+mod manifest;
+mod memtable;
+mod options;
+mod record;
+mod repair;
+mod sst;
+mod stats;
+mod tables;
+mod verify;
+mod version;
 pub mod vfs;
 mod wal;
 
@@ -36,5 +44,5 @@ pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot};
 pub use error::{Error, Result};
 pub use options::{InvalidOption, Options, SyncMode};
 pub use repair::{repair, RepairReport};
-pub use stats::{DbStats, LevelStats};
+pub use stats::{BlockCounts, DbStats, LatencySummary, LevelStats};
 pub use verify::{verify, VerifyReport};

@@ -5,6 +5,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::compaction::{CompactionSpec, PolicyDefaults};
 use crate::vfs::{OsFs, Vfs};
 
 /// When the write-ahead log is made durable.
@@ -104,8 +105,9 @@ pub struct Options {
     pub size_ratio: usize,
     /// Target size of SST files written by compactions.
     pub target_file_size: u64,
-    /// Compaction strategy spec, e.g. `leveling` or `leveling:T=4`.
-    pub compaction: String,
+    /// Compaction strategy, e.g. `"leveling:T=4".parse()?`; its `T` and
+    /// `file` default to `size_ratio` and `target_file_size`.
+    pub compaction: CompactionSpec,
     /// Background compaction threads.
     pub compaction_threads: usize,
     /// Runs in level 0 at which writes stall until compactions catch up
@@ -184,7 +186,20 @@ impl Options {
         if self.compaction_threads == 0 {
             return bad("compaction_threads", "must be at least 1".into());
         }
+        // A spec parsed alone was checked with the default sizes; its `T`
+        // and `file` may come from these options.
+        if let Err(e) = self.compaction.build(self.policy_defaults()) {
+            return bad("compaction", e.to_string());
+        }
         Ok(())
+    }
+
+    /// The sizes a compaction spec takes when it leaves them out.
+    pub fn policy_defaults(&self) -> PolicyDefaults {
+        PolicyDefaults {
+            size_ratio: self.size_ratio,
+            target_file_size: self.target_file_size,
+        }
     }
 }
 
@@ -203,7 +218,7 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             size_ratio: 10,
             target_file_size: 16 << 20,
-            compaction: "leveling".to_string(),
+            compaction: CompactionSpec::default(),
             compaction_threads: 1,
             level0_stop_runs: 12,
             sync: SyncMode::None,

@@ -419,7 +419,7 @@ pub struct BlockCounts {
 /// Shape and filter figures of one disk level.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct LevelStats {
-    /// Level number (1 = first disk level; 0 is the memtable buffer).
+    /// Disk level, numbered from 0 as the engine and the policies number it.
     pub level: usize,
     /// Sorted runs.
     pub runs: usize,

@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
+use crate::compaction::placement;
 use crate::error::{Error, Result};
 use crate::sst::TableProperties;
 
@@ -139,11 +140,6 @@ impl Run {
         self.files.iter().map(|f| f.size).sum()
     }
 
-    /// Total entries of the run's files.
-    pub fn entries(&self) -> u64 {
-        self.files.iter().map(|f| f.entries).sum()
-    }
-
     /// The file that may hold `user_key`.
     pub fn file_for(&self, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
         let i = self
@@ -152,18 +148,6 @@ impl Run {
         self.files
             .get(i)
             .filter(|f| f.smallest.as_slice() <= user_key)
-    }
-
-    /// Files intersecting `[lo, hi]`.
-    pub fn overlapping<'a>(
-        &'a self,
-        lo: &'a [u8],
-        hi: &'a [u8],
-    ) -> impl Iterator<Item = &'a Arc<FileMeta>> + 'a {
-        let start = self.files.partition_point(|f| f.largest.as_slice() < lo);
-        self.files[start..]
-            .iter()
-            .take_while(move |f| f.smallest.as_slice() <= hi)
     }
 }
 
@@ -209,11 +193,6 @@ impl Version {
         self.levels.iter().map(|l| l.runs.len()).sum()
     }
 
-    /// Total bytes of all files.
-    pub fn bytes(&self) -> u64 {
-        self.levels.iter().map(Level::bytes).sum()
-    }
-
     /// Runs in recency order (newest first) with their level.
     pub fn runs_newest_first(&self) -> impl Iterator<Item = (usize, &Run)> {
         self.levels
@@ -250,7 +229,7 @@ impl Version {
             if level.runs.iter().any(|r| r.id == nr.run_id) {
                 return Err(bad(format!("duplicate run {}", nr.run_id)));
             }
-            let pos = level.runs.partition_point(|r| r.order > nr.order);
+            let pos = placement::run_slot(&level.runs, nr.order);
             level.runs.insert(
                 pos,
                 Run {
@@ -270,9 +249,7 @@ impl Version {
                 .get_mut(a.level)
                 .and_then(|l| l.runs.iter_mut().find(|run| run.id == a.run_id))
                 .ok_or_else(|| bad(format!("addition to unknown run {}", a.run_id)))?;
-            let pos = run
-                .files
-                .partition_point(|f| f.smallest.as_slice() < meta.smallest.as_slice());
+            let pos = placement::file_slot(&run.files, &meta.smallest);
             let clashes = |f: Option<&Arc<FileMeta>>| {
                 f.is_some_and(|f| f.overlaps(&meta.smallest, &meta.largest))
             };
@@ -501,6 +478,18 @@ impl VersionEdit {
             }
         }
         e
+    }
+}
+
+impl placement::Ranked for Run {
+    fn order(&self) -> u64 {
+        self.order
+    }
+}
+
+impl placement::KeyRanged for FileMeta {
+    fn smallest(&self) -> &[u8] {
+        &self.smallest
     }
 }
 

@@ -16,7 +16,7 @@ pub fn tiny_options(fs: &MemFs) -> Options {
         target_file_size: 4 * 1024,
         block_size: 512,
         block_cache_bytes: 64 * 1024,
-        compaction: "leveling:T=3,l0=2".into(),
+        compaction: "leveling:T=3,l0=2".parse().unwrap(),
         level0_stop_runs: 0,
         ..Options::default()
     }
@@ -30,7 +30,7 @@ pub fn disk_options() -> Options {
         write_buffer_size: 8 * 1024,
         target_file_size: 4 * 1024,
         block_size: 512,
-        compaction: "leveling:T=3,l0=2".into(),
+        compaction: "leveling:T=3,l0=2".parse().unwrap(),
         level0_stop_runs: 0,
         ..Options::default()
     }

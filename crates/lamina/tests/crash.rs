@@ -125,7 +125,7 @@ fn crash_options(fs: &MemFs, sync: SyncMode, compaction: &str) -> Options {
         write_buffer_size: 4 * 1024,
         target_file_size: 2 * 1024,
         block_size: 256,
-        compaction: compaction.into(),
+        compaction: compaction.parse().unwrap(),
         level0_stop_runs: 0,
         sync,
         ..Options::default()
@@ -258,7 +258,7 @@ fn crash_child_writer() {
     let opts = Options {
         write_buffer_size: 16 * 1024,
         target_file_size: 8 * 1024,
-        compaction: "leveling:T=3,l0=2".into(),
+        compaction: "leveling:T=3,l0=2".parse().unwrap(),
         sync: SyncMode::Always,
         ..Options::default()
     };

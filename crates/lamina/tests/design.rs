@@ -35,7 +35,7 @@ fn open(fs: &MemFs, spec: &str) -> Db {
     Db::open(
         "/db",
         lamina::Options {
-            compaction: spec.into(),
+            compaction: spec.parse().unwrap(),
             size_ratio: T,
             ..tiny_options(fs)
         },
@@ -209,7 +209,7 @@ fn per_level_bloom_bits_by_hand_and_by_monkey() {
         let db = Db::open(
             "/db",
             lamina::Options {
-                compaction: "lo1".into(),
+                compaction: "lo1".parse().unwrap(),
                 size_ratio: T,
                 bloom_bits_per_level: bits_per_level,
                 bloom_monkey: monkey,

@@ -26,7 +26,7 @@ fn options_with(vfs: Arc<dyn lamina::vfs::Vfs>, compaction: &str) -> Options {
         write_buffer_size: 2 * 1024,
         target_file_size: 2 * 1024,
         block_size: 256,
-        compaction: compaction.into(),
+        compaction: compaction.parse().unwrap(),
         level0_stop_runs: 0,
         ..Options::default()
     }
@@ -165,7 +165,7 @@ fn big_buffer_options(fs: &FaultFs, compaction: &str) -> Options {
     Options {
         // No flush unless asked: each test chooses which write hits the wall.
         write_buffer_size: 1 << 20,
-        compaction: compaction.into(),
+        compaction: compaction.parse().unwrap(),
         ..options(Arc::new(fs.clone()))
     }
 }

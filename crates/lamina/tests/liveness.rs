@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::{dump, key, tiny_options};
-use lamina::compaction::design::presets::PRESETS;
+use lamina::compaction::spec::preset_names;
 use lamina::vfs::mem::MemFs;
 use lamina::{Db, Options, WriteBatch};
 use rand::{Rng, SeedableRng};
@@ -23,7 +23,7 @@ fn workload(spec: &str, seed: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Db) {
     let db = Db::open(
         "/db",
         Options {
-            compaction: spec.to_string(),
+            compaction: spec.parse().unwrap(),
             write_buffer_size: 4096,
             // The engine's default trigger, which the bug hit.
             level0_stop_runs: Options::default().level0_stop_runs,
@@ -61,8 +61,8 @@ fn workload(spec: &str, seed: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Db) {
 #[test]
 fn every_strategy_keeps_writes_moving_with_a_tiny_buffer() {
     let mut specs: Vec<String> = ["leveling", "leveling:T=3,l0=2"]
-        .iter()
-        .chain(PRESETS)
+        .into_iter()
+        .chain(preset_names())
         .map(|s| s.to_string())
         .collect();
     specs.extend(

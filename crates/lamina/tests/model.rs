@@ -67,7 +67,7 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
     let options = || lamina::Options {
-        compaction: compaction.into(),
+        compaction: compaction.parse().unwrap(),
         compaction_threads: threads,
         ..tiny_options(&fs)
     };
@@ -303,7 +303,7 @@ fn model_on_the_real_filesystem() {
     let opts = || lamina::Options {
         write_buffer_size: 16 * 1024,
         target_file_size: 8 * 1024,
-        compaction: "leveling:T=3,l0=2".into(),
+        compaction: "leveling:T=3,l0=2".parse().unwrap(),
         ..lamina::Options::default()
     };
     let mut model = Model::new();

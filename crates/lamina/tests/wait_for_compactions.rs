@@ -33,7 +33,7 @@ fn six_runs(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 fn returns_once_the_strategy_is_satisfied() {
     let fs = MemFs::new();
     let opts = Options {
-        compaction: "nomerge".into(),
+        compaction: "nomerge".parse().unwrap(),
         ..tiny_options(&fs)
     };
     let db = Db::open("/db", opts).unwrap();
@@ -55,7 +55,7 @@ fn reports_a_failing_compaction_and_recovers_after() {
     let fault = FaultFs::new(Arc::new(MemFs::new()));
     let opts = Options {
         vfs: Arc::new(fault.clone()),
-        compaction: "nomerge".into(),
+        compaction: "nomerge".parse().unwrap(),
         ..tiny_options(&MemFs::new())
     };
     let db = Db::open("/db", opts).unwrap();

@@ -8,25 +8,6 @@ use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
 use crate::error::{Error, Result};
 use crate::{param, PolicyDefaults};
 
-/// Every preset name.
-pub const PRESETS: &[&str] = &[
-    "full",
-    "lo1",
-    "lo2",
-    "rr",
-    "cold",
-    "old",
-    "tsd",
-    "tsa",
-    "tier",
-    "1-leveling",
-    "lazy-leveling",
-    "tiered",
-    "leveled",
-    "lazy-leveled",
-    "partial",
-];
-
 /// Default tombstone density of `tsd`.
 pub const DEFAULT_TSD_THRESHOLD: f64 = 0.2;
 /// Default delete-persistence threshold of `tsa`, ms.
@@ -73,11 +54,6 @@ fn partial_leveling(movement: Vec<Movement>) -> Vec<LevelPlan> {
         Granularity::Files(1),
         movement,
     )]
-}
-
-/// True if `name` is a preset of this module.
-pub fn is_preset(name: &str) -> bool {
-    PRESETS.contains(&name)
 }
 
 /// Builds preset `name` with its spec parameters.
@@ -216,12 +192,7 @@ pub fn preset(
             )],
             None,
         ),
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "unknown preset {other:?} (known: {})",
-                PRESETS.join(", ")
-            )))
-        }
+        other => return Err(Error::InvalidArgument(format!("unknown preset {other:?}"))),
     };
     Ok(Composed {
         spec: spec.trim().to_string(),
@@ -254,7 +225,7 @@ mod tests {
 
     #[test]
     fn every_preset_builds_and_takes_overrides() {
-        for name in PRESETS {
+        for name in crate::spec::preset_names() {
             let p = build(name).unwrap();
             assert_eq!(p.size_ratio, 10);
             let p = build(&format!("{name}:T=4,file=4096")).unwrap();

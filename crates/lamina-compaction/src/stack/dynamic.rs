@@ -1,13 +1,11 @@
 //! Size-driven stack policies: Bigtable, Exploring (HBase), Constant and
 //! Concurrent (AsterixDB), plus NoMerge.
 
-use super::{merge_runs, parse_params, require_k, stack, Common, StackRun};
+use std::ops::Range;
+
+use super::{parse_params, require_k, Common, StackPolicy, StackRun};
 use crate::error::{Error, Result};
 use crate::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
-
-fn total_runs(view: &TreeView) -> usize {
-    view.levels.iter().map(|l| l.runs.len()).sum()
-}
 
 /// Bigtable (seed 003 §III): when a flush finds `k` runs, merge it with the
 /// fewest newest runs such that afterwards every run is larger than all
@@ -31,22 +29,24 @@ impl Bigtable {
     }
 }
 
-impl CompactionPolicy for Bigtable {
-    fn spec(&self) -> String {
-        format!("bigtable:k={}{}", self.k, self.common.file_suffix())
+impl StackPolicy for Bigtable {
+    const NAME: &'static str = "bigtable";
+
+    fn params(&self) -> String {
+        format!("k={}", self.k)
     }
 
-    fn run_bound(&self) -> Option<usize> {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn bound(&self) -> Option<usize> {
         Some(self.k)
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        if total_runs(view) <= self.k {
-            return Vec::new();
-        }
-        let runs = stack(view);
-        if runs.iter().any(|r| r.busy) {
-            return Vec::new();
+    fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
+        if runs.len() <= self.k {
+            return None;
         }
         // Merging the j newest runs leaves run p >= j with exactly the runs
         // 0..p newer than it, whatever j is: run p is fine iff it is larger
@@ -60,15 +60,14 @@ impl CompactionPolicy for Bigtable {
             newer = newer.saturating_add(r.bytes);
         }
         let j = (last_bad + 1).max(runs.len() - self.k + 1).max(2);
-        vec![merge_runs(
-            &runs[..j],
-            self.common.file,
+        Some((
+            0..j,
             format!(
                 "bigtable: {} runs > k={}, merging the {j} newest",
                 runs.len(),
                 self.k
             ),
-        )]
+        ))
     }
 }
 
@@ -93,28 +92,28 @@ impl Constant {
     }
 }
 
-impl CompactionPolicy for Constant {
-    fn spec(&self) -> String {
-        format!("constant:k={}{}", self.k, self.common.file_suffix())
+impl StackPolicy for Constant {
+    const NAME: &'static str = "constant";
+
+    fn params(&self) -> String {
+        format!("k={}", self.k)
     }
 
-    fn run_bound(&self) -> Option<usize> {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn bound(&self) -> Option<usize> {
         Some(self.k)
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        if total_runs(view) <= self.k {
-            return Vec::new();
-        }
-        let runs = stack(view);
-        if runs.iter().any(|r| r.busy) {
-            return Vec::new();
-        }
-        vec![merge_runs(
-            &runs,
-            self.common.file,
-            format!("constant: {} runs > k={}, merging all", runs.len(), self.k),
-        )]
+    fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
+        (runs.len() > self.k).then(|| {
+            (
+                0..runs.len(),
+                format!("constant: {} runs > k={}, merging all", runs.len(), self.k),
+            )
+        })
     }
 }
 
@@ -190,31 +189,32 @@ impl Exploring {
     }
 }
 
-impl CompactionPolicy for Exploring {
-    fn spec(&self) -> String {
+impl StackPolicy for Exploring {
+    const NAME: &'static str = "exploring";
+
+    fn params(&self) -> String {
         format!(
-            "exploring:k={},lambda={},c={},d={}{}",
-            self.k,
-            self.window.lambda,
-            self.window.c,
-            self.window.d,
-            self.common.file_suffix()
+            "k={},lambda={},c={},d={}",
+            self.k, self.window.lambda, self.window.c, self.window.d
         )
     }
 
-    fn run_bound(&self) -> Option<usize> {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn bound(&self) -> Option<usize> {
         Some(self.k)
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        let runs = stack(view);
+    fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
         let n = runs.len();
-        if n < 2 || runs.iter().any(|r| r.busy) {
-            return Vec::new();
+        if n < 2 {
+            return None;
         }
         let over = n > self.k;
-        if !over && merged_since_last_flush(&runs) {
-            return Vec::new();
+        if !over && merged_since_last_flush(runs) {
+            return None;
         }
         let Window { lambda, c, d } = self.window;
         // (start, len, total) of the best window so far.
@@ -245,31 +245,29 @@ impl CompactionPolicy for Exploring {
             }
         }
         if let Some((start, len, _)) = best {
-            return vec![merge_runs(
-                &runs[start..start + len],
-                self.common.file,
+            return Some((
+                start..start + len,
                 format!(
                     "exploring: {} window of {len} runs at {start} ({n} runs, k={})",
                     if over { "smallest-average" } else { "longest" },
                     self.k
                 ),
-            )];
+            ));
         }
         if !over {
-            return Vec::new();
+            return None;
         }
         let width = c.min(n);
         let start = (0..=n - width)
             .min_by_key(|&s| runs[s..s + width].iter().map(|r| r.bytes).sum::<u64>())
             .unwrap_or(0);
-        vec![merge_runs(
-            &runs[start..start + width],
-            self.common.file,
+        Some((
+            start..start + width,
             format!(
                 "exploring: no window qualifies, {n} runs > k={}: smallest {width} runs at {start}",
                 self.k
             ),
-        )]
+        ))
     }
 }
 
@@ -310,24 +308,26 @@ impl Concurrent {
     }
 }
 
-impl CompactionPolicy for Concurrent {
-    fn spec(&self) -> String {
+impl StackPolicy for Concurrent {
+    const NAME: &'static str = "concurrent";
+    const MERGES_BESIDE_BUSY: bool = true;
+
+    fn params(&self) -> String {
         format!(
-            "concurrent:k={},lambda={},c={},d={}{}",
-            self.k,
-            self.window.lambda,
-            self.window.c,
-            self.window.d,
-            self.common.file_suffix()
+            "k={},lambda={},c={},d={}",
+            self.k, self.window.lambda, self.window.c, self.window.d
         )
     }
 
-    fn run_bound(&self) -> Option<usize> {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn bound(&self) -> Option<usize> {
         Some(self.k)
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        let runs = stack(view);
+    fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
         let idle = runs.iter().take_while(|r| !r.busy).count();
         let Window { lambda, c, d } = self.window;
         if idle >= c {
@@ -341,22 +341,20 @@ impl CompactionPolicy for Concurrent {
                 let start = (end + 1).saturating_sub(d);
                 let newer = prefix[end] - prefix[start];
                 if runs[end].bytes as f64 <= lambda * newer as f64 {
-                    return vec![merge_runs(
-                        &runs[start..=end],
-                        self.common.file,
+                    return Some((
+                        start..end + 1,
                         format!("concurrent: runs {start}..={end} (run {end} <= lambda x newer)"),
-                    )];
+                    ));
                 }
             }
         }
         if runs.len() > self.k && idle == runs.len() {
-            return vec![merge_runs(
-                &runs,
-                self.common.file,
+            return Some((
+                0..runs.len(),
                 format!("concurrent: {} runs > k={}, full merge", runs.len(), self.k),
-            )];
+            ));
         }
-        Vec::new()
+        None
     }
 }
 
@@ -390,6 +388,7 @@ impl CompactionPolicy for NoMerge {
 mod tests {
     use super::*;
     use crate::stack::testutil::{defaults, view_of, Model};
+    use crate::CompactionPolicy;
 
     fn run(p: &dyn CompactionPolicy, flushes: usize) -> Vec<Vec<u64>> {
         let mut m = Model::default();

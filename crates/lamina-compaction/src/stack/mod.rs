@@ -17,7 +17,13 @@
 //! static policies is `TreeView::flushes`, so the engine and the simulator
 //! take the same decisions from the same tree.
 
-use super::{param, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput, TreeView};
+use std::fmt::Debug;
+use std::ops::Range;
+
+use super::{
+    param, CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput,
+    TreeView,
+};
 use crate::error::{Error, Result};
 
 mod dynamic;
@@ -34,11 +40,74 @@ pub use tiered::Tiered;
 
 /// One run of the stack.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StackRun<'a> {
+pub struct StackRun<'a> {
+    /// The level holding it.
     pub level: usize,
+    /// The run.
     pub run: &'a RunView,
+    /// Its bytes.
     pub bytes: u64,
+    /// True if a running compaction owns one of its files.
     pub busy: bool,
+}
+
+/// A policy over one stack of runs, newest first, that merges consecutive
+/// runs into a new run (seed 003's model). A policy says *which* runs
+/// ([`StackPolicy::choose`]); the blanket [`CompactionPolicy`] impl does the
+/// rest once for all of them: the stack, waiting while a merge runs, the
+/// task, the spec string.
+pub trait StackPolicy: Send + Sync + Debug {
+    /// The name its specs start with.
+    const NAME: &'static str;
+    /// True if it may merge idle runs while others are being merged
+    /// (AsterixDB's Concurrent); otherwise it waits for an idle stack.
+    const MERGES_BESIDE_BUSY: bool = false;
+    /// Its parameters as a spec writes them (`k=4`), `file=` left out.
+    fn params(&self) -> String;
+    /// The parameters every stack policy takes (`k=`, `file=`).
+    fn common(&self) -> &Common;
+    /// The run bound `k` of a bounded-depth policy.
+    fn bound(&self) -> Option<usize> {
+        None
+    }
+    /// The runs to merge now, as a range of `runs` (newest first), with the
+    /// reason; `None` if the stack is in shape.
+    fn choose(&self, view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)>;
+}
+
+impl<P: StackPolicy> CompactionPolicy for P {
+    fn spec(&self) -> String {
+        let mut params = self.params();
+        let common = self.common();
+        if common.file_given {
+            if !params.is_empty() {
+                params.push(',');
+            }
+            params.push_str(&format!("file={}", common.file));
+        }
+        let sep = if params.is_empty() { "" } else { ":" };
+        format!("{}{sep}{params}", P::NAME)
+    }
+
+    fn run_bound(&self) -> Option<usize> {
+        self.bound()
+    }
+
+    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        let runs = stack(view);
+        if !P::MERGES_BESIDE_BUSY && runs.iter().any(|r| r.busy) {
+            return Vec::new();
+        }
+        match self.choose(view, &runs) {
+            Some((range, reason)) => match runs.get(range) {
+                Some(chosen) if !chosen.is_empty() => {
+                    vec![merge_runs(chosen, self.common().file, reason)]
+                }
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        }
+    }
 }
 
 /// Every run of the view, newest first (level by level).
@@ -77,7 +146,7 @@ pub(crate) fn merge_runs(
 
 /// Spec parameters shared by the stack policies.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Common {
+pub struct Common {
     /// Run bound k (0 = not given).
     pub k: usize,
     /// Output file size.

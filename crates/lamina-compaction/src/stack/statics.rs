@@ -9,9 +9,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::math::{binomial_runs, minlatency_runs};
-use super::{merge_runs, parse_params, require_k, stack, Common};
+use std::ops::Range;
+
+use super::{parse_params, require_k, Common, StackPolicy, StackRun};
 use crate::error::Result;
-use crate::{CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
+use crate::{PolicyDefaults, TreeView};
 
 /// The last `(t, runs)` a static policy computed, packed as `t << 8 | runs`
 /// (0 = none): the engine and the simulator ask again after every merge of
@@ -40,28 +42,25 @@ impl Clone for Memo {
 }
 
 /// Merges so that `keep` runs remain: the `keep`-th oldest run and all newer
-/// ones become one run. Nothing if the stack is small enough or busy.
-fn leave(view: &TreeView, keep: u64, common: &Common, name: &str) -> Vec<CompactionTask> {
-    let total: usize = view.levels.iter().map(|l| l.runs.len()).sum();
-    let Ok(keep) = usize::try_from(keep) else {
-        return Vec::new();
-    };
-    if keep == 0 || total <= keep {
-        return Vec::new();
-    }
-    let runs = stack(view);
-    if runs.iter().any(|r| r.busy) {
-        return Vec::new();
+/// ones become one run. Nothing if the stack is small enough.
+fn leave(
+    view: &TreeView,
+    runs: &[StackRun<'_>],
+    keep: u64,
+    name: &str,
+) -> Option<(Range<usize>, String)> {
+    let keep = usize::try_from(keep).ok()?;
+    if keep == 0 || runs.len() <= keep {
+        return None;
     }
     let merged = runs.len() - keep + 1;
-    vec![merge_runs(
-        &runs[..merged],
-        common.file,
+    Some((
+        0..merged,
         format!(
             "{name}: flush {} leaves {keep} runs (merging the {merged} newest)",
             view.flushes
         ),
-    )]
+    ))
 }
 
 /// MinLatency: on flush `t`, keep `B(m', k, t)` runs with
@@ -92,22 +91,23 @@ impl MinLatency {
     }
 }
 
-impl CompactionPolicy for MinLatency {
-    fn spec(&self) -> String {
-        format!("minlatency:k={}{}", self.k, self.common.file_suffix())
+impl StackPolicy for MinLatency {
+    const NAME: &'static str = "minlatency";
+
+    fn params(&self) -> String {
+        format!("k={}", self.k)
     }
 
-    fn run_bound(&self) -> Option<usize> {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn bound(&self) -> Option<usize> {
         Some(self.k)
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        leave(
-            view,
-            self.runs_after(view.flushes),
-            &self.common,
-            "minlatency",
-        )
+    fn choose(&self, view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
+        leave(view, runs, self.runs_after(view.flushes), Self::NAME)
     }
 }
 
@@ -140,22 +140,23 @@ impl Binomial {
     }
 }
 
-impl CompactionPolicy for Binomial {
-    fn spec(&self) -> String {
-        format!("binomial:k={}{}", self.k, self.common.file_suffix())
+impl StackPolicy for Binomial {
+    const NAME: &'static str = "binomial";
+
+    fn params(&self) -> String {
+        format!("k={}", self.k)
     }
 
-    fn run_bound(&self) -> Option<usize> {
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn bound(&self) -> Option<usize> {
         Some(self.k)
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        leave(
-            view,
-            self.runs_after(view.flushes),
-            &self.common,
-            "binomial",
-        )
+    fn choose(&self, view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
+        leave(view, runs, self.runs_after(view.flushes), Self::NAME)
     }
 }
 
@@ -163,6 +164,7 @@ impl CompactionPolicy for Binomial {
 mod tests {
     use super::*;
     use crate::stack::testutil::{defaults, Model};
+    use crate::CompactionPolicy;
 
     #[test]
     fn minlatency_k3_schedule_by_hand() {

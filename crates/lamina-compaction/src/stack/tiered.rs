@@ -2,9 +2,11 @@
 //! RocksDB's Universal in spirit): merge `b` runs of about equal size into
 //! one run `b` times larger.
 
-use super::{merge_runs, parse_params, stack, Common};
+use std::ops::Range;
+
+use super::{parse_params, Common, StackPolicy, StackRun};
 use crate::error::{Error, Result};
-use crate::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TreeView};
+use crate::{param, PolicyDefaults, TreeView};
 
 /// Tiered: runs are grouped, newest first, into tiers of consecutive runs
 /// whose sizes lie within `[low, high]` × the tier's average size (as
@@ -51,23 +53,24 @@ impl Tiered {
     }
 }
 
-impl CompactionPolicy for Tiered {
-    fn spec(&self) -> String {
-        let mut s = format!("tiered:b={}", self.b);
+impl StackPolicy for Tiered {
+    const NAME: &'static str = "tiered";
+
+    fn params(&self) -> String {
+        let mut s = format!("b={}", self.b);
         if self.low != 0.5 || self.high != 1.5 {
             s.push_str(&format!(",low={},high={}", self.low, self.high));
         }
-        s + &self.common.file_suffix()
+        s
     }
 
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
-        let total: usize = view.levels.iter().map(|l| l.runs.len()).sum();
-        if total < self.b {
-            return Vec::new();
-        }
-        let runs = stack(view);
-        if runs.iter().any(|r| r.busy) {
-            return Vec::new();
+    fn common(&self) -> &Common {
+        &self.common
+    }
+
+    fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
+        if runs.len() < self.b {
+            return None;
         }
         let mut start = 0;
         while start < runs.len() {
@@ -83,20 +86,18 @@ impl CompactionPolicy for Tiered {
                 end += 1;
             }
             if end - start >= self.b {
-                let first = end - self.b;
-                return vec![merge_runs(
-                    &runs[first..end],
-                    self.common.file,
+                return Some((
+                    end - self.b..end,
                     format!(
                         "tiered: tier of {} runs at {start}, merging its {} oldest",
                         end - start,
                         self.b
                     ),
-                )];
+                ));
             }
             start = end;
         }
-        Vec::new()
+        None
     }
 }
 
@@ -104,6 +105,7 @@ impl CompactionPolicy for Tiered {
 mod tests {
     use super::*;
     use crate::stack::testutil::{defaults, view_of, Model};
+    use crate::CompactionPolicy;
 
     #[test]
     fn tiered_b2_cascades_like_a_binary_counter() {

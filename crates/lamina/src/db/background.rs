@@ -351,7 +351,7 @@ impl Inner {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let mut s = self.loader.level_stats(i + 1, l);
+                let mut s = self.loader.level_stats(i, l);
                 self.stats.fill_filter_stats(i, &mut s);
                 s
             })

@@ -4,34 +4,34 @@
 use super::*;
 
 impl Db {
-    /// The entries of [`Db::level_entries`] one at a time, in key order, in
-    /// constant memory (beyond the blocks being read).
+    /// The entries of the memtables (the newest version of each key they
+    /// hold, tombstones as `None`), in key order, in constant memory.
+    pub fn memtable_iter(&self) -> Result<LevelIter> {
+        let sv = Arc::clone(&self.inner.sv.read());
+        LevelIter::new(memtable_iters(&sv), sv)
+    }
+
+    /// The entries of disk level `level` (numbered from 0, as the engine,
+    /// the statistics and the compaction policies number them): the newest
+    /// version of each key within the level, tombstones as `None`, in key
+    /// order, in constant memory (beyond the blocks being read). A level
+    /// the tree does not have is empty.
     pub fn level_iter(&self, level: usize) -> Result<LevelIter> {
         let sv = Arc::clone(&self.inner.sv.read());
-        let children: Vec<Box<dyn InternalIterator>> = if level == 0 {
-            memtable_iters(&sv)
-        } else {
-            match sv.version.levels.get(level - 1) {
-                Some(l) => l
-                    .runs
-                    .iter()
-                    .map(|r| {
-                        Box::new(RunIterator::new(
-                            r.files.clone(),
-                            Arc::clone(&self.inner.loader),
-                        )) as Box<dyn InternalIterator>
-                    })
-                    .collect(),
-                None => Vec::new(),
-            }
+        let children: Vec<Box<dyn InternalIterator>> = match sv.version.levels.get(level) {
+            Some(l) => l
+                .runs
+                .iter()
+                .map(|r| {
+                    Box::new(RunIterator::new(
+                        r.files.clone(),
+                        Arc::clone(&self.inner.loader),
+                    )) as Box<dyn InternalIterator>
+                })
+                .collect(),
+            None => Vec::new(),
         };
-        let mut iter = MergingIterator::new(children);
-        iter.seek_to_first()?;
-        Ok(LevelIter {
-            iter,
-            last_key: None,
-            _sv: sv,
-        })
+        LevelIter::new(children, sv)
     }
 }
 
@@ -134,8 +134,8 @@ impl Inner {
     }
 }
 
-/// The entries of one level, newest version per key (see
-/// [`Db::level_iter`]); it pins the tree it started on.
+/// The entries of one level or of the memtables, newest version per key
+/// (see [`Db::level_iter`]); it pins the tree it started on.
 pub struct LevelIter {
     iter: MergingIterator,
     last_key: Option<Vec<u8>>,
@@ -143,6 +143,16 @@ pub struct LevelIter {
 }
 
 impl LevelIter {
+    fn new(children: Vec<Box<dyn InternalIterator>>, sv: Arc<SuperVersion>) -> Result<Self> {
+        let mut iter = MergingIterator::new(children);
+        iter.seek_to_first()?;
+        Ok(LevelIter {
+            iter,
+            last_key: None,
+            _sv: sv,
+        })
+    }
+
     fn advance(&mut self) -> Result<Option<LevelEntry>> {
         while self.iter.valid() {
             let p = parse_internal_key(self.iter.key())

@@ -22,7 +22,7 @@ use crate::batch::{decode_entries, encode_header, WriteBatch};
 use crate::clock::now_ms;
 use crate::compaction::{
     execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
-    CompactionPolicy, CompactionTask, PolicyDefaults, TreeView,
+    CompactionPolicy, CompactionTask, TreeView,
 };
 use crate::error::{Error, Result};
 use crate::filename::{self, wal_name, FileKind, FileNumbers};
@@ -271,7 +271,7 @@ impl Db {
 
     /// Replaces the compaction strategy of the open database.
     pub fn set_compaction(&self, spec: &str) -> Result<()> {
-        let policy = policy_from_spec(spec, policy_defaults(&self.inner.opts))?;
+        let policy = policy_from_spec(spec, self.inner.opts.policy_defaults())?;
         *self.inner.policy.write() = Arc::from(policy);
         self.inner.cv.notify_all();
         Ok(())
@@ -303,16 +303,9 @@ impl Db {
         self.inner.stats()
     }
 
-    /// Levels including the buffer: 1 + disk levels.
+    /// Disk levels of the tree (numbered from 0 in every API).
     pub fn num_levels(&self) -> usize {
-        1 + self.inner.sv.read().version.levels.len()
-    }
-
-    /// Entries stored at `level` (0 = memtables, 1.. = disk levels), newest
-    /// version per key within that level, tombstones as `None`; at most
-    /// `limit` of them.
-    pub fn level_entries(&self, level: usize, limit: usize) -> Result<Vec<LevelEntry>> {
-        self.level_iter(level)?.take(limit).collect()
+        self.inner.sv.read().version.levels.len()
     }
 
     /// Directory of the database.
@@ -361,13 +354,6 @@ fn new_memtable(opts: &Options, wal_number: u64) -> MemTable {
     )
 }
 
-fn policy_defaults(opts: &Options) -> PolicyDefaults {
-    PolicyDefaults {
-        size_ratio: opts.size_ratio,
-        target_file_size: opts.target_file_size,
-    }
-}
-
 fn table_options(opts: &Options) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
@@ -410,7 +396,7 @@ impl Inner {
 }
 
 fn tracing_error(what: &str, e: &Error) {
-    eprintln!("lamina: background {what} failed: {e}");
+    tracing::error!(target: "lamina", "background {what} failed: {e}");
 }
 
 #[cfg(test)]

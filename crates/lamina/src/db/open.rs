@@ -47,7 +47,7 @@ impl Db {
         }
         let lock = vfs.lock(&dir.join(filename::LOCK))?;
         let policy: Arc<dyn CompactionPolicy> =
-            Arc::from(policy_from_spec(&opts.compaction, policy_defaults(&opts))?);
+            Arc::from(opts.compaction.build(opts.policy_defaults())?);
         let io = Arc::new(IoStats::default());
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
         let loader = Arc::new(TableCache::new(

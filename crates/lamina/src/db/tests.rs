@@ -90,7 +90,7 @@ fn options(fs: &MemFs) -> Options {
         target_file_size: 2 * 1024,
         block_size: 256,
         block_cache_bytes: 64 * 1024,
-        compaction: "leveling:T=3,l0=2".into(),
+        compaction: "leveling:T=3,l0=2".parse().unwrap(),
         level0_stop_runs: 0,
         ..Options::default()
     }
@@ -252,7 +252,7 @@ fn monkey_follows_the_policys_size_ratio() {
         "/db",
         Options {
             vfs: Arc::new(fs),
-            compaction: "leveling:T=4".into(),
+            compaction: "leveling:T=4".parse().unwrap(),
             size_ratio: 10,
             bloom_monkey: true,
             bloom_bits_per_key: 8.0,

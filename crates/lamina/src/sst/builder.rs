@@ -200,6 +200,7 @@ impl TableBuilder {
         self.offset + pending
     }
 
+    #[cfg(test)]
     /// Entries added so far.
     pub fn num_entries(&self) -> u64 {
         self.props.entries

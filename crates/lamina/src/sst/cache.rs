@@ -334,11 +334,6 @@ impl BlockCache {
     pub fn usage(&self) -> usize {
         self.usage.load(Ordering::Relaxed)
     }
-
-    /// The configured capacity in bytes.
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
 }
 
 #[cfg(test)]

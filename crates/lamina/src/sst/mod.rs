@@ -23,7 +23,6 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub use crate::stats::FilterOutcome;
 pub use block::Block;
 pub(crate) use block::BlockIter;
 pub(crate) use bloom::{key_hash, num_probes, BloomFilter};

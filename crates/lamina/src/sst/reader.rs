@@ -172,19 +172,9 @@ impl Table {
         &self.props
     }
 
-    /// The id the table was opened with (the block cache key).
-    pub fn file_id(&self) -> u64 {
-        self.file_id
-    }
-
     /// Number of data blocks (fence pointers in the index).
     pub fn num_data_blocks(&self) -> usize {
         self.index.len()
-    }
-
-    /// The name used in errors.
-    pub fn file_name(&self) -> &str {
-        &self.file_name
     }
 
     fn corrupt_block(&self, block_idx: usize, reason: &str) -> Error {
@@ -329,6 +319,7 @@ impl Table {
         TableIterator::new(self.clone(), true)
     }
 
+    #[cfg(test)]
     /// Like [`Table::iter`], but blocks read from the file are not inserted
     /// into the block cache (for compaction inputs and full scans, which would
     /// otherwise flush the cache's hot set). Cached blocks are still used.
