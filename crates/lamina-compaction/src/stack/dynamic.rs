@@ -32,16 +32,8 @@ impl Bigtable {
 impl StackPolicy for Bigtable {
     const NAME: &'static str = "bigtable";
 
-    fn params(&self) -> String {
-        format!("k={}", self.k)
-    }
-
     fn common(&self) -> &Common {
         &self.common
-    }
-
-    fn bound(&self) -> Option<usize> {
-        Some(self.k)
     }
 
     fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
@@ -95,16 +87,8 @@ impl Constant {
 impl StackPolicy for Constant {
     const NAME: &'static str = "constant";
 
-    fn params(&self) -> String {
-        format!("k={}", self.k)
-    }
-
     fn common(&self) -> &Common {
         &self.common
-    }
-
-    fn bound(&self) -> Option<usize> {
-        Some(self.k)
     }
 
     fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
@@ -201,10 +185,6 @@ impl StackPolicy for Exploring {
 
     fn common(&self) -> &Common {
         &self.common
-    }
-
-    fn bound(&self) -> Option<usize> {
-        Some(self.k)
     }
 
     fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
@@ -321,10 +301,6 @@ impl StackPolicy for Concurrent {
 
     fn common(&self) -> &Common {
         &self.common
-    }
-
-    fn bound(&self) -> Option<usize> {
-        Some(self.k)
     }
 
     fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {

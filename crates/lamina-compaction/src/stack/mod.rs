@@ -62,13 +62,17 @@ pub trait StackPolicy: Send + Sync + Debug {
     /// True if it may merge idle runs while others are being merged
     /// (AsterixDB's Concurrent); otherwise it waits for an idle stack.
     const MERGES_BESIDE_BUSY: bool = false;
-    /// Its parameters as a spec writes them (`k=4`), `file=` left out.
-    fn params(&self) -> String;
     /// The parameters every stack policy takes (`k=`, `file=`).
     fn common(&self) -> &Common;
-    /// The run bound `k` of a bounded-depth policy.
+    /// Its parameters as a spec writes them, `file=` left out. Default:
+    /// `k=K`.
+    fn params(&self) -> String {
+        format!("k={}", self.common().k)
+    }
+    /// The run bound `k` of a bounded-depth policy. Default: `k=`'s value
+    /// (none if not given).
     fn bound(&self) -> Option<usize> {
-        None
+        Some(self.common().k).filter(|&k| k > 0)
     }
     /// The runs to merge now, as a range of `runs` (newest first), with the
     /// reason; `None` if the stack is in shape.

@@ -94,16 +94,8 @@ impl MinLatency {
 impl StackPolicy for MinLatency {
     const NAME: &'static str = "minlatency";
 
-    fn params(&self) -> String {
-        format!("k={}", self.k)
-    }
-
     fn common(&self) -> &Common {
         &self.common
-    }
-
-    fn bound(&self) -> Option<usize> {
-        Some(self.k)
     }
 
     fn choose(&self, view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
@@ -143,16 +135,8 @@ impl Binomial {
 impl StackPolicy for Binomial {
     const NAME: &'static str = "binomial";
 
-    fn params(&self) -> String {
-        format!("k={}", self.k)
-    }
-
     fn common(&self) -> &Common {
         &self.common
-    }
-
-    fn bound(&self) -> Option<usize> {
-        Some(self.k)
     }
 
     fn choose(&self, view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {

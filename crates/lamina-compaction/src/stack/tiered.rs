@@ -68,6 +68,11 @@ impl StackPolicy for Tiered {
         &self.common
     }
 
+    /// Unbounded: tiers merge by size, whatever the number of runs.
+    fn bound(&self) -> Option<usize> {
+        None
+    }
+
     fn choose(&self, _view: &TreeView, runs: &[StackRun<'_>]) -> Option<(Range<usize>, String)> {
         if runs.len() < self.b {
             return None;
