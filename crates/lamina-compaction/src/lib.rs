@@ -13,6 +13,7 @@ use std::fmt::Debug;
 pub mod design;
 pub mod error;
 mod leveling;
+pub mod partition;
 pub mod plan;
 pub mod spec;
 pub mod stack;
