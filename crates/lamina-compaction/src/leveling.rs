@@ -88,6 +88,7 @@ impl Leveling {
             output_level: level + 1,
             output_run,
             target_file_size: self.target_file_size,
+            partitioning: None,
             reason,
         })
     }
@@ -130,6 +131,7 @@ impl Leveling {
             output_level: level + 1,
             output_run,
             target_file_size: self.target_file_size,
+            partitioning: None,
             reason: format!("level {level} over capacity (score {score:.2}), least overlap"),
         })
     }

@@ -211,6 +211,11 @@ pub struct CompactionTask {
     pub output_run: OutputRun,
     /// Split output into files of about this many bytes.
     pub target_file_size: u64,
+    /// Partitioned merge (seed 000 ch. 5): the input files are grouped by
+    /// overlap, one-file groups move, the others are sub-merged in parallel
+    /// and cut by the rule's partitioner. `None`: one merge of every input,
+    /// cut every `target_file_size` bytes.
+    pub partitioning: Option<partition::Partitioning>,
     /// Why the policy picked this (for logs and stats).
     pub reason: String,
 }
@@ -248,6 +253,12 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// (including after `Db::set_compaction`). Default: none (a stack keeps
     /// one level).
     fn size_ratio(&self) -> Option<f64> {
+        None
+    }
+    /// The key image of the histograms new tables should keep, for
+    /// policies that partition merges by key range (seed 000 §5.4.4).
+    /// Default: none (tables keep no histogram).
+    fn key_image(&self) -> Option<partition::KeyImage> {
         None
     }
 }

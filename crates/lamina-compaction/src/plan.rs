@@ -12,6 +12,7 @@
 //! from sizes; both end in the same tree, which [`apply`] computes for a
 //! `TreeView`.
 
+use crate::partition::{sweep_groups, Partition, Partitioning, SweepFile};
 use crate::{placement, CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
 
 /// The files of one input run taking part in a plan.
@@ -73,6 +74,9 @@ pub struct Plan {
     pub older_runs: Vec<(usize, u64)>,
     /// Output files of about this many bytes.
     pub target_file_size: u64,
+    /// How a merge is partitioned (seed 000 ch. 5); `None` for a plain
+    /// merge, and always for a move.
+    pub partitioning: Option<Partitioning>,
     /// Why the policy picked the task.
     pub reason: String,
 }
@@ -88,6 +92,40 @@ impl Plan {
     /// Bytes of every input file.
     pub fn input_bytes(&self) -> u64 {
         self.inputs.iter().map(PlannedInput::bytes).sum()
+    }
+
+    /// The work units of a merge, as `(input, file)` indices into
+    /// [`Plan::inputs`]: with a partitioning other than `none`, the input
+    /// files grouped by overlap (Alg. 5.2–5.3) — a one-file group is a
+    /// trivial move into the output run, a larger one a sub-merge; else one
+    /// group of every file.
+    pub fn groups(&self) -> Vec<Vec<(usize, usize)>> {
+        let all = || {
+            self.inputs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, input)| (0..input.files.len()).map(move |f| (i, f)))
+        };
+        let sweep = self
+            .partitioning
+            .is_some_and(|p| p.partition != Partition::None);
+        if !sweep {
+            return vec![all().collect()];
+        }
+        let index: Vec<(usize, usize)> = all().collect();
+        let files = index
+            .iter()
+            .enumerate()
+            .map(|(n, &(i, f))| SweepFile {
+                smallest: &self.inputs[i].files[f].smallest,
+                largest: &self.inputs[i].files[f].largest,
+                index: n,
+            })
+            .collect();
+        sweep_groups(files)
+            .into_iter()
+            .map(|g| g.into_iter().map(|n| index[n]).collect())
+            .collect()
     }
 }
 
@@ -301,6 +339,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         action,
         older_runs,
         target_file_size: task.target_file_size,
+        partitioning: task.partitioning.filter(|_| action == Action::Merge),
         reason: task.reason.clone(),
     })
 }
@@ -401,6 +440,7 @@ mod tests {
             output_level: level,
             output_run: output,
             target_file_size: 100,
+            partitioning: None,
             reason: "test".into(),
         }
     }

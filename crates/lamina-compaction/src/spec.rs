@@ -302,7 +302,10 @@ pub fn preset_names() -> impl Iterator<Item = &'static str> {
 pub fn help_text() -> String {
     let mut out = String::from(
         "Compaction strategy, `name[:key=value,...]` or `toml:FILE` (docs/compaction.md).\n\
-         T and b default to --size-ratio, file to --target-file-size.\n",
+         T and b default to --size-ratio, file to --target-file-size.\n\
+         The stack policies (tiered:b=, binomial .. concurrent) also take partitioned merges\n\
+         (seed 000 ch. 5): partition=none|size|local|global, theta=BYTES [file],\n\
+         subcompactions=N [1], image=lambda|be [lambda].\n",
     );
     for s in STRATEGIES {
         let params = if s.params.is_empty() {
@@ -490,12 +493,52 @@ mod tests {
             "lo1:T",
             "tiered:b=1",
             "toml:/nonexistent/policy.toml",
+            "tiered:b=4,partition=diagonal",
+            "tiered:b=4,theta=100",
+            "binomial:k=3,partition=global,subcompactions=0",
+            "leveled:b0=2,partition=size",
+            "lo1:partition=global",
         ] {
             assert!(bad.parse::<CompactionSpec>().is_err(), "{bad}");
         }
         let e = "nosuch".parse::<CompactionSpec>().unwrap_err().to_string();
         for name in strategy_names() {
             assert!(e.contains(name), "{e} lacks {name}");
+        }
+    }
+
+    #[test]
+    fn every_stack_policy_takes_the_partitioning_parameters() {
+        let stack = STRATEGIES
+            .iter()
+            .filter(|s| s.family == Family::Stack && s.name != "nomerge" && s.name != "leveled");
+        for s in stack {
+            let base = match s.name {
+                "tiered" => "tiered:b=4".to_string(),
+                name => format!("{name}:k=3"),
+            };
+            let spec = format!("{base},partition=global,theta=4096,subcompactions=2");
+            let policy = spec
+                .parse::<CompactionSpec>()
+                .unwrap()
+                .build(PolicyDefaults::default())
+                .unwrap();
+            // The policy's spec keeps them, and asks tables for histograms.
+            assert!(
+                policy
+                    .spec()
+                    .ends_with("partition=global,theta=4096,subcompactions=2"),
+                "{}",
+                policy.spec()
+            );
+            assert_eq!(policy.key_image(), Some(crate::partition::KeyImage::Lambda));
+            let sized = format!("{base},partition=size")
+                .parse::<CompactionSpec>()
+                .unwrap();
+            assert_eq!(
+                sized.build(PolicyDefaults::default()).unwrap().key_image(),
+                None
+            );
         }
     }
 

@@ -262,6 +262,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
             output_level: 0,
             output_run: OutputRun::New,
             target_file_size: opts.target_file_size,
+            partitioning: None,
             reason: "repair: merge every salvaged table".into(),
         };
         version = version.apply(&execute(&ctx, &version, &task)?.edit)?;

@@ -215,6 +215,11 @@ pub(crate) struct EngineStats {
     pub flush_bytes_written: Counter,
     pub compactions: Counter,
     pub trivial_moves: Counter,
+    pub merge_moved_files: Counter,
+    pub merge_moved_bytes: Counter,
+    pub sub_merges: Counter,
+    pub max_sub_merges: Maximum,
+    pub compaction_files_written: Counter,
     pub compaction_errors: Counter,
     pub compaction_bytes_read: Counter,
     pub compaction_bytes_written: Counter,
@@ -340,6 +345,11 @@ impl EngineStats {
             flush_bytes_written: flush,
             compactions: self.compactions.get(),
             trivial_moves: self.trivial_moves.get(),
+            merge_moved_files: self.merge_moved_files.get(),
+            merge_moved_bytes: self.merge_moved_bytes.get(),
+            sub_merges: self.sub_merges.get(),
+            max_sub_merges: self.max_sub_merges.get(),
+            compaction_files_written: self.compaction_files_written.get(),
             compaction_errors: self.compaction_errors.get(),
             compaction_bytes_read: self.compaction_bytes_read.get(),
             compaction_bytes_written: written,
@@ -477,6 +487,17 @@ pub struct DbStats {
     pub compactions: u64,
     /// Compactions done as manifest-only moves.
     pub trivial_moves: u64,
+    /// Files that partitioned merges moved into their output run instead of
+    /// rewriting (one-file groups, seed 000 Alg. 5.3), and their bytes.
+    pub merge_moved_files: u64,
+    /// Bytes of `merge_moved_files`.
+    pub merge_moved_bytes: u64,
+    /// Sub-merges run by merging compactions (a plain merge is one).
+    pub sub_merges: u64,
+    /// The most sub-merges one compaction ran.
+    pub max_sub_merges: u64,
+    /// Files written by merging compactions.
+    pub compaction_files_written: u64,
     /// Compactions that failed (the tree was left unchanged).
     pub compaction_errors: u64,
     /// Bytes read by compactions.

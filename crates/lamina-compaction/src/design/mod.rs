@@ -179,6 +179,7 @@ impl Composed {
             output_level,
             output_run,
             target_file_size: self.file_size,
+            partitioning: None,
             reason,
         }
     }

@@ -38,6 +38,11 @@ impl Leveled {
             }
             Ok(true)
         })?;
+        if common.partitioning.is_some() {
+            return Err(Error::InvalidArgument(
+                "leveled moves one run down at a time; partition= is for stack policies".into(),
+            ));
+        }
         if b0 < 1 || b < 2 {
             return Err(Error::InvalidArgument(
                 "leveled needs b0 >= 1 and b >= 2".into(),
@@ -97,6 +102,7 @@ impl Leveled {
             output_level: level + 1,
             output_run,
             target_file_size: self.common.file,
+            partitioning: None,
             reason,
         })
     }

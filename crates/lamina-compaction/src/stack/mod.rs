@@ -25,6 +25,7 @@ use super::{
     TreeView,
 };
 use crate::error::{Error, Result};
+use crate::partition::{KeyImage, Partition, Partitioning};
 
 mod dynamic;
 mod leveled;
@@ -82,19 +83,21 @@ pub trait StackPolicy: Send + Sync + Debug {
 impl<P: StackPolicy> CompactionPolicy for P {
     fn spec(&self) -> String {
         let mut params = self.params();
-        let common = self.common();
-        if common.file_given {
-            if !params.is_empty() {
-                params.push(',');
-            }
-            params.push_str(&format!("file={}", common.file));
-        }
+        params.push_str(&self.common().file_suffix());
+        let params = params.trim_start_matches(',');
         let sep = if params.is_empty() { "" } else { ":" };
         format!("{}{sep}{params}", P::NAME)
     }
 
     fn run_bound(&self) -> Option<usize> {
         self.bound()
+    }
+
+    fn key_image(&self) -> Option<KeyImage> {
+        self.common()
+            .partitioning
+            .filter(|p| p.partition.uses_ranges())
+            .map(|p| p.image)
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
@@ -105,7 +108,7 @@ impl<P: StackPolicy> CompactionPolicy for P {
         match self.choose(view, &runs) {
             Some((range, reason)) => match runs.get(range) {
                 Some(chosen) if !chosen.is_empty() => {
-                    vec![merge_runs(chosen, self.common().file, reason)]
+                    vec![merge_runs(chosen, self.common(), reason)]
                 }
                 _ => Vec::new(),
             },
@@ -131,11 +134,7 @@ pub(crate) fn stack(view: &TreeView) -> Vec<StackRun<'_>> {
 }
 
 /// A task merging `runs` (consecutive, newest first) into a new level-0 run.
-pub(crate) fn merge_runs(
-    runs: &[StackRun<'_>],
-    target_file_size: u64,
-    reason: String,
-) -> CompactionTask {
+pub(crate) fn merge_runs(runs: &[StackRun<'_>], common: &Common, reason: String) -> CompactionTask {
     CompactionTask {
         inputs: runs
             .iter()
@@ -143,7 +142,8 @@ pub(crate) fn merge_runs(
             .collect(),
         output_level: 0,
         output_run: OutputRun::New,
-        target_file_size,
+        target_file_size: common.file,
+        partitioning: common.partitioning,
         reason,
     }
 }
@@ -157,6 +157,9 @@ pub struct Common {
     pub file: u64,
     /// True if `file=` was given (so `spec()` repeats it).
     pub file_given: bool,
+    /// `partition=`, `theta=` (default: `file`), `subcompactions=`
+    /// (default 1) and `image=`: partitioned merges (seed 000 ch. 5).
+    pub partitioning: Option<Partitioning>,
 }
 
 /// Parses `params` with `extra` handling the policy's own keys (returns
@@ -171,13 +174,31 @@ pub(crate) fn parse_params(
         k: 0,
         file: defaults.target_file_size,
         file_given: false,
+        partitioning: None,
     };
+    let (mut rule, mut theta, mut subcompactions, mut image) = (None, None, None, None);
     for &(key, value) in params {
         match key {
             "k" => common.k = param(key, value)?,
             "file" => {
                 common.file = param(key, value)?;
                 common.file_given = true;
+            }
+            "partition" => {
+                rule = Some(Partition::parse(value).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name}: partition must be none, size, local or global, not {value:?}"
+                    ))
+                })?)
+            }
+            "theta" => theta = Some(param::<u64>(key, value)?),
+            "subcompactions" => subcompactions = Some(param::<usize>(key, value)?),
+            "image" => {
+                image = Some(KeyImage::parse(value).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name}: image must be lambda or be, not {value:?}"
+                    ))
+                })?)
             }
             _ => {
                 if !extra(key, value)? {
@@ -190,6 +211,28 @@ pub(crate) fn parse_params(
     }
     if common.file == 0 {
         return Err(Error::InvalidArgument(format!("{name} needs file >= 1")));
+    }
+    match rule {
+        Some(partition) => {
+            let p = Partitioning {
+                partition,
+                theta: theta.unwrap_or(common.file),
+                subcompactions: subcompactions.unwrap_or(1),
+                image: image.unwrap_or_default(),
+            };
+            if p.theta == 0 || p.subcompactions == 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} needs theta >= 1 and subcompactions >= 1"
+                )));
+            }
+            common.partitioning = Some(p);
+        }
+        None if theta.is_some() || subcompactions.is_some() || image.is_some() => {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: theta, subcompactions and image need partition=none|size|local|global"
+            )));
+        }
+        None => {}
     }
     Ok(common)
 }
@@ -205,13 +248,17 @@ pub(crate) fn require_k(name: &str, k: usize) -> Result<()> {
 }
 
 impl Common {
-    /// `,file=N` if `file=` was given, for `spec()`.
+    /// `,file=N` if `file=` was given and the partitioning parameters, for
+    /// `spec()`.
     pub fn file_suffix(&self) -> String {
+        let mut s = String::new();
         if self.file_given {
-            format!(",file={}", self.file)
-        } else {
-            String::new()
+            s.push_str(&format!(",file={}", self.file));
         }
+        if let Some(p) = self.partitioning {
+            s.push_str(&format!(",{p}"));
+        }
+        s
     }
 }
 

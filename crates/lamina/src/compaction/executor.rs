@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::partition::{partitioner, FileCutter, KeyImage, Partition, Partitioning, StreamHist};
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
 use crate::error::{Error, Result};
@@ -34,9 +35,16 @@ pub(crate) struct CompactionContext<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct CompactionOutcome {
     pub edit: VersionEdit,
+    /// Bytes merged (moved files excluded).
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub trivial_move: bool,
+    /// Files a partitioned merge moved instead of rewriting, and their bytes.
+    pub moved_files: u64,
+    pub moved_bytes: u64,
+    /// Sub-merges run, and files they wrote.
+    pub sub_merges: u64,
+    pub files_written: u64,
 }
 
 /// Runs one task against `version`, writing output files; the caller logs
@@ -126,48 +134,94 @@ pub(crate) fn execute(
         .collect::<Result<Vec<&Run>>>()?;
     let older_may_hold = |uk: &[u8]| older.iter().any(|r| r.file_for(uk).is_some());
 
-    let all_inputs: Vec<&Arc<FileMeta>> = inputs.iter().flatten().collect();
-    let children: Vec<Box<dyn InternalIterator>> = inputs
-        .iter()
-        .map(|files| {
-            Box::new(RunIterator::new(files.clone(), Arc::clone(ctx.loader)))
-                as Box<dyn InternalIterator>
-        })
-        .collect();
-    let mut merged = MergingIterator::new(children);
-    let oldest_tombstone = all_inputs
-        .iter()
-        .filter_map(|f| f.oldest_tombstone_ms)
-        .min();
-    let bytes_read = all_inputs.iter().map(|f| f.size).sum();
-    let mut writer = OutputWriter::new(ctx, plan.target_file_size, oldest_tombstone);
-    let result = (|| -> Result<()> {
-        merged.seek_to_first()?;
-        let mut filter = VersionFilter::new(ctx.smallest_snapshot);
-        while merged.valid() {
-            let parsed = parse_internal_key(merged.key()).ok_or_else(|| {
-                Error::corruption("compaction input", 0, "malformed internal key")
-            })?;
-            if filter.keep(parsed.user_key, parsed.seq, parsed.kind, &older_may_hold) {
-                writer.add(merged.key(), parsed.user_key, merged.value())?;
-            }
-            merged.next()?;
-        }
-        Ok(())
-    })();
-    let files = match result.and_then(|()| writer.finish()) {
-        Ok(files) => files,
-        Err(e) => {
-            writer.abandon();
-            return Err(e);
-        }
-    };
     let mut outcome = CompactionOutcome {
-        bytes_read,
+        bytes_read: inputs.iter().flatten().map(|f| f.size).sum(),
         ..Default::default()
     };
-    for meta in files {
+    // A partitioned merge moves its one-file groups and sub-merges the
+    // others (seed 000 Alg. 5.3); a plain merge is one sub-merge.
+    let partitioned = plan.partitioning.filter(|p| p.partition != Partition::None);
+    let mut jobs: Vec<Vec<Arc<FileMeta>>> = Vec::new();
+    for group in plan.groups() {
+        let files: Vec<Arc<FileMeta>> = group
+            .iter()
+            .map(|&(i, f)| Arc::clone(&inputs[i][f]))
+            .collect();
+        match files.as_slice() {
+            [only] if partitioned.is_some() => {
+                let meta = only.clone_meta();
+                meta.arrived_ms.store(ctx.now_ms, Ordering::Relaxed);
+                outcome.moved_files += 1;
+                outcome.moved_bytes += meta.size;
+                outcome.bytes_read -= meta.size;
+                outcome.edit.added_files.push(AddedFile {
+                    level: plan.output_level,
+                    run_id: out_run_id,
+                    meta,
+                });
+            }
+            _ => jobs.push(files),
+        }
+    }
+    outcome.sub_merges = jobs.len() as u64;
+    let threads = plan
+        .partitioning
+        .map_or(1, |p| p.subcompactions)
+        .clamp(1, jobs.len().max(1));
+    let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Vec<FileMeta>> {
+        let cutter = match plan.partitioning {
+            Some(p) => Some((cutter_for(ctx, p, files)?, p.image)),
+            None => None,
+        };
+        merge_files(ctx, &plan, files, &older_may_hold, cutter)
+    };
+    let results: Vec<Result<Vec<FileMeta>>> = if threads <= 1 {
+        jobs.iter().map(|files| sub_merge(files)).collect()
+    } else {
+        // A bounded pool: `threads` workers take sub-merges in turn.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<parking_lot::Mutex<Option<Result<Vec<FileMeta>>>>> =
+            jobs.iter().map(|_| parking_lot::Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(files) = jobs.get(i) else { break };
+                    *slots[i].lock() = Some(sub_merge(files));
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|s| {
+                s.into_inner().unwrap_or_else(|| {
+                    Err(Error::InvalidArgument("a sub-merge did not run".into()))
+                })
+            })
+            .collect()
+    };
+    // All or nothing: one failed sub-merge discards every new file (each
+    // failed one removed its own already).
+    let mut written = Vec::new();
+    let mut failure = None;
+    for result in results {
+        match result {
+            Ok(files) => written.extend(files),
+            Err(e) => failure = failure.or(Some(e)),
+        }
+    }
+    if let Some(e) = failure {
+        for meta in &written {
+            let _ = ctx.loader.vfs.remove(&ctx.loader.path(meta.id));
+        }
+        return Err(e);
+    }
+    if !written.is_empty() {
+        ctx.loader.vfs.sync_dir(ctx.loader.dir())?;
+    }
+    for meta in written {
         outcome.bytes_written += meta.size;
+        outcome.files_written += 1;
         outcome.edit.added_files.push(AddedFile {
             level: plan.output_level,
             run_id: out_run_id,
@@ -177,6 +231,121 @@ pub(crate) fn execute(
     outcome.edit.new_runs = edit.new_runs;
     outcome.edit.removed_files = edit.removed_files;
     Ok(outcome)
+}
+
+/// Merges `files` (of several runs; any two overlapping files of the plan
+/// are both here) into new files cut by `cutter`, or every
+/// `plan.target_file_size` bytes without one.
+fn merge_files(
+    ctx: &CompactionContext<'_>,
+    plan: &plan::Plan,
+    files: &[Arc<FileMeta>],
+    older_may_hold: &(dyn Fn(&[u8]) -> bool + Sync),
+    cutter: Option<(Box<dyn FileCutter>, KeyImage)>,
+) -> Result<Vec<FileMeta>> {
+    // One cursor per input run, over its files in this sub-merge.
+    let children: Vec<Box<dyn InternalIterator>> = plan
+        .inputs
+        .iter()
+        .filter_map(|input| {
+            let mine: Vec<Arc<FileMeta>> = files
+                .iter()
+                .filter(|f| input.files.iter().any(|i| i.id == f.id))
+                .cloned()
+                .collect();
+            (!mine.is_empty()).then(|| {
+                Box::new(RunIterator::new(mine, Arc::clone(ctx.loader)))
+                    as Box<dyn InternalIterator>
+            })
+        })
+        .collect();
+    let mut merged = MergingIterator::new(children);
+    let oldest_tombstone = files.iter().filter_map(|f| f.oldest_tombstone_ms).min();
+    let mut writer = OutputWriter::new(ctx, plan.target_file_size, oldest_tombstone, cutter);
+    let result = (|| -> Result<()> {
+        merged.seek_to_first()?;
+        let mut filter = VersionFilter::new(ctx.smallest_snapshot);
+        while merged.valid() {
+            let parsed = parse_internal_key(merged.key()).ok_or_else(|| {
+                Error::corruption("compaction input", 0, "malformed internal key")
+            })?;
+            if filter.keep(parsed.user_key, parsed.seq, parsed.kind, older_may_hold) {
+                writer.add(merged.key(), parsed.user_key, merged.value())?;
+            }
+            merged.next()?;
+        }
+        writer.finish_current()
+    })();
+    match result {
+        Ok(()) => Ok(std::mem::take(&mut writer.done)),
+        Err(e) => {
+            writer.abandon();
+            Err(e)
+        }
+    }
+}
+
+/// The cutter of a sub-merge over `files` under `p`: range rules estimate
+/// sizes from the files' key histograms (Alg. 5.8), or, for a file written
+/// without one, spread its bytes evenly over its key images.
+fn cutter_for(
+    ctx: &CompactionContext<'_>,
+    p: Partitioning,
+    files: &[Arc<FileMeta>],
+) -> Result<Box<dyn FileCutter>> {
+    let lo = files
+        .iter()
+        .map(|f| p.image.of(&f.smallest))
+        .min()
+        .unwrap_or(0);
+    let hi = files
+        .iter()
+        .map(|f| p.image.of(&f.largest))
+        .max()
+        .unwrap_or(0);
+    let partitioner = partitioner(p.partition, p.theta);
+    if !p.partition.uses_ranges() {
+        return Ok(partitioner.cutter(lo, hi, &|_, _| 0));
+    }
+    struct Estimate {
+        hist: Option<StreamHist>,
+        bytes_per_key: f64,
+        lo: u64,
+        hi: u64,
+        bytes: u64,
+    }
+    let mut estimates = Vec::with_capacity(files.len());
+    for f in files {
+        let table = ctx.loader.table(f)?;
+        let hist = table.properties().histogram.clone();
+        let keys = hist.as_ref().map_or(0, StreamHist::total).max(1);
+        estimates.push(Estimate {
+            bytes_per_key: f.size as f64 / keys as f64,
+            hist,
+            lo: p.image.of(&f.smallest),
+            hi: p.image.of(&f.largest),
+            bytes: f.size,
+        });
+    }
+    let size_in = |l: u64, u: u64| -> u64 {
+        let mut total = 0.0;
+        for e in &estimates {
+            total += match &e.hist {
+                Some(h) => h.count_in(l, u) * e.bytes_per_key,
+                None => {
+                    let (a, b) = (l.max(e.lo), u.min(e.hi));
+                    if a > b {
+                        0.0
+                    } else {
+                        let width = (e.hi - e.lo) as f64 + 1.0;
+                        e.bytes as f64 * ((b - a) as f64 + 1.0) / width
+                    }
+                }
+            };
+        }
+        total.round() as u64
+    };
+    Ok(partitioner.cutter(lo, hi, &size_in))
 }
 
 /// Decides which versions of each user key survive a merge.
@@ -221,10 +390,12 @@ impl VersionFilter {
     }
 }
 
-/// Writes a merge's output as a sequence of SSTs cut at user-key boundaries.
+/// Writes a merge's output as a sequence of SSTs cut at user-key boundaries:
+/// where the cutter says, or once a file reaches `target` bytes.
 struct OutputWriter<'a> {
     ctx: &'a CompactionContext<'a>,
     target: u64,
+    cutter: Option<(Box<dyn FileCutter>, KeyImage)>,
     oldest_tombstone: Option<u64>,
     builder: Option<(u64, TableBuilder)>,
     last_user_key: Vec<u8>,
@@ -232,10 +403,16 @@ struct OutputWriter<'a> {
 }
 
 impl<'a> OutputWriter<'a> {
-    fn new(ctx: &'a CompactionContext<'a>, target: u64, oldest_tombstone: Option<u64>) -> Self {
+    fn new(
+        ctx: &'a CompactionContext<'a>,
+        target: u64,
+        oldest_tombstone: Option<u64>,
+        cutter: Option<(Box<dyn FileCutter>, KeyImage)>,
+    ) -> Self {
         OutputWriter {
             ctx,
             target: target.max(1),
+            cutter,
             oldest_tombstone,
             builder: None,
             last_user_key: Vec::new(),
@@ -244,9 +421,18 @@ impl<'a> OutputWriter<'a> {
     }
 
     fn add(&mut self, ikey: &[u8], user_key: &[u8], value: &[u8]) -> Result<()> {
-        let cut = self.builder.as_ref().is_some_and(|(_, b)| {
-            b.estimated_size() >= self.target && self.last_user_key != user_key
-        });
+        let open = self.builder.as_ref().map(|(_, b)| b.estimated_size());
+        let new_key = open.is_none() || self.last_user_key != user_key;
+        let cut = match &mut self.cutter {
+            // Asked at every new key, so range bounds advance with the keys.
+            Some((cutter, image)) if new_key => cutter.cut_before(
+                image.of(user_key),
+                open.unwrap_or(0),
+                (ikey.len() + value.len()) as u64,
+            ),
+            Some(_) => false,
+            None => new_key && open.is_some_and(|size| size >= self.target),
+        };
         if cut {
             self.finish_current()?;
         }
@@ -308,7 +494,7 @@ pub(crate) fn flush_memtable(
     // Flushes keep tombstones: older runs may hold the key.
     let keep_tombstones = |_: &[u8]| true;
     let mut filter = VersionFilter::new(ctx.smallest_snapshot);
-    let mut writer = OutputWriter::new(ctx, u64::MAX, mem.first_tombstone_ms());
+    let mut writer = OutputWriter::new(ctx, u64::MAX, mem.first_tombstone_ms(), None);
     // The memtable is immutable now: walk it in place rather than copying.
     let result = mem.for_each(|ikey, value| {
         let parsed = parse_internal_key(ikey)

@@ -56,6 +56,7 @@ pub(crate) fn manual_task(
         output_level,
         output_run,
         target_file_size: target,
+        partitioning: None,
         reason: "manual compact_range".into(),
     })
 }

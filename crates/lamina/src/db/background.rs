@@ -273,6 +273,13 @@ impl Inner {
         } else {
             self.stats.compactions.inc();
             self.stats.compaction_bytes_read.add(outcome.bytes_read);
+            self.stats.merge_moved_files.add(outcome.moved_files);
+            self.stats.merge_moved_bytes.add(outcome.moved_bytes);
+            self.stats.sub_merges.add(outcome.sub_merges);
+            self.stats.max_sub_merges.observe(outcome.sub_merges);
+            self.stats
+                .compaction_files_written
+                .add(outcome.files_written);
             self.stats
                 .compaction_bytes_written
                 .add(outcome.bytes_written);

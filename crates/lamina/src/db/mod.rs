@@ -370,8 +370,13 @@ fn memtable_iters(sv: &SuperVersion) -> Vec<Box<dyn InternalIterator>> {
 }
 
 impl Inner {
+    /// The options of new tables; they keep key histograms while the
+    /// policy partitions its merges by key range.
     fn table_options(&self) -> TableOptions {
-        table_options(&self.opts)
+        TableOptions {
+            histogram: self.policy.read().key_image(),
+            ..table_options(&self.opts)
+        }
     }
 
     fn alloc_id(&self) -> u64 {

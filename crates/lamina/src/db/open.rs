@@ -127,7 +127,10 @@ impl Db {
             if !replay.is_empty() {
                 let ctx = CompactionContext {
                     loader: &loader,
-                    table_options: table_options(&opts),
+                    table_options: TableOptions {
+                        histogram: policy.key_image(),
+                        ..table_options(&opts)
+                    },
                     alloc_id: &alloc,
                     smallest_snapshot: last_seq,
                     now_ms: now_ms(),

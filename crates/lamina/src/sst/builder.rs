@@ -8,6 +8,8 @@ use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, ValueKind};
 use crate::vfs::WritableFile;
 
+use lamina_compaction::partition::{KeyImage, StreamHist};
+
 use super::block::BlockBuilder;
 use super::bloom::{build_filter, key_hash};
 use super::format::{
@@ -30,6 +32,8 @@ pub struct TableBuilder {
     /// xxh3 of each distinct user key, for the filter built at finish.
     bloom_hashes: Vec<u64>,
     props: TableProperties,
+    /// The key images' histogram, if the options ask for one.
+    histogram: Option<(KeyImage, StreamHist)>,
     /// Set after a write failed: the file is in an unknown state, so further
     /// use is refused rather than producing a table with a hole in it.
     failed: bool,
@@ -76,7 +80,9 @@ impl TableBuilder {
             bloom_bits_per_key: opts.bloom_bits_per_key,
             raw_key_bytes: 0,
             raw_value_bytes: 0,
+            histogram: None,
         };
+        let histogram = opts.histogram.map(|image| (image, StreamHist::default()));
         TableBuilder {
             file,
             opts,
@@ -88,6 +94,7 @@ impl TableBuilder {
             index: Vec::new(),
             bloom_hashes: Vec::new(),
             props,
+            histogram,
             failed: false,
         }
     }
@@ -125,6 +132,9 @@ impl TableBuilder {
 
         let new_user_key = first || crate::key::user_key(&self.last_key) != parsed.user_key;
         if new_user_key {
+            if let Some((image, hist)) = &mut self.histogram {
+                hist.insert(image.of(parsed.user_key));
+            }
             if self.opts.bloom_bits_per_key > 0.0 {
                 self.bloom_hashes.push(key_hash(parsed.user_key));
             }
@@ -232,6 +242,7 @@ impl TableBuilder {
 
         self.props.creation_time = creation_time;
         self.props.oldest_tombstone_time = oldest_tombstone_time;
+        self.props.histogram = self.histogram.take().map(|(_, h)| h);
         let props_block = encode_properties(&self.props);
         let props_handle = self.write_block(&props_block)?;
 

@@ -11,6 +11,8 @@ use crate::coding::{
 };
 use crate::key::{compare_internal, parse_internal_key, user_key};
 
+use lamina_compaction::partition::{hist, StreamHist};
+
 use super::TableProperties;
 
 /// Magic number at the very end of every table ("lamSST01" in spirit).
@@ -338,7 +340,34 @@ pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
     out.extend_from_slice(&p.bloom_bits_per_key.to_bits().to_le_bytes());
     put_varint(&mut out, p.raw_key_bytes);
     put_varint(&mut out, p.raw_value_bytes);
+    // Optional sections follow, each behind a tag byte; a reader that
+    // finds none (a table written before they existed) has none.
+    if let Some(h) = &p.histogram {
+        out.push(HISTOGRAM_TAG);
+        put_varint(&mut out, h.bins().len() as u64);
+        for b in h.bins() {
+            out.extend_from_slice(&b.centroid.to_bits().to_le_bytes());
+            put_varint(&mut out, b.count);
+        }
+    }
     out
+}
+
+/// Tag of the properties' optional key-image histogram section.
+const HISTOGRAM_TAG: u8 = 1;
+
+fn decode_histogram(c: &mut &[u8]) -> Option<StreamHist> {
+    let n = usize::try_from(get_varint(c)?).ok()?;
+    if n > hist::DEFAULT_BINS {
+        return None;
+    }
+    let mut bins = Vec::with_capacity(n);
+    for _ in 0..n {
+        let centroid = f64::from_bits(get_u64(c)?);
+        let count = get_varint(c)?;
+        bins.push(hist::Bin { centroid, count });
+    }
+    StreamHist::from_bins(bins, hist::DEFAULT_BINS)
 }
 
 /// Inverse of [`encode_properties`]; `file_size` is filled in by the caller.
@@ -366,6 +395,14 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
     let bloom_bits_per_key = f64::from_bits(get_u64(c).ok_or(bad)?);
     let raw_key_bytes = get_varint(c).ok_or(bad)?;
     let raw_value_bytes = get_varint(c).ok_or(bad)?;
+    let mut histogram = None;
+    if let Some((&tag, rest)) = c.split_first() {
+        if tag != HISTOGRAM_TAG {
+            return Err("unknown section in properties");
+        }
+        *c = rest;
+        histogram = Some(decode_histogram(c).ok_or("malformed key histogram")?);
+    }
     if !c.is_empty() {
         return Err("trailing bytes after properties");
     }
@@ -388,6 +425,7 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
         bloom_bits_per_key,
         raw_key_bytes,
         raw_value_bytes,
+        histogram,
     })
 }
 
@@ -453,7 +491,29 @@ mod tests {
             bloom_bits_per_key: 7.5,
             raw_key_bytes: 300,
             raw_value_bytes: 700,
+            histogram: None,
         };
-        assert_eq!(decode_properties(&encode_properties(&p)), Ok(p));
+        assert_eq!(decode_properties(&encode_properties(&p)), Ok(p.clone()));
+        // With the optional histogram section; a table without it (as every
+        // table written before it existed) decodes to `None` above.
+        let mut h = StreamHist::default();
+        for x in [5u64, 9, 1 << 40] {
+            h.insert(x);
+        }
+        let with = TableProperties {
+            histogram: Some(h),
+            ..p
+        };
+        let raw = encode_properties(&with);
+        assert_eq!(decode_properties(&raw), Ok(with));
+        // A damaged section is an error, not a wrong histogram.
+        let mut bad = raw.clone();
+        let n = bad.len();
+        bad[n - 1] = 0;
+        assert!(decode_properties(&bad).is_err());
+        let mut unknown = raw;
+        let tag_at = n - (3 * 9 + 1) - 1;
+        unknown[tag_at] = 7;
+        assert!(decode_properties(&unknown).is_err());
     }
 }

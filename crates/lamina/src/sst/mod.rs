@@ -30,6 +30,7 @@ pub use builder::TableBuilder;
 pub(crate) use format::{
     block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
 };
+use lamina_compaction::partition::{KeyImage, StreamHist};
 pub use reader::{thread_blocks_read, Table, TableIterator};
 
 /// How tables are written.
@@ -42,6 +43,9 @@ pub struct TableOptions {
     pub bloom_bits_per_key: f64,
     /// Entries between restart points in a data block (full keys stored).
     pub restart_interval: usize,
+    /// Keep a StreamHist of the user keys' images in the properties, for
+    /// range-partitioned merges (seed 000 §5.4.4); `None` writes none.
+    pub histogram: Option<KeyImage>,
 }
 
 impl Default for TableOptions {
@@ -50,6 +54,7 @@ impl Default for TableOptions {
             block_size: 4096,
             bloom_bits_per_key: 10.0,
             restart_interval: 16,
+            histogram: None,
         }
     }
 }
@@ -89,4 +94,7 @@ pub struct TableProperties {
     pub raw_key_bytes: u64,
     /// Sum of the value lengths added.
     pub raw_value_bytes: u64,
+    /// Histogram of the user keys' images, if the writer kept one.
+    #[serde(skip)]
+    pub histogram: Option<StreamHist>,
 }
