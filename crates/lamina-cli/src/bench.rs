@@ -738,6 +738,16 @@ fn print_stats(s: &DbStats) {
         s.stalls,
         s.stall_micros as f64 / 1e6
     );
+    if s.sub_merges > 0 {
+        println!(
+            "merges: sub-merges {} (max {} in one)  files written {}  moved within merges {} ({:.1} MB)",
+            s.sub_merges,
+            s.max_sub_merges,
+            s.compaction_files_written,
+            s.merge_moved_files,
+            s.merge_moved_bytes as f64 / 1_048_576.0
+        );
+    }
     println!(
         "gets {} (hits {}, misses {})  bloom probes {} negatives {} false positives {}",
         s.gets,

@@ -200,7 +200,7 @@ const LEVELING: &str = "leveling:T=3,l0=2";
 
 /// Every strategy `compaction::policy_from_spec` accepts (the default one is
 /// covered above at more crash points), each with both sync modes.
-const EVERY_OTHER_STRATEGY: [&str; 9] = [
+const EVERY_OTHER_STRATEGY: [&str; 11] = [
     "leveled:b0=2,b=3,file=2048",
     "tiered:b=3",
     "bigtable:k=3",
@@ -210,6 +210,9 @@ const EVERY_OTHER_STRATEGY: [&str; 9] = [
     "binomial:k=3",
     "concurrent",
     "nomerge",
+    // Partitioned merges (seed 000 ch. 5): moves, parallel sub-merges.
+    "tiered:b=3,partition=global,theta=2048,subcompactions=2",
+    "binomial:k=3,partition=size,theta=2048,subcompactions=2",
 ];
 
 #[test]

@@ -105,7 +105,14 @@ fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
 
 #[test]
 fn an_io_error_at_any_operation_under_stack_policies() {
-    for spec in ["tiered:b=2", "bigtable:k=3", "leveled:b0=2,b=2,file=2048"] {
+    for spec in [
+        "tiered:b=2",
+        "bigtable:k=3",
+        "leveled:b0=2,b=2,file=2048",
+        // Partitioned merges (seed 000 ch. 5): moves, parallel sub-merges.
+        "tiered:b=2,partition=global,theta=1024,subcompactions=2",
+        "binomial:k=2,partition=local,theta=1024,subcompactions=2",
+    ] {
         error_at_every_index(spec);
     }
 }
