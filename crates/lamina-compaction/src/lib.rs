@@ -255,10 +255,10 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     fn size_ratio(&self) -> Option<f64> {
         None
     }
-    /// The key image of the histograms new tables should keep, for
-    /// policies that partition merges by key range (seed 000 §5.4.4).
-    /// Default: none (tables keep no histogram).
-    fn key_image(&self) -> Option<partition::KeyImage> {
+    /// How the policy's merges (and the flushes that make its runs) are
+    /// partitioned into files (seed 000 ch. 5); range rules also make new
+    /// tables keep key histograms. Default: none.
+    fn partitioning(&self) -> Option<partition::Partitioning> {
         None
     }
 }

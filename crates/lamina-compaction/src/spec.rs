@@ -531,13 +531,27 @@ mod tests {
                 "{}",
                 policy.spec()
             );
-            assert_eq!(policy.key_image(), Some(crate::partition::KeyImage::Lambda));
+            let p = policy.partitioning().unwrap();
+            assert_eq!(
+                (p.partition, p.theta, p.subcompactions, p.image),
+                (
+                    crate::partition::Partition::Global,
+                    4096,
+                    2,
+                    crate::partition::KeyImage::Lambda
+                )
+            );
             let sized = format!("{base},partition=size")
                 .parse::<CompactionSpec>()
                 .unwrap();
+            let p = sized
+                .build(PolicyDefaults::default())
+                .unwrap()
+                .partitioning();
+            // theta defaults to the output file size.
             assert_eq!(
-                sized.build(PolicyDefaults::default()).unwrap().key_image(),
-                None
+                p.map(|p| p.theta),
+                Some(PolicyDefaults::default().target_file_size)
             );
         }
     }

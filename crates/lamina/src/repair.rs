@@ -240,12 +240,11 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     let mut edit = VersionEdit::default();
     kept.sort_by_key(|m| m.largest_seq);
     for meta in kept {
-        edit.add_flushed_run(alloc(), meta);
+        edit.add_flushed_run(alloc(), vec![meta]);
     }
     if !mem.is_empty() {
-        if let Some(meta) = flush_memtable(&ctx, &mem)? {
-            edit.add_flushed_run(alloc(), meta);
-        }
+        let files = flush_memtable(&ctx, &mem, None)?;
+        edit.add_flushed_run(alloc(), files);
     }
     let mut version = Version::default().apply(&edit)?;
     if let Some(level) = version.levels.first() {

@@ -442,20 +442,26 @@ impl VersionEdit {
         Some(e)
     }
 
-    /// Adds a flushed file as a new run `run_id`, the newest of level 0
+    /// Adds flushed files (one run, in key order) as a new run `run_id`,
+    /// the newest of level 0
     /// (run ids and file numbers share one increasing counter, so the id
     /// also ranks the run above every existing one).
-    pub fn add_flushed_run(&mut self, run_id: u64, meta: FileMeta) {
+    pub fn add_flushed_run(&mut self, run_id: u64, files: Vec<FileMeta>) {
+        if files.is_empty() {
+            return;
+        }
         self.new_runs.push(NewRun {
             level: 0,
             run_id,
             order: run_id,
         });
-        self.added_files.push(AddedFile {
-            level: 0,
-            run_id,
-            meta,
-        });
+        for meta in files {
+            self.added_files.push(AddedFile {
+                level: 0,
+                run_id,
+                meta,
+            });
+        }
     }
 
     /// An edit that recreates `version` from an empty tree.

@@ -93,11 +93,8 @@ impl<P: StackPolicy> CompactionPolicy for P {
         self.bound()
     }
 
-    fn key_image(&self) -> Option<KeyImage> {
-        self.common()
-            .partitioning
-            .filter(|p| p.partition.uses_ranges())
-            .map(|p| p.image)
+    fn partitioning(&self) -> Option<Partitioning> {
+        self.common().partitioning
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {

@@ -486,15 +486,23 @@ impl<'a> OutputWriter<'a> {
     }
 }
 
-/// Writes a memtable as one SST; `None` if it keeps no entry.
+/// Writes a memtable as a new run: one SST, or, under a partitioned policy,
+/// files cut by its partitioner (seed 000 §5.5: "a sorted run in level 0
+/// may span several SSTables"), the range rules sizing key ranges exactly
+/// from the memtable itself. Empty if it keeps no entry.
 pub(crate) fn flush_memtable(
     ctx: &CompactionContext<'_>,
     mem: &Arc<MemTable>,
-) -> Result<Option<FileMeta>> {
+    partitioning: Option<Partitioning>,
+) -> Result<Vec<FileMeta>> {
+    let cutter = match partitioning.filter(|p| p.partition != Partition::None) {
+        Some(p) => Some((flush_cutter(mem, p)?, p.image)),
+        None => None,
+    };
     // Flushes keep tombstones: older runs may hold the key.
     let keep_tombstones = |_: &[u8]| true;
     let mut filter = VersionFilter::new(ctx.smallest_snapshot);
-    let mut writer = OutputWriter::new(ctx, u64::MAX, mem.first_tombstone_ms(), None);
+    let mut writer = OutputWriter::new(ctx, u64::MAX, mem.first_tombstone_ms(), cutter);
     // The memtable is immutable now: walk it in place rather than copying.
     let result = mem.for_each(|ikey, value| {
         let parsed = parse_internal_key(ikey)
@@ -505,12 +513,41 @@ pub(crate) fn flush_memtable(
         Ok(())
     });
     match result.and_then(|()| writer.finish()) {
-        Ok(mut files) => Ok(files.pop()),
+        Ok(files) => Ok(files),
         Err(e) => {
             writer.abandon();
             Err(e)
         }
     }
+}
+
+/// The cutter of a flush under `p`: the range rules get exact sizes (the
+/// bytes of the memtable's entries per key image, summed in key order).
+fn flush_cutter(mem: &MemTable, p: Partitioning) -> Result<Box<dyn FileCutter>> {
+    let partitioner = partitioner(p.partition, p.theta);
+    if !p.partition.uses_ranges() {
+        return Ok(partitioner.cutter(0, u64::MAX, &|_, _| 0));
+    }
+    // (image, bytes up to and including it); images ascend with the keys.
+    let mut cumulative: Vec<(u64, u64)> = Vec::new();
+    let mut total = 0u64;
+    mem.for_each(|ikey, value| {
+        let image = p.image.of(crate::key::user_key(ikey));
+        total += (ikey.len() + value.len()) as u64;
+        match cumulative.last_mut() {
+            Some(last) if last.0 == image => last.1 = total,
+            _ => cumulative.push((image, total)),
+        }
+        Ok(())
+    })?;
+    let upto = |x: u64| -> u64 {
+        let i = cumulative.partition_point(|&(image, _)| image <= x);
+        i.checked_sub(1).map_or(0, |i| cumulative[i].1)
+    };
+    let size_in = |l: u64, u: u64| upto(u) - l.checked_sub(1).map_or(0, upto);
+    let lo = cumulative.first().map_or(0, |c| c.0);
+    let hi = cumulative.last().map_or(0, |c| c.0);
+    Ok(partitioner.cutter(lo, hi, &size_in))
 }
 
 #[cfg(test)]

@@ -59,12 +59,11 @@ impl Inner {
         let mut ctx = self.context(&alloc);
         let levels = self.state.lock().version.levels.len();
         ctx.table_options.bloom_bits_per_key = self.bloom_bits_for(0, levels);
-        let meta = flush_memtable(&ctx, mem)?;
-        let written = meta.as_ref().map_or(0, |m| m.size);
+        let partitioning = self.policy.read().partitioning();
+        let files = flush_memtable(&ctx, mem, partitioning)?;
+        let written = files.iter().map(|m| m.size).sum();
         let mut edit = VersionEdit::default();
-        if let Some(meta) = meta {
-            edit.add_flushed_run(self.alloc_id(), meta);
-        }
+        edit.add_flushed_run(self.alloc_id(), files);
         let run_bound = self.policy.read().run_bound();
         let mut st = self.state.lock();
         let runs_before = st.version.run_count();

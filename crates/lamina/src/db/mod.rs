@@ -20,6 +20,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{decode_entries, encode_header, WriteBatch};
 use crate::clock::now_ms;
+use crate::compaction::partition::KeyImage;
 use crate::compaction::{
     execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
     CompactionPolicy, CompactionTask, TreeView,
@@ -354,6 +355,15 @@ fn new_memtable(opts: &Options, wal_number: u64) -> MemTable {
     )
 }
 
+/// The key image new tables keep a histogram of: while the policy
+/// partitions merges by key range (seed 000 §5.4.4), else none.
+fn histogram_image(policy: &dyn CompactionPolicy) -> Option<KeyImage> {
+    policy
+        .partitioning()
+        .filter(|p| p.partition.uses_ranges())
+        .map(|p| p.image)
+}
+
 fn table_options(opts: &Options) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
@@ -374,7 +384,7 @@ impl Inner {
     /// policy partitions its merges by key range.
     fn table_options(&self) -> TableOptions {
         TableOptions {
-            histogram: self.policy.read().key_image(),
+            histogram: histogram_image(self.policy.read().as_ref()),
             ..table_options(&self.opts)
         }
     }

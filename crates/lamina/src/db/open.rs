@@ -128,15 +128,16 @@ impl Db {
                 let ctx = CompactionContext {
                     loader: &loader,
                     table_options: TableOptions {
-                        histogram: policy.key_image(),
+                        histogram: histogram_image(policy.as_ref()),
                         ..table_options(&opts)
                     },
                     alloc_id: &alloc,
                     smallest_snapshot: last_seq,
                     now_ms: now_ms(),
                 };
-                if let Some(meta) = flush_memtable(&ctx, &replay)? {
-                    flush_edit.add_flushed_run(alloc(), meta);
+                let files = flush_memtable(&ctx, &replay, policy.partitioning())?;
+                if !files.is_empty() {
+                    flush_edit.add_flushed_run(alloc(), files);
                     version = version.apply(&flush_edit)?;
                 }
             }
