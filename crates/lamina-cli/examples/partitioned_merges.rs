@@ -36,6 +36,7 @@ struct Row {
     merges: u64,
     merge_bytes_per_sec: f64,
     files: u64,
+    files_written: u64,
     trivial_moves: u64,
     sub_merges: u64,
     get_us: f64,
@@ -137,16 +138,31 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
     let Some(out) = args.iter().find(|a| !a.starts_with("--")) else {
-        bail!("usage: partitioned_merges OUT_DIR [--quick]");
+        bail!("usage: partitioned_merges OUT_DIR [--quick] [--theta=BYTES] [--keys=random,semiseq,zipf,str]");
     };
-    run_experiment(Path::new(out), quick)
+    let theta = match args.iter().find_map(|a| a.strip_prefix("--theta=")) {
+        Some(t) => Some(t.parse().with_context(|| format!("--theta={t}"))?),
+        None => None,
+    };
+    let sets: Vec<&str> = match args.iter().find_map(|a| a.strip_prefix("--keys=")) {
+        Some(list) => list.split(',').collect(),
+        None => KEY_SETS.to_vec(),
+    };
+    if let Some(bad) = sets.iter().find(|s| !KEY_SETS.contains(s)) {
+        bail!("unknown key set {bad:?} (known: {})", KEY_SETS.join(", "));
+    }
+    run_experiment(Path::new(out), quick, theta, &sets)
 }
+
+/// The key sets of seed 000 §5.5.
+pub const KEY_SETS: [&str; 4] = ["random", "semiseq", "zipf", "str"];
 
 /// Runs every configuration and writes `out/summary.json` and
 /// `out/results.md` (the quick scale runs in seconds, for CI).
-pub fn run_experiment(out: &Path, quick: bool) -> Result<()> {
+/// `theta` overrides θ (the output file size) of the chosen scale.
+pub fn run_experiment(out: &Path, quick: bool, theta: Option<u64>, sets: &[&str]) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let scale = if quick {
+    let mut scale = if quick {
         Scale {
             records: 6_000,
             gets: 1_000,
@@ -163,6 +179,9 @@ pub fn run_experiment(out: &Path, quick: bool) -> Result<()> {
             theta: 512 << 10,
         }
     };
+    if let Some(t) = theta {
+        scale.theta = t.max(1);
+    }
     static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let run_number = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let scratch: PathBuf = std::env::temp_dir().join(format!(
@@ -173,17 +192,17 @@ pub fn run_experiment(out: &Path, quick: bool) -> Result<()> {
         bail!("{} exists; not touching it", scratch.display());
     }
     std::fs::create_dir(&scratch)?;
-    let result = run(&scratch, out, &scale, quick);
+    let result = run(&scratch, out, &scale, quick, sets);
     // The scratch directory is this run's own.
     std::fs::remove_dir_all(&scratch)?;
     result
 }
 
-fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool) -> Result<()> {
+fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool, sets: &[&str]) -> Result<()> {
     let theta = scale.theta;
     let mut rows = Vec::new();
     let mut n = 0;
-    for set in ["random", "semiseq", "zipf", "str"] {
+    for &set in sets {
         let keys = keys_of(set, scale.records, 7);
         let image = if set == "str" { "lambda" } else { "be" };
         let mut configs: Vec<(String, String, String)> = Vec::new();
@@ -221,6 +240,7 @@ fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool) -> Result<()> {
                     0.0
                 },
                 files,
+                files_written: st.compaction_files_written,
                 trivial_moves: st.merge_moved_files + st.trivial_moves,
                 sub_merges: st.sub_merges,
                 get_us,
@@ -246,12 +266,12 @@ fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool) -> Result<()> {
         serde_json::to_string_pretty(&summary)?,
     )?;
     let mut md = String::from(
-        "| keys | style | partitioner | write s | merges | merge MB/s | files | moves | sub-merges | get µs | scan µs | WA |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| keys | style | partitioner | write s | merges | merge MB/s | files | files written | moves | sub-merges | get µs | scan µs | WA |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in &rows {
         writeln!(
             md,
-            "| {} | {} | {} | {:.2} | {} | {:.1} | {} | {} | {} | {:.1} | {:.0} | {:.2} |",
+            "| {} | {} | {} | {:.2} | {} | {:.1} | {} | {} | {} | {} | {:.1} | {:.0} | {:.2} |",
             r.keys,
             r.style,
             r.partitioner,
@@ -259,6 +279,7 @@ fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool) -> Result<()> {
             r.merges,
             r.merge_bytes_per_sec / 1e6,
             r.files,
+            r.files_written,
             r.trivial_moves,
             r.sub_merges,
             r.get_us,

@@ -383,7 +383,7 @@ fn partial_compact_range_keeps_every_run_disjoint() {
     assert_eq!(dump(&db), model);
 }
 
-/// Seed 000 ch. 5: every partitioning rule under several stack policies
+/// Seed 000 ch. 5: every partitioning rule under every stack policy
 /// keeps the tree equal to the oracle (gets, scans both ways, snapshots,
 /// reopen), with sub-merges on two threads, and the executor accepts
 /// every partitioned plan.
