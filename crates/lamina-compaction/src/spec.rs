@@ -498,6 +498,7 @@ mod tests {
             "binomial:k=3,partition=global,subcompactions=0",
             "leveled:b0=2,partition=size",
             "lo1:partition=global",
+            "tier:T=4,theta=5",
         ] {
             assert!(bad.parse::<CompactionSpec>().is_err(), "{bad}");
         }
@@ -552,6 +553,37 @@ mod tests {
             assert_eq!(
                 p.map(|p| p.theta),
                 Some(PolicyDefaults::default().target_file_size)
+            );
+        }
+    }
+
+    #[test]
+    fn presets_with_a_tiered_level_take_the_partitioning_parameters() {
+        for name in [
+            "tier",
+            "1-leveling",
+            "lazy-leveling",
+            "tiered",
+            "lazy-leveled",
+            "partial",
+        ] {
+            let spec = format!("{name}:T=4,partition=local,theta=100,subcompactions=3,image=be");
+            let p = spec
+                .parse::<CompactionSpec>()
+                .unwrap()
+                .build(PolicyDefaults::default())
+                .unwrap()
+                .partitioning()
+                .unwrap();
+            assert_eq!(
+                (p.partition, p.theta, p.subcompactions, p.image),
+                (
+                    crate::partition::Partition::Local,
+                    100,
+                    3,
+                    crate::partition::KeyImage::BigEndian
+                ),
+                "{name}"
             );
         }
     }

@@ -6,6 +6,8 @@
 //! T = 10                 # size ratio (default: Options::size_ratio)
 //! file = 8388608         # output file size (default: Options::target_file_size)
 //! block_writes = false   # writes wait for pending compactions
+//! partition = "global"   # optional, partitioned merges of new runs
+//! theta = 8388608        #   (seed 000 ch. 5; with subcompactions, image)
 //!
 //! [[level]]              # level 0
 //! layout = "tiering"     # or "leveling"
@@ -32,6 +34,7 @@ use serde::Deserialize;
 
 use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
 use crate::error::{Error, Result};
+use crate::partition::PartitionParams;
 use crate::PolicyDefaults;
 
 #[derive(Debug, Deserialize)]
@@ -53,6 +56,10 @@ struct StrategyConfig {
     file: Option<u64>,
     #[serde(default)]
     block_writes: bool,
+    partition: Option<String>,
+    theta: Option<u64>,
+    subcompactions: Option<usize>,
+    image: Option<String>,
     level: Vec<PlanConfig>,
     last: Option<PlanConfig>,
 }
@@ -97,10 +104,24 @@ pub fn from_toml(text: &str, spec: &str, defaults: PolicyDefaults) -> Result<Com
             "{spec}: needs T >= 2 and file >= 1"
         )));
     }
+    let mut partitioning = PartitionParams::default();
+    let theta = c.theta.map(|t| t.to_string());
+    let subcompactions = c.subcompactions.map(|n| n.to_string());
+    for (key, value) in [
+        ("partition", c.partition.as_deref()),
+        ("theta", theta.as_deref()),
+        ("subcompactions", subcompactions.as_deref()),
+        ("image", c.image.as_deref()),
+    ] {
+        if let Some(v) = value {
+            partitioning.parse(spec, key, v)?;
+        }
+    }
     Ok(Composed {
         spec: spec.trim().to_string(),
         size_ratio,
         file_size,
+        partitioning: partitioning.finish(spec, file_size)?,
         block_writes: c.block_writes,
         levels: c.level.iter().map(plan).collect::<Result<_>>()?,
         last: c.last.as_ref().map(plan).transpose()?,
@@ -145,6 +166,17 @@ mod tests {
         let c = from_toml(text, "toml:x.toml", DEFAULTS).unwrap();
         assert_eq!((c.size_ratio, c.file_size, c.block_writes), (4, 1000, true));
         assert_eq!(c.levels.len(), 2);
+        assert_eq!(c.partitioning, None);
+        // Partitioned merges for the tiered level's new runs.
+        let partitioned =
+            format!("partition = \"global\"\ntheta = 500\nsubcompactions = 2\n{text}");
+        let p = from_toml(&partitioned, "toml:x.toml", DEFAULTS)
+            .unwrap()
+            .partitioning
+            .unwrap();
+        assert_eq!((p.theta, p.subcompactions), (500, 2));
+        let bad = format!("theta = 500\n{text}");
+        assert!(from_toml(&bad, "toml:x.toml", DEFAULTS).is_err());
         assert_eq!(c.levels[0].triggers, [Trigger::Runs(3)]);
         assert_eq!(c.levels[1].granularity, Granularity::Files(2));
         assert_eq!(

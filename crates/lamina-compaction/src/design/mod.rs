@@ -138,6 +138,10 @@ pub struct Composed {
     /// Plan of the deepest level holding data, if it differs (lazy
     /// leveling's leveled last level).
     pub last: Option<LevelPlan>,
+    /// Partitioned merges (seed 000 ch. 5) for the merges that make a new
+    /// run (the tiered levels' merges); merges into an existing run are
+    /// unaffected.
+    pub partitioning: Option<crate::partition::Partitioning>,
 }
 
 /// A level that needs work, before the task is built.
@@ -179,7 +183,7 @@ impl Composed {
             output_level,
             output_run,
             target_file_size: self.file_size,
-            partitioning: None,
+            partitioning: self.partitioning.filter(|_| output_run == OutputRun::New),
             reason,
         }
     }
@@ -354,6 +358,10 @@ impl CompactionPolicy for Composed {
         Some(self.size_ratio as f64)
     }
 
+    fn partitioning(&self) -> Option<crate::partition::Partitioning> {
+        self.partitioning
+    }
+
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         let (deepest, needs) = self.needs(view);
         needs
@@ -387,6 +395,7 @@ mod tests {
             block_writes: false,
             levels,
             last,
+            partitioning: None,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
 use crate::error::{Error, Result};
+use crate::partition::PartitionParams;
 use crate::{param, PolicyDefaults};
 
 /// Default tombstone density of `tsd`.
@@ -73,7 +74,16 @@ pub fn preset(
         c: DEFAULT_PARTIAL_C,
         space_amp: None,
     };
+    // Presets with a tiered level take partitioned merges for its merges.
+    let has_tiered_level = matches!(
+        name,
+        "tier" | "1-leveling" | "lazy-leveling" | "tiered" | "lazy-leveled" | "partial"
+    );
+    let mut partitioning = PartitionParams::default();
     for &(k, v) in params {
+        if has_tiered_level && partitioning.parse(name, k, v)? {
+            continue;
+        }
         let allowed = matches!(
             (k, name),
             ("T" | "file" | "block", _)
@@ -201,6 +211,7 @@ pub fn preset(
         block_writes: p.block_writes.unwrap_or(name == "full"),
         levels,
         last,
+        partitioning: partitioning.finish(name, p.file_size)?,
     })
 }
 

@@ -23,6 +23,9 @@ pub mod hist;
 pub mod image;
 
 pub use hist::StreamHist;
+
+use crate::error::{Error, Result};
+use crate::param;
 pub use image::KeyImage;
 
 /// The partitioning rule of a merge.
@@ -94,6 +97,65 @@ impl fmt::Display for Partitioning {
             write!(f, ",image={}", self.image.name())?;
         }
         Ok(())
+    }
+}
+
+/// The spec parameters of a partitioning (`partition=`, `theta=`,
+/// `subcompactions=`, `image=`), gathered while a policy parses its spec.
+#[derive(Debug, Default)]
+pub struct PartitionParams {
+    rule: Option<Partition>,
+    theta: Option<u64>,
+    subcompactions: Option<usize>,
+    image: Option<KeyImage>,
+}
+
+impl PartitionParams {
+    /// Takes `key=value` if it is one of the partitioning parameters
+    /// (returns whether it was); `name` is the policy, for errors.
+    pub fn parse(&mut self, name: &str, key: &str, value: &str) -> Result<bool> {
+        let bad = |what: &str| {
+            Error::InvalidArgument(format!("{name}: {key} must be {what}, not {value:?}"))
+        };
+        match key {
+            "partition" => {
+                self.rule = Some(
+                    Partition::parse(value).ok_or_else(|| bad("none, size, local or global"))?,
+                )
+            }
+            "theta" => self.theta = Some(param(key, value)?),
+            "subcompactions" => self.subcompactions = Some(param(key, value)?),
+            "image" => {
+                self.image = Some(KeyImage::parse(value).ok_or_else(|| bad("lambda or be"))?)
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The partitioning, θ defaulting to `file`; `None` without
+    /// `partition=` (the other parameters need it).
+    pub fn finish(self, name: &str, file: u64) -> Result<Option<Partitioning>> {
+        let Some(partition) = self.rule else {
+            if self.theta.is_some() || self.subcompactions.is_some() || self.image.is_some() {
+                return Err(Error::InvalidArgument(format!(
+                    "{name}: theta, subcompactions and image need partition=none|size|local|global"
+                )));
+            }
+            return Ok(None);
+        };
+        let p = Partitioning {
+            partition,
+            theta: self.theta.unwrap_or(file),
+            subcompactions: self.subcompactions.unwrap_or(1),
+            image: self.image.unwrap_or_default(),
+        };
+        if p.theta == 0 || p.subcompactions == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{name} needs theta >= 1 and subcompactions >= 1"
+            )));
+        }
+        Ok(Some(p))
     }
 }
 

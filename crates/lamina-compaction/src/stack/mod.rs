@@ -25,7 +25,7 @@ use super::{
     TreeView,
 };
 use crate::error::{Error, Result};
-use crate::partition::{KeyImage, Partition, Partitioning};
+use crate::partition::{PartitionParams, Partitioning};
 
 mod dynamic;
 mod leveled;
@@ -173,7 +173,7 @@ pub(crate) fn parse_params(
         file_given: false,
         partitioning: None,
     };
-    let (mut rule, mut theta, mut subcompactions, mut image) = (None, None, None, None);
+    let mut partitioning = PartitionParams::default();
     for &(key, value) in params {
         match key {
             "k" => common.k = param(key, value)?,
@@ -181,24 +181,8 @@ pub(crate) fn parse_params(
                 common.file = param(key, value)?;
                 common.file_given = true;
             }
-            "partition" => {
-                rule = Some(Partition::parse(value).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "{name}: partition must be none, size, local or global, not {value:?}"
-                    ))
-                })?)
-            }
-            "theta" => theta = Some(param::<u64>(key, value)?),
-            "subcompactions" => subcompactions = Some(param::<usize>(key, value)?),
-            "image" => {
-                image = Some(KeyImage::parse(value).ok_or_else(|| {
-                    Error::InvalidArgument(format!(
-                        "{name}: image must be lambda or be, not {value:?}"
-                    ))
-                })?)
-            }
             _ => {
-                if !extra(key, value)? {
+                if !partitioning.parse(name, key, value)? && !extra(key, value)? {
                     return Err(Error::InvalidArgument(format!(
                         "{name} has no parameter {key}"
                     )));
@@ -209,28 +193,7 @@ pub(crate) fn parse_params(
     if common.file == 0 {
         return Err(Error::InvalidArgument(format!("{name} needs file >= 1")));
     }
-    match rule {
-        Some(partition) => {
-            let p = Partitioning {
-                partition,
-                theta: theta.unwrap_or(common.file),
-                subcompactions: subcompactions.unwrap_or(1),
-                image: image.unwrap_or_default(),
-            };
-            if p.theta == 0 || p.subcompactions == 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "{name} needs theta >= 1 and subcompactions >= 1"
-                )));
-            }
-            common.partitioning = Some(p);
-        }
-        None if theta.is_some() || subcompactions.is_some() || image.is_some() => {
-            return Err(Error::InvalidArgument(format!(
-                "{name}: theta, subcompactions and image need partition=none|size|local|global"
-            )));
-        }
-        None => {}
-    }
+    common.partitioning = partitioning.finish(name, common.file)?;
     Ok(common)
 }
 
