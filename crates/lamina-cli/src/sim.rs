@@ -9,7 +9,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use lamina::compaction::CompactionSpec;
 use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
-use lamina_sim::{FlushRecord, FlushSizes, ModelOptions, Simulator, Summary, WaDefinition};
+use lamina_sim::{
+    FlushRecord, FlushSizes, KeyModel, ModelOptions, Simulator, Summary, WaDefinition,
+};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -87,6 +89,29 @@ pub struct SimArgs {
     /// Fig. 3.6).
     #[arg(long)]
     pub transient: bool,
+    /// Where each flush's keys lie, for partitioned policies
+    /// (`partition=`): `uniform` (random keys over the whole space) or
+    /// `sequential` (flush t after flush t-1, disjoint).
+    #[arg(long, value_enum, default_value_t = Keys::Uniform)]
+    pub keys: Keys,
+}
+
+/// `--keys` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Keys {
+    /// Every flush spans (nearly) the whole key space.
+    Uniform,
+    /// Flush t holds the t-th slice of the key space.
+    Sequential,
+}
+
+impl From<Keys> for KeyModel {
+    fn from(k: Keys) -> Self {
+        match k {
+            Keys::Uniform => KeyModel::Uniform,
+            Keys::Sequential => KeyModel::Sequential,
+        }
+    }
 }
 
 /// `--wa` values.
@@ -180,6 +205,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         dup_ratio: args.dup_ratio,
         file_overhead: args.file_overhead,
         wa: args.wa.into(),
+        keys: args.keys.into(),
         ..ModelOptions::default()
     };
     // Check every spec and the plot file before printing anything.

@@ -50,6 +50,7 @@
 
 use std::collections::HashMap;
 
+use lamina_compaction::partition::{binary_split, dyadic_root, Partition, Partitioning};
 use lamina_compaction::plan::{self, Action, Destination};
 use lamina_compaction::{
     policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, PolicyDefaults,
@@ -122,6 +123,22 @@ pub struct ModelOptions {
     pub max_merges_per_flush: u64,
     /// Which write amplification the records and the summary report.
     pub wa: WaDefinition,
+    /// Where each flush's keys lie (for partitioned merges, seed 000 ch. 5).
+    pub keys: KeyModel,
+}
+
+/// Where a flush's keys lie in the model's `u64` key space. Keys are spread
+/// evenly within a flush's range; partitioned merges and flushes cut files
+/// with exact sizes from that density (no StreamHist).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyModel {
+    /// Every flush spans nearly the whole key space (unique random keys).
+    #[default]
+    Uniform,
+    /// Flush `t` holds `[t·2^32, (t+1)·2^32)`: disjoint, in order
+    /// (sequential keys; every partitioned merge is trivial moves).
+    Sequential,
 }
 
 /// How write amplification counts a flush that a merge of the same step
@@ -145,6 +162,7 @@ impl Default for ModelOptions {
             file_overhead: 0,
             max_merges_per_flush: 1_000_000,
             wa: WaDefinition::Engine,
+            keys: KeyModel::Uniform,
         }
     }
 }
@@ -210,8 +228,22 @@ pub struct Summary {
     pub merges: u64,
     /// Trivial moves.
     pub trivial_moves: u64,
+    /// Files moved unchanged within partitioned merges.
+    pub moved_files: u64,
+    /// Sub-merges of merges (a plain merge is one, as in the engine).
+    pub sub_merges: u64,
+    /// Files at the end.
+    pub files: u64,
     /// Run sizes at the end: per level, newest run first.
     pub runs: Vec<Vec<u64>>,
+}
+
+/// A fixed pseudo-random permutation of `u64` (splitmix64's finalizer).
+fn scramble(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Encodes a model key.
@@ -258,6 +290,8 @@ pub struct Simulator {
     max_transient_flush: u64,
     merges: u64,
     trivial_moves: u64,
+    moved_files: u64,
+    sub_merges: u64,
 }
 
 impl Simulator {
@@ -307,6 +341,8 @@ impl Simulator {
             max_transient_flush: 0,
             merges: 0,
             trivial_moves: 0,
+            moved_files: 0,
+            sub_merges: 0,
         })
     }
 
@@ -359,9 +395,46 @@ impl Simulator {
         self.view.flushes += 1;
         self.view.now_ms = self.view.flushes;
         let flush = self.view.flushes;
+        let partitioning = self
+            .policy
+            .partitioning()
+            .filter(|p| p.partition != Partition::None);
+        let (lo, hi) = match self.opts.keys {
+            // Random keys do not reach the ends of the key space: under a
+            // partitioned policy the ends sit a pseudo-random gap inside
+            // (below 2^54, about the gap a few thousand random keys leave),
+            // different per flush, so Local-Range's midpoints differ between
+            // runs as they do with real keys. Other policies keep the papers'
+            // model, where every flush spans the whole space.
+            KeyModel::Uniform if partitioning.is_some() => (
+                scramble(2 * flush) >> 10,
+                u64::MAX - (scramble(2 * flush + 1) >> 10),
+            ),
+            KeyModel::Uniform => (0, u64::MAX),
+            KeyModel::Sequential => (flush << 32, (flush << 32) | 0xffff_ffff),
+        };
+        // The engine cuts a partitioned policy's flushes too.
+        let cut = match partitioning {
+            Some(p) => self.partition_cut(
+                &[Piece {
+                    lo,
+                    hi,
+                    size: bytes,
+                }],
+                bytes,
+                lo,
+                hi,
+                p,
+            ),
+            None => Vec::new(),
+        };
+        // A one-file flush shares its id with its run, as it always has.
         let id = self.alloc_id();
-        let file = self.new_file(id, bytes, 0, u64::MAX);
-        let files = vec![file];
+        let files = if cut.is_empty() {
+            vec![self.new_file(id, bytes, lo, hi)]
+        } else {
+            cut
+        };
         if self.view.levels.is_empty() {
             self.view.levels.push(LevelView::default());
         }
@@ -376,7 +449,9 @@ impl Simulator {
         self.flush_bytes += bytes;
         self.total_bytes += bytes;
         self.step_files.clear();
-        self.step_files.insert(id, bytes);
+        for f in &self.view.levels[0].runs[0].files {
+            self.step_files.insert(f.id, f.size);
+        }
         let runs_at_flush = self.sorted_runs();
         let mut peak = self.total_bytes;
         let mut merges = 0;
@@ -454,6 +529,15 @@ impl Simulator {
             space_amplification: ratio(self.total_bytes, self.flush_bytes),
             merges: self.merges,
             trivial_moves: self.trivial_moves,
+            moved_files: self.moved_files,
+            sub_merges: self.sub_merges,
+            files: self
+                .view
+                .levels
+                .iter()
+                .flat_map(|l| &l.runs)
+                .map(|r| r.files.len() as u64)
+                .sum(),
             runs: self.run_sizes(),
         }
     }
@@ -476,6 +560,14 @@ impl Simulator {
             Action::Move => {
                 self.trivial_moves += 1;
                 (plan.inputs[0].files.clone(), self.total_bytes)
+            }
+            Action::Merge
+                if matches!(plan.destination, Destination::New { .. })
+                    && plan
+                        .partitioning
+                        .is_some_and(|p| p.partition != Partition::None) =>
+            {
+                self.partitioned_merge(&plan)
             }
             Action::Merge => {
                 let overhead = self.opts.file_overhead;
@@ -514,6 +606,7 @@ impl Simulator {
                 self.total_bytes = self.total_bytes + out - input_bytes;
                 self.merge_bytes += out;
                 self.merges += 1;
+                self.sub_merges += 1;
                 for id in plan.input_file_ids() {
                     self.step_files.remove(&id);
                 }
@@ -527,6 +620,119 @@ impl Simulator {
         };
         plan::apply(&mut self.view, &plan, outputs, run_id);
         Ok(during)
+    }
+
+    /// A partitioned merge (seed 000 Alg. 5.3) on the model: the planner's
+    /// groups; a one-file group moves, every other one is a sub-merge whose
+    /// output the partitioner cuts, sized from the inputs' even density.
+    /// Returns the outputs (in key order) and the total size meanwhile.
+    fn partitioned_merge(&mut self, plan: &plan::Plan) -> (Vec<FileView>, u64) {
+        let Some(p) = plan.partitioning else {
+            return (Vec::new(), self.total_bytes);
+        };
+        let overhead = self.opts.file_overhead;
+        let mut outputs: Vec<FileView> = Vec::new();
+        let mut merged_in = 0;
+        let mut written = 0;
+        let mut sub_merges = 0;
+        for group in plan.groups() {
+            if let [(i, f)] = group.as_slice() {
+                outputs.push(plan.inputs[*i].files[*f].clone());
+                self.moved_files += 1;
+                continue;
+            }
+            sub_merges += 1;
+            let mut run_data = vec![0u64; plan.inputs.len()];
+            let mut pieces = Vec::with_capacity(group.len());
+            for &(i, f) in &group {
+                let file = &plan.inputs[i].files[f];
+                run_data[i] += file.size.saturating_sub(overhead);
+                merged_in += file.size;
+                pieces.push(Piece {
+                    lo: key_value(&file.smallest),
+                    hi: key_value(&file.largest),
+                    size: file.size,
+                });
+            }
+            let data = self.output_bytes(&run_data);
+            let lo = pieces.iter().map(|p| p.lo).min().unwrap_or(0);
+            let hi = pieces.iter().map(|p| p.hi).max().unwrap_or(u64::MAX);
+            let files = self.partition_cut(&pieces, data, lo, hi, p);
+            written += files.iter().map(|f| f.size).sum::<u64>();
+            outputs.extend(files);
+        }
+        outputs.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        let during = self.total_bytes + written;
+        self.total_bytes = self.total_bytes + written - merged_in;
+        if sub_merges == 0 {
+            self.trivial_moves += 1;
+        } else {
+            self.merge_bytes += written;
+            self.merges += 1;
+            self.sub_merges += sub_merges;
+        }
+        let moved: std::collections::HashSet<u64> = outputs.iter().map(|f| f.id).collect();
+        for id in plan.input_file_ids().filter(|id| !moved.contains(id)) {
+            self.step_files.remove(&id);
+        }
+        for f in &outputs {
+            self.step_files.entry(f.id).or_insert(f.size);
+        }
+        (outputs, during)
+    }
+
+    /// Cuts `out` data bytes over `[lo, hi]` (spread like `pieces`) into
+    /// files as partitioning `p` does: every θ bytes (`size`), or at the
+    /// bounds of BINARYSPLIT over the range (`local`) or its dyadic root
+    /// (`global`), each file spanning its bound within `[lo, hi]`.
+    fn partition_cut(
+        &mut self,
+        pieces: &[Piece],
+        out: u64,
+        lo: u64,
+        hi: u64,
+        p: Partitioning,
+    ) -> Vec<FileView> {
+        if !p.partition.uses_ranges() {
+            return self.cut(pieces, out, lo, hi, p.theta);
+        }
+        let input: u64 = pieces.iter().map(|p| p.size).sum();
+        let scale = if input == 0 {
+            0.0
+        } else {
+            out as f64 / input as f64
+        };
+        let size_in = |l: u64, u: u64| -> u64 {
+            let mut total = 0.0;
+            for piece in pieces {
+                let (a, b) = (l.max(piece.lo), u.min(piece.hi));
+                if a <= b {
+                    let width = (piece.hi - piece.lo) as f64 + 1.0;
+                    total += piece.size as f64 * scale * ((b - a) as f64 + 1.0) / width;
+                }
+            }
+            total.round() as u64
+        };
+        let (l, u) = if p.partition == Partition::Global {
+            dyadic_root(lo, hi)
+        } else {
+            (lo, hi)
+        };
+        let bounds = binary_split(l, u, p.theta, &size_in);
+        let overhead = self.opts.file_overhead;
+        let mut files = Vec::with_capacity(bounds.len());
+        let mut written = 0;
+        for (n, &(a, b)) in bounds.iter().enumerate() {
+            let size = if n + 1 == bounds.len() {
+                out.saturating_sub(written)
+            } else {
+                size_in(a, b).min(out - written)
+            };
+            written += size;
+            let id = self.alloc_id();
+            files.push(self.new_file(id, size.saturating_add(overhead), a.max(lo), b.min(hi)));
+        }
+        files
     }
 
     /// Data bytes a merge writes, from its input runs' data bytes.

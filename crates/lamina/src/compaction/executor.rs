@@ -317,14 +317,17 @@ fn cutter_for(
     let mut estimates = Vec::with_capacity(files.len());
     for f in files {
         let table = ctx.loader.table(f)?;
-        let hist = table.properties().histogram.clone();
+        let props = table.properties();
+        let hist = props.histogram.clone();
         let keys = hist.as_ref().map_or(0, StreamHist::total).max(1);
+        // Data bytes, not file bytes: θ bounds the data a file holds, and a
+        // small table's index, filter and histogram would inflate it.
         estimates.push(Estimate {
-            bytes_per_key: f.size as f64 / keys as f64,
+            bytes_per_key: props.data_bytes as f64 / keys as f64,
             hist,
             lo: p.image.of(&f.smallest),
             hi: p.image.of(&f.largest),
-            bytes: f.size,
+            bytes: props.data_bytes,
         });
     }
     let size_in = |l: u64, u: u64| -> u64 {
