@@ -224,8 +224,6 @@ fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool, sets: &[&str]) ->
             let threads = if partitioner == "leveling" { 2 } else { 1 };
             let (write_seconds, st, get_us, scan_us) =
                 measure(&dir, &spec, &keys, scale, threads).with_context(|| spec.clone())?;
-            let merge_secs =
-                st.compaction_latency.mean_us * st.compaction_latency.count as f64 / 1e6;
             let files = st.levels.iter().map(|l| l.files as u64).sum();
             rows.push(Row {
                 partitioner,
@@ -234,11 +232,7 @@ fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool, sets: &[&str]) ->
                 spec,
                 write_seconds,
                 merges: st.compactions,
-                merge_bytes_per_sec: if merge_secs > 0.0 {
-                    (st.compaction_bytes_read + st.compaction_bytes_written) as f64 / merge_secs
-                } else {
-                    0.0
-                },
+                merge_bytes_per_sec: st.merge_bytes_per_sec,
                 files,
                 files_written: st.compaction_files_written,
                 trivial_moves: st.merge_moved_files + st.trivial_moves,

@@ -740,9 +740,15 @@ fn print_stats(s: &DbStats) {
     );
     if s.sub_merges > 0 {
         println!(
-            "merges: sub-merges {} (max {} in one)  files written {}  moved within merges {} ({:.1} MB)",
+            "merges: {:.1} MB/s  sub-merges {} (max {} in one; per merge 0/1/2/3-4/5-8/9-16/17-32/33-64/65+: {})  files written {}  moved within merges {} ({:.1} MB)",
+            s.merge_bytes_per_sec / 1e6,
             s.sub_merges,
             s.max_sub_merges,
+            s.sub_merges_per_merge
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join("/"),
             s.compaction_files_written,
             s.merge_moved_files,
             s.merge_moved_bytes as f64 / 1_048_576.0

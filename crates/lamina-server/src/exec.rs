@@ -22,7 +22,7 @@
 //! | `g K` | the value, or an empty line if absent |
 //! | `r LO HI` | `k:v` pairs of `[LO, HI)` in key order, space separated, on one line (empty line if none, or if `LO >= HI`) |
 //! | `s [N]` | see [`Session`]'s `stats` section below |
-//! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E`, then `merges compactions=C trivial_moves=T sub_merges=S max_sub_merges=M files_written=F moved_files=N moved_bytes=B` |
+//! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E`, then `merges compactions=C trivial_moves=T sub_merges=S max_sub_merges=M bytes_per_sec=R files_written=F moved_files=N moved_bytes=B` |
 //! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
 //! | `misses` | `gets=G hits=H misses=M`: the engine's lookups (every `g`) |
 //! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W`, then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
@@ -603,11 +603,12 @@ impl<'a> Session<'a> {
         out.extend_from_slice(
             format!(
                 "merges compactions={} trivial_moves={} sub_merges={} max_sub_merges={} \
-                 files_written={} moved_files={} moved_bytes={}\n",
+                 bytes_per_sec={:.0} files_written={} moved_files={} moved_bytes={}\n",
                 s.compactions,
                 s.trivial_moves,
                 s.sub_merges,
                 s.max_sub_merges,
+                s.merge_bytes_per_sec,
                 s.compaction_files_written,
                 s.merge_moved_files,
                 s.merge_moved_bytes

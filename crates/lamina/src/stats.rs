@@ -206,6 +206,10 @@ pub struct LatencySummary {
     pub max_us: f64,
 }
 
+/// Upper bounds of the sub-merges-per-merge histogram's buckets (the last
+/// one takes the rest).
+pub const SUB_MERGE_BUCKETS: [u64; 9] = [0, 1, 2, 4, 8, 16, 32, 64, u64::MAX];
+
 /// Engine-wide counters.
 #[derive(Debug, Default)]
 pub(crate) struct EngineStats {
@@ -219,6 +223,10 @@ pub(crate) struct EngineStats {
     pub merge_moved_bytes: Counter,
     pub sub_merges: Counter,
     pub max_sub_merges: Maximum,
+    /// Merges by sub-merge count, in [`SUB_MERGE_BUCKETS`].
+    pub sub_merges_per_merge: [Counter; SUB_MERGE_BUCKETS.len()],
+    /// Wall time of merging compactions, µs.
+    pub merge_micros: Counter,
     pub compaction_files_written: Counter,
     pub compaction_errors: Counter,
     pub compaction_bytes_read: Counter,
@@ -349,6 +357,16 @@ impl EngineStats {
             merge_moved_bytes: self.merge_moved_bytes.get(),
             sub_merges: self.sub_merges.get(),
             max_sub_merges: self.max_sub_merges.get(),
+            sub_merges_per_merge: self.sub_merges_per_merge.iter().map(Counter::get).collect(),
+            merge_bytes_per_sec: {
+                let secs = self.merge_micros.get() as f64 / 1e6;
+                let bytes = self.compaction_bytes_read.get() + written;
+                if secs > 0.0 {
+                    bytes as f64 / secs
+                } else {
+                    0.0
+                }
+            },
             compaction_files_written: self.compaction_files_written.get(),
             compaction_errors: self.compaction_errors.get(),
             compaction_bytes_read: self.compaction_bytes_read.get(),
@@ -496,6 +514,15 @@ pub struct DbStats {
     pub sub_merges: u64,
     /// The most sub-merges one compaction ran.
     pub max_sub_merges: u64,
+    /// Merges by sub-merge count: merges with 0 (a partitioned merge that
+    /// only moved files), 1, 2, 3–4, 5–8, 9–16, 17–32, 33–64 and more
+    /// sub-merges.
+    #[serde(default)]
+    pub sub_merges_per_merge: Vec<u64>,
+    /// Bytes merging compactions read and wrote per second of their wall
+    /// time (moved files excluded).
+    #[serde(default)]
+    pub merge_bytes_per_sec: f64,
     /// Files written by merging compactions.
     pub compaction_files_written: u64,
     /// Compactions that failed (the tree was left unchanged).

@@ -446,6 +446,11 @@ fn partitioned_merges_move_disjoint_files_and_split_the_rest() {
             assert!(st.max_sub_merges >= 2, "{name}: one sub-merge per merge");
         }
         assert_eq!(st.compaction_errors, 0);
+        // Every merge lands in one bucket of the sub-merge histogram.
+        assert_eq!(st.sub_merges_per_merge.iter().sum::<u64>(), st.compactions);
+        if !semi_sequential {
+            assert!(st.merge_bytes_per_sec > 0.0);
+        }
         db.close().unwrap();
     }
 }

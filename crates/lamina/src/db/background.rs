@@ -276,6 +276,13 @@ impl Inner {
             self.stats.merge_moved_bytes.add(outcome.moved_bytes);
             self.stats.sub_merges.add(outcome.sub_merges);
             self.stats.max_sub_merges.observe(outcome.sub_merges);
+            let bucket = SUB_MERGE_BUCKETS
+                .iter()
+                .position(|&upper| outcome.sub_merges <= upper)
+                .unwrap_or(SUB_MERGE_BUCKETS.len() - 1);
+            if let Some(c) = self.stats.sub_merges_per_merge.get(bucket) {
+                c.inc();
+            }
             self.stats
                 .compaction_files_written
                 .add(outcome.files_written);
@@ -283,6 +290,7 @@ impl Inner {
                 .compaction_bytes_written
                 .add(outcome.bytes_written);
             let wall = started.elapsed();
+            self.stats.merge_micros.add(wall.as_micros() as u64);
             self.stats.record(Op::Compaction, wall);
             self.stats.compaction_cpu_latency.record(cpu);
             self.stats

@@ -35,7 +35,7 @@ use crate::options::{Options, SyncMode};
 use crate::record::append_record;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, TableOptions};
-use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, Op};
+use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS};
 use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
