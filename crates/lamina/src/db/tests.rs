@@ -237,10 +237,9 @@ fn scan_rev_over_memtable_and_levels() {
     ops.push(Op::Moves(1));
     ops.push(Op::Moves(2));
     let levels = run(&ops);
-    assert!(
-        levels >= 3,
-        "memtable and two disk levels expected, got {levels}"
-    );
+    // Besides the memtable (not a level: `Db::num_levels` counts disk
+    // levels from 0).
+    assert!(levels >= 2, "two disk levels expected, got {levels}");
 }
 
 /// Monkey sizes filters from the policy's own level ratio (`leveling:T=4`
