@@ -10,6 +10,7 @@
 
 use std::fmt::Debug;
 
+pub mod blsm;
 pub mod design;
 pub mod error;
 mod leveling;

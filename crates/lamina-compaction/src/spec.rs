@@ -18,7 +18,7 @@ type Build = fn(&Params<'_>, &str, PolicyDefaults) -> Result<Box<dyn CompactionP
 /// The kind of tree a strategy keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
-    /// Seed 004's leveling (`leveling`).
+    /// Leveled trees: seed 004's leveling, bLSM.
     Leveling,
     /// One stack of runs (seed 003, seed 000 ch. 3), or no merging at all.
     Stack,
@@ -98,6 +98,15 @@ pub static STRATEGIES: &[Strategy] = &[
         source: "seed 004 (CS265)",
         accepts: any,
         build: policy!(Leveling),
+    },
+    Strategy {
+        name: "blsm",
+        family: Family::Leveling,
+        params: "T=size_ratio, l0=4, file",
+        summary: "bLSM split levels: C_i receives, C'_i drains one file at a time in key order into C_i+1",
+        source: "seed 002 §4.1 (bLSM)",
+        accepts: any,
+        build: policy!(crate::blsm::Blsm),
     },
     Strategy {
         name: "tiered",

@@ -215,6 +215,7 @@ fn model_large_key_space() {
 fn model_under_every_policy() {
     let specs = [
         "leveling:T=4,l0=1",
+        "blsm:T=3,l0=2,file=2048",
         "leveled:b0=2,b=4,file=4096",
         "bigtable:k=4",
         "exploring:k=5",
@@ -453,4 +454,47 @@ fn partitioned_merges_move_disjoint_files_and_split_the_rest() {
         }
         db.close().unwrap();
     }
+}
+
+/// bLSM's split levels (seed 002 §4.1) settle into their shape: every
+/// level at most its capacity `S_i = l0 × buffer × T^i` (the deepest may
+/// hold anything), at most two runs below level 0 (`C_i` and `C'_i`), and
+/// the contents equal the oracle.
+#[test]
+fn blsm_levels_settle_split_and_within_capacity() {
+    let fs = MemFs::new();
+    let opts = lamina::Options {
+        compaction: "blsm:T=3,l0=2,file=2048".parse().unwrap(),
+        ..tiny_options(&fs)
+    };
+    let buffer = opts.write_buffer_size as u64;
+    let db = Db::open("/db", opts).unwrap();
+    let mut model = Model::new();
+    let mut rng = StdRng::seed_from_u64(5);
+    for _ in 0..20_000 {
+        let (k, v) = (key(rng.gen_range(0..5_000)), value(&mut rng));
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(dump(&db), model);
+    let st = db.stats();
+    let deepest = st.levels.len() - 1;
+    assert!(deepest >= 2, "{:?}", st.levels);
+    for l in &st.levels {
+        let capacity = 2 * buffer * 3u64.pow(l.level as u32);
+        if l.level < deepest {
+            assert!(
+                l.bytes <= capacity,
+                "level {}: {} > {capacity}",
+                l.level,
+                l.bytes
+            );
+        }
+        if l.level > 0 {
+            assert!(l.runs <= 2, "level {} has {} runs", l.level, l.runs);
+        }
+    }
+    db.close().unwrap();
 }
