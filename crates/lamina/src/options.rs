@@ -105,6 +105,10 @@ pub struct Options {
     pub size_ratio: usize,
     /// Target size of SST files written by compactions.
     pub target_file_size: u64,
+    /// Whether blocks that compactions read from disk enter the block cache.
+    /// Off by default, as in LevelDB and seed 002: only queries fill the
+    /// cache, so a merge does not evict the blocks reads are using.
+    pub compaction_fills_cache: bool,
     /// Compaction strategy, e.g. `"leveling:T=4".parse()?`; its `T` and
     /// `file` default to `size_ratio` and `target_file_size`.
     pub compaction: CompactionSpec,
@@ -218,6 +222,7 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             size_ratio: 10,
             target_file_size: 16 << 20,
+            compaction_fills_cache: false,
             compaction: CompactionSpec::default(),
             compaction_threads: 1,
             level0_stop_runs: 12,

@@ -235,6 +235,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
         },
         alloc_id: &alloc,
         smallest_snapshot: last_seq,
+        fill_cache: false,
         now_ms: now,
     };
     let mut edit = VersionEdit::default();

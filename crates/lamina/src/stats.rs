@@ -247,6 +247,9 @@ pub(crate) struct EngineStats {
     pub level_filter_negatives: [Counter; FILTER_STAT_LEVELS],
     pub level_filter_positives: [Counter; FILTER_STAT_LEVELS],
     pub level_filter_false_positives: [Counter; FILTER_STAT_LEVELS],
+    /// Data-block cache hits and misses of point lookups, per level.
+    pub level_cache_hits: [Counter; FILTER_STAT_LEVELS],
+    pub level_cache_misses: [Counter; FILTER_STAT_LEVELS],
     pub scan_latency: Histogram,
     pub compaction_latency: Histogram,
     pub compaction_cpu_latency: Histogram,
@@ -299,9 +302,22 @@ impl EngineStats {
     }
 
     /// Fills the measured filter figures of level `level` (0-based).
-    pub(crate) fn fill_filter_stats(&self, level: usize, s: &mut LevelStats) {
+    /// Counts a point lookup's data-block cache hits and misses in `level`.
+    pub(crate) fn count_level_cache(&self, level: usize, hits: u64, misses: u64) {
+        let i = level.min(FILTER_STAT_LEVELS - 1);
+        if let (Some(h), Some(m)) = (self.level_cache_hits.get(i), self.level_cache_misses.get(i)) {
+            h.add(hits);
+            m.add(misses);
+        }
+    }
+
+    /// Fills the measured figures of level `level` (0-based): its filter's
+    /// answers and its point lookups' cache hits and misses.
+    pub(crate) fn fill_measured_level_stats(&self, level: usize, s: &mut LevelStats) {
         let i = level.min(FILTER_STAT_LEVELS - 1);
         let get = |a: &[Counter; FILTER_STAT_LEVELS]| a.get(i).map_or(0, Counter::get);
+        s.cache_hits = get(&self.level_cache_hits);
+        s.cache_misses = get(&self.level_cache_misses);
         let (neg, pos, fp) = (
             get(&self.level_filter_negatives),
             get(&self.level_filter_positives),
@@ -475,6 +491,15 @@ pub struct LevelStats {
     pub bytes_read: u64,
     /// Bytes written into the level.
     pub bytes_written: u64,
+    /// Data-block cache hits of point lookups in the level so far.
+    #[serde(default)]
+    pub cache_hits: u64,
+    /// Data-block cache misses of point lookups in the level so far.
+    #[serde(default)]
+    pub cache_misses: u64,
+    /// Data blocks of the level's files now in the block cache.
+    #[serde(default)]
+    pub cached_blocks: u64,
 }
 
 /// What a table's Bloom filter answered for one point lookup.

@@ -106,6 +106,9 @@ impl TableCache {
             s.entries += f.entries;
             s.tombstones += f.tombstones;
             s.bytes_written += f.size;
+            if let Some(cache) = &self.cache {
+                s.cached_blocks += cache.cached_blocks(f.id);
+            }
             if let Ok(t) = self.table(f) {
                 let p = t.properties();
                 s.filter_bytes += p.filter_bytes;
@@ -126,16 +129,21 @@ impl TableCache {
 pub struct RunIterator {
     files: Vec<Arc<FileMeta>>,
     loader: Arc<TableCache>,
+    /// Whether blocks read from the files enter the block cache.
+    fill_cache: bool,
     index: usize,
     current: Option<TableIterator>,
 }
 
 impl RunIterator {
-    /// A cursor over `files` (sorted by key, disjoint).
-    pub fn new(files: Vec<Arc<FileMeta>>, loader: Arc<TableCache>) -> Self {
+    /// A cursor over `files` (sorted by key, disjoint); blocks read from
+    /// the files enter the block cache if `fill_cache` (queries), not
+    /// otherwise (compactions: their reads would evict what queries use).
+    pub fn new(files: Vec<Arc<FileMeta>>, loader: Arc<TableCache>, fill_cache: bool) -> Self {
         RunIterator {
             files,
             loader,
+            fill_cache,
             index: 0,
             current: None,
         }
@@ -144,7 +152,7 @@ impl RunIterator {
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
         self.current = match self.files.get(index) {
-            Some(meta) => Some(self.loader.table(meta)?.iter()),
+            Some(meta) => Some(self.loader.table(meta)?.iter_filling(self.fill_cache)),
             None => None,
         };
         Ok(())
@@ -281,7 +289,7 @@ mod tests {
                 last.as_bytes(),
             )));
         }
-        let mut it = RunIterator::new(files, loader);
+        let mut it = RunIterator::new(files, loader, true);
         check_moves(&mut it, &entries, &backward_walk(entries.len()));
         for seed in 0..4 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);

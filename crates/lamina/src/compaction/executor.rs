@@ -28,6 +28,9 @@ pub(crate) struct CompactionContext<'a> {
     pub alloc_id: &'a (dyn Fn() -> u64 + Sync),
     /// Oldest sequence number a live snapshot (or the present) reads at.
     pub smallest_snapshot: u64,
+    /// Whether merge inputs read from disk enter the block cache
+    /// (`Options::compaction_fills_cache`).
+    pub fill_cache: bool,
     pub now_ms: u64,
 }
 
@@ -254,8 +257,11 @@ fn merge_files(
                 .cloned()
                 .collect();
             (!mine.is_empty()).then(|| {
-                Box::new(RunIterator::new(mine, Arc::clone(ctx.loader)))
-                    as Box<dyn InternalIterator>
+                Box::new(RunIterator::new(
+                    mine,
+                    Arc::clone(ctx.loader),
+                    ctx.fill_cache,
+                )) as Box<dyn InternalIterator>
             })
         })
         .collect();

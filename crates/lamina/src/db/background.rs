@@ -183,6 +183,10 @@ impl Inner {
                 }
             };
             let result = self.run_task(&task, &version);
+            // Let go of the old tree before the task counts as done, so a
+            // waiter that sees no compaction running can delete what it
+            // replaced.
+            drop(version);
             let mut st = self.state.lock();
             for id in task.input_file_ids() {
                 st.busy.remove(&id);
@@ -209,7 +213,8 @@ impl Inner {
         )
     }
 
-    /// Waits until the policy picks nothing and no compaction runs.
+    /// Waits until the policy picks nothing and no compaction runs, then
+    /// deletes the files no longer needed that no reader holds.
     pub(super) fn wait_for_compactions(&self) -> Result<()> {
         let errors = self.stats.compaction_errors.get();
         let mut st = self.state.lock();
@@ -232,6 +237,9 @@ impl Inner {
                 && !st.manual
                 && self.pick(&st).is_none()
             {
+                // The settled tree's replaced files go now (those no
+                // reader holds), not at the next compaction.
+                self.collect_obsolete(&mut st);
                 return Ok(());
             }
             self.cv.notify_all();
@@ -366,7 +374,7 @@ impl Inner {
             .enumerate()
             .map(|(i, l)| {
                 let mut s = self.loader.level_stats(i, l);
-                self.stats.fill_filter_stats(i, &mut s);
+                self.stats.fill_measured_level_stats(i, &mut s);
                 s
             })
             .collect();

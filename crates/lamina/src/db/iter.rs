@@ -26,6 +26,7 @@ impl Db {
                     Box::new(RunIterator::new(
                         r.files.clone(),
                         Arc::clone(&self.inner.loader),
+                        true,
                     )) as Box<dyn InternalIterator>
                 })
                 .collect(),
@@ -48,8 +49,12 @@ impl Inner {
             if let Some(f) = run.file_for(key) {
                 f.touch(now);
                 let table = self.loader.table(f)?;
+                let (hits, misses) = thread_data_cache();
                 let (found, filter) = table.get_with_filter_outcome(key, seq)?;
+                let (hits_after, misses_after) = thread_data_cache();
                 self.stats.count_filter(level, filter);
+                self.stats
+                    .count_level_cache(level, hits_after - hits, misses_after - misses);
                 if let Some((kind, _, v)) = found {
                     return Ok((kind == ValueKind::Put).then_some(v));
                 }
@@ -65,6 +70,7 @@ impl Inner {
             children.push(Box::new(RunIterator::new(
                 run.files.clone(),
                 Arc::clone(&self.loader),
+                true,
             )));
         }
         MergingIterator::new(children)

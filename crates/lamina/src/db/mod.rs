@@ -34,7 +34,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
 use crate::record::append_record;
 use crate::sst::cache::BlockCache;
-use crate::sst::{monkey, thread_blocks_read, TableOptions};
+use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
 use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS};
 use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
@@ -405,6 +405,7 @@ impl Inner {
             table_options: self.table_options(),
             alloc_id: alloc,
             smallest_snapshot: self.smallest_snapshot(),
+            fill_cache: self.opts.compaction_fills_cache,
             now_ms: now_ms(),
         }
     }

@@ -92,12 +92,16 @@ struct Shard {
     usage: usize,
     /// Buffers of evicted blocks, for [`BlockCache::lookup`] misses.
     spare: Vec<Vec<u8>>,
+    /// Blocks of each file this shard holds, kept as blocks are loaded and
+    /// evicted (LSbM's per-file `cached` counter, seed 002 §4.2).
+    per_file: HashMap<u64, u64, BuildHasherDefault<KeyHasher>>,
 }
 
 impl Default for Shard {
     fn default() -> Self {
         Shard {
             map: HashMap::default(),
+            per_file: HashMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,
@@ -147,7 +151,14 @@ impl Shard {
         let node = &mut self.nodes[i];
         let block = node.block.take();
         let charge = std::mem::take(&mut node.charge);
+        let file = node.key.0;
         self.map.remove(&node.key);
+        if let Some(n) = self.per_file.get_mut(&file) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_file.remove(&file);
+            }
+        }
         self.free.push(i);
         self.usage -= charge;
         (block, charge)
@@ -198,6 +209,7 @@ impl Shard {
         };
         self.push_front(i);
         self.map.insert(key, i);
+        *self.per_file.entry(key.0).or_insert(0) += 1;
         self.usage += charge;
     }
 }
@@ -330,6 +342,14 @@ impl BlockCache {
         count
     }
 
+    /// Blocks of file `file_id` currently cached (loads minus evictions).
+    pub fn cached_blocks(&self, file_id: u64) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.lock().per_file.get(&file_id).copied().unwrap_or(0))
+            .sum()
+    }
+
     /// Bytes of blocks currently cached.
     pub fn usage(&self) -> usize {
         self.usage.load(Ordering::Relaxed)
@@ -385,7 +405,9 @@ mod tests {
             cache.insert(8, off * 4096, block(100));
         }
         let before = cache.usage();
+        assert_eq!((cache.cached_blocks(7), cache.cached_blocks(8)), (50, 50));
         assert_eq!(cache.evict_file(7), 50);
+        assert_eq!(cache.cached_blocks(7), 0);
         assert_eq!(cache.evict_file(7), 0);
         assert_eq!(cache.usage(), before / 2);
         assert!(cache.get(7, 0).is_none());
@@ -440,6 +462,11 @@ mod tests {
                 }
             }
             assert_eq!(cache.usage(), model.iter().map(|e| e.1).sum::<usize>());
+            // Per-file counts follow every load and eviction.
+            for file in 0..3 {
+                let expected = model.iter().filter(|(k, _)| k.0 == file).count() as u64;
+                assert_eq!(cache.cached_blocks(file), expected);
+            }
         }
     }
 

@@ -31,7 +31,7 @@ pub(crate) use format::{
     block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
 };
 use lamina_compaction::partition::{KeyImage, StreamHist};
-pub use reader::{thread_blocks_read, Table, TableIterator};
+pub use reader::{thread_blocks_read, thread_data_cache, Table, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]

@@ -200,16 +200,19 @@ impl Table {
                 match cache.lookup(self.file_id, handle.offset, total) {
                     Lookup::Hit(b) => {
                         self.stats.cache_hits[data].inc();
+                        count_data_cache(true);
                         return Ok(b);
                     }
                     Lookup::Miss(spare) => buf = spare,
                 }
             } else if let Some(b) = cache.get(self.file_id, handle.offset) {
                 self.stats.cache_hits[data].inc();
+                count_data_cache(true);
                 return Ok(b);
             }
         }
         self.stats.cache_misses[data].inc();
+        count_data_cache(false);
         let contents = read_checked_into(
             self.file.as_ref(),
             &self.file_name,
@@ -319,12 +322,11 @@ impl Table {
         TableIterator::new(self.clone(), true)
     }
 
-    #[cfg(test)]
-    /// Like [`Table::iter`], but blocks read from the file are not inserted
-    /// into the block cache (for compaction inputs and full scans, which would
-    /// otherwise flush the cache's hot set). Cached blocks are still used.
-    pub fn iter_no_fill(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(self.clone(), false)
+    /// Like [`Table::iter`], but blocks read from the file enter the block
+    /// cache only if `fill_cache` (compaction inputs pass false, so they do
+    /// not evict the queries' hot set). Cached blocks are used either way.
+    pub fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> TableIterator {
+        TableIterator::new(self.clone(), fill_cache)
     }
 
     /// Re-reads the whole file, bypassing the cache, and checks every block's
@@ -415,6 +417,20 @@ impl Table {
 
 thread_local! {
     static THREAD_BLOCKS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static THREAD_DATA_CACHE: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Data-block cache hits and misses of the calling thread so far: a point
+/// lookup attributes its own to the level it probed.
+pub fn thread_data_cache() -> (u64, u64) {
+    THREAD_DATA_CACHE.with(std::cell::Cell::get)
+}
+
+fn count_data_cache(hit: bool) {
+    THREAD_DATA_CACHE.with(|c| {
+        let (h, m) = c.get();
+        c.set(if hit { (h + 1, m) } else { (h, m + 1) });
+    });
 }
 
 /// Blocks the calling thread has read from SST files so far: a point

@@ -477,7 +477,7 @@ fn cache_serves_repeat_reads_and_evict_file() {
     assert_eq!(stats.cache_misses[2].get(), 1, "filter miss at open");
     let nblocks = table.num_data_blocks() as u64;
 
-    let mut it = table.iter_no_fill();
+    let mut it = table.iter_filling(false);
     it.seek_to_first().unwrap();
     collect(&mut it);
     assert_eq!(cache.usage(), 0, "no-fill scan leaves the cache alone");
