@@ -244,6 +244,12 @@ pub static STRATEGIES: &[Strategy] = &[
         "seed 001 (Tier)"
     ),
     preset!(
+        "smtree",
+        "T, file",
+        "SM-tree (stepped merge): T runs per level merge whole into one run below",
+        "seed 002 (SM-tree baseline)"
+    ),
+    preset!(
         "1-leveling",
         "l0=4, T, file",
         "level 0 tiered, leveled below, one file at a time",

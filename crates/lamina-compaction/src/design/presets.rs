@@ -77,7 +77,7 @@ pub fn preset(
     // Presets with a tiered level take partitioned merges for its merges.
     let has_tiered_level = matches!(
         name,
-        "tier" | "1-leveling" | "lazy-leveling" | "tiered" | "lazy-leveled" | "partial"
+        "tier" | "smtree" | "1-leveling" | "lazy-leveling" | "tiered" | "lazy-leveled" | "partial"
     );
     let mut partitioning = PartitionParams::default();
     for &(k, v) in params {
@@ -154,7 +154,10 @@ pub fn preset(
             )],
             None,
         ),
-        "tier" => {
+        // SM-tree (the stepped-merge tree, seed 002's baseline) is tiering:
+        // a level collects T runs, then merges them whole into one run of
+        // the next level.
+        "tier" | "smtree" => {
             let mut triggers = vec![Trigger::Runs(t)];
             triggers.extend(p.space_amp.map(Trigger::SpaceAmp));
             (vec![tiered(triggers, Granularity::Level)], None)
