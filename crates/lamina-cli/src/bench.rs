@@ -45,6 +45,7 @@ const KNOWN: &[&str] = &[
     "readreverse",
     "seekrandom",
     "readwhilewriting",
+    "mixedhot",
     "deleterandom",
     "stats",
 ];
@@ -144,6 +145,26 @@ pub struct BenchArgs {
     /// Write the engine statistics (`Db::stats()`) as JSON to FILE at the end.
     #[arg(long = "stats-json", alias = "stats_json", value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// mixedhot: seconds it runs.
+    #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
+    pub duration: u64,
+    /// mixedhot: writes per second of its writer (uniform updates of
+    /// [0, num)); 0 runs no writer.
+    #[arg(long = "write_rate", value_name = "N", default_value_t = 1000)]
+    pub write_rate: u64,
+    /// mixedhot: how readers choose keys: rangehot[:FRACTION:SHARE] (a
+    /// contiguous FRACTION of the keys gets SHARE of the reads; default
+    /// 0.15:0.98, seed 002's RangeHot), zipfian:S or uniform.
+    #[arg(long = "read_dist", value_name = "DIST", default_value = "rangehot")]
+    pub read_dist: crate::mixedhot::ReadDist,
+    /// mixedhot: entries each read scans (0: point gets).
+    #[arg(long = "scan_entries", value_name = "N", default_value_t = 0)]
+    pub scan_entries: u64,
+    /// mixedhot: write a per-second CSV (read and write throughput, block
+    /// cache hit ratio and bytes, database bytes, compactions, invalidated
+    /// cached blocks) to FILE.
+    #[arg(long = "timeseries", value_name = "FILE")]
+    pub timeseries: Option<PathBuf>,
     /// Engine under test: lamina, or fjall (a peer; needs the binary built
     /// with `--features peer-fjall`).
     #[arg(long = "engine", value_name = "NAME", default_value = "lamina")]
@@ -464,6 +485,7 @@ impl<'a> Bench<'a> {
             "seekrandom" => Work::SeekRandom,
             "deleterandom" => Work::DeleteRandom,
             "readwhilewriting" => return self.read_while_writing(),
+            "mixedhot" => return self.mixed_hot(),
             other => match ycsb_workload(other) {
                 Some(w) => Work::Ycsb(w),
                 None => bail!("unknown benchmark {other:?}"),
@@ -657,6 +679,40 @@ impl<'a> Bench<'a> {
         st.finish = Instant::now();
         st.ops = num;
         Ok(st)
+    }
+
+    /// seed 002's mixed workload (`mixedhot.rs`); the report covers the
+    /// readers.
+    fn mixed_hot(&self) -> Result<Report> {
+        let len = self.args.value_size;
+        let pool = &self.pool;
+        let next_value = move |i: u64| -> Vec<u8> {
+            let span = pool.len().saturating_sub(len).max(1);
+            let at = (i as usize).wrapping_mul(7919) % span;
+            pool.get(at..at + len)
+                .map_or_else(|| vec![b'v'; len], <[u8]>::to_vec)
+        };
+        let work = crate::mixedhot::MixedHot {
+            num: self.args.num,
+            key_size: self.args.key_size,
+            readers: self.args.threads,
+            dist: self.args.read_dist,
+            write_rate: self.args.write_rate,
+            scan_entries: self.args.scan_entries,
+            duration: std::time::Duration::from_secs(self.args.duration),
+            seed: self.args.seed,
+            next_value: &next_value,
+            timeseries: self.args.timeseries.as_deref(),
+        };
+        let totals = work.run(self.db, &|| self.db.stats())?;
+        eprintln!(
+            "mixedhot: {} reads and {} writes in {:.1} s",
+            totals.reads, totals.writes, totals.seconds
+        );
+        let mut st = ThreadStats::new();
+        st.start = st.finish - std::time::Duration::from_secs_f64(totals.seconds);
+        st.ops = totals.reads;
+        Ok(Report::merge(&[st], false))
     }
 
     /// `threads` readers do readrandom while one more thread writes random

@@ -93,6 +93,10 @@ pub trait Store: Sync {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64>;
+    /// The engine's statistics, if it is lamina (peers have none).
+    fn stats(&self) -> Option<lamina::DbStats> {
+        None
+    }
 }
 
 /// Calls `visit` on the first `limit` pairs of `entries`; returns how many.
@@ -118,6 +122,10 @@ where
 impl Store for Db {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         Ok(Db::put(self, key, value)?)
+    }
+
+    fn stats(&self) -> Option<lamina::DbStats> {
+        Some(Db::stats(self))
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {

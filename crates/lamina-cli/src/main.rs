@@ -13,6 +13,7 @@ mod experiment;
 mod fjall_peer;
 mod gen;
 mod kvops;
+mod mixedhot;
 mod repair;
 mod serve;
 mod sim;

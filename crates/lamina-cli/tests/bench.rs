@@ -187,3 +187,57 @@ fn bench_runs_in_a_directory_of_other_files_and_leaves_them() {
     assert!(ok, "{err}");
     assert_eq!(std::fs::read(db.join("README")).unwrap(), b"mine");
 }
+
+/// `mixedhot` (seed 002's mixed workload): a paced writer, readers on
+/// RangeHot, a per-second series whose write column follows the rate and
+/// whose hit ratios are ratios.
+#[test]
+fn mixedhot_writes_a_per_second_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let series = dir.path().join("series.csv");
+    let (ok, out, err) = bench(
+        dir.path(),
+        &[
+            "--benchmarks=fillseq,mixedhot",
+            "--num=5000",
+            "--write_buffer_size=65536",
+            "--cache_size=262144",
+            "--duration=3",
+            "--write_rate=500",
+            "--read_dist=rangehot:0.1:0.9",
+            &format!("--timeseries={}", series.display()),
+        ],
+    );
+    assert!(ok, "{err}");
+    let l = line(&out, "mixedhot");
+    assert!(l.contains("ops/sec"), "{l}");
+    let text = std::fs::read_to_string(&series).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,compactions,cache_invalidated_blocks")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    let mut writes = 0u64;
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.len(), 8, "{text}");
+        assert_eq!(r[0], (i + 1).to_string());
+        assert!(r[1].parse::<u64>().unwrap() > 0, "no reads: {text}");
+        writes += r[2].parse::<u64>().unwrap();
+        let ratio: f64 = r[3].parse().unwrap();
+        assert!((0.0..=1.0).contains(&ratio), "{text}");
+    }
+    // Paced at 500 writes per second for 3 seconds.
+    assert!((1_200..=1_600).contains(&writes), "{writes} writes: {text}");
+    // Refused: a nonsense distribution.
+    let (ok, _, err) = bench(
+        dir.path(),
+        &[
+            "--benchmarks=mixedhot",
+            "--read_dist=rangehot:2:1",
+            "--use_existing_db",
+        ],
+    );
+    assert!(!ok && err.contains("rangehot"), "{err}");
+}

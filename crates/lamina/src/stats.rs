@@ -418,6 +418,7 @@ impl EngineStats {
             cache_hits: kinds(&io.cache_hits),
             cache_misses: kinds(&io.cache_misses),
             cache_invalidated_blocks: io.cache_invalidated_blocks.get(),
+            block_cache_usage: 0,
             blocks_read: io.blocks_read.get(),
             bytes_read: io.bytes_read.get(),
             stalls: self.stalls.get(),
@@ -596,6 +597,9 @@ pub struct DbStats {
     pub cache_misses: BlockCounts,
     /// Cached blocks dropped because their file was deleted.
     pub cache_invalidated_blocks: u64,
+    /// Bytes the block cache holds now.
+    #[serde(default)]
+    pub block_cache_usage: u64,
     /// Blocks read from SST files.
     pub blocks_read: u64,
     /// Bytes read from SST files.

@@ -1,0 +1,347 @@
+//! `mixedhot`: seed 002's mixed workload (LSbM §6). One writer updates
+//! random keys of `[0, num)` at a fixed rate while `threads` readers read
+//! by a skewed distribution — by default RangeHot, a contiguous range of
+//! 15% of the keys receiving 98% of the reads — for a fixed time; every
+//! second a line of the time series records read and write throughput and,
+//! for lamina, the block cache's hit ratio and usage and the database's
+//! size: the periodic hit-ratio drops a leveled tree's compactions cause
+//! are what LSbM removes.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use lamina::DbStats;
+use lamina_workload::dist::Zipf;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::kvops::{encode_key, key_buffer, Store};
+
+/// How readers choose keys (`--read_dist`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ReadDist {
+    /// `rangehot:FRACTION:SHARE`: a contiguous `FRACTION` of the keys in
+    /// the middle of the key space gets `SHARE` of the reads, the rest are
+    /// uniform over the other keys.
+    RangeHot {
+        /// Share of the key space that is hot.
+        fraction: f64,
+        /// Share of reads that go to it.
+        share: f64,
+    },
+    /// `zipfian:S`: key rank `i` read with probability ∝ 1 / (i + 1)^S.
+    Zipfian(f64),
+    /// `uniform`.
+    Uniform,
+}
+
+impl std::str::FromStr for ReadDist {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = s.split(':').collect();
+        let num = |p: &str| {
+            p.parse::<f64>()
+                .map_err(|_| format!("bad number {p:?} in {s:?}"))
+        };
+        let dist = match parts.as_slice() {
+            ["uniform"] => ReadDist::Uniform,
+            ["rangehot"] => ReadDist::RangeHot {
+                fraction: 0.15,
+                share: 0.98,
+            },
+            ["rangehot", f, sh] => ReadDist::RangeHot {
+                fraction: num(f)?,
+                share: num(sh)?,
+            },
+            ["zipfian", theta] => ReadDist::Zipfian(num(theta)?),
+            _ => {
+                return Err(format!(
+                    "{s:?}: want rangehot[:FRACTION:SHARE], zipfian:S or uniform"
+                ))
+            }
+        };
+        let ok = match dist {
+            ReadDist::RangeHot { fraction, share } => {
+                fraction > 0.0 && fraction < 1.0 && (0.0..=1.0).contains(&share)
+            }
+            ReadDist::Zipfian(theta) => theta > 0.0 && theta.is_finite(),
+            ReadDist::Uniform => true,
+        };
+        if !ok {
+            return Err(format!(
+                "{s:?}: rangehot needs 0 < FRACTION < 1 and 0 <= SHARE <= 1, zipfian S > 0"
+            ));
+        }
+        Ok(dist)
+    }
+}
+
+/// Draws read keys of `[0, num)`.
+struct KeyChooser {
+    dist: ReadDist,
+    num: u64,
+    zipf: Option<Zipf>,
+}
+
+impl KeyChooser {
+    fn new(dist: ReadDist, num: u64) -> Self {
+        let zipf = match dist {
+            ReadDist::Zipfian(s) => Some(Zipf::new(num, s)),
+            _ => None,
+        };
+        KeyChooser { dist, num, zipf }
+    }
+
+    fn next(&self, rng: &mut SmallRng) -> u64 {
+        match self.dist {
+            ReadDist::Uniform => rng.gen_range(0..self.num),
+            ReadDist::Zipfian(_) => self.zipf.as_ref().map_or(0, |z| z.next(rng)),
+            ReadDist::RangeHot { fraction, share } => {
+                let hot = ((self.num as f64 * fraction) as u64).clamp(1, self.num);
+                let start = (self.num - hot) / 2;
+                if rng.gen_bool(share) || hot == self.num {
+                    start + rng.gen_range(0..hot)
+                } else {
+                    // Uniform over the cold keys on both sides.
+                    let k = rng.gen_range(0..self.num - hot);
+                    if k < start {
+                        k
+                    } else {
+                        k + hot
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The workload's settings.
+pub struct MixedHot<'a> {
+    /// Key space.
+    pub num: u64,
+    /// Key size in bytes.
+    pub key_size: usize,
+    /// Reader threads.
+    pub readers: usize,
+    /// How readers choose keys.
+    pub dist: ReadDist,
+    /// Writes per second (0: no writer).
+    pub write_rate: u64,
+    /// Entries each read scans (0: point gets).
+    pub scan_entries: u64,
+    /// How long it runs.
+    pub duration: Duration,
+    /// Seed of the readers' and the writer's key streams.
+    pub seed: u64,
+    /// Values the writer writes, one per call.
+    pub next_value: &'a (dyn Fn(u64) -> Vec<u8> + Sync),
+    /// Where the per-second series goes (CSV).
+    pub timeseries: Option<&'a Path>,
+}
+
+/// Reads and writes done.
+#[derive(Debug, Default)]
+pub struct Totals {
+    /// Reads (gets or scans) done.
+    pub reads: u64,
+    /// Writes done.
+    pub writes: u64,
+    /// Seconds it ran.
+    pub seconds: f64,
+}
+
+impl MixedHot<'_> {
+    /// Runs the workload on `store`; `stats` gives the engine's statistics
+    /// (`None` for a peer, whose series then has throughput only).
+    pub fn run(
+        &self,
+        store: &dyn Store,
+        stats: &(dyn Fn() -> Option<DbStats> + Sync),
+    ) -> Result<Totals> {
+        if self.num == 0 {
+            bail!("mixedhot needs --num >= 1");
+        }
+        let mut series = match self.timeseries {
+            Some(path) => {
+                let mut f = std::io::BufWriter::new(
+                    std::fs::File::create(path)
+                        .with_context(|| format!("creating {}", path.display()))?,
+                );
+                writeln!(
+                    f,
+                    "second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,compactions,cache_invalidated_blocks"
+                )?;
+                Some(f)
+            }
+            None => None,
+        };
+        let reads = AtomicU64::new(0);
+        let writes = AtomicU64::new(0);
+        let stop = AtomicBool::new(false);
+        let chooser = KeyChooser::new(self.dist, self.num);
+        let start = Instant::now();
+        let result: Result<()> = std::thread::scope(|s| {
+            let mut handles = Vec::new();
+            for t in 0..self.readers {
+                let (reads, stop, chooser) = (&reads, &stop, &chooser);
+                handles.push(s.spawn(move || -> Result<()> {
+                    let mut rng = SmallRng::seed_from_u64(self.seed.wrapping_add(t as u64));
+                    let mut key = key_buffer(self.key_size);
+                    while !stop.load(Ordering::Relaxed) {
+                        encode_key(&mut key, chooser.next(&mut rng));
+                        if self.scan_entries == 0 {
+                            store.get(&key)?;
+                        } else {
+                            store.scan(Some(&key), self.scan_entries, &mut |_, _| {})?;
+                        }
+                        reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(())
+                }));
+            }
+            if self.write_rate > 0 {
+                let (writes, stop) = (&writes, &stop);
+                handles.push(s.spawn(move || -> Result<()> {
+                    let mut rng = SmallRng::seed_from_u64(self.seed ^ 0x5eed);
+                    let mut key = key_buffer(self.key_size);
+                    let began = Instant::now();
+                    let mut done = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        // Paced: write until on schedule, then sleep a little.
+                        let due = (began.elapsed().as_secs_f64() * self.write_rate as f64) as u64;
+                        if done >= due {
+                            std::thread::sleep(Duration::from_millis(1));
+                            continue;
+                        }
+                        encode_key(&mut key, rng.gen_range(0..self.num));
+                        store.put(&key, &(self.next_value)(done))?;
+                        done += 1;
+                        writes.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(())
+                }));
+            }
+            // The sampler: one line per second.
+            let mut last = (0u64, 0u64, stats());
+            let mut second = 0u64;
+            let mut failure = None;
+            while start.elapsed() < self.duration && failure.is_none() {
+                second += 1;
+                let next = start + Duration::from_secs(second);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                let now = (
+                    reads.load(Ordering::Relaxed),
+                    writes.load(Ordering::Relaxed),
+                    stats(),
+                );
+                if let Some(f) = series.as_mut() {
+                    if let Err(e) = write_sample(f, second, &last, &now) {
+                        failure = Some(e);
+                    }
+                }
+                last = now;
+                if handles.iter().any(|h| h.is_finished()) {
+                    break; // a thread failed: stop and report it
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            for h in handles {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("mixedhot thread panicked")))?;
+            }
+            failure.map_or(Ok(()), Err)
+        });
+        result?;
+        if let Some(mut f) = series {
+            f.flush()?;
+        }
+        Ok(Totals {
+            reads: reads.load(Ordering::Relaxed),
+            writes: writes.load(Ordering::Relaxed),
+            seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+}
+
+/// One line of the series: the second's throughput and cache hit ratio
+/// (data blocks), and the state at its end.
+fn write_sample(
+    f: &mut impl std::io::Write,
+    second: u64,
+    before: &(u64, u64, Option<DbStats>),
+    after: &(u64, u64, Option<DbStats>),
+) -> Result<()> {
+    let (reads, writes) = (after.0 - before.0, after.1 - before.1);
+    match (&before.2, &after.2) {
+        (Some(b), Some(a)) => {
+            let hits = a.cache_hits.data.saturating_sub(b.cache_hits.data);
+            let misses = a.cache_misses.data.saturating_sub(b.cache_misses.data);
+            let ratio = if hits + misses == 0 {
+                String::new()
+            } else {
+                format!("{:.4}", hits as f64 / (hits + misses) as f64)
+            };
+            writeln!(
+                f,
+                "{second},{reads},{writes},{ratio},{},{},{},{}",
+                a.block_cache_usage, a.disk_bytes, a.compactions, a.cache_invalidated_blocks
+            )?;
+        }
+        _ => writeln!(f, "{second},{reads},{writes},,,,,")?,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_distributions_parse_and_refuse_nonsense() {
+        assert_eq!(
+            "rangehot".parse::<ReadDist>(),
+            Ok(ReadDist::RangeHot {
+                fraction: 0.15,
+                share: 0.98
+            })
+        );
+        assert_eq!(
+            "zipfian:0.999".parse::<ReadDist>(),
+            Ok(ReadDist::Zipfian(0.999))
+        );
+        for bad in [
+            "rangehot:0:0.5",
+            "rangehot:0.1:2",
+            "zipfian:-1",
+            "hot",
+            "rangehot:x:y",
+        ] {
+            assert!(bad.parse::<ReadDist>().is_err(), "{bad}");
+        }
+    }
+
+    /// RangeHot sends its share of reads to the middle range: an exact count
+    /// over many draws against the configured share.
+    #[test]
+    fn rangehot_sends_its_share_to_the_hot_range() {
+        let chooser = KeyChooser::new(
+            ReadDist::RangeHot {
+                fraction: 0.15,
+                share: 0.98,
+            },
+            10_000,
+        );
+        let mut rng = SmallRng::seed_from_u64(1);
+        let (start, end) = (4_250, 5_750);
+        let n = 100_000;
+        let hot = (0..n)
+            .filter(|_| (start..end).contains(&chooser.next(&mut rng)))
+            .count();
+        let share = hot as f64 / n as f64;
+        assert!((share - 0.98).abs() < 0.005, "{share}");
+    }
+}
