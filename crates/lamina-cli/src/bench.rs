@@ -796,7 +796,7 @@ fn print_stats(s: &DbStats) {
     );
     if s.sub_merges > 0 {
         println!(
-            "merges: {:.1} MB/s  sub-merges {} (max {} in one; per merge 0/1/2/3-4/5-8/9-16/17-32/33-64/65+: {})  files written {}  moved within merges {} ({:.1} MB)",
+            "merges: {:.1} MB/s  sub-merges {} (max {} in one; per merge 1/2/3-4/5-8/9-16/17-32/33-64/65+: {})  files written {}  moved within merges {} ({:.1} MB)",
             s.merge_bytes_per_sec / 1e6,
             s.sub_merges,
             s.max_sub_merges,

@@ -122,6 +122,9 @@ fn sequential_keys_only_move_files_in_both() {
         (0, 0)
     );
     assert_eq!((st.sub_merges, sim.sub_merges), (0, 0));
+    // Every merge moved all its files: trivial moves in both.
+    assert_eq!((st.compactions, sim.merges), (0, 0));
+    assert_eq!(st.trivial_moves, sim.trivial_moves);
     assert!((st.write_amplification - 1.0).abs() < 1e-9);
     assert!((sim.write_amplification - 1.0).abs() < 1e-9);
 }

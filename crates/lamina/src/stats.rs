@@ -208,7 +208,7 @@ pub struct LatencySummary {
 
 /// Upper bounds of the sub-merges-per-merge histogram's buckets (the last
 /// one takes the rest).
-pub const SUB_MERGE_BUCKETS: [u64; 9] = [0, 1, 2, 4, 8, 16, 32, 64, u64::MAX];
+pub const SUB_MERGE_BUCKETS: [u64; 8] = [1, 2, 4, 8, 16, 32, 64, u64::MAX];
 
 /// Engine-wide counters.
 #[derive(Debug, Default)]
@@ -532,7 +532,8 @@ pub struct DbStats {
     /// Compactions done as manifest-only moves.
     pub trivial_moves: u64,
     /// Files that partitioned merges moved into their output run instead of
-    /// rewriting (one-file groups, seed 000 Alg. 5.3), and their bytes.
+    /// rewriting (one-file groups, seed 000 Alg. 5.3; a merge whose every
+    /// group moved counts as a trivial move too).
     pub merge_moved_files: u64,
     /// Bytes of `merge_moved_files`.
     pub merge_moved_bytes: u64,
@@ -540,9 +541,9 @@ pub struct DbStats {
     pub sub_merges: u64,
     /// The most sub-merges one compaction ran.
     pub max_sub_merges: u64,
-    /// Merges by sub-merge count: merges with 0 (a partitioned merge that
-    /// only moved files), 1, 2, 3–4, 5–8, 9–16, 17–32, 33–64 and more
-    /// sub-merges.
+    /// Merges by sub-merge count: merges with 1, 2, 3–4, 5–8, 9–16, 17–32,
+    /// 33–64 and more sub-merges (a partitioned merge that only moved files
+    /// counts as a trivial move).
     #[serde(default)]
     pub sub_merges_per_merge: Vec<u64>,
     /// Bytes merging compactions read and wrote per second of their wall

@@ -437,7 +437,8 @@ fn partitioned_merges_move_disjoint_files_and_split_the_rest() {
         db.wait_for_compactions().unwrap();
         assert_eq!(dump(&db), model, "{name}");
         let st = db.stats();
-        assert!(st.compactions > 0, "{name}: no merge ran");
+        // A merge whose every group moved is a trivial move.
+        assert!(st.compactions + st.trivial_moves > 0, "{name}: no merge ran");
         if semi_sequential {
             assert!(
                 st.merge_moved_files > 0 && st.merge_moved_bytes > 0,

@@ -167,6 +167,8 @@ pub(crate) fn execute(
         }
     }
     outcome.sub_merges = jobs.len() as u64;
+    // Every group moved: a trivial move after all, made of several files.
+    outcome.trivial_move = jobs.is_empty();
     let threads = plan
         .partitioning
         .map_or(1, |p| p.subcompactions)

@@ -275,13 +275,13 @@ impl Inner {
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
+        self.stats.merge_moved_files.add(outcome.moved_files);
+        self.stats.merge_moved_bytes.add(outcome.moved_bytes);
         if outcome.trivial_move {
             self.stats.trivial_moves.inc();
         } else {
             self.stats.compactions.inc();
             self.stats.compaction_bytes_read.add(outcome.bytes_read);
-            self.stats.merge_moved_files.add(outcome.moved_files);
-            self.stats.merge_moved_bytes.add(outcome.moved_bytes);
             self.stats.sub_merges.add(outcome.sub_merges);
             self.stats.max_sub_merges.observe(outcome.sub_merges);
             let bucket = SUB_MERGE_BUCKETS
