@@ -438,7 +438,10 @@ fn partitioned_merges_move_disjoint_files_and_split_the_rest() {
         assert_eq!(dump(&db), model, "{name}");
         let st = db.stats();
         // A merge whose every group moved is a trivial move.
-        assert!(st.compactions + st.trivial_moves > 0, "{name}: no merge ran");
+        assert!(
+            st.compactions + st.trivial_moves > 0,
+            "{name}: no merge ran"
+        );
         if semi_sequential {
             assert!(
                 st.merge_moved_files > 0 && st.merge_moved_bytes > 0,
