@@ -145,6 +145,11 @@ pub struct BenchArgs {
     /// Write the engine statistics (`Db::stats()`) as JSON to FILE at the end.
     #[arg(long = "stats-json", alias = "stats_json", value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// Microseconds added to every read lamina makes from its files (block
+    /// cache misses and compaction reads): an emulated slower device, such
+    /// as seed 002's hard disk, on a fast one; 0 adds nothing. lamina only.
+    #[arg(long = "read_miss_latency_us", value_name = "US", default_value_t = 0)]
+    pub read_miss_latency_us: u64,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
@@ -252,6 +257,12 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     if let Some(n) = args.compaction_threads {
         opts.compaction_threads = n;
     }
+    if args.read_miss_latency_us > 0 {
+        opts.vfs = std::sync::Arc::new(lamina::vfs::SlowReads::new(
+            std::sync::Arc::new(lamina::vfs::OsFs),
+            std::time::Duration::from_micros(args.read_miss_latency_us),
+        ));
+    }
     opts.validate().map_err(|e| {
         let flag = match e.field {
             "bloom_bits_per_key" => "bloom_bits",
@@ -263,7 +274,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
-         block_size={} cache_size={} sync={} compaction_threads={} threads={}",
+         block_size={} cache_size={} sync={} compaction_threads={} threads={} \
+         read_miss_latency_us={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -272,7 +284,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.block_cache_bytes,
         opts.sync,
         opts.compaction_threads,
-        args.threads
+        args.threads,
+        args.read_miss_latency_us
     );
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");

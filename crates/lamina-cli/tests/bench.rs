@@ -205,6 +205,8 @@ fn mixedhot_writes_a_per_second_series() {
             "--duration=3",
             "--write_rate=500",
             "--read_dist=rangehot:0.1:0.9",
+            // Misses wait 100 µs: an emulated slower device.
+            "--read_miss_latency_us=100",
             &format!("--timeseries={}", series.display()),
         ],
     );

@@ -3,7 +3,8 @@
 //! [`Vfs`] is implemented by [`OsFs`] (the real filesystem), by an in-memory
 //! filesystem that can produce crash clones, and by a fault injector that
 //! wraps another `Vfs` (see the submodules). Tests use the latter two to
-//! simulate power loss, torn writes, I/O errors and a full disk.
+//! simulate power loss, torn writes, I/O errors and a full disk; [`SlowReads`]
+//! adds a latency to every read (an emulated slower device for benchmarks).
 //!
 //! Durability vocabulary used across the engine:
 //! * [`WritableFile::flush`] hands buffered bytes to the OS (`write()`): they
@@ -21,6 +22,8 @@ use crate::error::Result;
 
 pub mod fault;
 pub mod mem;
+mod slow;
+pub use slow::SlowReads;
 mod os;
 pub use os::OsFs;
 
