@@ -145,9 +145,11 @@ pub struct BenchArgs {
     /// Write the engine statistics (`Db::stats()`) as JSON to FILE at the end.
     #[arg(long = "stats-json", alias = "stats_json", value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
-    /// Microseconds added to every read lamina makes from its files (block
-    /// cache misses and compaction reads): an emulated slower device, such
-    /// as seed 002's hard disk, on a fast one; 0 adds nothing. lamina only.
+    /// Microseconds of seek added to every read lamina makes from its files
+    /// that does not continue the previous read of that file (point lookups'
+    /// cache misses; a compaction reading a file front to back seeks once):
+    /// an emulated hard disk, as in seed 002, on a fast device; 0 adds
+    /// nothing. lamina only.
     #[arg(long = "read_miss_latency_us", value_name = "US", default_value_t = 0)]
     pub read_miss_latency_us: u64,
     /// mixedhot: seconds it runs.
