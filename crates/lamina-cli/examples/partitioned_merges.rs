@@ -54,6 +54,7 @@ struct Scale {
 
 fn keys_of(set: &str, n: u64, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = StdRng::seed_from_u64(seed);
+    let zipf = Zipf::new(1 << 40, 0.5);
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(n as usize);
     while (out.len() as u64) < n {
@@ -66,10 +67,7 @@ fn keys_of(set: &str, n: u64, seed: u64) -> Vec<Vec<u8>> {
                 .to_be_bytes()
                 .to_vec(),
             // Zipf (q = 0.5) ranks over 2^40: dense near 0, unique.
-            "zipf" => Zipf::new(1 << 40, 0.5)
-                .next(&mut rng)
-                .to_be_bytes()
-                .to_vec(),
+            "zipf" => zipf.next(&mut rng).to_be_bytes().to_vec(),
             _ => {
                 let len = rng.gen_range(4..=32);
                 (0..len).map(|_| rng.gen::<u8>()).collect()

@@ -340,6 +340,7 @@ impl EngineStats {
         memtable_bytes: u64,
         memtable_entries: u64,
         sorted_runs: usize,
+        block_cache_usage: u64,
     ) -> DbStats {
         let flush = self.flush_bytes_written.get();
         let written = self.compaction_bytes_written.get();
@@ -418,7 +419,7 @@ impl EngineStats {
             cache_hits: kinds(&io.cache_hits),
             cache_misses: kinds(&io.cache_misses),
             cache_invalidated_blocks: io.cache_invalidated_blocks.get(),
-            block_cache_usage: 0,
+            block_cache_usage,
             blocks_read: io.blocks_read.get(),
             bytes_read: io.bytes_read.get(),
             stalls: self.stalls.get(),

@@ -161,10 +161,10 @@ impl PartitionParams {
 
 /// Decides, entry by entry, where one sub-merge's output is cut.
 pub trait FileCutter: Send {
-    /// Called before an entry of a new user key with image `image` and
+    /// Called before an entry of a new user key `user_key` with
     /// `entry_bytes` bytes is written to a file holding `file_bytes` bytes
     /// (0 = no file open): true closes the current file first.
-    fn cut_before(&mut self, image: u64, file_bytes: u64, entry_bytes: u64) -> bool;
+    fn cut_before(&mut self, user_key: &[u8], file_bytes: u64, entry_bytes: u64) -> bool;
 }
 
 /// Makes the cutter of each sub-merge.
@@ -175,8 +175,9 @@ pub trait OutputPartitioner: Send + Sync + fmt::Debug {
     fn cutter(&self, lo: u64, hi: u64, size_in: &dyn Fn(u64, u64) -> u64) -> Box<dyn FileCutter>;
 }
 
-/// The partitioner of `rule` with threshold `theta` bytes.
-pub fn partitioner(rule: Partition, theta: u64) -> Box<dyn OutputPartitioner> {
+/// The partitioner of `rule` with threshold `theta` bytes; the range rules
+/// place keys by their `image`.
+pub fn partitioner(rule: Partition, theta: u64, image: KeyImage) -> Box<dyn OutputPartitioner> {
     let theta = theta.max(1);
     match rule {
         Partition::None => Box::new(BySize { theta: u64::MAX }),
@@ -184,10 +185,12 @@ pub fn partitioner(rule: Partition, theta: u64) -> Box<dyn OutputPartitioner> {
         Partition::Local => Box::new(ByRange {
             theta,
             global: false,
+            image,
         }),
         Partition::Global => Box::new(ByRange {
             theta,
             global: true,
+            image,
         }),
     }
 }
@@ -209,7 +212,7 @@ struct SizeCutter {
 }
 
 impl FileCutter for SizeCutter {
-    fn cut_before(&mut self, _: u64, file_bytes: u64, entry_bytes: u64) -> bool {
+    fn cut_before(&mut self, _: &[u8], file_bytes: u64, entry_bytes: u64) -> bool {
         file_bytes > 0 && file_bytes.saturating_add(entry_bytes) > self.theta
     }
 }
@@ -219,6 +222,7 @@ impl FileCutter for SizeCutter {
 struct ByRange {
     theta: u64,
     global: bool,
+    image: KeyImage,
 }
 
 impl OutputPartitioner for ByRange {
@@ -231,6 +235,7 @@ impl OutputPartitioner for ByRange {
         Box::new(RangeCutter {
             bounds: binary_split(l, u, self.theta, size_in),
             next: 0,
+            image: self.image,
         })
     }
 }
@@ -239,10 +244,12 @@ struct RangeCutter {
     bounds: Vec<(u64, u64)>,
     /// Index of the bound the open file belongs to.
     next: usize,
+    image: KeyImage,
 }
 
 impl FileCutter for RangeCutter {
-    fn cut_before(&mut self, image: u64, file_bytes: u64, _: u64) -> bool {
+    fn cut_before(&mut self, user_key: &[u8], file_bytes: u64, _: u64) -> bool {
+        let image = self.image.of(user_key);
         // Move to the bound holding `image`; estimates may have left a key
         // outside every bound (then it joins the file open before it).
         let mut advanced = false;
@@ -341,6 +348,20 @@ pub fn sweep_groups(mut files: Vec<SweepFile<'_>>) -> Vec<Vec<usize>> {
 mod tests {
     use super::*;
 
+    /// The sweep's groups of files given by their key ranges.
+    fn sweep_ranges(ranges: &[(Vec<u8>, Vec<u8>)]) -> Vec<Vec<usize>> {
+        let files = ranges
+            .iter()
+            .enumerate()
+            .map(|(index, (s, l))| SweepFile {
+                smallest: s,
+                largest: l,
+                index,
+            })
+            .collect();
+        sweep_groups(files)
+    }
+
     fn exact(keys: &[u64], per_key: u64) -> impl Fn(u64, u64) -> u64 + '_ {
         move |l, u| keys.iter().filter(|&&k| k >= l && k <= u).count() as u64 * per_key
     }
@@ -350,11 +371,11 @@ mod tests {
         let size = exact(keys, 1);
         let lo = keys[0];
         let hi = keys[keys.len() - 1];
-        let mut cutter = partitioner(rule, theta).cutter(lo, hi, &size);
+        let mut cutter = partitioner(rule, theta, KeyImage::BigEndian).cutter(lo, hi, &size);
         let mut files: Vec<Vec<u64>> = Vec::new();
         for &k in keys {
             let open = files.last().map_or(0, |f| f.len() as u64);
-            if files.is_empty() || cutter.cut_before(k, open, 1) {
+            if files.is_empty() || cutter.cut_before(&k.to_be_bytes(), open, 1) {
                 files.push(Vec::new());
             }
             files.last_mut().unwrap().push(k);
@@ -391,16 +412,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let sweep = ranges
-                .iter()
-                .enumerate()
-                .map(|(index, (s, l))| SweepFile {
-                    smallest: s,
-                    largest: l,
-                    index,
-                })
-                .collect();
-            sweep_groups(sweep)
+            sweep_ranges(&ranges)
         };
         let size = groups_of(Partition::Size);
         assert_eq!(size.len(), 1, "size partitioning chains: {size:?}");
@@ -449,15 +461,6 @@ mod tests {
         // off wrongly.
         let r = |a: u8, b: u8| (vec![a], vec![b]);
         let ranges = [r(0, 100), r(10, 20), r(30, 40), r(150, 160)];
-        let files = ranges
-            .iter()
-            .enumerate()
-            .map(|(index, (s, l))| SweepFile {
-                smallest: s,
-                largest: l,
-                index,
-            })
-            .collect();
-        assert_eq!(sweep_groups(files), vec![vec![0, 1, 2], vec![3]]);
+        assert_eq!(sweep_ranges(&ranges), vec![vec![0, 1, 2], vec![3]]);
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::partition::{partitioner, FileCutter, KeyImage, Partition, Partitioning, StreamHist};
+use super::partition::{partitioner, FileCutter, Partition, Partitioning, StreamHist};
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
 use crate::error::{Error, Result};
@@ -175,7 +175,7 @@ pub(crate) fn execute(
         .clamp(1, jobs.len().max(1));
     let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Vec<FileMeta>> {
         let cutter = match plan.partitioning {
-            Some(p) => Some((cutter_for(ctx, p, files)?, p.image)),
+            Some(p) => Some(cutter_for(ctx, p, files)?),
             None => None,
         };
         merge_files(ctx, &plan, files, &older_may_hold, cutter)
@@ -246,7 +246,7 @@ fn merge_files(
     plan: &plan::Plan,
     files: &[Arc<FileMeta>],
     older_may_hold: &(dyn Fn(&[u8]) -> bool + Sync),
-    cutter: Option<(Box<dyn FileCutter>, KeyImage)>,
+    cutter: Option<Box<dyn FileCutter>>,
 ) -> Result<Vec<FileMeta>> {
     // One cursor per input run, over its files in this sub-merge.
     let children: Vec<Box<dyn InternalIterator>> = plan
@@ -311,7 +311,7 @@ fn cutter_for(
         .map(|f| p.image.of(&f.largest))
         .max()
         .unwrap_or(0);
-    let partitioner = partitioner(p.partition, p.theta);
+    let partitioner = partitioner(p.partition, p.theta, p.image);
     if !p.partition.uses_ranges() {
         return Ok(partitioner.cutter(lo, hi, &|_, _| 0));
     }
@@ -406,7 +406,7 @@ impl VersionFilter {
 struct OutputWriter<'a> {
     ctx: &'a CompactionContext<'a>,
     target: u64,
-    cutter: Option<(Box<dyn FileCutter>, KeyImage)>,
+    cutter: Option<Box<dyn FileCutter>>,
     oldest_tombstone: Option<u64>,
     builder: Option<(u64, TableBuilder)>,
     last_user_key: Vec<u8>,
@@ -418,7 +418,7 @@ impl<'a> OutputWriter<'a> {
         ctx: &'a CompactionContext<'a>,
         target: u64,
         oldest_tombstone: Option<u64>,
-        cutter: Option<(Box<dyn FileCutter>, KeyImage)>,
+        cutter: Option<Box<dyn FileCutter>>,
     ) -> Self {
         OutputWriter {
             ctx,
@@ -436,8 +436,8 @@ impl<'a> OutputWriter<'a> {
         let new_key = open.is_none() || self.last_user_key != user_key;
         let cut = match &mut self.cutter {
             // Asked at every new key, so range bounds advance with the keys.
-            Some((cutter, image)) if new_key => cutter.cut_before(
-                image.of(user_key),
+            Some(cutter) if new_key => cutter.cut_before(
+                user_key,
                 open.unwrap_or(0),
                 (ikey.len() + value.len()) as u64,
             ),
@@ -507,7 +507,7 @@ pub(crate) fn flush_memtable(
     partitioning: Option<Partitioning>,
 ) -> Result<Vec<FileMeta>> {
     let cutter = match partitioning.filter(|p| p.partition != Partition::None) {
-        Some(p) => Some((flush_cutter(mem, p)?, p.image)),
+        Some(p) => Some(flush_cutter(mem, p)?),
         None => None,
     };
     // Flushes keep tombstones: older runs may hold the key.
@@ -535,7 +535,7 @@ pub(crate) fn flush_memtable(
 /// The cutter of a flush under `p`: the range rules get exact sizes (the
 /// bytes of the memtable's entries per key image, summed in key order).
 fn flush_cutter(mem: &MemTable, p: Partitioning) -> Result<Box<dyn FileCutter>> {
-    let partitioner = partitioner(p.partition, p.theta);
+    let partitioner = partitioner(p.partition, p.theta, p.image);
     if !p.partition.uses_ranges() {
         return Ok(partitioner.cutter(0, u64::MAX, &|_, _| 0));
     }

@@ -386,14 +386,13 @@ impl Inner {
             .chain(sv.imms.iter())
             .map(|m| m.len() as u64)
             .sum();
-        let mut stats = self.stats.snapshot(
+        self.stats.snapshot(
             &self.io,
             levels,
             mem_bytes,
             mem_entries,
             sv.version.run_count(),
-        );
-        stats.block_cache_usage = self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64);
-        stats
+            self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
+        )
     }
 }
