@@ -18,7 +18,19 @@
 //! One task per level over capacity, shallowest first, so a step cascades
 //! down to the first level with room (one unit per level per step).
 //! Capacities: `S_0 = l0 × buffer`, `S_i = S_0 × T^i`.
+//!
+//! `lsbm` is the same tree with LSbM's compaction buffer (seed 002 §4,
+//! Algorithm 1; the buffer's model is in [`crate::buffer`]): every unit
+//! moved down from `C'_i` joins the receiving run's buffer (`B_{i+1}^0`,
+//! one table per drained run) instead of being deleted; the draining run's
+//! own buffer (`B'_i`) retires files, smallest largest key first, so that
+//! `|B'_i| / S'_i` never exceeds `|C'_i| / S_i`; a receiving run that holds
+//! less than `freeze` × the bytes merged into it holds repeated data, and
+//! its buffer is frozen (units are deleted; only markers of their ranges
+//! join it) until the run itself drains. The engine trims the buffers every
+//! `trim` ms, removing files with less than `keep` of their blocks cached.
 
+use crate::buffer::{BufferTask, TrimRule};
 use crate::design::layout::{destination, Layout};
 use crate::error::{Error, Result};
 use crate::{
@@ -36,35 +48,102 @@ pub struct Blsm {
     /// Output file size (the compaction unit).
     pub file_size: u64,
     file_given: bool,
+    /// LSbM's compaction buffer, if kept.
+    pub buffer: Option<BufferParams>,
+}
+
+/// The parameters of LSbM's compaction buffer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BufferParams {
+    /// The trim pass.
+    pub trim: TrimRule,
+    /// A receiving run smaller than this fraction of the bytes merged into
+    /// it holds repeated data: its buffer freezes.
+    pub freeze: f64,
+}
+
+impl Default for BufferParams {
+    /// The paper's trim (every 30 s, 80% of blocks cached) and a freeze at
+    /// 10% repeated data (the paper gives no tolerance).
+    fn default() -> Self {
+        BufferParams {
+            trim: TrimRule {
+                interval_ms: 30_000,
+                threshold: 0.8,
+            },
+            freeze: 0.9,
+        }
+    }
 }
 
 impl Blsm {
     /// Builds from spec parameters `T=` (default `Options::size_ratio`),
     /// `l0=` (4) and `file=` (default `Options::target_file_size`).
     pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
+        Self::build(params, defaults, None)
+    }
+
+    /// `lsbm`: as [`Blsm::from_params`], plus `trim=` (ms between trim
+    /// passes, 30000), `keep=` (the cached fraction a file needs to stay,
+    /// 0.8) and `freeze=` (0.9).
+    pub fn lsbm_from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
+        Self::build(params, defaults, Some(BufferParams::default()))
+    }
+
+    fn build(
+        params: &[(&str, &str)],
+        defaults: PolicyDefaults,
+        buffer: Option<BufferParams>,
+    ) -> Result<Self> {
         let mut b = Blsm {
             size_ratio: defaults.size_ratio as u64,
             l0: 4,
             file_size: defaults.target_file_size,
             file_given: false,
+            buffer,
         };
+        let name = if buffer.is_some() { "lsbm" } else { "blsm" };
         for &(k, v) in params {
-            match k {
-                "T" => b.size_ratio = param(k, v)?,
-                "l0" => b.l0 = param(k, v)?,
-                "file" => {
-                    b.file_size = param(k, v)?;
-                    b.file_given = true;
-                }
-                _ => return Err(Error::InvalidArgument(format!("blsm has no parameter {k}"))),
+            match (k, b.buffer.as_mut()) {
+                ("trim", Some(p)) => p.trim.interval_ms = param(k, v)?,
+                ("keep", Some(p)) => p.trim.threshold = param(k, v)?,
+                ("freeze", Some(p)) => p.freeze = param(k, v)?,
+                _ => b.set(name, k, v)?,
             }
         }
         if b.size_ratio < 2 || b.l0 < 1 || b.file_size == 0 {
-            return Err(Error::InvalidArgument(
-                "blsm needs T >= 2, l0 >= 1 and file >= 1".into(),
-            ));
+            return Err(Error::InvalidArgument(format!(
+                "{name} needs T >= 2, l0 >= 1 and file >= 1"
+            )));
+        }
+        if let Some(p) = b.buffer {
+            if p.trim.interval_ms == 0
+                || !(0.0..=1.0).contains(&p.trim.threshold)
+                || !(0.0..=1.0).contains(&p.freeze)
+            {
+                return Err(Error::InvalidArgument(
+                    "lsbm needs trim >= 1 (ms), 0 <= keep <= 1 and 0 <= freeze <= 1".into(),
+                ));
+            }
         }
         Ok(b)
+    }
+
+    fn set(&mut self, name: &str, k: &str, v: &str) -> Result<()> {
+        match k {
+            "T" => self.size_ratio = param(k, v)?,
+            "l0" => self.l0 = param(k, v)?,
+            "file" => {
+                self.file_size = param(k, v)?;
+                self.file_given = true;
+            }
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} has no parameter {k}"
+                )))
+            }
+        }
+        Ok(())
     }
 
     /// `S_i` in bytes for a memtable of `buffer` bytes.
@@ -101,7 +180,32 @@ impl Blsm {
             run_id: draining.id,
             file_ids: vec![unit.id],
         }];
-        let output_run = match self.receiving(view, level + 1) {
+        let receiving = self.receiving(view, level + 1);
+        let buffer = self.buffer.map(|p| {
+            // Repeated data: the receiving run dropped versions the rounds
+            // brought, which its buffer cannot drop.
+            let frozen = receiving.is_some_and(|host| {
+                view.buffers.get(&host.id).is_some_and(|b| {
+                    (host.bytes() as f64) < p.freeze * b.bytes_in() as f64
+                })
+            });
+            let (retire, base) = match view.buffers.get(&draining.id) {
+                Some(own) => {
+                    let after = draining.bytes().saturating_sub(unit.size);
+                    let cap = self.capacity(view.buffer_bytes, level);
+                    let base = own.base.is_none().then(|| own.live_bytes());
+                    (own.pace(after, cap), base)
+                }
+                None => (Vec::new(), None),
+            };
+            BufferTask {
+                source: draining.id,
+                frozen,
+                retire,
+                base,
+            }
+        });
+        let output_run = match receiving {
             Some(_) => destination(
                 view,
                 level + 1,
@@ -118,6 +222,7 @@ impl Blsm {
             output_run,
             target_file_size: self.file_size,
             partitioning: None,
+            buffer,
             reason: format!(
                 "blsm: level {level} holds {bytes} bytes > S_{level} = {}; unit {} of its oldest run down",
                 self.capacity(view.buffer_bytes, level),
@@ -129,11 +234,22 @@ impl Blsm {
 
 impl CompactionPolicy for Blsm {
     fn spec(&self) -> String {
-        let mut s = format!("blsm:T={},l0={}", self.size_ratio, self.l0);
+        let name = if self.buffer.is_some() { "lsbm" } else { "blsm" };
+        let mut s = format!("{name}:T={},l0={}", self.size_ratio, self.l0);
         if self.file_given {
             s.push_str(&format!(",file={}", self.file_size));
         }
+        if let Some(p) = self.buffer {
+            s.push_str(&format!(
+                ",trim={},keep={},freeze={}",
+                p.trim.interval_ms, p.trim.threshold, p.freeze
+            ));
+        }
         s
+    }
+
+    fn trim_rule(&self) -> Option<TrimRule> {
+        self.buffer.map(|p| p.trim)
     }
 
     fn size_ratio(&self) -> Option<f64> {

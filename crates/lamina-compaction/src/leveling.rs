@@ -89,6 +89,7 @@ impl Leveling {
             output_run,
             target_file_size: self.target_file_size,
             partitioning: None,
+            buffer: None,
             reason,
         })
     }
@@ -132,6 +133,7 @@ impl Leveling {
             output_run,
             target_file_size: self.target_file_size,
             partitioning: None,
+            buffer: None,
             reason: format!("level {level} over capacity (score {score:.2}), least overlap"),
         })
     }

@@ -11,6 +11,7 @@
 use std::fmt::Debug;
 
 pub mod blsm;
+pub mod buffer;
 pub mod design;
 pub mod error;
 mod leveling;
@@ -159,6 +160,8 @@ pub struct TreeView {
     pub buffer_bytes: u64,
     /// Current time (unix ms).
     pub now_ms: u64,
+    /// Compaction buffers (seed 002) by host run id.
+    pub buffers: buffer::Buffers<FileView>,
 }
 
 impl TreeView {
@@ -217,6 +220,9 @@ pub struct CompactionTask {
     /// and cut by the rule's partitioner. `None`: one merge of every input,
     /// cut every `target_file_size` bytes.
     pub partitioning: Option<partition::Partitioning>,
+    /// What the task does to the compaction buffers (`lsbm`); `None`: the
+    /// merged-down files are deleted.
+    pub buffer: Option<buffer::BufferTask>,
     /// Why the policy picked this (for logs and stats).
     pub reason: String,
 }
@@ -260,6 +266,12 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// partitioned into files (seed 000 ch. 5); range rules also make new
     /// tables keep key histograms. Default: none.
     fn partitioning(&self) -> Option<partition::Partitioning> {
+        None
+    }
+    /// The trim pass the engine runs over the compaction buffers (seed 002
+    /// Alg. 2), for policies that keep them. Default: none — the engine
+    /// then removes every buffer left from an earlier policy.
+    fn trim_rule(&self) -> Option<buffer::TrimRule> {
         None
     }
 }

@@ -12,6 +12,7 @@
 //! from sizes; both end in the same tree, which [`apply`] computes for a
 //! `TreeView`.
 
+use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
 use crate::partition::{sweep_groups, Partition, Partitioning, SweepFile};
 use crate::{placement, CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
 
@@ -77,6 +78,8 @@ pub struct Plan {
     /// How a merge is partitioned (seed 000 ch. 5); `None` for a plain
     /// merge, and always for a move.
     pub partitioning: Option<Partitioning>,
+    /// What the task does to the compaction buffers (seed 002).
+    pub buffer: Option<BufferTask>,
     /// Why the policy picked the task.
     pub reason: String,
 }
@@ -92,6 +95,57 @@ impl Plan {
     /// Bytes of every input file.
     pub fn input_bytes(&self) -> u64 {
         self.inputs.iter().map(PlannedInput::bytes).sum()
+    }
+
+    /// The task's changes to the compaction buffers once its output is in
+    /// run `host` (`host_is_new` if the task created it): the source run's
+    /// input files join the host's buffer as the table of this round (as
+    /// markers if it is frozen), and the source's own buffer retires
+    /// files at the pace rule. Without a buffer task, a merge into an
+    /// existing run drops that run's buffer (if it has one): versions
+    /// entered the run that no buffer table holds.
+    pub fn buffer_changes(&self, host: u64, host_is_new: bool) -> Vec<BufferChange<FileView>> {
+        let Some(b) = &self.buffer else {
+            return match host_is_new {
+                true => Vec::new(),
+                false => vec![BufferChange::Drop { host }],
+            };
+        };
+        let mut changes = vec![BufferChange::New {
+            host,
+            complete: host_is_new,
+        }];
+        for f in self
+            .inputs
+            .iter()
+            .filter(|i| i.run_id == b.source)
+            .flat_map(|i| &i.files)
+        {
+            changes.push(if b.frozen {
+                BufferChange::Mark {
+                    host,
+                    source: b.source,
+                    removed: Marker::of(f),
+                }
+            } else {
+                BufferChange::Keep {
+                    host,
+                    source: b.source,
+                    file: f.clone(),
+                }
+            });
+        }
+        if let Some(bytes) = b.base {
+            changes.push(BufferChange::Base {
+                host: b.source,
+                bytes,
+            });
+        }
+        changes.extend(b.retire.iter().map(|&file| BufferChange::Remove {
+            host: b.source,
+            file,
+        }));
+        changes
     }
 
     /// The work units of a merge, as `(input, file)` indices into
@@ -201,6 +255,11 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     }
     if inputs.is_empty() {
         return Err(invalid(task, "no input files"));
+    }
+    if let Some(b) = &task.buffer {
+        if !inputs.iter().any(|i| i.run_id == b.source) {
+            return Err(invalid(task, format!("buffer source run {} is not an input", b.source)));
+        }
     }
     inputs.sort_by_key(|i| i.position);
     let newest = inputs[0].position;
@@ -340,6 +399,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         older_runs,
         target_file_size: task.target_file_size,
         partitioning: task.partitioning.filter(|_| action == Action::Merge),
+        buffer: task.buffer.clone(),
         reason: task.reason.clone(),
     })
 }
@@ -363,6 +423,11 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
     while view.levels.len() <= plan.output_level {
         view.levels.push(Default::default());
     }
+    let host = match plan.destination {
+        Destination::New { .. } => new_run_id,
+        Destination::Existing(id) => id,
+    };
+    let changes = plan.buffer_changes(host, matches!(plan.destination, Destination::New { .. }));
     if !outputs.is_empty() {
         let level = &mut view.levels[plan.output_level];
         match plan.destination {
@@ -388,6 +453,10 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
     for level in &mut view.levels {
         level.runs.retain(|r| !r.files.is_empty());
     }
+    let levels = &view.levels;
+    apply_changes(&mut view.buffers, changes, |h| {
+        levels.iter().any(|l| l.runs.iter().any(|r| r.id == h))
+    });
     while view.levels.len() > 1 && view.levels.last().is_some_and(|l| l.runs.is_empty()) {
         view.levels.pop();
     }
@@ -441,6 +510,7 @@ mod tests {
             output_run: output,
             target_file_size: 100,
             partitioning: None,
+            buffer: None,
             reason: "test".into(),
         }
     }

@@ -109,6 +109,15 @@ pub static STRATEGIES: &[Strategy] = &[
         build: policy!(crate::blsm::Blsm),
     },
     Strategy {
+        name: "lsbm",
+        family: Family::Leveling,
+        params: "T=size_ratio, l0=4, file, trim=30000, keep=0.8, freeze=0.9",
+        summary: "bLSM plus the LSbM compaction buffer: units moved down stay readable (cached) until trimmed",
+        source: "seed 002 §4 (LSbM)",
+        accepts: any,
+        build: |p, _, d| Ok(Box::new(crate::blsm::Blsm::lsbm_from_params(p, d)?)),
+    },
+    Strategy {
         name: "tiered",
         family: Family::Stack,
         params: "b=size_ratio, low=0.5, high=1.5, file",

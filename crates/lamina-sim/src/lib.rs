@@ -325,7 +325,7 @@ impl Simulator {
                 levels: vec![LevelView::default()],
                 flushes: 0,
                 buffer_bytes: opts.buffer_bytes,
-                now_ms: 0,
+                ..TreeView::default()
             },
             next_id: 0,
             flush_bytes: 0,

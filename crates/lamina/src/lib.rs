@@ -44,5 +44,5 @@ pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot};
 pub use error::{Error, Result};
 pub use options::{InvalidOption, Options, SyncMode};
 pub use repair::{repair, RepairReport};
-pub use stats::{BlockCounts, DbStats, LatencySummary, LevelStats};
+pub use stats::{BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats};
 pub use verify::{verify, VerifyReport};

@@ -263,6 +263,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
             output_run: OutputRun::New,
             target_file_size: opts.target_file_size,
             partitioning: None,
+            buffer: None,
             reason: "repair: merge every salvaged table".into(),
         };
         version = version.apply(&execute(&ctx, &version, &task)?.edit)?;

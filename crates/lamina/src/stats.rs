@@ -256,6 +256,20 @@ pub(crate) struct EngineStats {
     pub compaction_io_latency: Histogram,
     pub delete_persistence_latency: Histogram,
     pub get_blocks_read: Counter,
+    /// Point lookups a compaction buffer answered (seed 002).
+    pub buffer_gets: Counter,
+    /// Point lookups a removed buffer file sent back to the host run.
+    pub buffer_fallbacks: Counter,
+    /// Run reads of scans served by a compaction buffer.
+    pub buffer_scans: Counter,
+    /// Data-block cache hits and misses of point lookups in buffer files.
+    pub buffer_cache_hits: Counter,
+    pub buffer_cache_misses: Counter,
+    /// Files merged down that joined a buffer.
+    pub buffer_appended_files: Counter,
+    /// Buffer files removed by the pace rule (retired) and by the trim pass.
+    pub buffer_retired_files: Counter,
+    pub buffer_trimmed_files: Counter,
 }
 
 /// CPU time the calling thread has used (compaction CPU vs I/O split).
@@ -341,10 +355,19 @@ impl EngineStats {
         memtable_entries: u64,
         sorted_runs: usize,
         block_cache_usage: u64,
+        mut buffer: BufferStats,
     ) -> DbStats {
         let flush = self.flush_bytes_written.get();
         let written = self.compaction_bytes_written.get();
-        let disk: u64 = levels.iter().map(|l| l.bytes).sum();
+        let disk: u64 = levels.iter().map(|l| l.bytes).sum::<u64>() + buffer.bytes;
+        buffer.appended_files = self.buffer_appended_files.get();
+        buffer.retired_files = self.buffer_retired_files.get();
+        buffer.trimmed_files = self.buffer_trimmed_files.get();
+        buffer.gets = self.buffer_gets.get();
+        buffer.fallbacks = self.buffer_fallbacks.get();
+        buffer.scans = self.buffer_scans.get();
+        buffer.cache_hits = self.buffer_cache_hits.get();
+        buffer.cache_misses = self.buffer_cache_misses.get();
         // Live data is estimated by the deepest level's logical bytes scaled
         // to its on-disk size: exact figures would need a full scan.
         let live = levels
@@ -446,6 +469,7 @@ impl EngineStats {
                 self.get_blocks_read.get() as f64 / self.gets.get() as f64
             },
             tombstones: levels.iter().map(|l| l.tombstones).sum(),
+            buffer,
             levels,
         }
     }
@@ -646,8 +670,42 @@ pub struct DbStats {
     /// Tombstones stored in SST files.
     #[serde(default)]
     pub tombstones: u64,
+    /// The compaction buffers (seed 002; all zero without `lsbm`).
+    #[serde(default)]
+    pub buffer: BufferStats,
     /// Disk levels.
     pub levels: Vec<LevelStats>,
+}
+
+/// The compaction buffers' state and activity (seed 002).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct BufferStats {
+    /// Bytes of buffer files no run holds (included in `disk_bytes`).
+    pub bytes: u64,
+    /// Live buffer files.
+    pub files: u64,
+    /// Buffer tables (one per round kept).
+    pub tables: u64,
+    /// Removed files still marked (their key ranges send lookups to the host).
+    pub markers: u64,
+    /// Blocks of buffer files in the block cache.
+    pub cached_blocks: u64,
+    /// Files merged down that joined a buffer.
+    pub appended_files: u64,
+    /// Files removed by the pace rule.
+    pub retired_files: u64,
+    /// Files removed by the trim pass.
+    pub trimmed_files: u64,
+    /// Point lookups a buffer answered.
+    pub gets: u64,
+    /// Point lookups a marker sent back to the host run.
+    pub fallbacks: u64,
+    /// Run reads of scans served by a buffer.
+    pub scans: u64,
+    /// Data-block cache hits of point lookups in buffer files.
+    pub cache_hits: u64,
+    /// Data-block cache misses of point lookups in buffer files.
+    pub cache_misses: u64,
 }
 
 #[cfg(test)]

@@ -115,8 +115,10 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
         Arc::new(IoStats::default()),
     );
     let mut live = HashSet::new();
-    for (_, _, meta) in version.files() {
-        live.insert(meta.id);
+    for meta in version.live_files() {
+        if !live.insert(meta.id) {
+            continue;
+        }
         report.data_blocks += verify_table(&loader, meta)?;
         report.tables += 1;
         report.entries += meta.entries;

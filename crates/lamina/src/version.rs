@@ -16,7 +16,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
+use crate::compaction::buffer::{self, BufferChange, BufferFile, Buffers, Marker, Slot};
 use crate::compaction::placement;
 use crate::error::{Error, Result};
 use crate::sst::TableProperties;
@@ -175,9 +178,46 @@ impl Level {
 pub struct Version {
     /// Levels, shallowest first.
     pub levels: Vec<Level>,
+    /// Compaction buffers (LSbM, seed 002) by host run id.
+    pub buffers: Buffers<Arc<FileMeta>>,
+}
+
+impl BufferFile for FileMeta {
+    fn file_id(&self) -> u64 {
+        self.id
+    }
+    fn file_size(&self) -> u64 {
+        self.size
+    }
+    fn first_key(&self) -> &[u8] {
+        &self.smallest
+    }
+    fn last_key(&self) -> &[u8] {
+        &self.largest
+    }
 }
 
 impl Version {
+    /// Every file the version needs on disk: the runs' files and the live
+    /// files of the compaction buffers (a file may be in both).
+    pub fn live_files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.files()
+            .map(|(_, _, f)| f)
+            .chain(self.buffers.values().flat_map(|b| b.live_files()))
+    }
+
+    /// Bytes of the buffers' live files that no run holds.
+    pub fn buffer_bytes(&self) -> u64 {
+        let in_runs: std::collections::HashSet<u64> = self.files().map(|(_, _, f)| f.id).collect();
+        let mut seen = std::collections::HashSet::new();
+        self.buffers
+            .values()
+            .flat_map(|b| b.live_files())
+            .filter(|f| !in_runs.contains(&f.id) && seen.insert(f.id))
+            .map(|f| f.size)
+            .sum()
+    }
+
     /// Every file with its level and run id.
     pub fn files(&self) -> impl Iterator<Item = (usize, u64, &Arc<FileMeta>)> {
         self.levels.iter().enumerate().flat_map(|(l, level)| {
@@ -268,6 +308,35 @@ impl Version {
         }
         while next.levels.last().is_some_and(|l| l.runs.is_empty()) {
             next.levels.pop();
+        }
+        if !edit.buffer.is_empty() || !next.buffers.is_empty() {
+            // A kept file shares the `Arc` (and opened table) it has anywhere
+            // in the tree before or after the edit.
+            let mut known: HashMap<u64, Arc<FileMeta>> = HashMap::new();
+            for f in self.live_files().chain(next.live_files()).chain(&moved) {
+                known.entry(f.id).or_insert_with(|| Arc::clone(f));
+            }
+            let changes: Vec<BufferChange<Arc<FileMeta>>> = edit
+                .buffer
+                .iter()
+                .map(|c| {
+                    c.as_ref().try_map(|file| {
+                        Ok::<_, std::convert::Infallible>(
+                            known
+                                .get(&file.id)
+                                .cloned()
+                                .unwrap_or_else(|| Arc::new(file.clone_meta())),
+                        )
+                    })
+                })
+                .filter_map(std::result::Result::ok)
+                .collect();
+            let levels = &next.levels;
+            let mut buffers = std::mem::take(&mut next.buffers);
+            buffer::apply_changes(&mut buffers, changes, |h| {
+                levels.iter().any(|l| l.runs.iter().any(|r| r.id == h))
+            });
+            next.buffers = buffers;
         }
         Ok(next)
     }
@@ -366,6 +435,8 @@ pub struct VersionEdit {
     pub removed_files: Vec<RemovedFile>,
     /// Files added (applied after new runs).
     pub added_files: Vec<AddedFile>,
+    /// Changes to the compaction buffers (applied last).
+    pub buffer: Vec<BufferChange<FileMeta>>,
 }
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -374,6 +445,12 @@ const TAG_LAST_SEQ: u64 = 3;
 const TAG_NEW_RUN: u64 = 4;
 const TAG_REMOVE_FILE: u64 = 5;
 const TAG_ADD_FILE: u64 = 6;
+const TAG_BUFFER_NEW: u64 = 7;
+const TAG_BUFFER_KEEP: u64 = 8;
+const TAG_BUFFER_MARK: u64 = 9;
+const TAG_BUFFER_REMOVE: u64 = 10;
+const TAG_BUFFER_BASE: u64 = 11;
+const TAG_BUFFER_DROP: u64 = 12;
 
 impl VersionEdit {
     /// Serializes the edit (see docs/format.md, "Manifest").
@@ -407,6 +484,47 @@ impl VersionEdit {
             put_varint(&mut out, a.run_id);
             a.meta.encode(&mut out);
         }
+        for c in &self.buffer {
+            match c {
+                BufferChange::New { host, complete } => {
+                    for v in [TAG_BUFFER_NEW, *host, u64::from(*complete)] {
+                        put_varint(&mut out, v);
+                    }
+                }
+                BufferChange::Keep { host, source, file } => {
+                    for v in [TAG_BUFFER_KEEP, *host, *source] {
+                        put_varint(&mut out, v);
+                    }
+                    file.encode(&mut out);
+                }
+                BufferChange::Mark {
+                    host,
+                    source,
+                    removed,
+                } => {
+                    for v in [TAG_BUFFER_MARK, *host, *source, removed.id, removed.size] {
+                        put_varint(&mut out, v);
+                    }
+                    put_bytes(&mut out, &removed.smallest);
+                    put_bytes(&mut out, &removed.largest);
+                }
+                BufferChange::Remove { host, file } => {
+                    for v in [TAG_BUFFER_REMOVE, *host, *file] {
+                        put_varint(&mut out, v);
+                    }
+                }
+                BufferChange::Base { host, bytes } => {
+                    for v in [TAG_BUFFER_BASE, *host, *bytes] {
+                        put_varint(&mut out, v);
+                    }
+                }
+                BufferChange::Drop { host } => {
+                    for v in [TAG_BUFFER_DROP, *host] {
+                        put_varint(&mut out, v);
+                    }
+                }
+            }
+        }
         out
     }
 
@@ -435,6 +553,48 @@ impl VersionEdit {
                     level: level(&mut src)?,
                     run_id: get_varint(&mut src)?,
                     meta: FileMeta::decode(&mut src)?,
+                }),
+                TAG_BUFFER_NEW => e.buffer.push(BufferChange::New {
+                    host: get_varint(&mut src)?,
+                    complete: match get_varint(&mut src)? {
+                        0 => false,
+                        1 => true,
+                        _ => return None,
+                    },
+                }),
+                TAG_BUFFER_KEEP => e.buffer.push(BufferChange::Keep {
+                    host: get_varint(&mut src)?,
+                    source: get_varint(&mut src)?,
+                    file: FileMeta::decode(&mut src)?,
+                }),
+                TAG_BUFFER_MARK => {
+                    let host = get_varint(&mut src)?;
+                    let source = get_varint(&mut src)?;
+                    let id = get_varint(&mut src)?;
+                    let size = get_varint(&mut src)?;
+                    let smallest = get_bytes(&mut src)?.to_vec();
+                    let largest = get_bytes(&mut src)?.to_vec();
+                    e.buffer.push(BufferChange::Mark {
+                        host,
+                        source,
+                        removed: Marker {
+                            id,
+                            smallest,
+                            largest,
+                            size,
+                        },
+                    });
+                }
+                TAG_BUFFER_REMOVE => e.buffer.push(BufferChange::Remove {
+                    host: get_varint(&mut src)?,
+                    file: get_varint(&mut src)?,
+                }),
+                TAG_BUFFER_DROP => e.buffer.push(BufferChange::Drop {
+                    host: get_varint(&mut src)?,
+                }),
+                TAG_BUFFER_BASE => e.buffer.push(BufferChange::Base {
+                    host: get_varint(&mut src)?,
+                    bytes: get_varint(&mut src)?,
                 }),
                 _ => return None,
             }
@@ -481,6 +641,32 @@ impl VersionEdit {
                         meta: f.clone_meta(),
                     });
                 }
+            }
+        }
+        for (&host, b) in &version.buffers {
+            e.buffer.push(BufferChange::New {
+                host,
+                complete: b.complete,
+            });
+            // Oldest table first: each round's table enters as the newest.
+            for t in b.tables.iter().rev() {
+                for slot in &t.slots {
+                    e.buffer.push(match slot {
+                        Slot::Live(f) => BufferChange::Keep {
+                            host,
+                            source: t.source,
+                            file: f.clone_meta(),
+                        },
+                        Slot::Removed(r) => BufferChange::Mark {
+                            host,
+                            source: t.source,
+                            removed: r.clone(),
+                        },
+                    });
+                }
+            }
+            if let Some(bytes) = b.base {
+                e.buffer.push(BufferChange::Base { host, bytes });
             }
         }
         e

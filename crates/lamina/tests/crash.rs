@@ -200,9 +200,10 @@ const LEVELING: &str = "leveling:T=3,l0=2";
 
 /// Every strategy `compaction::policy_from_spec` accepts (the default one is
 /// covered above at more crash points), each with both sync modes.
-const EVERY_OTHER_STRATEGY: [&str; 12] = [
+const EVERY_OTHER_STRATEGY: [&str; 13] = [
     "leveled:b0=2,b=3,file=2048",
     "blsm:T=3,l0=2,file=2048",
+    "lsbm:T=3,l0=2,file=2048,trim=20",
     "tiered:b=3",
     "bigtable:k=3",
     "exploring:k=4",

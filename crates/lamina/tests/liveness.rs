@@ -68,6 +68,7 @@ fn every_strategy_keeps_writes_moving_with_a_tiny_buffer() {
     specs.extend(
         [
             "blsm:T=3,l0=2",
+            "lsbm:T=3,l0=2",
             "tiered:b=4",
             "tiered:b=10",
             "leveled:b0=2,b=4",

@@ -83,6 +83,7 @@ pub fn fold(view: &TreeView, level: usize, file_size: u64) -> Option<CompactionT
         output_run: OutputRun::Existing(oldest.id),
         target_file_size: file_size,
         partitioning: None,
+        buffer: None,
         reason: format!("level {level} is leveled and holds {} runs", runs.len()),
     })
 }

@@ -184,6 +184,7 @@ impl Composed {
             output_run,
             target_file_size: self.file_size,
             partitioning: self.partitioning.filter(|_| output_run == OutputRun::New),
+            buffer: None,
             reason,
         }
     }

@@ -103,6 +103,7 @@ impl Leveled {
             output_run,
             target_file_size: self.common.file,
             partitioning: None,
+            buffer: None,
             reason,
         })
     }

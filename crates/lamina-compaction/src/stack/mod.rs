@@ -141,6 +141,7 @@ pub(crate) fn merge_runs(runs: &[StackRun<'_>], common: &Common, reason: String)
         output_run: OutputRun::New,
         target_file_size: common.file,
         partitioning: common.partitioning,
+        buffer: None,
         reason,
     }
 }

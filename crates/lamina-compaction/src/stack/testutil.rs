@@ -46,7 +46,7 @@ pub fn view_of(sizes: &[u64], flushes: u64) -> TreeView {
         }],
         flushes,
         buffer_bytes: 1,
-        now_ms: 0,
+        ..TreeView::default()
     }
 }
 

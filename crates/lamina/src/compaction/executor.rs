@@ -102,6 +102,20 @@ pub(crate) fn execute(
             id
         }
     };
+    // The merged-down files the plan keeps in the output run's buffer.
+    let is_new = matches!(plan.destination, Destination::New { .. });
+    for change in plan.buffer_changes(out_run_id, is_new) {
+        edit.buffer.push(change.try_map(|file| {
+            inputs
+                .iter()
+                .flatten()
+                .find(|m| m.id == file.id)
+                .map(|m| m.clone_meta())
+                .ok_or_else(|| {
+                    Error::corruption("version", 0, format!("buffered file {} is gone", file.id))
+                })
+        })?);
+    }
     for (input, files) in plan.inputs.iter().zip(&inputs) {
         for f in files {
             edit.removed_files.push(RemovedFile {
@@ -235,6 +249,7 @@ pub(crate) fn execute(
     }
     outcome.edit.new_runs = edit.new_runs;
     outcome.edit.removed_files = edit.removed_files;
+    outcome.edit.buffer = edit.buffer;
     Ok(outcome)
 }
 

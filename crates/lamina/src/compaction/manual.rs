@@ -57,6 +57,7 @@ pub(crate) fn manual_task(
         output_run,
         target_file_size: target,
         partitioning: None,
+        buffer: None,
         reason: "manual compact_range".into(),
     })
 }

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 pub use lamina_compaction::*;
 
-use crate::version::Version;
+use crate::version::{FileMeta, Version};
 
 mod executor;
 mod manual;
@@ -34,24 +34,7 @@ pub(crate) fn view_of_version(
                 .map(|run| RunView {
                     id: run.id,
                     order: run.order,
-                    files: run
-                        .files
-                        .iter()
-                        .map(|f| FileView {
-                            id: f.id,
-                            size: f.size,
-                            entries: f.entries,
-                            tombstones: f.tombstones,
-                            smallest: f.smallest.clone(),
-                            largest: f.largest.clone(),
-                            created_ms: f.created_ms,
-                            oldest_tombstone_ms: f.oldest_tombstone_ms,
-                            smallest_seq: f.smallest_seq,
-                            arrived_ms: f.arrived_ms(),
-                            last_read_ms: f.last_read_ms(),
-                            busy: busy.contains(&f.id),
-                        })
-                        .collect(),
+                    files: run.files.iter().map(|f| file_view(f, busy)).collect(),
                 })
                 .collect(),
         })
@@ -61,5 +44,27 @@ pub(crate) fn view_of_version(
         flushes,
         buffer_bytes,
         now_ms,
+        buffers: version
+            .buffers
+            .iter()
+            .map(|(&host, b)| (host, b.map(|f| file_view(f, busy))))
+            .collect(),
+    }
+}
+
+fn file_view(f: &FileMeta, busy: &HashSet<u64>) -> FileView {
+    FileView {
+        id: f.id,
+        size: f.size,
+        entries: f.entries,
+        tombstones: f.tombstones,
+        smallest: f.smallest.clone(),
+        largest: f.largest.clone(),
+        created_ms: f.created_ms,
+        oldest_tombstone_ms: f.oldest_tombstone_ms,
+        smallest_seq: f.smallest_seq,
+        arrived_ms: f.arrived_ms(),
+        last_read_ms: f.last_read_ms(),
+        busy: busy.contains(&f.id),
     }
 }

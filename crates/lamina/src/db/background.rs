@@ -128,9 +128,11 @@ impl Inner {
             .log(self.vfs.as_ref(), &edit, &next, counters, || spare)?;
         st.counters = counters;
         let old = std::mem::replace(&mut st.version, Arc::new(next));
-        let added: HashSet<u64> = edit.added_files.iter().map(|a| a.meta.id).collect();
-        for (_, _, f) in old.files() {
-            if !added.contains(&f.id) && edit.removed_files.iter().any(|r| r.file_id == f.id) {
+        // A file is obsolete once neither a run nor a buffer holds it.
+        let live: HashSet<u64> = st.version.live_files().map(|f| f.id).collect();
+        let mut gone = HashSet::new();
+        for f in old.live_files() {
+            if !live.contains(&f.id) && gone.insert(f.id) {
                 st.obsolete.push(Arc::clone(f));
             }
         }
@@ -203,6 +205,64 @@ impl Inner {
         }
     }
 
+    /// Seed 002's trim thread (Algorithm 2): every interval of the policy's
+    /// trim rule, removes the buffer files too little cached to be worth
+    /// keeping. Under a policy without buffers, every buffer left by an
+    /// earlier policy goes (checked every second).
+    pub(super) fn trim_loop(&self) {
+        loop {
+            let rule = self.policy.read().trim_rule();
+            let interval = rule.map_or(1_000, |r| r.interval_ms);
+            let deadline = Instant::now() + Duration::from_millis(interval);
+            {
+                let mut st = self.state.lock();
+                while Instant::now() < deadline {
+                    if self.shutdown.load(Ordering::Acquire) {
+                        return;
+                    }
+                    self.cv.wait_until(&mut st, deadline);
+                }
+                if self.shutdown.load(Ordering::Acquire) {
+                    return;
+                }
+            }
+            if let Err(e) = self.trim_buffers(rule) {
+                // A failed trim changes nothing; the next pass retries.
+                tracing_error("buffer trim", &e);
+            }
+        }
+    }
+
+    /// One trim pass; returns the number of files removed.
+    pub(super) fn trim_buffers(&self, rule: Option<TrimRule>) -> Result<u64> {
+        let version = Arc::clone(&self.state.lock().version);
+        let mut edit = VersionEdit::default();
+        for (&host, b) in &version.buffers {
+            // A host's newest table is still warming up: never trimmed.
+            let skip = usize::from(rule.is_some());
+            for f in b.tables.iter().skip(skip).flat_map(|t| t.slots.iter()) {
+                let Some(f) = f.live() else { continue };
+                let keep = match (rule, &self.loader.cache) {
+                    (Some(rule), Some(cache)) => {
+                        let blocks = self.loader.table(f)?.num_data_blocks().max(1) as f64;
+                        cache.cached_blocks(f.id) as f64 / blocks >= rule.threshold
+                    }
+                    _ => false,
+                };
+                if !keep {
+                    edit.buffer.push(BufferChange::Remove { host, file: f.id });
+                }
+            }
+        }
+        let removed = edit.buffer.len() as u64;
+        if removed > 0 {
+            let mut st = self.state.lock();
+            self.log_and_apply(&mut st, edit, None)?;
+            self.stats.buffer_trimmed_files.add(removed);
+        }
+        Ok(removed)
+    }
+
     pub(super) fn view(&self, st: &State) -> TreeView {
         crate::compaction::view_of_version(
             &st.version,
@@ -272,9 +332,16 @@ impl Inner {
             .iter()
             .map(|a| a.meta.tombstones)
             .sum();
+        let (kept, retired) = outcome.edit.buffer.iter().fold((0, 0), |(k, r), c| match c {
+            BufferChange::Keep { .. } => (k + 1, r),
+            BufferChange::Remove { .. } => (k, r + 1),
+            _ => (k, r),
+        });
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
+        self.stats.buffer_appended_files.add(kept);
+        self.stats.buffer_retired_files.add(retired);
         self.stats.merge_moved_files.add(outcome.moved_files);
         self.stats.merge_moved_bytes.add(outcome.moved_bytes);
         if outcome.trivial_move {
@@ -393,6 +460,26 @@ impl Inner {
             mem_entries,
             sv.version.run_count(),
             self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
+            self.buffer_stats(&sv.version),
         )
+    }
+
+    /// The state of the compaction buffers of `version`.
+    fn buffer_stats(&self, version: &Version) -> BufferStats {
+        let mut s = BufferStats {
+            bytes: version.buffer_bytes(),
+            ..BufferStats::default()
+        };
+        for b in version.buffers.values() {
+            s.tables += b.tables.len() as u64;
+            s.markers += b.removed_count() as u64;
+            for f in b.live_files() {
+                s.files += 1;
+                if let Some(cache) = &self.loader.cache {
+                    s.cached_blocks += cache.cached_blocks(f.id);
+                }
+            }
+        }
+        s
     }
 }

@@ -49,6 +49,14 @@ impl Inner {
             if let Some(f) = run.file_for(key) {
                 f.touch(now);
                 let table = self.loader.table(f)?;
+                // The host's index and filter gate its buffer (Alg. 3).
+                if let Some(buffer) = sv.version.buffers.get(&run.id) {
+                    if table.may_contain(key) {
+                        if let Some((kind, v)) = self.buffer_get(buffer, key, seq)? {
+                            return Ok((kind == ValueKind::Put).then_some(v));
+                        }
+                    }
+                }
                 let (hits, misses) = thread_data_cache();
                 let (found, filter) = table.get_with_filter_outcome(key, seq)?;
                 let (hits_after, misses_after) = thread_data_cache();
@@ -63,15 +71,75 @@ impl Inner {
         Ok(None)
     }
 
-    /// The merged view of every memtable and sorted run of `sv`.
-    pub(super) fn merged(&self, sv: &SuperVersion) -> MergingIterator {
+    /// Seed 002's Algorithm 3 in one host's buffer: the newest table with
+    /// a live file holding `key` answers; the first removed file covering
+    /// it sends the lookup back to the host (`None`), as does a buffer that
+    /// does not hold the key.
+    fn buffer_get(
+        &self,
+        buffer: &Buffer<Arc<FileMeta>>,
+        key: &[u8],
+        seq: u64,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        for table in &buffer.tables {
+            match table.slot_for(key) {
+                None => continue,
+                Some(Slot::Removed(_)) => {
+                    self.stats.buffer_fallbacks.inc();
+                    return Ok(None);
+                }
+                Some(Slot::Live(f)) => {
+                    let t = self.loader.table(f)?;
+                    let (hits, misses) = thread_data_cache();
+                    let found = t.get(key, seq)?;
+                    let (hits_after, misses_after) = thread_data_cache();
+                    self.stats.buffer_cache_hits.add(hits_after - hits);
+                    self.stats.buffer_cache_misses.add(misses_after - misses);
+                    if let Some((kind, _, v)) = found {
+                        self.stats.buffer_gets.inc();
+                        return Ok(Some((kind, v)));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The merged view of every memtable and sorted run of `sv`, for reads
+    /// within `[lo, hi]` (`hi` `None`: unbounded): a run whose compaction
+    /// buffer serves the range is read from the buffer's tables instead
+    /// (seed 002 Alg. 4).
+    pub(super) fn merged(&self, sv: &SuperVersion, lo: &[u8], hi: Option<&[u8]>) -> MergingIterator {
         let mut children = memtable_iters(sv);
+        let run_iter = |files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
+            Box::new(RunIterator::new(files, Arc::clone(&self.loader), true))
+        };
+        if let Ok(k) = std::env::var("DBGKEY") {
+            let k = k.as_bytes();
+            for (l, r) in sv.version.runs_newest_first() {
+                let fs: Vec<String> = r.files.iter().filter(|f| f.smallest.as_slice() <= k && k <= f.largest.as_slice()).map(|f| format!("{}[{}..{}]s{}-{}", f.id, String::from_utf8_lossy(&f.smallest), String::from_utf8_lossy(&f.largest), f.smallest_seq, f.largest_seq)).collect();
+                eprintln!("DBGT L{l} run {} order {}: {}", r.id, r.order, fs.join(" "));
+                if let Some(b) = sv.version.buffers.get(&r.id) {
+                    eprintln!("DBGT   complete {} serves {}", b.complete, b.serves_range(lo, hi));
+                    for t in &b.tables {
+                        let fs: Vec<String> = t.slots.iter().filter(|f| f.smallest() <= k && k <= f.largest()).map(|f| format!("{}{}[{}..{}]{}", if f.live().is_some() {""} else {"X"}, f.id(), String::from_utf8_lossy(f.smallest()), String::from_utf8_lossy(f.largest()), f.live().map_or(String::new(), |m| format!("s{}-{}", m.smallest_seq, m.largest_seq)))).collect();
+                        eprintln!("DBGT    table src {}: {}", t.source, fs.join(" "));
+                    }
+                }
+            }
+        }
         for (_, run) in sv.version.runs_newest_first() {
-            children.push(Box::new(RunIterator::new(
-                run.files.clone(),
-                Arc::clone(&self.loader),
-                true,
-            )));
+            match sv.version.buffers.get(&run.id) {
+                Some(b) if b.serves_range(lo, hi) => {
+                    self.stats.buffer_scans.inc();
+                    for t in &b.tables {
+                        children.push(run_iter(
+                            t.slots.iter().filter_map(|s| s.live().cloned()).collect(),
+                        ));
+                    }
+                }
+                _ => children.push(run_iter(run.files.clone())),
+            }
         }
         MergingIterator::new(children)
     }
@@ -81,11 +149,21 @@ impl Inner {
     /// latency.
     pub(super) fn positioned(
         &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
         position: impl FnOnce(&mut MergingIterator) -> Result<()>,
     ) -> Result<(Arc<SuperVersion>, MergingIterator)> {
         let start = Instant::now();
         let sv = Arc::clone(&self.sv.read());
-        let mut merged = self.merged(&sv);
+        let lo = match lo {
+            Bound::Included(k) | Bound::Excluded(k) => k,
+            Bound::Unbounded => &[],
+        };
+        let hi = match hi {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
+            Bound::Unbounded => None,
+        };
+        let mut merged = self.merged(&sv, lo, hi);
         position(&mut merged)?;
         self.stats.record(Op::Scan, start.elapsed());
         Ok((sv, merged))
@@ -97,7 +175,7 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbIterator> {
-        let (sv, merged) = self.positioned(|m| match lo {
+        let (sv, merged) = self.positioned(lo, hi, |m| match lo {
             Bound::Included(k) | Bound::Excluded(k) => m.seek(&seek_key(k, seq)),
             Bound::Unbounded => m.seek_to_first(),
         })?;
@@ -123,7 +201,7 @@ impl Inner {
     ) -> Result<DbRevIterator> {
         // The last version of the greatest user key in bounds, or (for an
         // excluded bound) the first version of `hi` itself, skipped below.
-        let (sv, merged) = self.positioned(|m| match hi {
+        let (sv, merged) = self.positioned(lo, hi, |m| match hi {
             Bound::Included(k) => m.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete)),
             Bound::Excluded(k) => m.seek_for_prev(&seek_key(k, MAX_SEQ)),
             Bound::Unbounded => m.seek_to_last(),

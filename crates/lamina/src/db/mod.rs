@@ -20,6 +20,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{decode_entries, encode_header, WriteBatch};
 use crate::clock::now_ms;
+use crate::compaction::buffer::{Buffer, BufferChange, Slot, TrimRule};
 use crate::compaction::partition::KeyImage;
 use crate::compaction::{
     execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
@@ -35,7 +36,7 @@ use crate::options::{Options, SyncMode};
 use crate::record::append_record;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
-use crate::stats::{thread_cpu_time, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS};
+use crate::stats::{thread_cpu_time, BufferStats, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS};
 use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};

@@ -89,7 +89,7 @@ impl Db {
         // Numbers continue past everything this database owns; lamina-named
         // files numbered beyond that are not provably its own, so they are
         // kept and their numbers skipped.
-        let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+        let live: HashSet<u64> = version.live_files().map(|f| f.id).collect();
         let owned_max = wals
             .iter()
             .chain(&live)
@@ -157,7 +157,7 @@ impl Db {
             // numbered beyond what it issued (an output whose edit never made
             // it, or a file lamina did not write) is left alone, as is every
             // name lamina does not write.
-            let live: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+            let live: HashSet<u64> = version.live_files().map(|f| f.id).collect();
             for name in vfs.list(&dir)? {
                 let obsolete = match filename::parse(&name) {
                     Some((FileKind::Table, n)) => n < issued && !live.contains(&n),
@@ -242,6 +242,8 @@ impl Db {
                 Box::new(move || i.compaction_loop()),
             )?);
         }
+        let i = Arc::clone(&inner);
+        threads.push(spawn("lamina-trim", Box::new(move || i.trim_loop()))?);
         if let SyncMode::Interval(period) = inner.opts.sync {
             let i = Arc::clone(&inner);
             threads.push(spawn("lamina-sync", Box::new(move || i.sync_loop(period)))?);

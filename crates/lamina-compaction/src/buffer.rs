@@ -1,0 +1,614 @@
+//! The LSbM compaction buffer (seed 002 §4, Algorithm 1) in the tree model.
+//!
+//! A *host* is a sorted run of a level `i ≥ 1`. Its buffer holds, per round
+//! that merged a run of level `i − 1` into it, one buffer table: the files of
+//! that run as they were before the merge (same file numbers, so blocks the
+//! block cache holds for them stay valid), in key order. Tables are kept
+//! newest first; `B_i^0` is `tables[0]`. A file leaves the buffer by being
+//! *removed*: its data goes, its key range (and size) stays as a marker that
+//! stops lookups from reading older tables (seed 002 §4.1, §5).
+//!
+//! Every version in a buffer table is also in the host, or was superseded
+//! there by a newer version from a newer round, whose table is newer. So a
+//! point lookup may answer from the newest table with a live file holding
+//! the key, must fall back to the host at the first removed file covering
+//! it, and reads the same versions either way (Algorithm 3). A range is read
+//! from the tables instead of the host only if every round of the host is
+//! in the buffer (`complete`) and no removed file overlaps the range
+//! (Algorithm 4).
+//!
+//! The same functions change the engine's `Version` (files are
+//! `Arc<FileMeta>`) and the planner's `TreeView` (files are `FileView`), so
+//! the engine and the simulator keep the same buffer.
+
+use std::collections::BTreeMap;
+
+use crate::FileView;
+
+/// What the buffer needs to know of a file.
+pub trait BufferFile {
+    /// File number.
+    fn file_id(&self) -> u64;
+    /// Bytes on disk.
+    fn file_size(&self) -> u64;
+    /// Smallest user key.
+    fn first_key(&self) -> &[u8];
+    /// Largest user key.
+    fn last_key(&self) -> &[u8];
+}
+
+impl<F: BufferFile> BufferFile for std::sync::Arc<F> {
+    fn file_id(&self) -> u64 {
+        F::file_id(self)
+    }
+    fn file_size(&self) -> u64 {
+        F::file_size(self)
+    }
+    fn first_key(&self) -> &[u8] {
+        F::first_key(self)
+    }
+    fn last_key(&self) -> &[u8] {
+        F::last_key(self)
+    }
+}
+
+impl BufferFile for FileView {
+    fn file_id(&self) -> u64 {
+        self.id
+    }
+    fn file_size(&self) -> u64 {
+        self.size
+    }
+    fn first_key(&self) -> &[u8] {
+        &self.smallest
+    }
+    fn last_key(&self) -> &[u8] {
+        &self.largest
+    }
+}
+
+/// A file removed from the buffer: only its identity, key range and size
+/// remain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    /// File number the data had.
+    pub id: u64,
+    /// Smallest user key.
+    pub smallest: Vec<u8>,
+    /// Largest user key.
+    pub largest: Vec<u8>,
+    /// Bytes the file had.
+    pub size: u64,
+}
+
+impl Marker {
+    /// The marker left by `f`.
+    pub fn of<F: BufferFile>(f: &F) -> Marker {
+        Marker {
+            id: f.file_id(),
+            smallest: f.first_key().to_vec(),
+            largest: f.last_key().to_vec(),
+            size: f.file_size(),
+        }
+    }
+}
+
+/// One file of a buffer table.
+#[derive(Debug, Clone)]
+pub enum Slot<F> {
+    /// Readable: its blocks may be cached.
+    Live(F),
+    /// Removed: lookups covering its range fall back to the host.
+    Removed(Marker),
+}
+
+impl<F: BufferFile> Slot<F> {
+    /// File number.
+    pub fn id(&self) -> u64 {
+        match self {
+            Slot::Live(f) => f.file_id(),
+            Slot::Removed(r) => r.id,
+        }
+    }
+    /// Smallest user key.
+    pub fn smallest(&self) -> &[u8] {
+        match self {
+            Slot::Live(f) => f.first_key(),
+            Slot::Removed(r) => &r.smallest,
+        }
+    }
+    /// Largest user key.
+    pub fn largest(&self) -> &[u8] {
+        match self {
+            Slot::Live(f) => f.last_key(),
+            Slot::Removed(r) => &r.largest,
+        }
+    }
+    /// Bytes the file has (or had).
+    pub fn size(&self) -> u64 {
+        match self {
+            Slot::Live(f) => f.file_size(),
+            Slot::Removed(r) => r.size,
+        }
+    }
+    /// The live file, if any.
+    pub fn live(&self) -> Option<&F> {
+        match self {
+            Slot::Live(f) => Some(f),
+            Slot::Removed(_) => None,
+        }
+    }
+    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
+        self.smallest() <= hi && lo <= self.largest()
+    }
+}
+
+/// The files one round moved into the host: one drained run's files.
+#[derive(Debug, Clone)]
+pub struct BufferTable<F> {
+    /// Id of the run the round drained (it names the round).
+    pub source: u64,
+    /// Files in key order, disjoint.
+    pub slots: Vec<Slot<F>>,
+}
+
+impl<F: BufferFile> BufferTable<F> {
+    /// The slot whose key range holds `key`.
+    pub fn slot_for(&self, key: &[u8]) -> Option<&Slot<F>> {
+        let i = self.slots.partition_point(|s| s.largest() < key);
+        self.slots.get(i).filter(|s| s.smallest() <= key)
+    }
+
+    /// Bytes of the live files.
+    pub fn live_bytes(&self) -> u64 {
+        self.slots.iter().filter_map(Slot::live).map(F::file_size).sum()
+    }
+}
+
+/// A host's compaction buffer.
+#[derive(Debug, Clone)]
+pub struct Buffer<F> {
+    /// Tables, newest first.
+    pub tables: Vec<BufferTable<F>>,
+    /// True if every round that filled the host has a table: the buffer
+    /// was created with the host. Only then may a range read the tables
+    /// instead of the host.
+    pub complete: bool,
+    /// `S'`: bytes of live files when the host began draining into the next
+    /// level (seed 002 Alg. 1), the base of the retirement pace; `None`
+    /// while the host receives.
+    pub base: Option<u64>,
+}
+
+impl<F> Buffer<F> {
+    /// The same buffer with every live file turned into `G` by `f`.
+    pub fn map<G>(&self, f: impl Fn(&F) -> G) -> Buffer<G> {
+        Buffer {
+            tables: self
+                .tables
+                .iter()
+                .map(|t| BufferTable {
+                    source: t.source,
+                    slots: t
+                        .slots
+                        .iter()
+                        .map(|s| match s {
+                            Slot::Live(x) => Slot::Live(f(x)),
+                            Slot::Removed(m) => Slot::Removed(m.clone()),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            complete: self.complete,
+            base: self.base,
+        }
+    }
+}
+
+impl<F: BufferFile> Buffer<F> {
+    /// An empty buffer.
+    pub fn new(complete: bool) -> Self {
+        Buffer {
+            tables: Vec::new(),
+            complete,
+            base: None,
+        }
+    }
+
+    /// Bytes of the live files.
+    pub fn live_bytes(&self) -> u64 {
+        self.tables.iter().map(BufferTable::live_bytes).sum()
+    }
+
+    /// Bytes every round brought in, removed files included: what was
+    /// compacted into the host since it was created.
+    pub fn bytes_in(&self) -> u64 {
+        self.tables
+            .iter()
+            .flat_map(|t| &t.slots)
+            .map(Slot::size)
+            .sum()
+    }
+
+    /// Live files, newest table first.
+    pub fn live_files(&self) -> impl Iterator<Item = &F> {
+        self.tables
+            .iter()
+            .flat_map(|t| t.slots.iter().filter_map(Slot::live))
+    }
+
+    /// Removed files still marked.
+    pub fn removed_count(&self) -> usize {
+        self.tables
+            .iter()
+            .flat_map(|t| &t.slots)
+            .filter(|s| s.live().is_none())
+            .count()
+    }
+
+    /// Appends `slot`, moved down from run `source`, to the newest table if
+    /// that table is the same round: same source, and the slot lies beyond
+    /// every slot it holds (a run drains in key order). Otherwise the slot
+    /// starts a new newest table: a new source, or a run that received
+    /// data again and restarted its drain. Tables stay key-disjoint, and
+    /// every slot is newer than every slot of an older table.
+    pub fn append(&mut self, source: u64, slot: Slot<F>) {
+        if self.tables.iter().flat_map(|t| &t.slots).any(|s| s.id() == slot.id()) {
+            return;
+        }
+        let continues = self.tables.first().is_some_and(|t| {
+            t.source == source
+                && t.slots
+                    .last()
+                    .is_none_or(|last| last.largest() < slot.smallest())
+        });
+        if !continues {
+            self.tables.insert(
+                0,
+                BufferTable {
+                    source,
+                    slots: Vec::new(),
+                },
+            );
+        }
+        self.tables[0].slots.push(slot);
+    }
+
+    /// Marks file `id` removed; true if it was live.
+    pub fn remove(&mut self, id: u64) -> bool {
+        for table in &mut self.tables {
+            for slot in &mut table.slots {
+                if slot.id() == id {
+                    if let Slot::Live(f) = slot {
+                        *slot = Slot::Removed(Marker::of(f));
+                        return true;
+                    }
+                    return false;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether a range `[lo, hi]` may be read from the tables instead of the
+    /// host (Algorithm 4): the buffer is complete, some live file overlaps
+    /// the range, and no removed file does.
+    pub fn serves_range(&self, lo: &[u8], hi: Option<&[u8]>) -> bool {
+        let overlaps = |s: &Slot<F>| match hi {
+            Some(hi) => s.overlaps(lo, hi),
+            None => s.largest() >= lo,
+        };
+        let slots = || self.tables.iter().flat_map(|t| &t.slots);
+        self.complete
+            && slots().any(|s| s.live().is_some() && overlaps(s))
+            && !slots().any(|s| s.live().is_none() && overlaps(s))
+    }
+
+    /// The live files to retire, smallest largest key first, so that after
+    /// the host drains to `host_after` bytes of a capacity `capacity`,
+    /// `|B'| / S' <= |C'| / S` (seed 002 Alg. 1's pace rule). `S'` is
+    /// [`Buffer::base`], or the live bytes now if the host has not begun
+    /// draining.
+    pub fn pace(&self, host_after: u64, capacity: u64) -> Vec<u64> {
+        let base = self.base.unwrap_or_else(|| self.live_bytes());
+        let mut live: Vec<&F> = self.live_files().collect();
+        live.sort_by(|a, b| a.last_key().cmp(b.last_key()));
+        let mut bytes = self.live_bytes();
+        let mut out = Vec::new();
+        for f in live {
+            // bytes / base > host_after / capacity, in integers.
+            if (bytes as u128) * (capacity.max(1) as u128) <= (host_after as u128) * (base as u128)
+            {
+                break;
+            }
+            bytes -= f.file_size();
+            out.push(f.file_id());
+        }
+        out
+    }
+}
+
+/// Every host's buffer, by host run id.
+pub type Buffers<F> = BTreeMap<u64, Buffer<F>>;
+
+/// One change to the buffers, as the planner decides it and the engine logs
+/// it in the manifest.
+#[derive(Debug, Clone)]
+pub enum BufferChange<F> {
+    /// Creates `host`'s buffer if it has none.
+    New {
+        /// Host run id.
+        host: u64,
+        /// Whether every round of the host will have a table.
+        complete: bool,
+    },
+    /// Appends a live file to the table of round `source`.
+    Keep {
+        /// Host run id.
+        host: u64,
+        /// Round (drained run id).
+        source: u64,
+        /// The file.
+        file: F,
+    },
+    /// Appends an already removed file to the table of round `source` (a
+    /// frozen buffer keeps only the marker).
+    Mark {
+        /// Host run id.
+        host: u64,
+        /// Round (drained run id).
+        source: u64,
+        /// The marker.
+        removed: Marker,
+    },
+    /// Removes a live file (retirement or trimming).
+    Remove {
+        /// Host run id.
+        host: u64,
+        /// File number.
+        file: u64,
+    },
+    /// Drops `host`'s buffer: a merge without a buffer task wrote into the
+    /// host, so its tables no longer hold every round.
+    Drop {
+        /// Host run id.
+        host: u64,
+    },
+    /// Records `S'` for a host that begins draining.
+    Base {
+        /// Host run id.
+        host: u64,
+        /// Bytes.
+        bytes: u64,
+    },
+}
+
+impl<F> BufferChange<F> {
+    /// The same change, borrowing its file.
+    pub fn as_ref(&self) -> BufferChange<&F> {
+        match self {
+            BufferChange::New { host, complete } => BufferChange::New {
+                host: *host,
+                complete: *complete,
+            },
+            BufferChange::Keep { host, source, file } => BufferChange::Keep {
+                host: *host,
+                source: *source,
+                file,
+            },
+            BufferChange::Mark {
+                host,
+                source,
+                removed,
+            } => BufferChange::Mark {
+                host: *host,
+                source: *source,
+                removed: removed.clone(),
+            },
+            BufferChange::Remove { host, file } => BufferChange::Remove {
+                host: *host,
+                file: *file,
+            },
+            BufferChange::Drop { host } => BufferChange::Drop { host: *host },
+            BufferChange::Base { host, bytes } => BufferChange::Base {
+                host: *host,
+                bytes: *bytes,
+            },
+        }
+    }
+
+    /// The same change with its file (if it names a live one) turned into
+    /// `G` by `f`.
+    pub fn try_map<G, E>(
+        self,
+        f: impl FnOnce(F) -> std::result::Result<G, E>,
+    ) -> std::result::Result<BufferChange<G>, E> {
+        Ok(match self {
+            BufferChange::New { host, complete } => BufferChange::New { host, complete },
+            BufferChange::Keep { host, source, file } => BufferChange::Keep {
+                host,
+                source,
+                file: f(file)?,
+            },
+            BufferChange::Mark {
+                host,
+                source,
+                removed,
+            } => BufferChange::Mark {
+                host,
+                source,
+                removed,
+            },
+            BufferChange::Remove { host, file } => BufferChange::Remove { host, file },
+            BufferChange::Drop { host } => BufferChange::Drop { host },
+            BufferChange::Base { host, bytes } => BufferChange::Base { host, bytes },
+        })
+    }
+}
+
+/// Applies `changes` in order, then drops the buffers of hosts for which
+/// `host_exists` is false. A change naming a host without a buffer, or a
+/// file already removed, changes nothing: the trim pass and a compaction
+/// may remove the same file.
+pub fn apply_changes<F: BufferFile>(
+    buffers: &mut Buffers<F>,
+    changes: impl IntoIterator<Item = BufferChange<F>>,
+    host_exists: impl Fn(u64) -> bool,
+) {
+    for change in changes {
+        match change {
+            BufferChange::New { host, complete } => {
+                buffers.entry(host).or_insert_with(|| Buffer::new(complete));
+            }
+            BufferChange::Keep { host, source, file } => {
+                if let Some(b) = buffers.get_mut(&host) {
+                    b.append(source, Slot::Live(file));
+                }
+            }
+            BufferChange::Mark {
+                host,
+                source,
+                removed,
+            } => {
+                if let Some(b) = buffers.get_mut(&host) {
+                    b.append(source, Slot::Removed(removed));
+                }
+            }
+            BufferChange::Remove { host, file } => {
+                if let Some(b) = buffers.get_mut(&host) {
+                    b.remove(file);
+                }
+            }
+            BufferChange::Drop { host } => {
+                buffers.remove(&host);
+            }
+            BufferChange::Base { host, bytes } => {
+                if let Some(b) = buffers.get_mut(&host) {
+                    b.base.get_or_insert(bytes);
+                }
+            }
+        }
+    }
+    buffers.retain(|host, _| host_exists(*host));
+}
+
+/// What a task does to the buffers besides its merge (set by the `lsbm`
+/// strategy; see [`crate::plan::Plan::buffer_changes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferTask {
+    /// The input run whose files the merge moves down (`C'_i`): they join
+    /// the output run's buffer as the table of this round.
+    pub source: u64,
+    /// The output run's buffer is frozen (it holds repeated data): the
+    /// files are deleted as without a buffer, and only markers of their
+    /// ranges join it.
+    pub frozen: bool,
+    /// Live buffer files of the source run to remove now (the pace rule).
+    pub retire: Vec<u64>,
+    /// `S'` of the source run's buffer, if it begins draining with this task.
+    pub base: Option<u64>,
+}
+
+/// The rule of the trim pass (seed 002 Alg. 2), run by the engine because
+/// it reads the block cache: every `interval_ms`, a live file of any table
+/// but a host's newest with less than `threshold` of its blocks cached is
+/// removed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrimRule {
+    /// Milliseconds between passes.
+    pub interval_ms: u64,
+    /// Fraction of a file's blocks that must be cached for it to stay.
+    pub threshold: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            smallest: lo.as_bytes().to_vec(),
+            largest: hi.as_bytes().to_vec(),
+            ..FileView::default()
+        }
+    }
+
+    #[test]
+    fn rounds_make_tables_newest_first_and_removal_leaves_a_marker() {
+        let mut b = Buffer::new(true);
+        b.append(1, Slot::Live(file(11, "a", "c", 5)));
+        b.append(1, Slot::Live(file(10, "m", "p", 5)));
+        b.append(2, Slot::Live(file(20, "b", "n", 7)));
+        assert_eq!(b.tables.iter().map(|t| t.source).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(b.tables[1].slots[0].id(), 11);
+        // A run that drains again from below its progress starts a round.
+        let mut again = b.clone();
+        again.append(2, Slot::Live(file(21, "a", "b", 1)));
+        assert_eq!(again.tables.iter().map(|t| t.source).collect::<Vec<_>>(), [2, 2, 1]);
+        assert_eq!(b.live_bytes(), 17);
+        assert!(b.remove(10));
+        assert!(!b.remove(10));
+        assert_eq!(b.live_bytes(), 12);
+        assert_eq!(b.bytes_in(), 17);
+        assert!(matches!(b.tables[1].slot_for(b"o"), Some(Slot::Removed(_))));
+        assert!(b.tables[1].slot_for(b"d").is_none());
+        // A range touching the marker goes to the host; one clear of it may
+        // use the tables.
+        assert!(!b.serves_range(b"o", Some(b"z")));
+        assert!(b.serves_range(b"a", Some(b"b")));
+        assert!(!b.serves_range(b"q", Some(b"z")));
+        assert!(!b.serves_range(b"a", None));
+        b.complete = false;
+        assert!(!b.serves_range(b"a", Some(b"b")));
+    }
+
+    #[test]
+    fn pace_keeps_the_buffer_share_at_or_below_the_host_share() {
+        let mut b = Buffer::new(true);
+        for (i, k) in ["b", "d", "f", "h"].iter().enumerate() {
+            b.append(1, Slot::Live(file(i as u64, k, k, 10)));
+        }
+        b.base = Some(40);
+        // Host at 100 of 100: nothing goes; at 74: one file (30/40 <= 0.74);
+        // at 0: all, smallest largest key first.
+        assert!(b.pace(100, 100).is_empty());
+        assert_eq!(b.pace(74, 100), vec![0]);
+        assert_eq!(b.pace(0, 100), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn changes_apply_in_order_and_buffers_follow_their_hosts() {
+        let mut bufs: Buffers<FileView> = Buffers::new();
+        apply_changes(
+            &mut bufs,
+            vec![
+                BufferChange::New {
+                    host: 7,
+                    complete: true,
+                },
+                BufferChange::Keep {
+                    host: 7,
+                    source: 3,
+                    file: file(1, "a", "b", 4),
+                },
+                BufferChange::Mark {
+                    host: 7,
+                    source: 3,
+                    removed: Marker::of(&file(2, "c", "d", 4)),
+                },
+                BufferChange::Remove { host: 9, file: 1 },
+                BufferChange::Base { host: 7, bytes: 4 },
+                BufferChange::Base { host: 7, bytes: 99 },
+            ],
+            |h| h == 7,
+        );
+        let b = &bufs[&7];
+        assert_eq!((b.live_bytes(), b.bytes_in(), b.base), (4, 8, Some(4)));
+        apply_changes(&mut bufs, Vec::new(), |_| false);
+        assert!(bufs.is_empty());
+    }
+}
