@@ -155,13 +155,31 @@ impl Blsm {
         cap
     }
 
-    /// The run of `level` that receives units from above (`C_level`), or
-    /// `None` if the next unit starts a new one.
-    fn receiving<'a>(&self, view: &'a TreeView, level: usize) -> Option<&'a RunView> {
+    /// The run of `level` that receives a unit of `incoming` bytes from
+    /// above (`C_level`), or `None` if the unit starts a new one. A lone run
+    /// the unit would take past `S_level` is full: it becomes `C'`, so it
+    /// only drains once a new `C` receives, and, as no unit makes it
+    /// overfull, it does not turn back into a `C` after draining one unit
+    /// (a lone run that drained and received in turn would mix rounds).
+    /// A lone run at least as recent as the unit's (ranks tie when one
+    /// draining run filled it) must receive, as a new run would rank below
+    /// it.
+    fn receiving<'a>(
+        &self,
+        view: &'a TreeView,
+        level: usize,
+        incoming: u64,
+        incoming_order: u64,
+    ) -> Option<&'a RunView> {
         let runs = &view.level(level).runs;
         match runs.as_slice() {
             [] => None,
-            [only] if only.bytes() >= self.capacity(view.buffer_bytes, level) => None,
+            [only]
+                if only.order < incoming_order
+                    && only.bytes() + incoming > self.capacity(view.buffer_bytes, level) =>
+            {
+                None
+            }
             [newest, ..] => Some(newest),
         }
     }
@@ -180,14 +198,14 @@ impl Blsm {
             run_id: draining.id,
             file_ids: vec![unit.id],
         }];
-        let receiving = self.receiving(view, level + 1);
+        let receiving = self.receiving(view, level + 1, unit.size, draining.order);
         let buffer = self.buffer.map(|p| {
             // Repeated data: the receiving run dropped versions the rounds
             // brought, which its buffer cannot drop.
             let frozen = receiving.is_some_and(|host| {
-                view.buffers.get(&host.id).is_some_and(|b| {
-                    (host.bytes() as f64) < p.freeze * b.bytes_in() as f64
-                })
+                view.buffers
+                    .get(&host.id)
+                    .is_some_and(|b| (host.bytes() as f64) < p.freeze * b.bytes_in() as f64)
             });
             let (retire, base) = match view.buffers.get(&draining.id) {
                 Some(own) => {
@@ -234,7 +252,11 @@ impl Blsm {
 
 impl CompactionPolicy for Blsm {
     fn spec(&self) -> String {
-        let name = if self.buffer.is_some() { "lsbm" } else { "blsm" };
+        let name = if self.buffer.is_some() {
+            "lsbm"
+        } else {
+            "blsm"
+        };
         let mut s = format!("{name}:T={},l0={}", self.size_ratio, self.l0);
         if self.file_given {
             s.push_str(&format!(",file={}", self.file_size));

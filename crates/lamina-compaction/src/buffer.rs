@@ -161,7 +161,11 @@ impl<F: BufferFile> BufferTable<F> {
 
     /// Bytes of the live files.
     pub fn live_bytes(&self) -> u64 {
-        self.slots.iter().filter_map(Slot::live).map(F::file_size).sum()
+        self.slots
+            .iter()
+            .filter_map(Slot::live)
+            .map(F::file_size)
+            .sum()
     }
 }
 
@@ -253,7 +257,12 @@ impl<F: BufferFile> Buffer<F> {
     /// data again and restarted its drain. Tables stay key-disjoint, and
     /// every slot is newer than every slot of an older table.
     pub fn append(&mut self, source: u64, slot: Slot<F>) {
-        if self.tables.iter().flat_map(|t| &t.slots).any(|s| s.id() == slot.id()) {
+        if self
+            .tables
+            .iter()
+            .flat_map(|t| &t.slots)
+            .any(|s| s.id() == slot.id())
+        {
             return;
         }
         let continues = self.tables.first().is_some_and(|t| {
@@ -543,12 +552,18 @@ mod tests {
         b.append(1, Slot::Live(file(11, "a", "c", 5)));
         b.append(1, Slot::Live(file(10, "m", "p", 5)));
         b.append(2, Slot::Live(file(20, "b", "n", 7)));
-        assert_eq!(b.tables.iter().map(|t| t.source).collect::<Vec<_>>(), [2, 1]);
+        assert_eq!(
+            b.tables.iter().map(|t| t.source).collect::<Vec<_>>(),
+            [2, 1]
+        );
         assert_eq!(b.tables[1].slots[0].id(), 11);
         // A run that drains again from below its progress starts a round.
         let mut again = b.clone();
         again.append(2, Slot::Live(file(21, "a", "b", 1)));
-        assert_eq!(again.tables.iter().map(|t| t.source).collect::<Vec<_>>(), [2, 2, 1]);
+        assert_eq!(
+            again.tables.iter().map(|t| t.source).collect::<Vec<_>>(),
+            [2, 2, 1]
+        );
         assert_eq!(b.live_bytes(), 17);
         assert!(b.remove(10));
         assert!(!b.remove(10));
@@ -573,10 +588,11 @@ mod tests {
             b.append(1, Slot::Live(file(i as u64, k, k, 10)));
         }
         b.base = Some(40);
-        // Host at 100 of 100: nothing goes; at 74: one file (30/40 <= 0.74);
+        // Host at 100 of 100: nothing goes; at 75: one file (30/40 <= 0.75);
         // at 0: all, smallest largest key first.
         assert!(b.pace(100, 100).is_empty());
-        assert_eq!(b.pace(74, 100), vec![0]);
+        assert_eq!(b.pace(75, 100), vec![0]);
+        assert_eq!(b.pace(74, 100), vec![0, 1]);
         assert_eq!(b.pace(0, 100), vec![0, 1, 2, 3]);
     }
 

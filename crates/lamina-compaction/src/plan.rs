@@ -258,7 +258,10 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     }
     if let Some(b) = &task.buffer {
         if !inputs.iter().any(|i| i.run_id == b.source) {
-            return Err(invalid(task, format!("buffer source run {} is not an input", b.source)));
+            return Err(invalid(
+                task,
+                format!("buffer source run {} is not an input", b.source),
+            ));
         }
     }
     inputs.sort_by_key(|i| i.position);

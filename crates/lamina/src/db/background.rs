@@ -332,11 +332,15 @@ impl Inner {
             .iter()
             .map(|a| a.meta.tombstones)
             .sum();
-        let (kept, retired) = outcome.edit.buffer.iter().fold((0, 0), |(k, r), c| match c {
-            BufferChange::Keep { .. } => (k + 1, r),
-            BufferChange::Remove { .. } => (k, r + 1),
-            _ => (k, r),
-        });
+        let (kept, retired) = outcome
+            .edit
+            .buffer
+            .iter()
+            .fold((0, 0), |(k, r), c| match c {
+                BufferChange::Keep { .. } => (k + 1, r),
+                BufferChange::Remove { .. } => (k, r + 1),
+                _ => (k, r),
+            });
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;

@@ -109,25 +109,16 @@ impl Inner {
     /// within `[lo, hi]` (`hi` `None`: unbounded): a run whose compaction
     /// buffer serves the range is read from the buffer's tables instead
     /// (seed 002 Alg. 4).
-    pub(super) fn merged(&self, sv: &SuperVersion, lo: &[u8], hi: Option<&[u8]>) -> MergingIterator {
+    pub(super) fn merged(
+        &self,
+        sv: &SuperVersion,
+        lo: &[u8],
+        hi: Option<&[u8]>,
+    ) -> MergingIterator {
         let mut children = memtable_iters(sv);
         let run_iter = |files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
             Box::new(RunIterator::new(files, Arc::clone(&self.loader), true))
         };
-        if let Ok(k) = std::env::var("DBGKEY") {
-            let k = k.as_bytes();
-            for (l, r) in sv.version.runs_newest_first() {
-                let fs: Vec<String> = r.files.iter().filter(|f| f.smallest.as_slice() <= k && k <= f.largest.as_slice()).map(|f| format!("{}[{}..{}]s{}-{}", f.id, String::from_utf8_lossy(&f.smallest), String::from_utf8_lossy(&f.largest), f.smallest_seq, f.largest_seq)).collect();
-                eprintln!("DBGT L{l} run {} order {}: {}", r.id, r.order, fs.join(" "));
-                if let Some(b) = sv.version.buffers.get(&r.id) {
-                    eprintln!("DBGT   complete {} serves {}", b.complete, b.serves_range(lo, hi));
-                    for t in &b.tables {
-                        let fs: Vec<String> = t.slots.iter().filter(|f| f.smallest() <= k && k <= f.largest()).map(|f| format!("{}{}[{}..{}]{}", if f.live().is_some() {""} else {"X"}, f.id(), String::from_utf8_lossy(f.smallest()), String::from_utf8_lossy(f.largest()), f.live().map_or(String::new(), |m| format!("s{}-{}", m.smallest_seq, m.largest_seq)))).collect();
-                        eprintln!("DBGT    table src {}: {}", t.source, fs.join(" "));
-                    }
-                }
-            }
-        }
         for (_, run) in sv.version.runs_newest_first() {
             match sv.version.buffers.get(&run.id) {
                 Some(b) if b.serves_range(lo, hi) => {

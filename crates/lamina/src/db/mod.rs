@@ -36,7 +36,9 @@ use crate::options::{Options, SyncMode};
 use crate::record::append_record;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
-use crate::stats::{thread_cpu_time, BufferStats, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS};
+use crate::stats::{
+    thread_cpu_time, BufferStats, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS,
+};
 use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::vfs::{DirLock, Vfs, WritableFile};
