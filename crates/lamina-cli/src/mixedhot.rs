@@ -173,7 +173,7 @@ impl MixedHot<'_> {
                 );
                 writeln!(
                     f,
-                    "second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,compactions,cache_invalidated_blocks"
+                    "second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks"
                 )?;
                 Some(f)
             }
@@ -287,11 +287,16 @@ fn write_sample(
             };
             writeln!(
                 f,
-                "{second},{reads},{writes},{ratio},{},{},{},{}",
-                a.block_cache_usage, a.disk_bytes, a.compactions, a.cache_invalidated_blocks
+                "{second},{reads},{writes},{ratio},{},{},{},{},{},{}",
+                a.block_cache_usage,
+                a.disk_bytes,
+                a.buffer.bytes,
+                a.compactions,
+                a.compaction_bytes_written,
+                a.cache_invalidated_blocks
             )?;
         }
-        _ => writeln!(f, "{second},{reads},{writes},,,,,")?,
+        _ => writeln!(f, "{second},{reads},{writes},,,,,,,")?,
     }
     Ok(())
 }

@@ -217,13 +217,13 @@ fn mixedhot_writes_a_per_second_series() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,compactions,cache_invalidated_blocks")
+        Some("second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 3, "{text}");
     let mut writes = 0u64;
     for (i, r) in rows.iter().enumerate() {
-        assert_eq!(r.len(), 8, "{text}");
+        assert_eq!(r.len(), 10, "{text}");
         assert_eq!(r[0], (i + 1).to_string());
         assert!(r[1].parse::<u64>().unwrap() > 0, "no reads: {text}");
         writes += r[2].parse::<u64>().unwrap();

@@ -109,6 +109,8 @@ fn an_io_error_at_any_operation_under_stack_policies() {
         "tiered:b=2",
         "bigtable:k=3",
         "leveled:b0=2,b=2,file=2048",
+        // LSbM's compaction buffer (seed 002): its records in the manifest.
+        "lsbm:T=2,l0=1,file=2048,trim=1",
         // Partitioned merges (seed 000 ch. 5): moves, parallel sub-merges.
         "tiered:b=2,partition=global,theta=1024,subcompactions=2",
         "binomial:k=2,partition=local,theta=1024,subcompactions=2",

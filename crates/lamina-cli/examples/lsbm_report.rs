@@ -1,0 +1,176 @@
+//! Summarizes and plots the LSbM experiment (`experiments/lsbm/run.sh`):
+//! reads the per-second series `DIR/SYSTEM-DIST.csv` that
+//! `lamina bench --benchmarks=fillrandom,mixedhot --timeseries` wrote, and
+//! writes `DIR/summary.json`, `DIR/results.md` and one chart per figure
+//! (`DIR/fig-DIST-{hit_ratio,read_qps,db_mb}.svg`, one curve per system).
+//!
+//! Usage: `lsbm_report DIR WARMUP_SECONDS SYSTEM,... DIST,...`. Means skip
+//! the first `WARMUP_SECONDS` of each series (the cache fills from cold).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use lamina_sim::plot::{plot_lines, Curve, LinesOptions};
+
+/// One second of a series.
+struct Sample {
+    second: f64,
+    read_qps: f64,
+    write_qps: f64,
+    hit_ratio: Option<f64>,
+    db_bytes: f64,
+    buffer_bytes: f64,
+    compaction_bytes_written: f64,
+    cache_invalidated_blocks: f64,
+}
+
+fn read_series(path: &Path) -> Result<Vec<Sample>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .with_context(|| format!("{}: no column {name}", path.display()))
+    };
+    let cols = [
+        col("second")?,
+        col("read_qps")?,
+        col("write_qps")?,
+        col("hit_ratio")?,
+        col("db_bytes")?,
+        col("buffer_bytes")?,
+        col("compaction_bytes_written")?,
+        col("cache_invalidated_blocks")?,
+    ];
+    let mut out = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let num = |i: usize| -> Result<f64> {
+            f.get(cols[i])
+                .and_then(|v| v.parse().ok())
+                .with_context(|| format!("{}: bad line {line:?}", path.display()))
+        };
+        out.push(Sample {
+            second: num(0)?,
+            read_qps: num(1)?,
+            write_qps: num(2)?,
+            hit_ratio: num(3).ok(),
+            db_bytes: num(4)?,
+            buffer_bytes: num(5)?,
+            compaction_bytes_written: num(6)?,
+            cache_invalidated_blocks: num(7)?,
+        });
+    }
+    if out.is_empty() {
+        bail!("{}: no samples", path.display());
+    }
+    Ok(out)
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0u64), |(s, n), v| (s + v, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
+    }
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [dir, warmup, systems, dists] = args.as_slice() else {
+        bail!("usage: lsbm_report DIR WARMUP_SECONDS SYSTEM,... DIST,...");
+    };
+    let dir = Path::new(dir);
+    let warmup: f64 = warmup.parse().context("WARMUP_SECONDS")?;
+    let systems: Vec<&str> = systems.split(',').collect();
+    let dists: Vec<&str> = dists.split(',').collect();
+    let mut summary: BTreeMap<String, BTreeMap<String, BTreeMap<&str, f64>>> = BTreeMap::new();
+    let mut md = String::from(
+        "| dist | system | hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for dist in &dists {
+        let mut charts: [Vec<Curve>; 3] = Default::default();
+        for system in &systems {
+            let series = read_series(&dir.join(format!("{system}-{dist}.csv")))?;
+            let steady: Vec<&Sample> = series.iter().filter(|s| s.second > warmup).collect();
+            let (first, last) = match (steady.first(), steady.last()) {
+                (Some(f), Some(l)) => (*f, *l),
+                _ => bail!("{system}-{dist}: no sample after {warmup} s"),
+            };
+            let row = BTreeMap::from([
+                ("hit_ratio", mean(steady.iter().filter_map(|s| s.hit_ratio))),
+                ("read_qps", mean(steady.iter().map(|s| s.read_qps))),
+                ("write_qps", mean(steady.iter().map(|s| s.write_qps))),
+                (
+                    "compaction_bytes_written",
+                    last.compaction_bytes_written - first.compaction_bytes_written,
+                ),
+                ("db_bytes_mean", mean(steady.iter().map(|s| s.db_bytes))),
+                (
+                    "buffer_bytes_mean",
+                    mean(steady.iter().map(|s| s.buffer_bytes)),
+                ),
+                (
+                    "cache_invalidations",
+                    last.cache_invalidated_blocks - first.cache_invalidated_blocks,
+                ),
+                ("seconds", last.second - first.second + 1.0),
+            ]);
+            md.push_str(&format!(
+                "| {dist} | {system} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
+                row["hit_ratio"],
+                row["read_qps"],
+                row["write_qps"],
+                row["compaction_bytes_written"] / 1e6,
+                row["db_bytes_mean"] / 1e6,
+                row["buffer_bytes_mean"] / 1e6,
+                row["cache_invalidations"],
+            ));
+            summary
+                .entry(system.to_string())
+                .or_default()
+                .insert(dist.to_string(), row);
+            let curve = |y: &dyn Fn(&Sample) -> Option<f64>| Curve {
+                label: system.to_string(),
+                points: series
+                    .iter()
+                    .filter_map(|s| y(s).map(|v| (s.second, v)))
+                    .collect(),
+            };
+            charts[0].push(curve(&|s| s.hit_ratio));
+            charts[1].push(curve(&|s| Some(s.read_qps)));
+            charts[2].push(curve(&|s| Some(s.db_bytes / 1e6)));
+        }
+        for ((name, y_desc), curves) in [
+            ("hit_ratio", "block-cache hit ratio (data blocks)"),
+            ("read_qps", "reads per second"),
+            ("db_mb", "database size on disk (MB)"),
+        ]
+        .into_iter()
+        .zip(&charts)
+        {
+            let opts = LinesOptions {
+                x_desc: "time (s)".into(),
+                y_desc: y_desc.into(),
+                log_x: false,
+                width: 900,
+                height: 500,
+            };
+            let path = dir.join(format!("fig-{dist}-{name}.svg"));
+            plot_lines(&path, &format!("{dist}: {y_desc}"), curves, &opts)
+                .with_context(|| format!("plotting {}", path.display()))?;
+        }
+    }
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary)? + "\n",
+    )?;
+    std::fs::write(dir.join("results.md"), &md)?;
+    print!("{md}");
+    Ok(())
+}

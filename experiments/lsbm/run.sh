@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Seed 002 (LSbM) figures 11-17 at this machine's scale: every system
+# (leveling, blsm, lsbm, smtree) under the mixed workload with each read
+# distribution (RangeHot point reads, Zipfian point reads, RangeHot range
+# scans), on an emulated hard disk (1 ms per seeking read). Writes the
+# per-second series, summary.json, results.md and the charts to
+# experiments/lsbm/results/ (or $OUT).
+# Usage: experiments/lsbm/run.sh [--quick]   (--quick: about 4 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-experiments/lsbm/results}
+if [[ "${1:-}" == "--quick" ]]; then
+    NUM=40000 BUFFER=1048576 CACHE=16777216 DURATION=15 WARMUP=3 RATE=500 TRIM=1000
+else
+    NUM=400000 BUFFER=4194304 CACHE=134217728 DURATION=${DURATION:-150} WARMUP=20 RATE=1000 TRIM=5000
+fi
+SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm,smtree}
+DISTS=${DISTS:-rangehot,zipfian,rangescan}
+cargo build --release -q -p lamina-cli --bin lamina --example lsbm_report
+mkdir -p "$OUT"
+# Each run gets a directory this script creates, and only those are deleted.
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/lamina-lsbm.XXXXXX")
+trap 'rm -rf "$SCRATCH"' EXIT
+FILE=$((BUFFER))
+spec() {
+    case $1 in
+        leveling) echo "leveling:T=10,l0=2" ;;
+        blsm) echo "blsm:T=10,l0=2,file=$FILE" ;;
+        lsbm) echo "lsbm:T=10,l0=2,file=$FILE,trim=$TRIM,keep=0.8" ;;
+        smtree) echo "smtree:T=10" ;;
+    esac
+}
+for dist in ${DISTS//,/ }; do
+    case $dist in
+        rangehot) READ=(--read_dist=rangehot:0.15:0.98) ;;
+        zipfian) READ=(--read_dist=zipfian:0.999) ;;
+        # 100 KB per scan, as the paper's range queries.
+        rangescan) READ=(--read_dist=rangehot:0.15:0.98 --scan_entries=100) ;;
+    esac
+    for system in ${SYSTEMS//,/ }; do
+        echo "== $system $dist" >&2
+        target/release/lamina bench --db "$SCRATCH/$system-$dist" \
+            --benchmarks=fillrandom,mixedhot --num=$NUM --value_size=1000 \
+            --write_buffer_size=$BUFFER --cache_size=$CACHE --bloom_bits=15 \
+            --threads=8 --duration=$DURATION --write_rate=$RATE "${READ[@]}" \
+            --compaction="$(spec $system)" --read_miss_latency_us=1000 \
+            --timeseries="$OUT/$system-$dist.csv" --stats-json="$OUT/$system-$dist.json" \
+            > "$OUT/$system-$dist.txt"
+        rm -rf "${SCRATCH:?}/$system-$dist"
+    done
+done
+target/release/examples/lsbm_report "$OUT" $WARMUP "$SYSTEMS" "$DISTS"
