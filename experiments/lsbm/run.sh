@@ -5,14 +5,15 @@
 # scans), on an emulated hard disk (1 ms per seeking read). Writes the
 # per-second series, summary.json, results.md and the charts to
 # experiments/lsbm/results/ (or $OUT).
-# Usage: experiments/lsbm/run.sh [--quick]   (--quick: about 4 minutes)
+# Usage: experiments/lsbm/run.sh [--quick]
+#   full: about 35 minutes on 2 cores; --quick: about 3 minutes (same files).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-experiments/lsbm/results}
 if [[ "${1:-}" == "--quick" ]]; then
-    NUM=40000 BUFFER=1048576 CACHE=16777216 DURATION=15 WARMUP=3 RATE=500 TRIM=1000
+    NUM=20000 BUFFER=1048576 CACHE=8388608 DURATION=8 WARMUP=2 RATE=500 TRIM=1000
 else
-    NUM=400000 BUFFER=4194304 CACHE=134217728 DURATION=${DURATION:-150} WARMUP=20 RATE=1000 TRIM=5000
+    NUM=200000 BUFFER=2097152 CACHE=67108864 DURATION=${DURATION:-100} WARMUP=15 RATE=1000 TRIM=5000
 fi
 SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm,smtree}
 DISTS=${DISTS:-rangehot,zipfian,rangescan}

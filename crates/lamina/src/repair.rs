@@ -22,6 +22,12 @@
 //!    writes the new manifest and `CURRENT`, so that a crash at any point
 //!    leaves a directory that repair can be run on again.
 //!
+//! Tables that only an LSbM compaction buffer holds (known when the
+//! manifest can still be read) are not salvaged: they are older copies of
+//! the tree's data and could bring back keys deleted since. With the
+//! manifest lost they cannot be told apart, and a key deleted while such a
+//! copy existed may come back (docs/reliability.md).
+//!
 //! Files with names lamina does not write are not touched.
 
 use std::collections::HashSet;
@@ -123,6 +129,22 @@ impl fmt::Display for RepairReport {
     }
 }
 
+/// Tables that the manifest, if it can be read, lists only in compaction
+/// buffers.
+fn buffer_only_tables(vfs: &dyn Vfs, dir: &Path) -> HashSet<u64> {
+    match crate::manifest::recover(vfs, dir) {
+        Ok(Some((version, _, _))) => {
+            let in_runs: HashSet<u64> = version.files().map(|(_, _, f)| f.id).collect();
+            version
+                .live_files()
+                .map(|f| f.id)
+                .filter(|id| !in_runs.contains(id))
+                .collect()
+        }
+        _ => HashSet::new(),
+    }
+}
+
 /// Rebuilds the database in `dir`; see the module docs. `opts` gives the
 /// file system and the table format of the new files.
 pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
@@ -159,8 +181,14 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     ));
     let mut report = RepairReport::default();
 
+    // Files only an LSbM compaction buffer holds are copies of data the
+    // tree already has, some older than what the tree kept (a buffer can
+    // hold a value whose tombstone the tree dropped): salvaged as data, they
+    // could bring deleted keys back. A readable manifest names them; they go
+    // to `lost/` with the other old files.
+    let buffer_only = buffer_only_tables(vfs.as_ref(), dir);
     let mut kept: Vec<FileMeta> = Vec::new();
-    for &n in &tables {
+    for &n in tables.iter().filter(|n| !buffer_only.contains(n)) {
         match check_table(&loader, n) {
             Ok(meta) => kept.push(meta),
             // Damage drops the table; any other failure (an I/O error) stops
