@@ -106,6 +106,29 @@ fn workloads_through_exec_survive_restart() {
     check(&exec(&dir, &[], r.dsl), &r.expect);
 }
 
+/// Seed 002's systems answer the CS265 workloads as the oracle says (as
+/// leveling does), across restarts: bLSM, LSbM (its compaction buffer
+/// trimmed every 10 ms) and SM-tree.
+#[test]
+fn workloads_through_exec_under_seed_002_strategies() {
+    for spec in [
+        "blsm:T=3,l0=2,file=8192",
+        "lsbm:T=3,l0=2,file=8192,trim=10",
+        "smtree:T=3",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let args = [SMALL_BUFFER, &["--compaction", spec]].concat();
+        let mut oracle = BTreeMap::new();
+        let w = workload(&mixed(21), tmp.path(), &mut oracle);
+        check(&exec(&dir, &args, w.dsl), &w.expect);
+        let w = workload(&with_loads(22), tmp.path(), &mut oracle);
+        check(&exec(&dir, &args, w.dsl), &w.expect);
+        let r = readback(&oracle, sample_keys(&oracle), KEY_MIN, KEY_MAX + 1);
+        check(&exec(&dir, &args, r.dsl), &r.expect);
+    }
+}
+
 #[test]
 fn concurrent_clients_with_disjoint_key_sets() {
     let tmp = tempfile::tempdir().unwrap();
