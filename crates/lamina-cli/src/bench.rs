@@ -149,7 +149,7 @@ pub struct BenchArgs {
     /// that does not continue the previous read of that file (point lookups'
     /// cache misses; a compaction reading a file front to back seeks once):
     /// an emulated hard disk, as in seed 002, on a fast device; 0 adds
-    /// nothing. lamina only.
+    /// nothing. Off while `fill*` benchmarks load the data. lamina only.
     #[arg(long = "read_miss_latency_us", value_name = "US", default_value_t = 0)]
     pub read_miss_latency_us: u64,
     /// mixedhot: seconds it runs.
@@ -259,11 +259,14 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     if let Some(n) = args.compaction_threads {
         opts.compaction_threads = n;
     }
-    if args.read_miss_latency_us > 0 {
-        opts.vfs = std::sync::Arc::new(lamina::vfs::SlowReads::new(
+    let slow = (args.read_miss_latency_us > 0).then(|| {
+        std::sync::Arc::new(lamina::vfs::SlowReads::new(
             std::sync::Arc::new(lamina::vfs::OsFs),
             std::time::Duration::from_micros(args.read_miss_latency_us),
-        ));
+        ))
+    });
+    if let Some(slow) = &slow {
+        opts.vfs = slow.clone();
     }
     opts.validate().map_err(|e| {
         let flag = match e.field {
@@ -292,7 +295,13 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");
     let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
-    run_benchmarks(args, benchmarks, &db, &|| print_stats(&db.stats()))?;
+    // The emulated disk's latency is off while a fill loads the data.
+    let emulate = |name: &str| {
+        if let Some(slow) = &slow {
+            slow.set_enabled(!name.starts_with("fill"));
+        }
+    };
+    run_benchmarks(args, benchmarks, &db, &|| print_stats(&db.stats()), &emulate)?;
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(&db.stats())?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -323,9 +332,13 @@ fn run_fjall(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
             sync: args.sync,
         },
     )?;
-    run_benchmarks(args, benchmarks, &store, &|| {
-        println!("** fjall: no statistics **")
-    })?;
+    run_benchmarks(
+        args,
+        benchmarks,
+        &store,
+        &|| println!("** fjall: no statistics **"),
+        &|_| {},
+    )?;
     store.close()
 }
 
@@ -334,12 +347,14 @@ fn run_fjall(_: &BenchArgs, _: &[&str]) -> Result<()> {
     bail!("--engine fjall needs a lamina built with `--features peer-fjall`")
 }
 
-/// Runs `benchmarks` in order on `store`; `stats` calls `print_stats`.
+/// Runs `benchmarks` in order on `store`; `stats` calls `print_stats`,
+/// `starting` is told each benchmark's name before it runs.
 fn run_benchmarks(
     args: &BenchArgs,
     benchmarks: &[&str],
     store: &dyn Store,
     print_stats: &dyn Fn(),
+    starting: &dyn Fn(&str),
 ) -> Result<()> {
     let bench = Bench::new(args, store);
     for &name in benchmarks {
@@ -347,6 +362,7 @@ fn run_benchmarks(
             print_stats();
             continue;
         }
+        starting(name);
         let report = bench.run(name)?;
         report.print(name);
     }
@@ -644,7 +660,7 @@ impl<'a> Bench<'a> {
         let ops = if reverse {
             self.db.scan_rev(None, self.reads, &mut visit)?
         } else {
-            self.db.scan(None, self.reads, &mut visit)?
+            self.db.scan(None, None, self.reads, &mut visit)?
         };
         st.finish = Instant::now();
         st.ops = ops;
@@ -665,7 +681,7 @@ impl<'a> Bench<'a> {
             // (from the sought one on, as before).
             let mut i = 0u64;
             self.db
-                .scan(Some(&key), self.args.seek_nexts.max(1), &mut |k, v| {
+                .scan(Some(&key), None, self.args.seek_nexts.max(1), &mut |k, v| {
                     if i == 0 && k == key.as_slice() {
                         found += 1;
                     }

@@ -127,13 +127,14 @@ impl Store for FjallStore {
     fn scan(
         &self,
         start: Option<&[u8]>,
+        end: Option<&[u8]>,
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64> {
-        match start {
-            Some(s) => visit_first(self.part.range(s.to_vec()..), limit, visit),
-            None => visit_first(self.part.iter(), limit, visit),
-        }
+        use std::ops::Bound;
+        let lo = start.map_or(Bound::Unbounded, |s| Bound::Included(s.to_vec()));
+        let hi = end.map_or(Bound::Unbounded, |e| Bound::Excluded(e.to_vec()));
+        visit_first(self.part.range((lo, hi)), limit, visit)
     }
 
     fn scan_rev(

@@ -77,10 +77,13 @@ pub trait Store: Sync {
     /// Deletes `key`.
     fn delete(&self, key: &[u8]) -> Result<()>;
     /// Calls `visit` on up to `limit` entries in key order from the first
-    /// key `>= start` (from the first key with `None`); returns how many.
+    /// key `>= start` (from the first key with `None`) and below `end` (no
+    /// bound with `None`); returns how many. A bounded range lets lamina
+    /// read it from a compaction buffer (seed 002 Alg. 4).
     fn scan(
         &self,
         start: Option<&[u8]>,
+        end: Option<&[u8]>,
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64>;
@@ -139,6 +142,7 @@ impl Store for Db {
     fn scan(
         &self,
         start: Option<&[u8]>,
+        end: Option<&[u8]>,
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64> {
@@ -146,7 +150,8 @@ impl Store for Db {
             return Ok(0);
         }
         let lo = start.map_or(Bound::Unbounded, Bound::Included);
-        visit_first(Db::scan(self, lo, Bound::Unbounded)?, limit, visit)
+        let hi = end.map_or(Bound::Unbounded, Bound::Excluded);
+        visit_first(Db::scan(self, lo, hi)?, limit, visit)
     }
 
     fn scan_rev(
@@ -219,7 +224,7 @@ pub fn apply(
         KvOp::Scan { start, len } => {
             encode_key(key, start);
             let mut bytes = 0;
-            let n = db.scan(Some(key), len, &mut |k, v| {
+            let n = db.scan(Some(key), None, len, &mut |k, v| {
                 bytes += (k.len() + v.len()) as u64
             })?;
             Outcome {

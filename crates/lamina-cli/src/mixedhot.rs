@@ -191,12 +191,18 @@ impl MixedHot<'_> {
                 handles.push(s.spawn(move || -> Result<()> {
                     let mut rng = SmallRng::seed_from_u64(self.seed.wrapping_add(t as u64));
                     let mut key = key_buffer(self.key_size);
+                    let mut end = key_buffer(self.key_size);
                     while !stop.load(Ordering::Relaxed) {
-                        encode_key(&mut key, chooser.next(&mut rng));
+                        let k = chooser.next(&mut rng);
+                        encode_key(&mut key, k);
                         if self.scan_entries == 0 {
                             store.get(&key)?;
                         } else {
-                            store.scan(Some(&key), self.scan_entries, &mut |_, _| {})?;
+                            // A range of `scan_entries` keys of the dense
+                            // key space, as the paper's fixed-length range
+                            // queries: bounded, so a buffer may serve it.
+                            encode_key(&mut end, k.saturating_add(self.scan_entries));
+                            store.scan(Some(&key), Some(&end), self.scan_entries, &mut |_, _| {})?;
                         }
                         reads.fetch_add(1, Ordering::Relaxed);
                     }

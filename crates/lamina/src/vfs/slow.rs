@@ -8,7 +8,7 @@
 //! unchanged.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ pub struct SlowReads {
     inner: Arc<dyn Vfs>,
     latency: Duration,
     seeks: Arc<AtomicU64>,
+    enabled: Arc<AtomicBool>,
 }
 
 impl SlowReads {
@@ -32,7 +33,15 @@ impl SlowReads {
             inner,
             latency,
             seeks: Arc::new(AtomicU64::new(0)),
+            enabled: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// Turns the latency on or off for every file, open or opened later
+    /// (a benchmark loads its data at the device's speed, then reads on
+    /// the emulated disk).
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
     }
 
     /// Reads that paid the latency so far.
@@ -46,6 +55,7 @@ struct SlowFile {
     inner: Arc<dyn RandomAccessFile>,
     latency: Duration,
     seeks: Arc<AtomicU64>,
+    enabled: Arc<AtomicBool>,
     /// Where the last read ended (`u64::MAX`: none yet).
     head: AtomicU64,
 }
@@ -53,7 +63,8 @@ struct SlowFile {
 impl RandomAccessFile for SlowFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let end = offset.saturating_add(buf.len() as u64);
-        if self.head.swap(end, Ordering::Relaxed) != offset {
+        if self.head.swap(end, Ordering::Relaxed) != offset && self.enabled.load(Ordering::Relaxed)
+        {
             self.seeks.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(self.latency);
         }
@@ -79,6 +90,7 @@ impl Vfs for SlowReads {
             inner: self.inner.open_read(path)?,
             latency: self.latency,
             seeks: Arc::clone(&self.seeks),
+            enabled: Arc::clone(&self.enabled),
             head: AtomicU64::new(u64::MAX),
         }))
     }
@@ -146,6 +158,13 @@ mod tests {
         file.read_exact_at(&mut buf, 6).unwrap();
         assert_eq!((&head, &buf), (b"hello ", b"world"));
         assert_eq!(slow.seeks(), 6);
+        // Turned off, even seeking reads of files already open pass.
+        slow.set_enabled(false);
+        file.read_exact_at(&mut buf, 6).unwrap();
+        assert_eq!(slow.seeks(), 6);
+        slow.set_enabled(true);
+        file.read_exact_at(&mut buf, 6).unwrap();
+        assert_eq!(slow.seeks(), 7);
         // Everything else passes through.
         assert!(slow.exists(path));
         assert_eq!(slow.read_all(path).unwrap(), b"hello world");
