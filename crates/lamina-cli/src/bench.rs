@@ -301,7 +301,13 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
             slow.set_enabled(!name.starts_with("fill"));
         }
     };
-    run_benchmarks(args, benchmarks, &db, &|| print_stats(&db.stats()), &emulate)?;
+    run_benchmarks(
+        args,
+        benchmarks,
+        &db,
+        &|| print_stats(&db.stats()),
+        &emulate,
+    )?;
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(&db.stats())?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -680,8 +686,11 @@ impl<'a> Bench<'a> {
             // The sought entry, then seek_nexts entries' bytes counted
             // (from the sought one on, as before).
             let mut i = 0u64;
-            self.db
-                .scan(Some(&key), None, self.args.seek_nexts.max(1), &mut |k, v| {
+            self.db.scan(
+                Some(&key),
+                None,
+                self.args.seek_nexts.max(1),
+                &mut |k, v| {
                     if i == 0 && k == key.as_slice() {
                         found += 1;
                     }
@@ -689,7 +698,8 @@ impl<'a> Bench<'a> {
                         bytes += (k.len() + v.len()) as u64;
                     }
                     i += 1;
-                })?;
+                },
+            )?;
         }
         st.finish = Instant::now();
         st.ops = self.reads;

@@ -202,7 +202,12 @@ impl MixedHot<'_> {
                             // key space, as the paper's fixed-length range
                             // queries: bounded, so a buffer may serve it.
                             encode_key(&mut end, k.saturating_add(self.scan_entries));
-                            store.scan(Some(&key), Some(&end), self.scan_entries, &mut |_, _| {})?;
+                            store.scan(
+                                Some(&key),
+                                Some(&end),
+                                self.scan_entries,
+                                &mut |_, _| {},
+                            )?;
                         }
                         reads.fetch_add(1, Ordering::Relaxed);
                     }

@@ -15,8 +15,8 @@
 //! keeps LevelDB's flushed runs; once it holds more than `S_0` bytes its
 //! oldest run drains into level 1 a file at a time, in key order.
 //!
-//! One task per level over capacity, shallowest first, so a step cascades
-//! down to the first level with room (one unit per level per step).
+//! One task per level over capacity, deepest first (see `pick`
+//! in the `CompactionPolicy` impl), one unit per level per step.
 //! Capacities: `S_0 = l0 × buffer`, `S_i = S_0 × T^i`.
 //!
 //! `lsbm` is the same tree with LSbM's compaction buffer (seed 002 §4,
@@ -278,8 +278,16 @@ impl CompactionPolicy for Blsm {
         Some(self.size_ratio as f64)
     }
 
+    /// Deepest level first: an engine with one compaction thread takes the
+    /// first task, and shallowest-first would let level 0's units merge
+    /// into an ever larger `C_1` while level 1 never drains (the unit
+    /// merges then rewrite all of it: 26× write amplification at 100 MB,
+    /// and growing). Deepest first, a level drains before the one above
+    /// it fills it further, as the paper's gear scheduler paces them; the
+    /// writers wait on level 0 meanwhile.
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
         (0..view.levels.len())
+            .rev()
             .filter_map(|level| {
                 let bytes = view.level(level).bytes();
                 (bytes > self.capacity(view.buffer_bytes, level))

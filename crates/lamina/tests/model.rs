@@ -63,6 +63,24 @@ fn expected_range(
 
 const LEVELING: &str = "leveling:T=3,l0=2";
 
+/// A scan of `[lo, hi]` both ways equals the oracle's range.
+fn check_scans(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, what: &str) {
+    let got: Vec<_> = db
+        .scan(as_ref(lo), as_ref(hi))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let mut expected = expected_range(model, lo, hi);
+    assert_eq!(got, expected, "{what} scan");
+    let rev: Vec<_> = db
+        .scan_rev(as_ref(lo), as_ref(hi))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    expected.reverse();
+    assert_eq!(rev, expected, "{what} scan_rev");
+}
+
 fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
@@ -113,20 +131,7 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
             }
             80..=89 => {
                 let (lo, hi) = (bound(&mut rng, space), bound(&mut rng, space));
-                let got: Vec<_> = db
-                    .scan(as_ref(&lo), as_ref(&hi))
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
-                let mut expected = expected_range(&model, &lo, &hi);
-                assert_eq!(got, expected, "seed {seed} step {step} scan");
-                let rev: Vec<_> = db
-                    .scan_rev(as_ref(&lo), as_ref(&hi))
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
-                expected.reverse();
-                assert_eq!(rev, expected, "seed {seed} step {step} scan_rev");
+                check_scans(&db, &model, &lo, &hi, &format!("seed {seed} step {step}"));
             }
             90..=92 => {
                 if snapshots.len() < 4 {
@@ -552,20 +557,7 @@ fn lsbm_buffer_answers_reads_like_the_oracle() {
                     Bound::Included(key(lo)),
                     Bound::Excluded(key(lo + rng.gen_range(1..40))),
                 );
-                let got: Vec<_> = db
-                    .scan(as_ref(&lo), as_ref(&hi))
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
-                let mut expected = expected_range(&model, &lo, &hi);
-                assert_eq!(got, expected, "step {step} scan");
-                let rev: Vec<_> = db
-                    .scan_rev(as_ref(&lo), as_ref(&hi))
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
-                expected.reverse();
-                assert_eq!(rev, expected, "step {step} scan_rev");
+                check_scans(&db, &model, &lo, &hi, &format!("step {step}"));
             }
             98 => {
                 if let Some((snap, old)) = &snapshot {
