@@ -281,6 +281,17 @@ pub(crate) fn thread_cpu_time() -> std::time::Duration {
     )
 }
 
+/// What the tree holds at the moment of a [`EngineStats::snapshot`]: read
+/// from the current version and memtables, not from counters.
+pub(crate) struct TreeState {
+    pub levels: Vec<LevelStats>,
+    pub memtable_bytes: u64,
+    pub memtable_entries: u64,
+    pub sorted_runs: usize,
+    pub block_cache_usage: u64,
+    pub buffer: BufferStats,
+}
+
 impl EngineStats {
     pub(crate) fn record(&self, op: Op, d: std::time::Duration) {
         match op {
@@ -347,16 +358,15 @@ impl EngineStats {
         };
     }
 
-    pub(crate) fn snapshot(
-        &self,
-        io: &IoStats,
-        levels: Vec<LevelStats>,
-        memtable_bytes: u64,
-        memtable_entries: u64,
-        sorted_runs: usize,
-        block_cache_usage: u64,
-        mut buffer: BufferStats,
-    ) -> DbStats {
+    pub(crate) fn snapshot(&self, io: &IoStats, tree: TreeState) -> DbStats {
+        let TreeState {
+            levels,
+            memtable_bytes,
+            memtable_entries,
+            sorted_runs,
+            block_cache_usage,
+            mut buffer,
+        } = tree;
         let flush = self.flush_bytes_written.get();
         let written = self.compaction_bytes_written.get();
         let disk: u64 = levels.iter().map(|l| l.bytes).sum::<u64>() + buffer.bytes;

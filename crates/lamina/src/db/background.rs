@@ -459,12 +459,14 @@ impl Inner {
             .sum();
         self.stats.snapshot(
             &self.io,
-            levels,
-            mem_bytes,
-            mem_entries,
-            sv.version.run_count(),
-            self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
-            self.buffer_stats(&sv.version),
+            TreeState {
+                levels,
+                memtable_bytes: mem_bytes,
+                memtable_entries: mem_entries,
+                sorted_runs: sv.version.run_count(),
+                block_cache_usage: self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
+                buffer: self.buffer_stats(&sv.version),
+            },
         )
     }
 

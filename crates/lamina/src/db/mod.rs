@@ -37,7 +37,7 @@ use crate::record::append_record;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
 use crate::stats::{
-    thread_cpu_time, BufferStats, DbStats, EngineStats, IoStats, Op, SUB_MERGE_BUCKETS,
+    thread_cpu_time, BufferStats, DbStats, EngineStats, IoStats, Op, TreeState, SUB_MERGE_BUCKETS,
 };
 use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
