@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Seed 002 (LSbM) figures 11-17 at this machine's scale: every system
-# (leveling, blsm, lsbm, smtree) under the mixed workload with each read
+# (leveling, blsm, lsbm, smtree, blsm-kvcache, blsm-warmup) under the mixed workload with each read
 # distribution (RangeHot point reads, Zipfian point reads, RangeHot range
 # scans), on an emulated hard disk (1 ms per seeking read, off during the
 # load). Level capacities follow the paper's shape: S_0 one memtable,
@@ -19,9 +19,9 @@ else
     # At 1,000 updates/s (1 MB/s) a level-1 round takes about 10 s and
     # level 2 turns over in about 100 s; means skip the first 60 s, while
     # the buffers of lsbm fill (the paper's runs last 20,000 s).
-    NUM=150000 BUFFER=1048576 CACHE=33554432 LONG=180 SHORT=120 WARMUP=60 RATE=1000 TRIM=3000
+    NUM=150000 BUFFER=1048576 CACHE=${CACHE:-33554432} LONG=180 SHORT=120 WARMUP=60 RATE=1000 TRIM=3000
 fi
-SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm,smtree}
+SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm,smtree,blsm-kvcache,blsm-warmup}
 DISTS=${DISTS:-rangehot,rangescan,zipfian}
 cargo build --release -q -p lamina-cli --bin lamina --example lsbm_report
 mkdir -p "$OUT"
@@ -36,6 +36,17 @@ spec() {
         blsm) echo "blsm:T=10,l0=1,file=$FILE" ;;
         lsbm) echo "lsbm:T=10,l0=1,file=$FILE,trim=$TRIM,keep=0.8" ;;
         smtree) echo "smtree:T=10" ;;
+        blsm-*) spec blsm ;;
+    esac
+}
+# Memory beside the block cache: the KV-cache baseline splits the same
+# memory in half (seed 002 §6: 3 GB row cache + 3 GB block cache); warm-up
+# reads merged blocks into the block cache after each compaction.
+caches() {
+    case $1 in
+        blsm-kvcache) echo "--cache_size=$((CACHE / 2)) --row_cache_size=$((CACHE / 2))" ;;
+        blsm-warmup) echo "--cache_size=$CACHE --compaction_warm_up" ;;
+        *) echo "--cache_size=$CACHE" ;;
     esac
 }
 for dist in ${DISTS//,/ }; do
@@ -49,7 +60,7 @@ for dist in ${DISTS//,/ }; do
         echo "== $system $dist" >&2
         target/release/lamina bench --db "$SCRATCH/$system-$dist" \
             --benchmarks=fillrandom,mixedhot --num=$NUM --value_size=1000 \
-            --write_buffer_size=$BUFFER --cache_size=$CACHE --bloom_bits=15 \
+            --write_buffer_size=$BUFFER $(caches $system) --bloom_bits=15 \
             --threads=8 --duration=$DURATION --write_rate=$RATE "${READ[@]}" \
             --compaction="$(spec $system)" --read_miss_latency_us=1000 \
             --timeseries="$OUT/$system-$dist.csv" --stats-json="$OUT/$system-$dist.json" \

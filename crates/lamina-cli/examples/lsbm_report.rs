@@ -19,6 +19,7 @@ struct Sample {
     read_qps: f64,
     write_qps: f64,
     hit_ratio: Option<f64>,
+    row_cache_hit_ratio: Option<f64>,
     db_bytes: f64,
     buffer_bytes: f64,
     compaction_bytes_written: f64,
@@ -46,6 +47,8 @@ fn read_series(path: &Path) -> Result<Vec<Sample>> {
         col("compaction_bytes_written")?,
         col("cache_invalidated_blocks")?,
     ];
+    // Absent from series written before the row cache existed.
+    let row_col = header.iter().position(|h| *h == "row_cache_hit_ratio");
     let mut out = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
@@ -63,6 +66,7 @@ fn read_series(path: &Path) -> Result<Vec<Sample>> {
             buffer_bytes: num(5)?,
             compaction_bytes_written: num(6)?,
             cache_invalidated_blocks: num(7)?,
+            row_cache_hit_ratio: row_col.and_then(|c| f.get(c)).and_then(|v| v.parse().ok()),
         });
     }
     if out.is_empty() {
@@ -91,7 +95,7 @@ fn main() -> Result<()> {
     let dists: Vec<&str> = dists.split(',').collect();
     let mut summary: BTreeMap<String, BTreeMap<String, BTreeMap<&str, f64>>> = BTreeMap::new();
     let mut md = String::from(
-        "| dist | system | hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| dist | system | hit ratio | row cache hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for dist in &dists {
         let mut charts: [Vec<Curve>; 3] = Default::default();
@@ -104,6 +108,10 @@ fn main() -> Result<()> {
             };
             let row = BTreeMap::from([
                 ("hit_ratio", mean(steady.iter().filter_map(|s| s.hit_ratio))),
+                (
+                    "row_cache_hit_ratio",
+                    mean(steady.iter().filter_map(|s| s.row_cache_hit_ratio)),
+                ),
                 ("read_qps", mean(steady.iter().map(|s| s.read_qps))),
                 ("write_qps", mean(steady.iter().map(|s| s.write_qps))),
                 (
@@ -122,8 +130,9 @@ fn main() -> Result<()> {
                 ("seconds", last.second - first.second + 1.0),
             ]);
             md.push_str(&format!(
-                "| {dist} | {system} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
+                "| {dist} | {system} | {:.3} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
                 row["hit_ratio"],
+                row["row_cache_hit_ratio"],
                 row["read_qps"],
                 row["write_qps"],
                 row["compaction_bytes_written"] / 1e6,

@@ -96,6 +96,17 @@ pub struct BenchArgs {
     /// Block cache capacity in bytes.
     #[arg(long = "cache_size", value_name = "N", default_value_t = 8 << 20)]
     pub cache_size: usize,
+    /// Row cache capacity in bytes, beside the block cache (0: none): the
+    /// newest value of keys gets read (Cassandra's row cache, seed 002's
+    /// "KV cache" baseline). RocksDB's `row_cache_size`.
+    #[arg(long = "row_cache_size", value_name = "N", default_value_t = 0)]
+    pub row_cache_size: usize,
+    /// After each compaction, read into the block cache the merged blocks
+    /// that overlap the cached blocks of its inputs (seed 002's incremental
+    /// warm-up baseline).
+    #[arg(long = "compaction_warm_up", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub compaction_warm_up: bool,
     /// Target SST data block size in bytes.
     #[arg(long = "block_size", value_name = "N", default_value_t = 4096)]
     pub block_size: usize,
@@ -248,6 +259,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         memtable_bloom_bits_per_key: args.memtable_bloom_bits,
         block_size: args.block_size,
         block_cache_bytes: args.cache_size,
+        row_cache_bytes: args.row_cache_size,
+        compaction_warm_up: args.compaction_warm_up,
         compaction: args.compaction.clone(),
         sync: if args.sync {
             SyncMode::Always
@@ -279,14 +292,16 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
-         block_size={} cache_size={} sync={} compaction_threads={} threads={} \
-         read_miss_latency_us={}",
+         block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} \
+         compaction_threads={} threads={} read_miss_latency_us={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
         opts.memtable_bloom_bits_per_key,
         opts.block_size,
         opts.block_cache_bytes,
+        opts.row_cache_bytes,
+        opts.compaction_warm_up,
         opts.sync,
         opts.compaction_threads,
         args.threads,

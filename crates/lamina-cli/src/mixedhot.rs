@@ -173,7 +173,7 @@ impl MixedHot<'_> {
                 );
                 writeln!(
                     f,
-                    "second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks"
+                    "second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks"
                 )?;
                 Some(f)
             }
@@ -291,14 +291,21 @@ fn write_sample(
         (Some(b), Some(a)) => {
             let hits = a.cache_hits.data.saturating_sub(b.cache_hits.data);
             let misses = a.cache_misses.data.saturating_sub(b.cache_misses.data);
-            let ratio = if hits + misses == 0 {
-                String::new()
-            } else {
-                format!("{:.4}", hits as f64 / (hits + misses) as f64)
+            let ratio = |hits: u64, misses: u64| {
+                if hits + misses == 0 {
+                    String::new()
+                } else {
+                    format!("{:.4}", hits as f64 / (hits + misses) as f64)
+                }
             };
+            let block_ratio = ratio(hits, misses);
+            let row_ratio = ratio(
+                a.row_cache_hits.saturating_sub(b.row_cache_hits),
+                a.row_cache_misses.saturating_sub(b.row_cache_misses),
+            );
             writeln!(
                 f,
-                "{second},{reads},{writes},{ratio},{},{},{},{},{},{}",
+                "{second},{reads},{writes},{block_ratio},{row_ratio},{},{},{},{},{},{}",
                 a.block_cache_usage,
                 a.disk_bytes,
                 a.buffer.bytes,
@@ -307,7 +314,7 @@ fn write_sample(
                 a.cache_invalidated_blocks
             )?;
         }
-        _ => writeln!(f, "{second},{reads},{writes},,,,,,,")?,
+        _ => writeln!(f, "{second},{reads},{writes},,,,,,,,")?,
     }
     Ok(())
 }

@@ -190,7 +190,7 @@ fn bench_runs_in_a_directory_of_other_files_and_leaves_them() {
 
 /// `mixedhot` (seed 002's mixed workload): a paced writer, readers on
 /// RangeHot, a per-second series whose write column follows the rate and
-/// whose hit ratios are ratios.
+/// whose hit ratios (block cache and row cache) are ratios.
 #[test]
 fn mixedhot_writes_a_per_second_series() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,6 +202,7 @@ fn mixedhot_writes_a_per_second_series() {
             "--num=5000",
             "--write_buffer_size=65536",
             "--cache_size=262144",
+            "--row_cache_size=65536",
             "--duration=3",
             "--write_rate=500",
             "--read_dist=rangehot:0.1:0.9",
@@ -217,18 +218,20 @@ fn mixedhot_writes_a_per_second_series() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("second,read_qps,write_qps,hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks")
+        Some("second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 3, "{text}");
     let mut writes = 0u64;
     for (i, r) in rows.iter().enumerate() {
-        assert_eq!(r.len(), 10, "{text}");
+        assert_eq!(r.len(), 11, "{text}");
         assert_eq!(r[0], (i + 1).to_string());
         assert!(r[1].parse::<u64>().unwrap() > 0, "no reads: {text}");
         writes += r[2].parse::<u64>().unwrap();
-        let ratio: f64 = r[3].parse().unwrap();
-        assert!((0.0..=1.0).contains(&ratio), "{text}");
+        for ratio in [r[3], r[4]] {
+            let ratio: f64 = ratio.parse().unwrap();
+            assert!((0.0..=1.0).contains(&ratio), "{text}");
+        }
     }
     // Paced at 500 writes per second for 3 seconds.
     assert!((1_200..=1_600).contains(&writes), "{writes} writes: {text}");

@@ -109,6 +109,14 @@ pub struct Options {
     /// Off by default, as in LevelDB and seed 002: only queries fill the
     /// cache, so a merge does not evict the blocks reads are using.
     pub compaction_fills_cache: bool,
+    /// Incremental warm-up (seed 002 §6's baseline, after Ahmad and Kemme):
+    /// before a compaction's inputs leave the block cache, the output blocks
+    /// whose key ranges overlap their cached blocks are read into it.
+    pub compaction_warm_up: bool,
+    /// Row cache capacity in bytes (0, the default, disables it): the newest
+    /// value of keys read by `Db::get`, which compactions leave valid and
+    /// writes invalidate (Cassandra's row cache; seed 002's "KV cache").
+    pub row_cache_bytes: usize,
     /// Compaction strategy, e.g. `"leveling:T=4".parse()?`; its `T` and
     /// `file` default to `size_ratio` and `target_file_size`.
     pub compaction: CompactionSpec,
@@ -223,6 +231,8 @@ impl Default for Options {
             size_ratio: 10,
             target_file_size: 16 << 20,
             compaction_fills_cache: false,
+            compaction_warm_up: false,
+            row_cache_bytes: 0,
             compaction: CompactionSpec::default(),
             compaction_threads: 1,
             level0_stop_runs: 12,

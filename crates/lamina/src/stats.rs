@@ -270,6 +270,11 @@ pub(crate) struct EngineStats {
     /// Buffer files removed by the pace rule (retired) and by the trim pass.
     pub buffer_retired_files: Counter,
     pub buffer_trimmed_files: Counter,
+    /// `Db::get`s the row cache answered, and those it did not.
+    pub row_cache_hits: Counter,
+    pub row_cache_misses: Counter,
+    /// Blocks incremental warm-up read into the block cache.
+    pub warm_up_blocks: Counter,
 }
 
 /// CPU time the calling thread has used (compaction CPU vs I/O split).
@@ -289,6 +294,7 @@ pub(crate) struct TreeState {
     pub memtable_entries: u64,
     pub sorted_runs: usize,
     pub block_cache_usage: u64,
+    pub row_cache_usage: u64,
     pub buffer: BufferStats,
 }
 
@@ -365,6 +371,7 @@ impl EngineStats {
             memtable_entries,
             sorted_runs,
             block_cache_usage,
+            row_cache_usage,
             mut buffer,
         } = tree;
         let flush = self.flush_bytes_written.get();
@@ -453,6 +460,10 @@ impl EngineStats {
             cache_misses: kinds(&io.cache_misses),
             cache_invalidated_blocks: io.cache_invalidated_blocks.get(),
             block_cache_usage,
+            row_cache_hits: self.row_cache_hits.get(),
+            row_cache_misses: self.row_cache_misses.get(),
+            row_cache_usage,
+            warm_up_blocks: self.warm_up_blocks.get(),
             blocks_read: io.blocks_read.get(),
             bytes_read: io.bytes_read.get(),
             stalls: self.stalls.get(),
@@ -636,6 +647,19 @@ pub struct DbStats {
     /// Bytes the block cache holds now.
     #[serde(default)]
     pub block_cache_usage: u64,
+    /// `Db::get`s the row cache answered (`Options::row_cache_bytes`).
+    #[serde(default)]
+    pub row_cache_hits: u64,
+    /// `Db::get`s that looked in the row cache and read the tree.
+    #[serde(default)]
+    pub row_cache_misses: u64,
+    /// Bytes the row cache holds now.
+    #[serde(default)]
+    pub row_cache_usage: u64,
+    /// Blocks incremental warm-up read into the block cache
+    /// (`Options::compaction_warm_up`).
+    #[serde(default)]
+    pub warm_up_blocks: u64,
     /// Blocks read from SST files.
     pub blocks_read: u64,
     /// Bytes read from SST files.

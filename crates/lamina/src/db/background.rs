@@ -341,6 +341,9 @@ impl Inner {
                 BufferChange::Remove { .. } => (k, r + 1),
                 _ => (k, r),
             });
+        if self.opts.compaction_warm_up {
+            self.warm_up(version, &outcome.edit)?;
+        }
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
@@ -465,9 +468,49 @@ impl Inner {
                 memtable_entries: mem_entries,
                 sorted_runs: sv.version.run_count(),
                 block_cache_usage: self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
+                row_cache_usage: self.row_cache.as_ref().map_or(0, |c| c.usage() as u64),
                 buffer: self.buffer_stats(&sv.version),
             },
         )
+    }
+
+    /// Incremental warm-up (`Options::compaction_warm_up`): while the files
+    /// `edit` removes still hold their cached blocks, reads into the cache
+    /// the blocks of the files it adds whose key ranges overlap them. A
+    /// file the edit only moves keeps its blocks and warms nothing.
+    fn warm_up(&self, version: &Version, edit: &VersionEdit) -> Result<()> {
+        let added: HashSet<u64> = edit.added_files.iter().map(|a| a.meta.id).collect();
+        let removed: HashSet<u64> = edit.removed_files.iter().map(|r| r.file_id).collect();
+        let gone: HashSet<u64> = removed.difference(&added).copied().collect();
+        let mut hot = Vec::new();
+        for f in version.live_files().filter(|f| gone.contains(&f.id)) {
+            hot.extend(self.loader.table(f)?.cached_block_ranges());
+        }
+        if hot.is_empty() {
+            return Ok(());
+        }
+        // Sorted and coalesced, as `Table::warm` searches them.
+        hot.sort_unstable();
+        let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(hot.len());
+        for (start, end) in hot {
+            match ranges.last_mut() {
+                Some(last) if start <= last.1 => {
+                    if end > last.1 {
+                        last.1 = end;
+                    }
+                }
+                _ => ranges.push((start, end)),
+            }
+        }
+        for a in edit
+            .added_files
+            .iter()
+            .filter(|a| !removed.contains(&a.meta.id))
+        {
+            let table = self.loader.table(&a.meta)?;
+            self.stats.warm_up_blocks.add(table.warm(&ranges)?);
+        }
+        Ok(())
     }
 
     /// The state of the compaction buffers of `version`.

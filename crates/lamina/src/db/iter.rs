@@ -37,6 +37,28 @@ impl Db {
 }
 
 impl Inner {
+    /// The newest value of `key`, through the row cache if there is one.
+    /// The ticket is taken before the visible sequence number is read (see
+    /// `row_cache`'s docs for why that order rules out stale rows).
+    pub(super) fn get_latest(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some(rows) = &self.row_cache else {
+            return self.get_at(key, self.visible_seq.load(Ordering::Acquire));
+        };
+        let ticket = match rows.lookup(key) {
+            Ok(v) => {
+                self.stats.row_cache_hits.inc();
+                return Ok(Some(v));
+            }
+            Err(t) => t,
+        };
+        self.stats.row_cache_misses.inc();
+        let found = self.get_at(key, self.visible_seq.load(Ordering::Acquire))?;
+        if let (Some(t), Some(v)) = (ticket, &found) {
+            rows.fill(t, key, v);
+        }
+        Ok(found)
+    }
+
     pub(super) fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
         let sv = Arc::clone(&self.sv.read());
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {

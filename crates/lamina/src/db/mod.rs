@@ -34,6 +34,7 @@ use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
 use crate::record::append_record;
+use crate::row_cache::RowCache;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
 use crate::stats::{
@@ -124,6 +125,8 @@ struct Inner {
     last_seq: AtomicU64,
     numbers: FileNumbers,
     snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// `Options::row_cache_bytes`: serves `Db::get`, not snapshots or scans.
+    row_cache: Option<RowCache>,
     policy: RwLock<Arc<dyn CompactionPolicy>>,
     shutdown: AtomicBool,
 }
@@ -217,9 +220,7 @@ impl Db {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
         let blocks = thread_blocks_read();
-        let r = self
-            .inner
-            .get_at(key, self.inner.visible_seq.load(Ordering::Acquire));
+        let r = self.inner.get_latest(key);
         let elapsed = start.elapsed();
         self.inner
             .stats

@@ -216,6 +216,7 @@ impl Db {
             last_seq: AtomicU64::new(last_seq),
             numbers,
             snapshots: Mutex::new(BTreeMap::new()),
+            row_cache: (opts.row_cache_bytes > 0).then(|| RowCache::new(opts.row_cache_bytes)),
             policy: RwLock::new(policy),
             shutdown: AtomicBool::new(false),
             opts,

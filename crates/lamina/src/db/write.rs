@@ -71,6 +71,15 @@ impl Inner {
             return Err(e);
         }
         wal.dirty = true;
+        // Rows of the group's keys leave the row cache until they are visible.
+        let _rows = self.row_cache.as_ref().map(|rows| {
+            rows.begin_writes(
+                group
+                    .iter()
+                    .flat_map(|p| decode_entries(p.batch.entries()).flatten())
+                    .map(|e| e.key),
+            )
+        });
         let entries = group
             .iter()
             .flat_map(|p| decode_entries(p.batch.entries()).flatten())

@@ -8,11 +8,9 @@
 //! contend; each shard is charged by the bytes of the blocks it holds and
 //! evicts least-recently-used blocks past its share of the capacity.
 //!
-//! A shard is a slot array holding an intrusive doubly linked recency list
-//! (slot indices, most recent at the head) plus a hash map from key to slot,
-//! so lookups, touches, inserts and evictions are all O(1). Keys are hashed
-//! with a cheap multiplicative mix rather than SipHash: they are file ids and
-//! offsets chosen by the engine, not by an adversary.
+//! A shard is an [`Lru`] (O(1) lookups, touches, inserts and evictions).
+//! Keys are hashed with a cheap multiplicative mix rather than SipHash: they
+//! are file ids and offsets chosen by the engine, not by an adversary.
 //!
 //! Each shard also keeps a few buffers of blocks it evicted (when no reader
 //! still holds them) and hands them out on a miss, so that reading the
@@ -29,6 +27,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::Block;
+use crate::lru::Lru;
 
 /// Most shards used; fewer for small caches so that one shard can still hold
 /// several blocks.
@@ -39,8 +38,6 @@ const MIN_SHARD_BYTES: usize = 256 * 1024;
 const MAX_SPARE: usize = 2;
 /// Largest buffer capacity kept for reuse.
 const MAX_SPARE_BYTES: usize = 64 * 1024;
-/// "No slot" in the recency list.
-const NIL: usize = usize::MAX;
 
 type Key = (u64, u64);
 
@@ -68,28 +65,11 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// One cached block and its place in the recency list.
-struct Node {
-    key: Key,
-    block: Option<Arc<Block>>,
-    charge: usize,
-    /// Towards the head (more recently used).
-    prev: usize,
-    /// Towards the tail (less recently used).
-    next: usize,
-}
-
-/// One LRU: a slot array linked into a recency list, and a map key → slot.
+/// One LRU of blocks, with the buffers it can recycle and its per-file
+/// counts.
+#[derive(Default)]
 struct Shard {
-    map: HashMap<Key, usize, BuildHasherDefault<KeyHasher>>,
-    nodes: Vec<Node>,
-    /// Unused slots of `nodes`.
-    free: Vec<usize>,
-    /// Most recently used slot.
-    head: usize,
-    /// Least recently used slot.
-    tail: usize,
-    usage: usize,
+    lru: Lru<Key, Arc<Block>, BuildHasherDefault<KeyHasher>>,
     /// Buffers of evicted blocks, for [`BlockCache::lookup`] misses.
     spare: Vec<Vec<u8>>,
     /// Blocks of each file this shard holds, kept as blocks are loaded and
@@ -97,83 +77,32 @@ struct Shard {
     per_file: HashMap<u64, u64, BuildHasherDefault<KeyHasher>>,
 }
 
-impl Default for Shard {
-    fn default() -> Self {
-        Shard {
-            map: HashMap::default(),
-            per_file: HashMap::default(),
-            nodes: Vec::new(),
-            free: Vec::new(),
-            head: NIL,
-            tail: NIL,
-            usage: 0,
-            spare: Vec::new(),
-        }
-    }
-}
-
 impl Shard {
-    fn unlink(&mut self, i: usize) {
-        let (prev, next) = (self.nodes[i].prev, self.nodes[i].next);
-        match prev {
-            NIL => self.head = next,
-            p => self.nodes[p].next = next,
-        }
-        match next {
-            NIL => self.tail = prev,
-            n => self.nodes[n].prev = prev,
-        }
-    }
-
-    fn push_front(&mut self, i: usize) {
-        let old = self.head;
-        self.nodes[i].prev = NIL;
-        self.nodes[i].next = old;
-        match old {
-            NIL => self.tail = i,
-            h => self.nodes[h].prev = i,
-        }
-        self.head = i;
-    }
-
     fn touch(&mut self, key: Key) -> Option<Arc<Block>> {
-        let i = *self.map.get(&key)?;
-        if self.head != i {
-            self.unlink(i);
-            self.push_front(i);
-        }
-        self.nodes[i].block.clone()
+        self.lru.touch(&key).cloned()
     }
 
-    /// Unlinks and frees slot `i`; returns its block and charge.
-    fn remove_slot(&mut self, i: usize) -> (Option<Arc<Block>>, usize) {
-        self.unlink(i);
-        let node = &mut self.nodes[i];
-        let block = node.block.take();
-        let charge = std::mem::take(&mut node.charge);
-        let file = node.key.0;
-        self.map.remove(&node.key);
+    /// Counts one block of `file` out.
+    fn forget(&mut self, file: u64) {
         if let Some(n) = self.per_file.get_mut(&file) {
             *n -= 1;
             if *n == 0 {
                 self.per_file.remove(&file);
             }
         }
-        self.free.push(i);
-        self.usage -= charge;
-        (block, charge)
     }
 
     fn remove(&mut self, key: &Key) -> Option<usize> {
-        let i = *self.map.get(key)?;
-        Some(self.remove_slot(i).1)
+        let (_, charge) = self.lru.remove(key)?;
+        self.forget(key.0);
+        Some(charge)
     }
 
     /// Keeps an evicted block's buffer for reuse if nobody else holds the
     /// block and there is room; otherwise just drops it.
-    fn recycle(&mut self, block: Option<Arc<Block>>) {
+    fn recycle(&mut self, block: Arc<Block>) {
         if self.spare.len() < MAX_SPARE {
-            if let Some(b) = block.and_then(Arc::into_inner) {
+            if let Some(b) = Arc::into_inner(block) {
                 let buf = b.into_data();
                 if buf.capacity() <= MAX_SPARE_BYTES {
                     self.spare.push(buf);
@@ -190,27 +119,8 @@ impl Shard {
 
     /// Links a new most-recently-used entry; the key must not be present.
     fn add(&mut self, key: Key, block: Arc<Block>, charge: usize) {
-        let node = Node {
-            key,
-            block: Some(block),
-            charge,
-            prev: NIL,
-            next: NIL,
-        };
-        let i = match self.free.pop() {
-            Some(i) => {
-                self.nodes[i] = node;
-                i
-            }
-            None => {
-                self.nodes.push(node);
-                self.nodes.len() - 1
-            }
-        };
-        self.push_front(i);
-        self.map.insert(key, i);
+        self.lru.insert(key, block, charge);
         *self.per_file.entry(key.0).or_insert(0) += 1;
-        self.usage += charge;
     }
 }
 
@@ -277,6 +187,15 @@ impl BlockCache {
         self.shard(file_id, offset)?.lock().touch((file_id, offset))
     }
 
+    /// Whether the block at `offset` of file `file_id` is cached; unlike
+    /// [`BlockCache::get`], its recency is unchanged.
+    pub fn contains(&self, file_id: u64, offset: u64) -> bool {
+        self.capacity > 0
+            && self
+                .shard(file_id, offset)
+                .is_some_and(|s| s.lock().lru.contains(&(file_id, offset)))
+    }
+
     /// Like [`BlockCache::get`], but a miss returns a buffer to read the block
     /// into: a recycled one of capacity `>= buffer_capacity` if the shard has
     /// one, else an empty `Vec` (no allocation). Its contents are stale
@@ -309,9 +228,11 @@ impl BlockCache {
         let mut s = shard.lock();
         let key = (file_id, offset);
         let mut freed = s.remove(&key).unwrap_or(0);
-        while s.usage + charge > self.shard_capacity && s.tail != NIL {
-            let tail = s.tail;
-            let (victim, c) = s.remove_slot(tail);
+        while s.lru.usage() + charge > self.shard_capacity {
+            let Some((victim_key, victim, c)) = s.lru.pop_lru() else {
+                break;
+            };
+            s.forget(victim_key.0);
             freed += c;
             s.recycle(victim);
         }
@@ -327,17 +248,11 @@ impl BlockCache {
         let mut count = 0u64;
         for shard in &self.shards {
             let mut s = shard.lock();
-            let slots: Vec<usize> = s
-                .map
-                .iter()
-                .filter(|(k, _)| k.0 == file_id)
-                .map(|(_, &i)| i)
-                .collect();
-            for i in slots {
-                let (_, charge) = s.remove_slot(i);
+            for (_, charge) in s.lru.remove_where(|k| k.0 == file_id) {
                 self.usage.fetch_sub(charge, Ordering::Relaxed);
                 count += 1;
             }
+            s.per_file.remove(&file_id);
         }
         count
     }
@@ -406,6 +321,7 @@ mod tests {
         }
         let before = cache.usage();
         assert_eq!((cache.cached_blocks(7), cache.cached_blocks(8)), (50, 50));
+        assert!(cache.contains(7, 49 * 4096) && !cache.contains(7, 50 * 4096));
         assert_eq!(cache.evict_file(7), 50);
         assert_eq!(cache.cached_blocks(7), 0);
         assert_eq!(cache.evict_file(7), 0);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
+use crate::key::{compare_internal, parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
 use crate::sst::cache::{BlockCache, Lookup};
 use crate::stats::{BlockKind, FilterOutcome, IoStats};
 use crate::vfs::RandomAccessFile;
@@ -213,6 +213,18 @@ impl Table {
         }
         self.stats.cache_misses[data].inc();
         count_data_cache(false);
+        let block = self.read_block(handle, buf)?;
+        if fill_cache {
+            if let Some(cache) = &self.cache {
+                cache.insert(self.file_id, handle.offset, block.clone());
+            }
+        }
+        Ok(block)
+    }
+
+    /// Reads and decodes the data block at `handle` from the file, into
+    /// `buf`'s allocation.
+    fn read_block(&self, handle: BlockHandle, buf: Vec<u8>) -> Result<Arc<Block>> {
         let contents = read_checked_into(
             self.file.as_ref(),
             &self.file_name,
@@ -220,16 +232,9 @@ impl Table {
             handle,
             buf,
         )?;
-        let block = Arc::new(
-            Block::new(contents)
-                .map_err(|r| Error::corruption(self.file_name.as_str(), handle.offset, r))?,
-        );
-        if fill_cache {
-            if let Some(cache) = &self.cache {
-                cache.insert(self.file_id, handle.offset, block.clone());
-            }
-        }
-        Ok(block)
+        Ok(Arc::new(Block::new(contents).map_err(|r| {
+            Error::corruption(self.file_name.as_str(), handle.offset, r)
+        })?))
     }
 
     /// Index of the first block whose last key is `>= target` (== number of
@@ -306,6 +311,62 @@ impl Table {
             }
         }
         Ok((found, outcome))
+    }
+
+    /// The user-key ranges `[first, last]` of this table's data blocks that
+    /// are in the block cache now, in key order.
+    pub fn cached_block_ranges(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let Some(cache) = &self.cache else {
+            return Vec::new();
+        };
+        (0..self.index.len())
+            .filter(|&i| {
+                self.index
+                    .handle(i)
+                    .is_some_and(|h| cache.contains(self.file_id, h.offset))
+            })
+            .map(|i| {
+                (
+                    user_key(self.index.first_key(i)).to_vec(),
+                    user_key(self.index.last_key(i)).to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    /// Reads into the block cache every data block whose user-key range
+    /// overlaps one of `ranges` (sorted by start, disjoint) and is not cached
+    /// yet; returns how many it read.
+    pub fn warm(&self, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<u64> {
+        let Some(cache) = &self.cache else {
+            return Ok(0);
+        };
+        let mut read = 0;
+        for i in 0..self.index.len() {
+            let (first, last) = (
+                user_key(self.index.first_key(i)),
+                user_key(self.index.last_key(i)),
+            );
+            // The first range ending at or after the block's start is the
+            // only one that can overlap it without starting after its end.
+            let r = ranges.partition_point(|(_, end)| end.as_slice() < first);
+            let overlaps = ranges
+                .get(r)
+                .is_some_and(|(start, _)| start.as_slice() <= last);
+            let Some(handle) = self.index.handle(i) else {
+                continue;
+            };
+            // Not through `data_block`: a prefetch is no query's hit or miss.
+            if overlaps && !cache.contains(self.file_id, handle.offset) {
+                cache.insert(
+                    self.file_id,
+                    handle.offset,
+                    self.read_block(handle, Vec::new())?,
+                );
+                read += 1;
+            }
+        }
+        Ok(read)
     }
 
     /// Pure filter check (no statistics): false only if the key is certainly
