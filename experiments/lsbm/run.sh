@@ -24,6 +24,8 @@ fi
 # Microseconds per seeking read: 1 ms by default; SEEK=10000 is the
 # paper's hard disk (about 10 ms a seek).
 SEEK=${SEEK:-1000}
+# DIRECT=true reads the files with O_DIRECT (misses reach the device).
+DIRECT=${DIRECT:-false}
 SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm,smtree,blsm-kvcache,blsm-warmup}
 DISTS=${DISTS:-rangehot,rangescan,zipfian}
 cargo build --release -q -p lamina-cli --bin lamina --example lsbm_report
@@ -65,7 +67,7 @@ for dist in ${DISTS//,/ }; do
             --benchmarks=fillrandom,mixedhot --num=$NUM --value_size=1000 \
             --write_buffer_size=$BUFFER $(caches $system) --bloom_bits=15 \
             --threads=8 --duration=$DURATION --write_rate=$RATE "${READ[@]}" \
-            --compaction="$(spec $system)" --read_miss_latency_us=$SEEK \
+            --compaction="$(spec $system)" --read_miss_latency_us=$SEEK --direct_io=$DIRECT \
             --timeseries="$OUT/$system-$dist.csv" --stats-json="$OUT/$system-$dist.json" \
             > "$OUT/$system-$dist.txt"
         rm -rf "${SCRATCH:?}/$system-$dist"

@@ -163,6 +163,13 @@ pub struct BenchArgs {
     /// nothing. Off while `fill*` benchmarks load the data. lamina only.
     #[arg(long = "read_miss_latency_us", value_name = "US", default_value_t = 0)]
     pub read_miss_latency_us: u64,
+    /// Read SST files with O_DIRECT, past the OS page cache (RocksDB's
+    /// `use_direct_reads`), so block-cache misses reach the device. The
+    /// database directory's filesystem must support it (tmpfs does not).
+    /// lamina only.
+    #[arg(long = "direct_io", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub direct_io: bool,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
@@ -272,9 +279,15 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     if let Some(n) = args.compaction_threads {
         opts.compaction_threads = n;
     }
+    let device: std::sync::Arc<dyn lamina::vfs::Vfs> = if args.direct_io {
+        std::sync::Arc::new(lamina::vfs::DirectReads)
+    } else {
+        std::sync::Arc::new(lamina::vfs::OsFs)
+    };
+    opts.vfs = device.clone();
     let slow = (args.read_miss_latency_us > 0).then(|| {
         std::sync::Arc::new(lamina::vfs::SlowReads::new(
-            std::sync::Arc::new(lamina::vfs::OsFs),
+            device,
             std::time::Duration::from_micros(args.read_miss_latency_us),
         ))
     });
@@ -293,7 +306,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
          block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} \
-         compaction_threads={} threads={} read_miss_latency_us={}",
+         compaction_threads={} threads={} read_miss_latency_us={} direct_io={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -305,7 +318,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.sync,
         opts.compaction_threads,
         args.threads,
-        args.read_miss_latency_us
+        args.read_miss_latency_us,
+        args.direct_io
     );
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");

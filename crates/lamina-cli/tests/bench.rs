@@ -246,3 +246,25 @@ fn mixedhot_writes_a_per_second_series() {
     );
     assert!(!ok && err.contains("rangehot"), "{err}");
 }
+
+/// `--direct_io` reads through O_DIRECT and finds what it wrote; the
+/// header says so.
+#[test]
+fn direct_io_reads_find_every_key() {
+    // Under the target directory: a tmpfs /tmp would refuse O_DIRECT.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (ok, out, err) = bench(
+        dir.path(),
+        &[
+            "--benchmarks=fillseq,readrandom",
+            "--num=3000",
+            "--reads=1000",
+            "--write_buffer_size=65536",
+            "--cache_size=0",
+            "--direct_io",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("direct_io=true"), "{out}");
+    assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
+}

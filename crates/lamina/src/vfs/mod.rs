@@ -4,7 +4,8 @@
 //! filesystem that can produce crash clones, and by a fault injector that
 //! wraps another `Vfs` (see the submodules). Tests use the latter two to
 //! simulate power loss, torn writes, I/O errors and a full disk; [`SlowReads`]
-//! adds a latency to every read (an emulated slower device for benchmarks).
+//! adds a latency to every read (an emulated slower device for benchmarks),
+//! and [`DirectReads`] reads past the OS page cache (`O_DIRECT`).
 //!
 //! Durability vocabulary used across the engine:
 //! * [`WritableFile::flush`] hands buffered bytes to the OS (`write()`): they
@@ -26,6 +27,8 @@ mod slow;
 pub use slow::SlowReads;
 mod os;
 pub use os::OsFs;
+mod direct;
+pub use direct::DirectReads;
 
 /// A file opened for appending.
 pub trait WritableFile: Send + Sync + Debug {
