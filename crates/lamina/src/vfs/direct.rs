@@ -11,6 +11,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::os::open_sized;
 use super::{DirLock, OsFs, RandomAccessFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 
@@ -91,15 +92,11 @@ impl Vfs for DirectReads {
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .map_err(|e| Error::io("open (O_DIRECT)", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len();
+        let (file, len) = open_sized(
+            OpenOptions::new().read(true).custom_flags(libc::O_DIRECT),
+            path,
+            "open (O_DIRECT)",
+        )?;
         Ok(Arc::new(DirectFile {
             file,
             path: path.to_path_buf(),

@@ -87,6 +87,21 @@ impl RandomAccessFile for OsReadable {
     }
 }
 
+/// Opens `path` with `options` and reads its length (`op` names the open
+/// in errors).
+pub(super) fn open_sized(
+    options: &OpenOptions,
+    path: &Path,
+    op: &'static str,
+) -> Result<(File, u64)> {
+    let file = options.open(path).map_err(|e| Error::io(op, path, e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io("stat", path, e))?
+        .len();
+    Ok((file, len))
+}
+
 #[derive(Debug)]
 struct OsLock {
     _file: File,
@@ -123,11 +138,7 @@ impl Vfs for OsFs {
     }
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let file = File::open(path).map_err(|e| Error::io("open", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len();
+        let (file, len) = open_sized(OpenOptions::new().read(true), path, "open")?;
         Ok(Arc::new(OsReadable {
             file,
             path: path.to_path_buf(),
