@@ -14,6 +14,7 @@ pub mod blsm;
 pub mod buffer;
 pub mod design;
 pub mod error;
+pub mod geometry;
 mod leveling;
 pub mod partition;
 pub mod plan;
