@@ -17,6 +17,8 @@ mod mixedhot;
 mod repair;
 mod serve;
 mod sim;
+mod spatial;
+mod spatial_bench;
 mod verify;
 
 use clap::{Command as ClapCommand, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -54,6 +56,8 @@ enum Command {
     Repair(repair::RepairArgs),
     /// Run a sweep of strategies x parameters x workloads (resumable).
     Experiment(experiment::ExperimentArgs),
+    /// Spatial datasets: a primary index and an LSM R-tree (seed 000 ch. 4).
+    Spatial(spatial::SpatialArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
@@ -124,5 +128,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Verify(args) => verify::run(args),
         Command::Repair(args) => repair::run(args),
         Command::Experiment(args) => experiment::run(args),
+        Command::Spatial(args) => spatial::run(args),
     }
 }

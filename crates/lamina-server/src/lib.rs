@@ -30,6 +30,7 @@ pub mod fuzzing;
 pub mod lines;
 pub mod parse;
 pub mod server;
+pub mod spatial;
 pub mod stream;
 
 pub use client::{run_client, ClientError, ClientOptions};

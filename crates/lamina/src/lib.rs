@@ -24,6 +24,7 @@ mod error;
 pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod index;
 mod iter;
 mod key;
 mod lru;
@@ -33,6 +34,7 @@ mod options;
 mod record;
 mod repair;
 mod row_cache;
+pub mod spatial;
 mod sst;
 mod stats;
 mod tables;
@@ -42,9 +44,9 @@ pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot};
+pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter};
 pub use error::{Error, Result};
 pub use options::{InvalidOption, Options, SyncMode};
 pub use repair::{repair, RepairReport};
-pub use stats::{BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats};
+pub use stats::{BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats, WindowStats};
 pub use verify::{verify, VerifyReport};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::compaction::{CompactionSpec, PolicyDefaults};
+use crate::spatial::Comparator;
 use crate::vfs::{OsFs, Vfs};
 
 /// When the write-ahead log is made durable.
@@ -127,6 +128,17 @@ pub struct Options {
     pub level0_stop_runs: usize,
     /// WAL durability mode.
     pub sync: SyncMode,
+    /// Log writes before applying them (the default). Off, writes reach only
+    /// the memtable and are lost in a crash until flushed: for a caller that
+    /// keeps its own log, as [`crate::index::Dataset`] does for all its
+    /// indexes at once.
+    pub write_ahead_log: bool,
+    /// Keys are points laid out by this comparator (a spatial index, the
+    /// LSM R-tree of seed 000 ch. 4): tables keep the MBR of each block and
+    /// file, and [`crate::Db::window`] answers window queries. `None` (the
+    /// default) for ordinary keys. Use the same comparator on every open;
+    /// [`crate::spatial::SpatialIndex`] records and checks it.
+    pub spatial: Option<Comparator>,
     /// Open for reads only: recovery replays the logs into memory but
     /// writes nothing (no new log, no manifest, no garbage collection, no
     /// flush or compaction), so a database on a full disk can still be read.
@@ -237,6 +249,8 @@ impl Default for Options {
             compaction_threads: 1,
             level0_stop_runs: 12,
             sync: SyncMode::None,
+            write_ahead_log: true,
+            spatial: None,
             read_only: false,
         }
     }

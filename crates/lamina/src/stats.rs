@@ -72,6 +72,9 @@ pub struct IoStats {
     pub blocks_read: Counter,
     /// Bytes read from SST files.
     pub bytes_read: Counter,
+    /// Data blocks window queries skipped because their MBR missed the
+    /// window (LSM R-tree, seed 000 §4.3.3).
+    pub mbr_blocks_pruned: Counter,
 }
 
 impl IoStats {
@@ -275,6 +278,14 @@ pub(crate) struct EngineStats {
     pub row_cache_misses: Counter,
     /// Blocks incremental warm-up read into the block cache.
     pub warm_up_blocks: Counter,
+    /// Window queries, the operational components they scanned (memtables
+    /// and files whose MBR meets the window), the files their MBR pruned,
+    /// the records they returned, and their latency.
+    pub window_queries: Counter,
+    pub window_components: Counter,
+    pub window_files_pruned: Counter,
+    pub window_results: Counter,
+    pub window_latency: Histogram,
 }
 
 /// CPU time the calling thread has used (compaction CPU vs I/O split).
@@ -491,6 +502,19 @@ impl EngineStats {
             },
             tombstones: levels.iter().map(|l| l.tombstones).sum(),
             buffer,
+            window: WindowStats {
+                queries: self.window_queries.get(),
+                components: self.window_components.get(),
+                files_pruned: self.window_files_pruned.get(),
+                blocks_pruned: io.mbr_blocks_pruned.get(),
+                results: self.window_results.get(),
+                read_amplification: if self.window_queries.get() == 0 {
+                    0.0
+                } else {
+                    self.window_components.get() as f64 / self.window_queries.get() as f64
+                },
+                latency: self.window_latency.summary(),
+            },
             levels,
         }
     }
@@ -707,6 +731,9 @@ pub struct DbStats {
     /// The compaction buffers (seed 002; all zero without `lsbm`).
     #[serde(default)]
     pub buffer: BufferStats,
+    /// Window queries of a spatial index (all zero elsewhere).
+    #[serde(default)]
+    pub window: WindowStats,
     /// Disk levels.
     pub levels: Vec<LevelStats>,
 }
@@ -740,6 +767,26 @@ pub struct BufferStats {
     pub cache_hits: u64,
     /// Data-block cache misses of point lookups in buffer files.
     pub cache_misses: u64,
+}
+
+/// Window queries of a spatial index (seed 000 ch. 4).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct WindowStats {
+    /// Queries run.
+    pub queries: u64,
+    /// Operational components scanned: memtables plus files whose MBR
+    /// intersects the window, summed over queries.
+    pub components: u64,
+    /// Files skipped by their MBR.
+    pub files_pruned: u64,
+    /// Data blocks skipped by their MBR.
+    pub blocks_pruned: u64,
+    /// Records returned.
+    pub results: u64,
+    /// Components scanned per query: the seed's read amplification.
+    pub read_amplification: f64,
+    /// Time per query, until its last record was returned.
+    pub latency: LatencySummary,
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use parking_lot::RwLock;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::user_key;
+use crate::spatial::Rect;
 use crate::sst::cache::BlockCache;
 use crate::sst::{Table, TableIterator};
 use crate::stats::{IoStats, LevelStats};
@@ -131,6 +132,8 @@ pub struct RunIterator {
     loader: Arc<TableCache>,
     /// Whether blocks read from the files enter the block cache.
     fill_cache: bool,
+    /// A window query's rectangle (see [`Table::iter_window`]).
+    window: Option<Rect>,
     index: usize,
     current: Option<TableIterator>,
 }
@@ -144,15 +147,31 @@ impl RunIterator {
             files,
             loader,
             fill_cache,
+            window: None,
             index: 0,
             current: None,
+        }
+    }
+
+    /// A cursor over `files` for a window query: blocks whose MBR misses
+    /// `window` are skipped unread.
+    pub fn window(files: Vec<Arc<FileMeta>>, loader: Arc<TableCache>, window: Rect) -> Self {
+        RunIterator {
+            window: Some(window),
+            ..RunIterator::new(files, loader, true)
         }
     }
 
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
         self.current = match self.files.get(index) {
-            Some(meta) => Some(self.loader.table(meta)?.iter_filling(self.fill_cache)),
+            Some(meta) => {
+                let table = self.loader.table(meta)?;
+                Some(match self.window {
+                    Some(w) => table.iter_window(w),
+                    None => table.iter_filling(self.fill_cache),
+                })
+            }
             None => None,
         };
         Ok(())

@@ -22,7 +22,8 @@ use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
 use crate::compaction::buffer::{self, BufferChange, BufferFile, Buffers, Marker, Slot};
 use crate::compaction::placement;
 use crate::error::{Error, Result};
-use crate::sst::TableProperties;
+use crate::spatial::Rect;
+use crate::sst::{get_rect, put_rect, TableProperties};
 
 /// Metadata of one SST file.
 #[derive(Debug)]
@@ -54,6 +55,9 @@ pub struct FileMeta {
     pub(crate) arrived_ms: AtomicU64,
     /// When a point lookup last probed the file (unix ms; not persisted).
     pub(crate) last_read_ms: AtomicU64,
+    /// The MBR of the file's points (files of a spatial index only): window
+    /// queries skip files whose MBR misses the window.
+    pub mbr: Option<Rect>,
 }
 
 impl FileMeta {
@@ -122,6 +126,7 @@ impl FileMeta {
             largest,
             arrived_ms: AtomicU64::new(v[6]),
             last_read_ms: AtomicU64::new(0),
+            mbr: None,
         })
     }
 }
@@ -364,6 +369,7 @@ impl FileMeta {
             raw_bytes: p.raw_key_bytes + p.raw_value_bytes,
             arrived_ms: AtomicU64::new(now_ms),
             last_read_ms: AtomicU64::new(0),
+            mbr: p.mbr,
         }
     }
 
@@ -383,6 +389,7 @@ impl FileMeta {
             raw_bytes: self.raw_bytes,
             arrived_ms: AtomicU64::new(self.arrived_ms()),
             last_read_ms: AtomicU64::new(self.last_read_ms.load(Ordering::Relaxed)),
+            mbr: self.mbr,
         }
     }
 }
@@ -451,6 +458,17 @@ const TAG_BUFFER_MARK: u64 = 9;
 const TAG_BUFFER_REMOVE: u64 = 10;
 const TAG_BUFFER_BASE: u64 = 11;
 const TAG_BUFFER_DROP: u64 = 12;
+const TAG_FILE_MBR: u64 = 13;
+
+/// The MBR of the file just encoded, as its own tagged record (so manifests
+/// written before MBRs existed still parse): tag, file id, rectangle.
+fn encode_mbr(out: &mut Vec<u8>, meta: &FileMeta) {
+    if let Some(r) = &meta.mbr {
+        put_varint(out, TAG_FILE_MBR);
+        put_varint(out, meta.id);
+        put_rect(out, r);
+    }
+}
 
 impl VersionEdit {
     /// Serializes the edit (see docs/format.md, "Manifest").
@@ -483,6 +501,7 @@ impl VersionEdit {
             put_varint(&mut out, a.level as u64);
             put_varint(&mut out, a.run_id);
             a.meta.encode(&mut out);
+            encode_mbr(&mut out, &a.meta);
         }
         for c in &self.buffer {
             match c {
@@ -496,6 +515,7 @@ impl VersionEdit {
                         put_varint(&mut out, v);
                     }
                     file.encode(&mut out);
+                    encode_mbr(&mut out, file);
                 }
                 BufferChange::Mark {
                     host,
@@ -592,6 +612,17 @@ impl VersionEdit {
                 TAG_BUFFER_DROP => e.buffer.push(BufferChange::Drop {
                     host: get_varint(&mut src)?,
                 }),
+                TAG_FILE_MBR => {
+                    // Belongs to the file the previous record added.
+                    let id = get_varint(&mut src)?;
+                    let rect = get_rect(&mut src)?;
+                    let last = match (e.added_files.last_mut(), e.buffer.last_mut()) {
+                        (_, Some(BufferChange::Keep { file, .. })) if file.id == id => file,
+                        (Some(a), _) if a.meta.id == id => &mut a.meta,
+                        _ => return None,
+                    };
+                    last.mbr = Some(rect);
+                }
                 TAG_BUFFER_BASE => e.buffer.push(BufferChange::Base {
                     host: get_varint(&mut src)?,
                     bytes: get_varint(&mut src)?,
@@ -704,6 +735,7 @@ pub(crate) mod tests {
             raw_bytes: 90,
             arrived_ms: AtomicU64::new(7),
             last_read_ms: AtomicU64::new(0),
+            mbr: None,
         }
     }
 
@@ -751,6 +783,47 @@ pub(crate) mod tests {
         assert_eq!(d.added_files[0].meta.oldest_tombstone_ms, Some(3));
         assert!(VersionEdit::decode(&[0xff]).is_none());
         assert!(VersionEdit::decode(&[TAG_ADD_FILE as u8, 1]).is_none());
+    }
+
+    #[test]
+    fn mbrs_roundtrip_and_bind_to_their_file() {
+        let mbr = Rect::new(-1.5, 2.0, 3.0, 4.25);
+        let mut e = edit_with(
+            &[(1, 3, 4)],
+            &[(1, 3, 9, b"a", b"m"), (1, 3, 10, b"n", b"z")],
+        );
+        e.added_files[1].meta.mbr = Some(mbr);
+        let mut kept = meta(11, b"a", b"b");
+        kept.mbr = Some(Rect::ALL);
+        e.buffer.push(BufferChange::Keep {
+            host: 3,
+            source: 2,
+            file: kept,
+        });
+        let raw = e.encode();
+        let d = VersionEdit::decode(&raw).unwrap();
+        assert_eq!(d.added_files[0].meta.mbr, None);
+        assert_eq!(d.added_files[1].meta.mbr, Some(mbr));
+        match &d.buffer[0] {
+            BufferChange::Keep { file, .. } => assert_eq!(file.mbr, Some(Rect::ALL)),
+            other => panic!("{other:?}"),
+        }
+        // Independently laid out: an MBR record for a file the edit did not
+        // just add, or with a NaN corner, is malformed.
+        let mut stray = Vec::new();
+        put_varint(&mut stray, TAG_FILE_MBR);
+        put_varint(&mut stray, 99);
+        for v in [0.0f64, 0.0, 1.0, 1.0] {
+            stray.extend_from_slice(&v.to_le_bytes());
+        }
+        assert!(VersionEdit::decode(&stray).is_none());
+        let mut nan = edit_with(&[(1, 3, 4)], &[(1, 3, 9, b"a", b"m")]).encode();
+        put_varint(&mut nan, TAG_FILE_MBR);
+        put_varint(&mut nan, 9);
+        for v in [0.0f64, f64::NAN, 1.0, 1.0] {
+            nan.extend_from_slice(&v.to_le_bytes());
+        }
+        assert!(VersionEdit::decode(&nan).is_none());
     }
 
     #[test]

@@ -35,6 +35,7 @@ use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
 use crate::record::append_record;
 use crate::row_cache::RowCache;
+use crate::spatial::Rect;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
 use crate::stats::{
@@ -50,7 +51,7 @@ mod iter;
 mod open;
 mod write;
 
-pub use iter::{DbIterator, DbRevIterator, LevelIter};
+pub use iter::{DbIterator, DbRevIterator, LevelIter, WindowIter};
 
 /// What a reader pins: memtables and the tree at one instant.
 #[derive(Debug)]
@@ -158,6 +159,12 @@ impl Snapshot {
         self.inner.get_at(key, self.seq)
     }
 
+    /// The records of a spatial index inside `window` as of the snapshot
+    /// (see [`Db::window`]).
+    pub fn window(&self, window: Rect) -> Result<WindowIter> {
+        self.inner.window_at(window, self.seq)
+    }
+
     /// The live keys of `[lo, hi)`-style bounds as of the snapshot.
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner.scan_at(lo, hi, self.seq)
@@ -243,6 +250,21 @@ impl Db {
     pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
         self.inner
             .scan_rev_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// The live records of a spatial index ([`Options::spatial`]) whose
+    /// point lies in the closed rectangle `window`, in key order (the
+    /// comparator's order); `InvalidArgument` on an ordinary database.
+    /// Files and blocks whose MBR misses the window are not read; the
+    /// statistics' `window` section counts what was scanned.
+    pub fn window(&self, window: Rect) -> Result<WindowIter> {
+        self.inner
+            .window_at(window, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Bytes the active memtable holds (as its switch rule counts them).
+    pub(crate) fn active_memtable_bytes(&self) -> usize {
+        self.inner.sv.read().mem.approximate_bytes()
     }
 
     /// A consistent read view of the database as of now.
@@ -372,6 +394,7 @@ fn table_options(opts: &Options) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
         bloom_bits_per_key: opts.bloom_bits_per_key,
+        spatial: opts.spatial,
         ..TableOptions::default()
     }
 }

@@ -56,21 +56,25 @@ impl Inner {
         let mem = self.make_room(&mut wal, false)?;
         let count: u32 = group.iter().map(|p| p.batch.count()).sum();
         let first_seq = self.last_seq.load(Ordering::Relaxed) + 1;
-        let mut rep =
-            Vec::with_capacity(12 + group.iter().map(|p| p.batch.entries().len()).sum::<usize>());
-        encode_header(&mut rep, first_seq, count);
-        for p in group {
-            rep.extend_from_slice(p.batch.entries());
+        if self.opts.write_ahead_log {
+            let mut rep = Vec::with_capacity(
+                12 + group.iter().map(|p| p.batch.entries().len()).sum::<usize>(),
+            );
+            encode_header(&mut rep, first_seq, count);
+            for p in group {
+                rep.extend_from_slice(p.batch.entries());
+            }
+            let logged =
+                append_record(wal.file.as_mut(), &rep).and_then(|()| match self.opts.sync {
+                    SyncMode::Always => wal.file.sync(),
+                    _ => wal.file.flush(),
+                });
+            if let Err(e) = logged {
+                wal.broken = true;
+                return Err(e);
+            }
+            wal.dirty = true;
         }
-        let logged = append_record(wal.file.as_mut(), &rep).and_then(|()| match self.opts.sync {
-            SyncMode::Always => wal.file.sync(),
-            _ => wal.file.flush(),
-        });
-        if let Err(e) = logged {
-            wal.broken = true;
-            return Err(e);
-        }
-        wal.dirty = true;
         // Rows of the group's keys leave the row cache until they are visible.
         let _rows = self.row_cache.as_ref().map(|rows| {
             rows.begin_writes(

@@ -17,6 +17,7 @@ use super::format::{
     BLOCK_TRAILER_LEN,
 };
 use super::{TableOptions, TableProperties};
+use crate::spatial::Rect;
 
 /// Streams sorted entries into a new table file.
 pub struct TableBuilder {
@@ -34,6 +35,9 @@ pub struct TableBuilder {
     props: TableProperties,
     /// The key images' histogram, if the options ask for one.
     histogram: Option<(KeyImage, StreamHist)>,
+    /// The MBRs of the open block and of the table so far (spatial tables).
+    block_mbr: Rect,
+    table_mbr: Rect,
     /// Set after a write failed: the file is in an unknown state, so further
     /// use is refused rather than producing a table with a hole in it.
     failed: bool,
@@ -81,6 +85,7 @@ impl TableBuilder {
             raw_key_bytes: 0,
             raw_value_bytes: 0,
             histogram: None,
+            mbr: None,
         };
         let histogram = opts.histogram.map(|image| (image, StreamHist::default()));
         TableBuilder {
@@ -95,6 +100,8 @@ impl TableBuilder {
             bloom_hashes: Vec::new(),
             props,
             histogram,
+            block_mbr: Rect::EMPTY,
+            table_mbr: Rect::EMPTY,
             failed: false,
         }
     }
@@ -129,6 +136,14 @@ impl TableBuilder {
             self.block_first_key.extend_from_slice(ikey);
         }
         self.block.add(ikey, value)?;
+        if let Some(c) = self.opts.spatial {
+            // A key that is not a point (none should be) makes the block
+            // and table claim the whole plane, so no query prunes it.
+            match c.point_of(parsed.user_key) {
+                Some(p) => self.block_mbr.extend(p),
+                None => self.block_mbr = Rect::ALL,
+            }
+        }
 
         let new_user_key = first || crate::key::user_key(&self.last_key) != parsed.user_key;
         if new_user_key {
@@ -192,10 +207,16 @@ impl TableBuilder {
         }
         let contents = self.block.finish();
         let handle = self.write_block(&contents)?;
+        let mbr = self.opts.spatial.map(|_| {
+            let m = std::mem::replace(&mut self.block_mbr, Rect::EMPTY);
+            self.table_mbr = self.table_mbr.union(&m);
+            m
+        });
         self.index.push(IndexEntry {
             first_key: std::mem::take(&mut self.block_first_key),
             last_key: self.last_key.clone(),
             handle,
+            mbr,
         });
         Ok(())
     }
@@ -243,6 +264,7 @@ impl TableBuilder {
         self.props.creation_time = creation_time;
         self.props.oldest_tombstone_time = oldest_tombstone_time;
         self.props.histogram = self.histogram.take().map(|(_, h)| h);
+        self.props.mbr = self.opts.spatial.map(|_| self.table_mbr);
         let props_block = encode_properties(&self.props);
         let props_handle = self.write_block(&props_block)?;
 

@@ -11,6 +11,7 @@ use crate::coding::{
 };
 use crate::key::{compare_internal, parse_internal_key, user_key};
 
+use lamina_compaction::geometry::{Point, Rect};
 use lamina_compaction::partition::{hist, StreamHist};
 
 use super::TableProperties;
@@ -147,7 +148,7 @@ impl Footer {
 }
 
 /// A fence pointer: the key range and location of one data block.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IndexEntry {
     /// First internal key in the block.
     pub first_key: Vec<u8>,
@@ -155,10 +156,39 @@ pub struct IndexEntry {
     pub last_key: Vec<u8>,
     /// Where the block is.
     pub handle: BlockHandle,
+    /// The MBR of the block's points (tables of a spatial index only).
+    pub mbr: Option<Rect>,
+}
+
+/// Tag of the index block's optional section of per-block MBRs.
+const BLOCK_MBRS_TAG: u8 = 1;
+
+/// Appends a rectangle as four little-endian f64: min x, min y, max x, max y.
+pub(crate) fn put_rect(dst: &mut Vec<u8>, r: &Rect) {
+    for v in [r.min.x, r.min.y, r.max.x, r.max.y] {
+        dst.extend_from_slice(&v.to_bits().to_le_bytes());
+    }
+}
+
+/// Inverse of [`put_rect`]; `None` if short or any coordinate is NaN (an
+/// MBR is the empty rectangle, the whole plane, or has finite corners).
+pub(crate) fn get_rect(src: &mut &[u8]) -> Option<Rect> {
+    let mut v = [0f64; 4];
+    for slot in &mut v {
+        *slot = f64::from_bits(get_u64(src)?);
+        if slot.is_nan() {
+            return None;
+        }
+    }
+    Some(Rect {
+        min: Point::new(v[0], v[1]),
+        max: Point::new(v[2], v[3]),
+    })
 }
 
 /// Encodes the index block: varint count, then per entry first key, last key
-/// (both varint-length-prefixed), varint offset, varint size.
+/// (both varint-length-prefixed), varint offset, varint size; then, if the
+/// entries carry MBRs, the tag byte 1 and one rectangle per entry.
 pub fn encode_index(entries: &[IndexEntry]) -> Vec<u8> {
     let mut out = Vec::new();
     put_varint(&mut out, entries.len() as u64);
@@ -167,6 +197,12 @@ pub fn encode_index(entries: &[IndexEntry]) -> Vec<u8> {
         put_bytes(&mut out, &e.last_key);
         put_varint(&mut out, e.handle.offset);
         put_varint(&mut out, e.handle.size);
+    }
+    if entries.iter().any(|e| e.mbr.is_some()) {
+        out.push(BLOCK_MBRS_TAG);
+        for e in entries {
+            put_rect(&mut out, &e.mbr.unwrap_or(Rect::ALL));
+        }
     }
     out
 }
@@ -203,6 +239,8 @@ pub struct FenceIndex {
     keys: Vec<u8>,
     last_prefix: Vec<u64>,
     fences: Vec<Fence>,
+    /// One MBR per block, or empty if the table has none.
+    mbrs: Vec<Rect>,
 }
 
 impl FenceIndex {
@@ -230,6 +268,11 @@ impl FenceIndex {
             .get(i)
             .and_then(|f| self.keys.get(f.last..f.end))
             .unwrap_or_default()
+    }
+
+    /// The MBR of block `i`'s points, if the table keeps them.
+    pub fn mbr(&self, i: usize) -> Option<Rect> {
+        self.mbrs.get(i).copied()
     }
 
     /// Index of the first block whose last key is `>= target` (`len()` if
@@ -272,6 +315,7 @@ pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<FenceIndex> 
         keys: Vec::with_capacity(cur.len()),
         last_prefix: Vec::with_capacity(count),
         fences: Vec::with_capacity(count),
+        mbrs: Vec::new(),
     };
     let mut expected_offset = 0u64;
     let mut prev_last: &[u8] = &[];
@@ -306,6 +350,20 @@ pub fn decode_index(contents: &[u8], data_end: u64) -> DecodeResult<FenceIndex> 
             handle,
         });
         index.last_prefix.push(key_prefix(user_key(last_key)));
+    }
+    if let Some((&tag, rest)) = cur.split_first() {
+        if tag != BLOCK_MBRS_TAG {
+            return Err("unknown section in the index block");
+        }
+        cur = rest;
+        if cur.len() != count.saturating_mul(32) {
+            return Err("index block MBR section has the wrong length");
+        }
+        for _ in 0..count {
+            index
+                .mbrs
+                .push(get_rect(&mut cur).ok_or("malformed block MBR")?);
+        }
     }
     if !cur.is_empty() {
         return Err("trailing bytes after index entries");
@@ -350,11 +408,17 @@ pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
             put_varint(&mut out, b.count);
         }
     }
+    if let Some(r) = &p.mbr {
+        out.push(MBR_TAG);
+        put_rect(&mut out, r);
+    }
     out
 }
 
 /// Tag of the properties' optional key-image histogram section.
 const HISTOGRAM_TAG: u8 = 1;
+/// Tag of the properties' optional MBR of the whole table.
+const MBR_TAG: u8 = 2;
 
 fn decode_histogram(c: &mut &[u8]) -> Option<StreamHist> {
     let n = usize::try_from(get_varint(c)?).ok()?;
@@ -395,13 +459,22 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
     let bloom_bits_per_key = f64::from_bits(get_u64(c).ok_or(bad)?);
     let raw_key_bytes = get_varint(c).ok_or(bad)?;
     let raw_value_bytes = get_varint(c).ok_or(bad)?;
-    let mut histogram = None;
-    if let Some((&tag, rest)) = c.split_first() {
-        if tag != HISTOGRAM_TAG {
-            return Err("unknown section in properties");
+    let (mut histogram, mut mbr) = (None, None);
+    // Sections come in increasing tag order, each at most once.
+    let mut last_tag = 0;
+    while let Some((&tag, rest)) = c.split_first() {
+        if tag <= last_tag {
+            return Err("properties sections out of order");
         }
+        last_tag = tag;
         *c = rest;
-        histogram = Some(decode_histogram(c).ok_or("malformed key histogram")?);
+        match tag {
+            HISTOGRAM_TAG => {
+                histogram = Some(decode_histogram(c).ok_or("malformed key histogram")?)
+            }
+            MBR_TAG => mbr = Some(get_rect(c).ok_or("malformed table MBR")?),
+            _ => return Err("unknown section in properties"),
+        }
     }
     if !c.is_empty() {
         return Err("trailing bytes after properties");
@@ -426,6 +499,7 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
         raw_key_bytes,
         raw_value_bytes,
         histogram,
+        mbr,
     })
 }
 
@@ -457,6 +531,60 @@ mod tests {
             bad[i] ^= 0x10;
             assert!(Footer::decode(&bad).is_err(), "flip at {i} undetected");
         }
+    }
+
+    fn internal(k: &[u8]) -> Vec<u8> {
+        crate::key::make_internal_key(k, 1, crate::key::ValueKind::Put)
+    }
+
+    #[test]
+    fn index_mbrs_roundtrip_and_are_checked() {
+        let mbr = Rect::new(1.0, -2.0, 3.5, 4.0);
+        let entries = vec![
+            IndexEntry {
+                first_key: internal(b"a"),
+                last_key: internal(b"c"),
+                handle: BlockHandle {
+                    offset: 0,
+                    size: 20,
+                },
+                mbr: Some(mbr),
+            },
+            IndexEntry {
+                first_key: internal(b"d"),
+                last_key: internal(b"f"),
+                handle: BlockHandle {
+                    offset: 25,
+                    size: 30,
+                },
+                mbr: Some(Rect::ALL),
+            },
+        ];
+        let raw = encode_index(&entries);
+        let index = decode_index(&raw, 60).unwrap();
+        assert_eq!(index.mbr(0), Some(mbr));
+        assert_eq!(index.mbr(1), Some(Rect::ALL));
+        assert_eq!(index.mbr(2), None);
+        // The section is the tag byte and 32 bytes per block, at the end:
+        // min x of block 0 is the first f64 after the tag.
+        let at = raw.len() - 64;
+        assert_eq!(raw[at - 1], BLOCK_MBRS_TAG);
+        assert_eq!(raw[at..at + 8], 1.0f64.to_le_bytes());
+        let mut nan = raw.clone();
+        nan[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+        assert!(decode_index(&nan, 60).is_err());
+        assert!(decode_index(&raw[..raw.len() - 1], 60).is_err());
+        let mut tag = raw.clone();
+        tag[at - 1] = 9;
+        assert!(decode_index(&tag, 60).is_err());
+        // Without MBRs the block is as before and has none.
+        let plain: Vec<IndexEntry> = entries
+            .into_iter()
+            .map(|e| IndexEntry { mbr: None, ..e })
+            .collect();
+        let raw = encode_index(&plain);
+        assert_eq!(raw.len(), at - 1);
+        assert_eq!(decode_index(&raw, 60).unwrap().mbr(0), None);
     }
 
     #[test]
@@ -492,6 +620,7 @@ mod tests {
             raw_key_bytes: 300,
             raw_value_bytes: 700,
             histogram: None,
+            mbr: None,
         };
         assert_eq!(decode_properties(&encode_properties(&p)), Ok(p.clone()));
         // With the optional histogram section; a table without it (as every
@@ -502,7 +631,7 @@ mod tests {
         }
         let with = TableProperties {
             histogram: Some(h),
-            ..p
+            ..p.clone()
         };
         let raw = encode_properties(&with);
         assert_eq!(decode_properties(&raw), Ok(with));
@@ -515,5 +644,16 @@ mod tests {
         let tag_at = n - (3 * 9 + 1) - 1;
         unknown[tag_at] = 7;
         assert!(decode_properties(&unknown).is_err());
+        // The MBR section follows the histogram; sections out of order are
+        // refused.
+        let spatial = TableProperties {
+            mbr: Some(Rect::new(0.0, 1.0, 2.0, 3.0)),
+            ..p.clone()
+        };
+        let raw = encode_properties(&spatial);
+        assert_eq!(decode_properties(&raw), Ok(spatial));
+        let mut twice = raw.clone();
+        twice.extend_from_slice(&raw[raw.len() - 33..]);
+        assert!(decode_properties(&twice).is_err());
     }
 }

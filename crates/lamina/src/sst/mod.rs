@@ -23,12 +23,14 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
+use crate::spatial::{Comparator, Rect};
 pub use block::Block;
 pub(crate) use block::BlockIter;
 pub(crate) use bloom::{key_hash, num_probes, BloomFilter};
 pub use builder::TableBuilder;
 pub(crate) use format::{
-    block_trailer, decode_index, decode_properties, BlockHandle, Footer, FOOTER_LEN,
+    block_trailer, decode_index, decode_properties, get_rect, put_rect, BlockHandle, Footer,
+    FOOTER_LEN,
 };
 use lamina_compaction::partition::{KeyImage, StreamHist};
 pub use reader::{thread_blocks_read, thread_data_cache, Table, TableIterator};
@@ -46,6 +48,9 @@ pub struct TableOptions {
     /// Keep a StreamHist of the user keys' images in the properties, for
     /// range-partitioned merges (seed 000 §5.4.4); `None` writes none.
     pub histogram: Option<KeyImage>,
+    /// Keys are points of this comparator's layout: keep the MBR of each
+    /// block and of the table (the LSM R-tree, seed 000 §4.3.3).
+    pub spatial: Option<Comparator>,
 }
 
 impl Default for TableOptions {
@@ -55,6 +60,7 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10.0,
             restart_interval: 16,
             histogram: None,
+            spatial: None,
         }
     }
 }
@@ -97,4 +103,7 @@ pub struct TableProperties {
     /// Histogram of the user keys' images, if the writer kept one.
     #[serde(skip)]
     pub histogram: Option<StreamHist>,
+    /// The MBR of the table's points, if the writer kept MBRs.
+    #[serde(skip)]
+    pub mbr: Option<Rect>,
 }

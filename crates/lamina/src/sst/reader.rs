@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
+use crate::spatial::Rect;
 use crate::sst::cache::{BlockCache, Lookup};
 use crate::stats::{BlockKind, FilterOutcome, IoStats};
 use crate::vfs::RandomAccessFile;
@@ -380,14 +381,21 @@ impl Table {
 
     /// An iterator over every entry; data blocks are read lazily and cached.
     pub fn iter(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(self.clone(), true)
+        TableIterator::new(self.clone(), true, None)
+    }
+
+    /// Like [`Table::iter`] for a window query: blocks whose MBR does not
+    /// intersect `window` are skipped without being read (tables without
+    /// MBRs are read whole). The caller still filters the entries.
+    pub fn iter_window(self: &Arc<Self>, window: Rect) -> TableIterator {
+        TableIterator::new(self.clone(), true, Some(window))
     }
 
     /// Like [`Table::iter`], but blocks read from the file enter the block
     /// cache only if `fill_cache` (compaction inputs pass false, so they do
     /// not evict the queries' hot set). Cached blocks are used either way.
     pub fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> TableIterator {
-        TableIterator::new(self.clone(), fill_cache)
+        TableIterator::new(self.clone(), fill_cache, None)
     }
 
     /// Re-reads the whole file, bypassing the cache, and checks every block's
@@ -529,6 +537,11 @@ pub struct TableIterator {
     fill_cache: bool,
     block_idx: usize,
     iter: Option<BlockIter>,
+    /// A window query's rectangle: blocks whose MBR misses it are skipped
+    /// unread, in both directions, as if they were empty.
+    window: Option<Rect>,
+    /// Positioned on a skipped block (acts as an exhausted one).
+    pruned: bool,
 }
 
 impl fmt::Debug for TableIterator {
@@ -542,21 +555,32 @@ impl fmt::Debug for TableIterator {
 }
 
 impl TableIterator {
-    fn new(table: Arc<Table>, fill_cache: bool) -> Self {
+    fn new(table: Arc<Table>, fill_cache: bool, window: Option<Rect>) -> Self {
         TableIterator {
             table,
             fill_cache,
             block_idx: 0,
             iter: None,
+            window,
+            pruned: false,
         }
     }
 
-    /// Loads block `idx` (or becomes exhausted past the last block).
+    /// Loads block `idx` (or becomes exhausted past the last block); a block
+    /// outside the window is not read and leaves the iterator `pruned`.
     fn load_block(&mut self, idx: usize) -> Result<bool> {
         self.iter = None;
         self.block_idx = idx;
+        self.pruned = false;
         if idx >= self.table.index.len() {
             return Ok(false);
+        }
+        if let (Some(w), Some(m)) = (&self.window, self.table.index.mbr(idx)) {
+            if !m.intersects(w) {
+                self.table.stats.mbr_blocks_pruned.inc();
+                self.pruned = true;
+                return Ok(true);
+            }
         }
         let block = self.table.data_block(idx, self.fill_cache)?;
         self.iter = Some(BlockIter::new(block));
@@ -565,6 +589,7 @@ impl TableIterator {
 
     fn block_err(&mut self, reason: &str) -> Error {
         self.iter = None;
+        self.pruned = false;
         self.table.corrupt_block(self.block_idx, reason)
     }
 
@@ -588,7 +613,7 @@ impl TableIterator {
     /// Moves past exhausted blocks to the first entry of the next non-empty
     /// one (`FORWARD`), or to the last entry of the previous one.
     fn skip_exhausted<const FORWARD: bool>(&mut self) -> Result<()> {
-        while self.iter.as_ref().is_some_and(|it| !it.valid()) {
+        while self.pruned || self.iter.as_ref().is_some_and(|it| !it.valid()) {
             let idx = if FORWARD {
                 self.block_idx + 1
             } else {
@@ -596,6 +621,7 @@ impl TableIterator {
                     Some(i) => i,
                     None => {
                         self.iter = None;
+                        self.pruned = false;
                         return Ok(());
                     }
                 }
@@ -639,6 +665,7 @@ impl TableIterator {
     fn guard(&mut self, res: Result<()>) -> Result<()> {
         if res.is_err() {
             self.iter = None;
+            self.pruned = false;
         }
         res
     }

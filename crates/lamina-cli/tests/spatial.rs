@@ -1,0 +1,185 @@
+//! `lamina spatial exec` end to end: every reply equals a brute-force
+//! oracle's, across restarts, for each comparator, maintenance strategy
+//! and merge policy; bad lines answer `ERROR` and change nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn run(dir: &Path, flags: &[&str], input: &str) -> String {
+    let mut child = Command::new(common::bin())
+        .args(["spatial", "exec", "--dir"])
+        .arg(dir)
+        .args(["--buffer-bytes", "16K"])
+        .args(flags)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{flags:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A script of writes and queries, with the replies a brute-force scan of
+/// the live points gives.
+fn script(rng: &mut StdRng, model: &mut BTreeMap<u64, (f64, f64)>, n: usize) -> (String, String) {
+    let (mut input, mut expect) = (String::new(), String::new());
+    for _ in 0..n {
+        let id = rng.gen_range(0..400u64);
+        match rng.gen_range(0..10) {
+            0 => {
+                input.push_str(&format!("x {id}\n"));
+                model.remove(&id);
+            }
+            1..=6 => {
+                // Two decimals, so the text is the exact point.
+                let x = f64::from(rng.gen_range(-18000..18000)) / 100.0;
+                let y = f64::from(rng.gen_range(-9000..9000)) / 100.0;
+                input.push_str(&format!("i {id} {x} {y}\n"));
+                model.insert(id, (x, y));
+            }
+            _ => {
+                let (cx, cy) = (rng.gen_range(-180.0..180.0), rng.gen_range(-90.0..90.0));
+                let (w, h) = (rng.gen_range(1.0..120.0), rng.gen_range(1.0..60.0));
+                let (x1, y1, x2, y2) = (cx - w, cy - h, cx + w, cy + h);
+                let ids: Vec<u64> = model
+                    .iter()
+                    .filter(|(_, &(x, y))| x1 <= x && x <= x2 && y1 <= y && y <= y2)
+                    .map(|(id, _)| *id)
+                    .collect();
+                if rng.gen_bool(0.5) {
+                    input.push_str(&format!("w {x1} {y1} {x2} {y2}\n"));
+                    expect.push_str(&ids.len().to_string());
+                    for id in &ids {
+                        expect.push_str(&format!(" {id}"));
+                    }
+                    expect.push('\n');
+                } else {
+                    input.push_str(&format!("c {x1} {y1} {x2} {y2}\n"));
+                    expect.push_str(&format!("{}\n", ids.len()));
+                }
+            }
+        }
+    }
+    (input, expect)
+}
+
+#[test]
+fn replies_equal_a_brute_force_scan_across_restarts() {
+    let configs: &[&[&str]] = &[
+        &["--comparator", "hilbert", "--compaction", "binomial:k=4"],
+        &[
+            "--comparator",
+            "simple",
+            "--compaction",
+            "leveling:T=3,l0=2",
+        ],
+        &["--comparator", "zorder", "--compaction", "tiered:b=3"],
+        &[
+            "--comparator",
+            "hilbert",
+            "--maintenance",
+            "lazy",
+            "--compaction",
+            "concurrent",
+        ],
+    ];
+    for (i, flags) in configs.iter().enumerate() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("ds");
+        let mut rng = StdRng::seed_from_u64(i as u64);
+        let mut model = BTreeMap::new();
+        for round in 0..3 {
+            let (input, expect) = script(&mut rng, &mut model, 1_500);
+            assert_eq!(run(&dir, flags, &input), expect, "{flags:?} round {round}");
+        }
+        for index in ["primary", "spatial"] {
+            common::assert_verifies(&dir.join(index));
+        }
+    }
+}
+
+#[test]
+fn bad_lines_answer_error_and_change_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ds");
+    let input = "i 1 1 1\ni 2 nan 0\ni x 1 1\nw 5 5 1 1\nnope\ni 1 2\nx\nw -10 -10 10 10\n";
+    let out = run(&dir, &[], input);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{out}");
+    assert!(lines[..6].iter().all(|l| l.starts_with("ERROR ")), "{out}");
+    assert_eq!(lines[6], "1 1");
+    // The dataset remembers its comparator and refuses another.
+    let out = Command::new(common::bin())
+        .args(["spatial", "exec", "--comparator", "simple", "--dir"])
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("comparator hilbert"));
+}
+
+#[test]
+fn bench_reports_every_selectivity() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("bench");
+    let out = Command::new(common::bin())
+        .args(["spatial", "bench", "--dir"])
+        .arg(&dir)
+        .args([
+            "--buffer-bytes",
+            "64K",
+            "--compaction",
+            "tiered:b=3",
+            "--data",
+            "clusters",
+            "--load",
+            "2000",
+            "--rounds",
+            "2",
+            "--inserts",
+            "300",
+            "--queries",
+            "10",
+            "--record-bytes",
+            "200",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["records"], 2600);
+    assert!(r["index_write_amplification"].as_f64().unwrap() >= 1.0);
+    let sigmas = r["sigmas"].as_array().unwrap();
+    assert_eq!(sigmas.len(), 3);
+    for (s, want) in sigmas.iter().zip([3, 4, 5]) {
+        assert_eq!(s["sigma"], want);
+        assert_eq!(s["queries"], 20);
+        // Every window is centred on a stored point, so it finds one.
+        assert!(s["mean_results"].as_f64().unwrap() >= 1.0, "{s}");
+        assert!(s["read_amplification"].as_f64().unwrap() >= 1.0, "{s}");
+    }
+    // The bench never reuses a directory.
+    let again = Command::new(common::bin())
+        .args(["spatial", "bench", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+}

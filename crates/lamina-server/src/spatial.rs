@@ -1,0 +1,228 @@
+//! The spatial command language of `lamina spatial exec`: point records
+//! with ids in a [`Dataset`] (a primary index and an LSM R-tree).
+//!
+//! | line | effect | reply |
+//! |---|---|---|
+//! | `i ID X Y` | insert or move record `ID` to (X, Y) | none |
+//! | `x ID` | delete record `ID` | none |
+//! | `w X1 Y1 X2 Y2` | window query, closed: X1 ≤ x ≤ X2, Y1 ≤ y ≤ Y2 | `N ID ID ...` (count, then the ids ascending, one line) |
+//! | `c X1 Y1 X2 Y2` | count only | `N` |
+//! | `stats-json` | the dataset's and both indexes' statistics | one JSON line |
+//! | `quit` | stop | none |
+//! | anything bad | nothing changes | one `ERROR ...` line |
+//!
+//! IDs are `u64`; coordinates are finite decimal numbers (longitude,
+//! latitude in the experiments). Blank lines are ignored. Lines are read
+//! with the DSL's bound (1 MiB); a longer one is an `ERROR`.
+
+use std::io::{self, Read, Write};
+
+use lamina::index::{Dataset, Record};
+use lamina::spatial::{Point, Rect};
+
+use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+
+/// One parsed line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SpatialCommand {
+    /// `i ID X Y`
+    Insert(u64, Point),
+    /// `x ID`
+    Delete(u64),
+    /// `w X1 Y1 X2 Y2`
+    Window(Rect),
+    /// `c X1 Y1 X2 Y2`
+    Count(Rect),
+    /// `stats-json`
+    Stats,
+    /// `quit`
+    Quit,
+    /// A blank line.
+    Nothing,
+}
+
+fn coord(tok: Option<&str>, what: &str) -> Result<f64, String> {
+    let t = tok.ok_or_else(|| format!("missing {what}"))?;
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("{what} {t:?} is not a finite number")),
+    }
+}
+
+fn id(tok: Option<&str>) -> Result<u64, String> {
+    let t = tok.ok_or("missing ID")?;
+    t.parse::<u64>()
+        .map_err(|_| format!("ID {t:?} is not an unsigned 64-bit integer"))
+}
+
+fn rect<'a>(toks: &mut impl Iterator<Item = &'a str>) -> Result<Rect, String> {
+    let x1 = coord(toks.next(), "X1")?;
+    let y1 = coord(toks.next(), "Y1")?;
+    let x2 = coord(toks.next(), "X2")?;
+    let y2 = coord(toks.next(), "Y2")?;
+    if x1 > x2 || y1 > y2 {
+        return Err("the window needs X1 <= X2 and Y1 <= Y2".into());
+    }
+    Ok(Rect::new(x1, y1, x2, y2))
+}
+
+/// Parses one line (without its newline).
+pub fn parse_spatial(line: &[u8]) -> Result<SpatialCommand, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "line is not UTF-8".to_string())?;
+    let mut toks = text.split_ascii_whitespace();
+    let Some(op) = toks.next() else {
+        return Ok(SpatialCommand::Nothing);
+    };
+    let cmd = match op {
+        "i" => {
+            let i = id(toks.next())?;
+            let x = coord(toks.next(), "X")?;
+            let y = coord(toks.next(), "Y")?;
+            SpatialCommand::Insert(i, Point::new(x, y))
+        }
+        "x" => SpatialCommand::Delete(id(toks.next())?),
+        "w" => SpatialCommand::Window(rect(&mut toks)?),
+        "c" => SpatialCommand::Count(rect(&mut toks)?),
+        "stats-json" => SpatialCommand::Stats,
+        "quit" => SpatialCommand::Quit,
+        other => {
+            return Err(format!(
+                "unknown command {other:?} (i, x, w, c, stats-json, quit)"
+            ))
+        }
+    };
+    match toks.next() {
+        Some(extra) => Err(format!("unexpected {extra:?} after the command")),
+        None => Ok(cmd),
+    }
+}
+
+/// The statistics line of `stats-json`.
+pub fn stats_json(ds: &Dataset) -> String {
+    serde_json::json!({
+        "dataset": ds.stats(),
+        "primary": ds.primary().stats(),
+        "index": ds.index().stats(),
+    })
+    .to_string()
+}
+
+/// Executes one line, appending its reply to `out`; returns false on
+/// `quit`.
+pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>) -> bool {
+    let result = parse_spatial(line).and_then(|cmd| {
+        let fail = |e: lamina::Error| e.to_string();
+        match cmd {
+            SpatialCommand::Insert(i, p) => ds
+                .upsert(&Record {
+                    id: i,
+                    point: p,
+                    payload: Vec::new(),
+                })
+                .map_err(fail),
+            SpatialCommand::Delete(i) => ds.delete(i).map(|_| ()).map_err(fail),
+            SpatialCommand::Window(r) => {
+                let answer = ds.window(r).map_err(fail)?;
+                out.extend_from_slice(answer.ids.len().to_string().as_bytes());
+                for i in &answer.ids {
+                    out.push(b' ');
+                    out.extend_from_slice(i.to_string().as_bytes());
+                }
+                out.push(b'\n');
+                Ok(())
+            }
+            SpatialCommand::Count(r) => {
+                let (n, _) = ds.count(r).map_err(fail)?;
+                out.extend_from_slice(format!("{n}\n").as_bytes());
+                Ok(())
+            }
+            SpatialCommand::Stats => {
+                out.extend_from_slice(stats_json(ds).as_bytes());
+                out.push(b'\n');
+                Ok(())
+            }
+            SpatialCommand::Quit => Err(String::new()),
+            SpatialCommand::Nothing => Ok(()),
+        }
+    });
+    match result {
+        Ok(()) => true,
+        Err(e) if e.is_empty() => false,
+        Err(e) => {
+            out.extend_from_slice(b"ERROR ");
+            out.extend_from_slice(e.replace('\n', " ").as_bytes());
+            out.push(b'\n');
+            true
+        }
+    }
+}
+
+/// Runs the lines of `input` until its end or `quit`, writing the replies.
+pub fn run_spatial<R: Read, W: Write>(ds: &Dataset, mut input: R, mut output: W) -> io::Result<()> {
+    let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
+    let mut out = Vec::with_capacity(64 * 1024);
+    let too_long = format!("ERROR line longer than {MAX_LINE} bytes\n");
+    loop {
+        let n = lines.fill(&mut input)?;
+        let mut go_on = true;
+        let handle = |line: Line<'_>, out: &mut Vec<u8>| match line {
+            Line::Complete(b) => execute_spatial(ds, b, out),
+            Line::TooLong => {
+                out.extend_from_slice(too_long.as_bytes());
+                true
+            }
+        };
+        if n == 0 {
+            if let Some(line) = lines.take_rest() {
+                handle(line, &mut out);
+            }
+            output.write_all(&out)?;
+            return output.flush();
+        }
+        while go_on {
+            match lines.next_line() {
+                Some(line) => go_on = handle(line, &mut out),
+                None => break,
+            }
+        }
+        output.write_all(&out)?;
+        out.clear();
+        if !go_on {
+            return output.flush();
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_command_and_refuses_bad_input() {
+        assert_eq!(
+            parse_spatial(b"i 7 -73.5 40.25"),
+            Ok(SpatialCommand::Insert(7, Point::new(-73.5, 40.25)))
+        );
+        assert_eq!(parse_spatial(b"x 7"), Ok(SpatialCommand::Delete(7)));
+        assert_eq!(
+            parse_spatial(b"w -1 -2 3 4\r"),
+            Ok(SpatialCommand::Window(Rect::new(-1.0, -2.0, 3.0, 4.0)))
+        );
+        assert_eq!(parse_spatial(b"  "), Ok(SpatialCommand::Nothing));
+        for bad in [
+            &b"i 7 1"[..],
+            b"i -1 0 0",
+            b"i 7 nan 0",
+            b"i 7 inf 0",
+            b"x",
+            b"w 3 0 1 1",
+            b"c 0 0 1",
+            b"w 0 0 1 1 9",
+            b"p 1 2",
+            b"\xff",
+        ] {
+            assert!(parse_spatial(bad).is_err(), "{bad:?}");
+        }
+    }
+}
