@@ -76,7 +76,7 @@ fn main() -> Result<()> {
             num(r, "index_sorted_runs"),
         ));
     }
-    md.push_str("\n## Window queries (COUNT)\n\n| data | policy | comparator | σ | mean results | read amplification (components) | mean latency µs | p99 µs |\n|---|---|---|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n## Window queries (COUNT)\n\n| data | policy | comparator | σ | mean results | read amplification (components) | blocks read | blocks pruned | mean latency µs | p99 µs |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut curves: BTreeMap<String, BTreeMap<String, Vec<SigmaPoint>>> = BTreeMap::new();
     for r in &reports {
         let sigmas = r
@@ -86,13 +86,15 @@ fn main() -> Result<()> {
             .unwrap_or_default();
         for s in &sigmas {
             md.push_str(&format!(
-                "| {} | {} | {} | {} | {:.1} | {:.2} | {:.0} | {:.0} |\n",
+                "| {} | {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
                 text(r, "data"),
                 text(r, "compaction"),
                 text(r, "comparator"),
                 num(s, "sigma"),
                 num(s, "mean_results"),
                 num(s, "read_amplification"),
+                num(s, "blocks_per_query"),
+                num(s, "blocks_pruned_per_query"),
                 num(s, "mean_latency_us"),
                 num(s, "p99_latency_us"),
             ));

@@ -79,6 +79,11 @@ struct SigmaReport {
     mean_results: f64,
     /// Operational components of the spatial index scanned per query.
     read_amplification: f64,
+    /// Data blocks of the spatial index read per query (cache hits and
+    /// misses; blocks whose MBR missed the window are not read).
+    blocks_per_query: f64,
+    /// Data blocks skipped by their MBR per query.
+    blocks_pruned_per_query: f64,
     mean_latency_us: f64,
     p50_latency_us: f64,
     p99_latency_us: f64,
@@ -180,6 +185,17 @@ impl Source {
     }
 }
 
+/// What the queries at one selectivity measured.
+#[derive(Default)]
+struct Sigma {
+    sigma: u32,
+    latencies: Vec<f64>,
+    results: u64,
+    components: u64,
+    blocks: u64,
+    pruned: u64,
+}
+
 fn write_amplification(s: &DbStats) -> f64 {
     if s.bytes_ingested == 0 {
         0.0
@@ -237,15 +253,33 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
             Ok(())
         };
     insert(&ds, args.load, &mut rng, &mut points)?;
-    let mut per_sigma: Vec<(u32, Vec<f64>, u64, u64)> =
-        args.sigma.iter().map(|&s| (s, Vec::new(), 0, 0)).collect();
+    let mut per_sigma: Vec<Sigma> = args
+        .sigma
+        .iter()
+        .map(|&sigma| Sigma {
+            sigma,
+            ..Sigma::default()
+        })
+        .collect();
     for _ in 0..args.rounds {
         insert(&ds, args.inserts, &mut rng, &mut points)?;
-        for (sigma, latencies, results, components) in &mut per_sigma {
+        for Sigma {
+            sigma,
+            latencies,
+            results,
+            components,
+            blocks,
+            pruned,
+        } in &mut per_sigma
+        {
+            let before = ds.index().stats();
             let scale = 10f64.powi(-(*sigma as i32));
             let (w, h) = (360.0 * scale, 180.0 * scale);
             for _ in 0..args.queries {
-                let c = points[rng.gen_range(0..points.len())];
+                // Centred on a stored point, so every window finds one.
+                let Some(&c) = points.get(rng.gen_range(0..points.len().max(1))) else {
+                    break;
+                };
                 let window = Rect::new(c.x - w / 2.0, c.y - h / 2.0, c.x + w / 2.0, c.y + h / 2.0);
                 let start = Instant::now();
                 let (n, comps) = ds.count(window)?;
@@ -253,6 +287,9 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
                 *results += n;
                 *components += comps;
             }
+            let after = ds.index().stats();
+            *blocks += after.window.blocks - before.window.blocks;
+            *pruned += after.window.blocks_pruned - before.window.blocks_pruned;
         }
     }
     let records = points.len() as u64;
@@ -260,7 +297,15 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
     let primary = ds.primary().stats();
     let sigmas = per_sigma
         .into_iter()
-        .map(|(sigma, mut lat, results, components)| {
+        .map(|s| {
+            let Sigma {
+                sigma,
+                latencies: mut lat,
+                results,
+                components,
+                blocks,
+                pruned,
+            } = s;
             lat.sort_by(f64::total_cmp);
             let n = lat.len().max(1) as f64;
             let q = |p: f64| {
@@ -273,6 +318,8 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
                 queries: lat.len() as u64,
                 mean_results: results as f64 / n,
                 read_amplification: components as f64 / n,
+                blocks_per_query: blocks as f64 / n,
+                blocks_pruned_per_query: pruned as f64 / n,
                 mean_latency_us: lat.iter().sum::<f64>() / n,
                 p50_latency_us: q(0.5),
                 p99_latency_us: q(0.99),

@@ -14,14 +14,15 @@ use rand::{Rng, SeedableRng};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-fn main() {
-    let args: Vec<usize> = std::env::args()
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("arguments: POINTS ROUNDS"))
-        .collect();
+        .map(|a| a.parse::<usize>())
+        .collect::<Result<Vec<usize>, _>>()
+        .map_err(|e| format!("arguments: POINTS ROUNDS ({e})"))?;
     let n = args.first().copied().unwrap_or(1_000_000);
     let rounds = args.get(1).copied().unwrap_or(3).max(1);
     let mut rng = StdRng::seed_from_u64(42);
@@ -46,21 +47,29 @@ fn main() {
             fly.push(t.elapsed().as_secs_f64() * 1e3);
             comparisons = count;
             // The oracle: each neighbour pair in order.
-            assert!(v.windows(2).all(|w| c.compare(w[0], w[1]).is_le()));
+            if !v.windows(2).all(|w| c.compare(w[0], w[1]).is_le()) {
+                return Err(format!("{}: comparator sort out of order", c.name()).into());
+            }
 
             let t = Instant::now();
-            let mut k: Vec<Vec<u8>> = points
+            let mut k = points
                 .iter()
                 .enumerate()
-                .map(|(i, p)| c.encode(*p, i as u64).expect("finite points"))
-                .collect();
+                .map(|(i, p)| c.encode(*p, i as u64))
+                .collect::<lamina::Result<Vec<Vec<u8>>>>()?;
             enc.push(t.elapsed().as_secs_f64() * 1e3);
             let t = Instant::now();
             k.sort_unstable();
             keys.push(t.elapsed().as_secs_f64() * 1e3);
-            assert!(k
+            let in_order = k
                 .windows(2)
-                .all(|w| { c.compare(c.point_of(&w[0]).unwrap(), c.point_of(&w[1]).unwrap()).is_le() }));
+                .all(|w| match (c.point_of(&w[0]), c.point_of(&w[1])) {
+                    (Some(a), Some(b)) => c.compare(a, b).is_le(),
+                    _ => false,
+                });
+            if !in_order {
+                return Err(format!("{}: key sort disagrees with the comparator", c.name()).into());
+            }
         }
         let fly = median(fly);
         println!(
@@ -87,4 +96,5 @@ fn main() {
             );
         }
     }
+    Ok(())
 }

@@ -284,6 +284,7 @@ pub(crate) struct EngineStats {
     pub window_queries: Counter,
     pub window_components: Counter,
     pub window_files_pruned: Counter,
+    pub window_blocks: Counter,
     pub window_results: Counter,
     pub window_latency: Histogram,
 }
@@ -507,6 +508,7 @@ impl EngineStats {
                 components: self.window_components.get(),
                 files_pruned: self.window_files_pruned.get(),
                 blocks_pruned: io.mbr_blocks_pruned.get(),
+                blocks: self.window_blocks.get(),
                 results: self.window_results.get(),
                 read_amplification: if self.window_queries.get() == 0 {
                     0.0
@@ -781,6 +783,10 @@ pub struct WindowStats {
     pub files_pruned: u64,
     /// Data blocks skipped by their MBR.
     pub blocks_pruned: u64,
+    /// Data blocks the queries read (block cache hits and misses), counted
+    /// on the thread that made and dropped each query's iterator.
+    #[serde(default)]
+    pub blocks: u64,
     /// Records returned.
     pub results: u64,
     /// Components scanned per query: the seed's read amplification.

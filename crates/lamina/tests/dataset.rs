@@ -231,3 +231,20 @@ fn refuses_other_directories_and_other_settings() {
         .file_names(std::path::Path::new("/other"))
         .contains(&"notes.txt".to_string()));
 }
+
+#[test]
+fn readme_example() {
+    // README.md's "The library" spatial example, on a temporary directory.
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = Dataset::open(tmp.path().join("places"), DatasetOptions::default()).unwrap();
+    ds.upsert(&Record {
+        id: 7,
+        point: Point::new(2.35, 48.85),
+        payload: b"Paris".to_vec(),
+    })
+    .unwrap();
+    let hits = ds.window(Rect::new(2.0, 48.0, 3.0, 49.0)).unwrap();
+    assert_eq!(hits.ids, vec![7]);
+    assert_eq!(ds.get(7).unwrap().unwrap().payload, b"Paris");
+    ds.close().unwrap();
+}

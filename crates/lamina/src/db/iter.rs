@@ -2,7 +2,9 @@
 //! (`Db::scan`, `Db::scan_rev`) and the per-level iterator.
 
 use super::*;
-use crate::spatial::{Comparator, Rect};
+use crate::iter::FilterIterator;
+use crate::key::user_key;
+use crate::spatial::Rect;
 
 impl Db {
     /// The entries of the memtables (the newest version of each key they
@@ -219,7 +221,15 @@ impl Inner {
             Error::InvalidArgument("window queries need Options::spatial".to_string())
         })?;
         let sv = Arc::clone(&self.sv.read());
-        let mut children = memtable_iters(&sv);
+        let inside = move |ikey: &[u8]| {
+            comparator
+                .point_of(user_key(ikey))
+                .is_some_and(|p| window.contains(p))
+        };
+        let filtered = |child: Box<dyn InternalIterator>| -> Box<dyn InternalIterator> {
+            Box::new(FilterIterator::new(child, inside))
+        };
+        let mut children: Vec<_> = memtable_iters(&sv).into_iter().map(filtered).collect();
         let mut components = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())
             .filter(|m| !m.is_empty())
@@ -234,11 +244,11 @@ impl Inner {
             pruned += missed.len() as u64;
             if !hit.is_empty() {
                 components += hit.len() as u64;
-                children.push(Box::new(RunIterator::window(
+                children.push(filtered(Box::new(RunIterator::window(
                     hit,
                     Arc::clone(&self.loader),
                     window,
-                )));
+                ))));
             }
         }
         self.stats.window_queries.inc();
@@ -255,11 +265,10 @@ impl Inner {
                 done: false,
                 _sv: sv,
             },
-            comparator,
-            window,
             components,
             inner: Arc::clone(self),
             start,
+            start_blocks: data_blocks_here(),
         })
     }
 
@@ -355,11 +364,17 @@ fn below_lo(lo: &Bound<Vec<u8>>, key: &[u8]) -> bool {
 /// The records of a window query in key order (see [`Db::window`]).
 pub struct WindowIter {
     live: DbIterator,
-    comparator: Comparator,
-    window: Rect,
     components: u64,
     inner: Arc<Inner>,
     start: Instant,
+    /// This thread's data-block reads when the query began.
+    start_blocks: u64,
+}
+
+/// Data blocks the calling thread has read (cache hits and misses).
+fn data_blocks_here() -> u64 {
+    let (hits, misses) = thread_data_cache();
+    hits + misses
 }
 
 impl WindowIter {
@@ -375,28 +390,21 @@ impl Iterator for WindowIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let item = self.live.next()?;
-            let keep = match &item {
-                Ok((k, _)) => self
-                    .comparator
-                    .point_of(k)
-                    .is_some_and(|p| self.window.contains(p)),
-                Err(_) => true,
-            };
-            if keep {
-                if item.is_ok() {
-                    self.inner.stats.window_results.inc();
-                }
-                return Some(item);
-            }
+        let item = self.live.next()?;
+        if item.is_ok() {
+            self.inner.stats.window_results.inc();
         }
+        Some(item)
     }
 }
 
 impl Drop for WindowIter {
     fn drop(&mut self) {
         self.inner.stats.window_latency.record(self.start.elapsed());
+        self.inner
+            .stats
+            .window_blocks
+            .add(data_blocks_here().saturating_sub(self.start_blocks));
     }
 }
 
