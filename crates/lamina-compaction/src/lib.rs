@@ -29,6 +29,15 @@ pub use spec::{parse_spec, policy_from_spec, CompactionSpec, Family, Strategy, S
 /// engine's `Version` and the [`TreeView`] that policies, the planner and
 /// the simulator use), so a run or a file lands in the same place in both.
 pub mod placement {
+    /// The rank of a *tile*: a one-file run of a spatially partitioned
+    /// level (leveled with `partition=str|rstar-grove`, seed 000 §4.3).
+    /// The tiles of a level hold disjoint sets of keys — a key shared with
+    /// another run lies in both files' MBRs, and the planner admits a tile
+    /// only if no other tile of its level can hold one of its keys — so no
+    /// two tiles of a level ever need ordering; they rank below every other
+    /// run of the level (flushes rank from 1 up).
+    pub const TILE_RANK: u64 = 0;
+
     /// A sorted run with a recency rank (larger = newer).
     pub trait Ranked {
         /// The run's rank.
@@ -100,12 +109,26 @@ pub struct FileView {
     pub last_read_ms: u64,
     /// True while a running compaction owns the file; policies must not pick it.
     pub busy: bool,
+    /// The MBR of the file's points, for a spatial index's files (seed 000
+    /// ch. 4); `None` otherwise.
+    pub mbr: Option<geometry::Rect>,
 }
 
 impl FileView {
     /// True if this file's key range intersects `[lo, hi]`.
     pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.smallest.as_slice() <= hi && lo <= self.largest.as_slice()
+    }
+
+    /// False only if the two files cannot hold a common key: their key
+    /// ranges are disjoint, or both are spatial and their MBRs are (a key
+    /// is a point, which lies in the MBR of every file holding it).
+    pub fn may_share_keys(&self, other: &FileView) -> bool {
+        self.overlaps(&other.smallest, &other.largest)
+            && match (&self.mbr, &other.mbr) {
+                (Some(a), Some(b)) => a.intersects(b),
+                _ => true,
+            }
     }
 }
 
@@ -203,6 +226,9 @@ pub enum OutputRun {
     Existing(u64),
     /// Into a new run of the output level, ranked as the newest input run.
     New,
+    /// Each output file into a new run of its own, a tile of the output
+    /// level ranked [`placement::TILE_RANK`] whose id is the file's.
+    Tiles,
 }
 
 /// One unit of compaction work picked by a policy.

@@ -48,6 +48,15 @@ pub enum Destination {
         /// Recency rank of the new run.
         order: u64,
     },
+    /// A new tile run per output file (see [`placement::TILE_RANK`]).
+    Tiles,
+}
+
+impl Destination {
+    /// True for new runs (a new run or new tiles).
+    pub fn is_new(self) -> bool {
+        !matches!(self, Destination::Existing(_))
+    }
 }
 
 /// What a plan does with its input files.
@@ -160,9 +169,10 @@ impl Plan {
                 .enumerate()
                 .flat_map(|(i, input)| (0..input.files.len()).map(move |f| (i, f)))
         };
+        // Tiles are cut by space, not by key: every input meets every tile.
         let sweep = self
             .partitioning
-            .is_some_and(|p| p.partition != Partition::None);
+            .is_some_and(|p| p.partition != Partition::None && p.partition.tile_rule().is_none());
         if !sweep {
             return vec![all().collect()];
         }
@@ -280,20 +290,27 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
                 .ok_or_else(|| invalid(task, format!("no output run {id}")))?;
             (p, Destination::Existing(id))
         }
-        OutputRun::New => {
+        OutputRun::New | OutputRun::Tiles => {
+            let (order, destination) = match task.output_run {
+                OutputRun::Tiles => (placement::TILE_RANK, Destination::Tiles),
+                _ => (new_order, Destination::New { order: new_order }),
+            };
             let p = positions
                 .iter()
                 .position(|(l, r)| {
-                    *l > task.output_level || (*l == task.output_level && r.order < new_order)
+                    *l > task.output_level || (*l == task.output_level && r.order < order)
                 })
                 .unwrap_or(positions.len());
-            (p, Destination::New { order: new_order })
+            (p, destination)
         }
     };
     if dest_position < newest {
         return Err(invalid(task, "the output would be newer than its inputs"));
     }
     let into_existing = matches!(destination, Destination::Existing(_));
+    if task.buffer.is_some() && destination == Destination::Tiles {
+        return Err(invalid(task, "tiles keep no compaction buffer"));
+    }
     let mut input_ids: Vec<u64> = inputs
         .iter()
         .flat_map(|i| i.files.iter().map(|f| f.id))
@@ -352,14 +369,21 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         } else {
             dest_position <= q
         };
+        // Two tiles of one level hold disjoint keys (what this check
+        // proves of every tile it admits): nothing to order between them.
+        let peer = |i: &PlannedInput| {
+            i.level == positions[q].0
+                && i.order == placement::TILE_RANK
+                && run.order == placement::TILE_RANK
+        };
         for input in inputs
             .iter()
-            .filter(|i| i.position != q && (i.position < q) != output_above)
+            .filter(|i| i.position != q && (i.position < q) != output_above && !peer(i))
         {
             for f in &input.files {
                 if let Some(other) = overlapping(run, &f.smallest, &f.largest)
                     .iter()
-                    .find(|o| !is_input(o.id))
+                    .find(|o| !is_input(o.id) && o.may_share_keys(f))
                 {
                     return Err(invalid(
                         task,
@@ -409,9 +433,9 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
 
 /// The tree after `plan`: its input files leave their runs, `outputs`
 /// (sorted by key; for a [`Action::Move`], the moved files) enter the
-/// destination — a new run named `new_run_id` placed by its rank, or the
-/// existing run in key order — and runs left empty disappear, as do empty
-/// levels at the bottom.
+/// destination — a new run named `new_run_id` placed by its rank, the
+/// existing run in key order, or one tile run per file named after it —
+/// and runs left empty disappear, as do empty levels at the bottom.
 pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_id: u64) {
     for input in &plan.inputs {
         if let Some(run) = view
@@ -427,10 +451,10 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
         view.levels.push(Default::default());
     }
     let host = match plan.destination {
-        Destination::New { .. } => new_run_id,
+        Destination::New { .. } | Destination::Tiles => new_run_id,
         Destination::Existing(id) => id,
     };
-    let changes = plan.buffer_changes(host, matches!(plan.destination, Destination::New { .. }));
+    let changes = plan.buffer_changes(host, plan.destination.is_new());
     if !outputs.is_empty() {
         let level = &mut view.levels[plan.output_level];
         match plan.destination {
@@ -450,6 +474,15 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
                     let at = placement::file_slot(&run.files, &outputs[0].smallest);
                     run.files.splice(at..at, outputs);
                 }
+            }
+            Destination::Tiles => {
+                let at = placement::run_slot(&level.runs, placement::TILE_RANK);
+                let tiles = outputs.into_iter().map(|f| RunView {
+                    id: f.id,
+                    order: placement::TILE_RANK,
+                    files: vec![f],
+                });
+                level.runs.splice(at..at, tiles);
             }
         }
     }
@@ -638,6 +671,70 @@ mod tests {
             &task(&[(0, 10, &[1])], 1, OutputRun::New),
             "being compacted",
         );
+    }
+
+    fn spatial(id: u64, lo: &[u8], hi: &[u8], mbr: (f64, f64, f64, f64)) -> FileView {
+        FileView {
+            mbr: Some(crate::geometry::Rect::new(mbr.0, mbr.1, mbr.2, mbr.3)),
+            ..file(id, lo, hi)
+        }
+    }
+
+    /// Level 1 holds tiles 20 and 21 (key ranges overlapping, MBRs apart);
+    /// level 2 tiles 30 (under 20) and 31 (touching 21's MBR). Pushing tile
+    /// 20 down with tile 30 passes over tile 21 (a peer) and tile 31 (MBR
+    /// apart), and makes one tile run per output file, named after it.
+    #[test]
+    fn tiles_need_no_order_among_peers_and_mbrs_prove_disjoint_keys() {
+        let tile = |level, f: FileView| (level, f.id, vec![f]);
+        let mut view = tree(vec![
+            tile(1, spatial(20, b"a", b"m", (0.0, 0.0, 1.0, 1.0))),
+            tile(1, spatial(21, b"b", b"n", (5.0, 5.0, 6.0, 6.0))),
+            tile(2, spatial(30, b"a", b"z", (0.5, 0.5, 2.0, 2.0))),
+            tile(2, spatial(31, b"c", b"y", (6.0, 6.0, 7.0, 7.0))),
+        ]);
+        for level in &mut view.levels {
+            for run in &mut level.runs {
+                run.order = placement::TILE_RANK;
+            }
+        }
+        let push = task(&[(1, 20, &[20]), (2, 30, &[30])], 2, OutputRun::Tiles);
+        let p = plan(&view, &push).unwrap();
+        assert_eq!(
+            (p.action, p.destination),
+            (Action::Merge, Destination::Tiles)
+        );
+        // Without tile 30 the output would rise above a version it shares.
+        refused(
+            &view,
+            &task(&[(1, 20, &[20])], 2, OutputRun::Tiles),
+            "reorder versions",
+        );
+        // Tile 21 shares keys and MBR with tile 31: pushed alone, refused.
+        refused(
+            &view,
+            &task(&[(1, 21, &[21])], 2, OutputRun::Tiles),
+            "reorder versions",
+        );
+        apply(
+            &mut view,
+            &p,
+            vec![
+                spatial(40, b"a", b"k", (0.0, 0.0, 1.0, 2.0)),
+                spatial(41, b"b", b"m", (1.5, 0.0, 2.0, 2.0)),
+            ],
+            0,
+        );
+        let level2: Vec<(u64, u64, Vec<u64>)> = view.levels[2]
+            .runs
+            .iter()
+            .map(|r| (r.id, r.order, r.files.iter().map(|f| f.id).collect()))
+            .collect();
+        assert_eq!(
+            level2,
+            [(40, 0, vec![40]), (41, 0, vec![41]), (31, 0, vec![31])]
+        );
+        assert_eq!(view.levels[1].runs.len(), 1);
     }
 
     #[test]

@@ -520,7 +520,7 @@ mod tests {
             "tiered:b=4,partition=diagonal",
             "tiered:b=4,theta=100",
             "binomial:k=3,partition=global,subcompactions=0",
-            "leveled:b0=2,partition=size",
+            "leveled:b0=2,partition=global",
             "lo1:partition=global",
             "tier:T=4,theta=5",
         ] {

@@ -159,6 +159,7 @@ fn run_command(
                 let output = match t.output_run {
                     OutputRun::New => format!("L{} new run", t.output_level),
                     OutputRun::Existing(id) => format!("L{}/r{id}", t.output_level),
+                    OutputRun::Tiles => format!("L{} tiles", t.output_level),
                 };
                 let _ = writeln!(
                     s,

@@ -597,7 +597,8 @@ impl Simulator {
                         let id = self.alloc_id();
                         vec![self.new_file(id, data.saturating_add(overhead), lo, hi)]
                     }
-                    Destination::Existing(_) => {
+                    // The model knows no points: tiles are cut like a run.
+                    Destination::Existing(_) | Destination::Tiles => {
                         self.cut(&pieces, data, lo, hi, plan.target_file_size)
                     }
                 };
@@ -617,6 +618,8 @@ impl Simulator {
         let run_id = match plan.destination {
             Destination::New { .. } => self.alloc_id(),
             Destination::Existing(id) => id,
+            // Tiles are named after their files.
+            Destination::Tiles => 0,
         };
         plan::apply(&mut self.view, &plan, outputs, run_id);
         Ok(during)

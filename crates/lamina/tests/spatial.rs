@@ -21,6 +21,8 @@ const POLICIES: &[&str] = &[
     "binomial:k=4",
     "concurrent",
     "leveled:b0=2,b=3",
+    "leveled:b0=2,b=3,partition=str",
+    "leveled:b0=2,b=3,partition=rstar-grove",
 ];
 
 fn options(fs: &MemFs, comparator: Comparator, spec: &str) -> Options {
@@ -204,11 +206,14 @@ fn crash_keeps_windows_consistent_with_a_prefix() {
     // old key and a put of the new one in one batch) survives a power loss
     // whole: no window ever sees a point twice or a half-moved point.
     let c = Comparator::Simple;
-    for seed in 0..4u64 {
+    for seed in 0..6u64 {
         let fs = MemFs::new();
+        // Stacks, and leveled tiles (whose merges make several runs in one
+        // manifest edit).
+        let spec = ["binomial:k=4", "leveled:b0=2,b=3,partition=str"][seed as usize % 2];
         let opts = |fs: &MemFs| Options {
             sync: SyncMode::Always,
-            ..options(fs, c, "binomial:k=4")
+            ..options(fs, c, spec)
         };
         let db = Db::open("/db", opts(&fs)).unwrap();
         let mut rng = StdRng::seed_from_u64(seed);
@@ -236,5 +241,42 @@ fn crash_keeps_windows_consistent_with_a_prefix() {
                 reopened.close().unwrap();
             }
         }
+    }
+}
+
+#[test]
+fn leveled_spatial_partitions_make_one_file_tiles() {
+    for spec in [
+        "leveled:b0=2,b=3,partition=str",
+        "leveled:b0=2,b=3,partition=rstar-grove",
+    ] {
+        let fs = MemFs::new();
+        let c = Comparator::Hilbert;
+        let db = Db::open("/db", options(&fs, c, spec)).unwrap();
+        let mut rng = StdRng::seed_from_u64(11);
+        let mut model = BTreeMap::new();
+        for id in 0..6_000u64 {
+            upsert(&db, c, &mut model, id, point(&mut rng));
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        let s = db.stats();
+        let deep: Vec<_> = s.levels.iter().filter(|l| l.level >= 1).collect();
+        assert!(!deep.is_empty(), "{spec}: nothing below level 0");
+        for l in &deep {
+            // Every run below level 0 is a tile: one file.
+            assert_eq!(l.runs, l.files, "{spec}: level {}", l.level);
+        }
+        assert!(
+            deep.iter().any(|l| l.runs > 1),
+            "{spec}: no level was cut into tiles: {:?}",
+            deep.iter().map(|l| l.runs).collect::<Vec<_>>()
+        );
+        // A one-point window scans a few tiles, not the level.
+        let (_, &p) = model.iter().next().unwrap();
+        let scanned = db.window(Rect::of_point(p)).unwrap().components();
+        let files = s.levels.iter().map(|l| l.files as u64).sum::<u64>();
+        assert!(scanned * 2 < files, "{spec}: {scanned} of {files} files");
+        check(&db, c, &model, Rect::ALL, spec);
     }
 }

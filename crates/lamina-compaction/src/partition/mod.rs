@@ -8,8 +8,9 @@
 //!   the longest common binary prefix of its smallest and largest key, so
 //!   bounds fall on a fixed grid and files of different merges stop
 //!   chaining). A partitioner hands each sub-merge a [`FileCutter`] that
-//!   the executor asks before every entry; a spatial partitioner (STR,
-//!   R*-Grove) is one more implementation.
+//!   the executor asks before every entry. `str` and `rstar-grove` (seed
+//!   000 §4.3, [`spatial`]) cut a leveled LSM R-tree's merge into
+//!   spatially disjoint tiles instead, each its own run.
 //! * [`sweep_groups`] (Alg. 5.2–5.3, with the digest's fix of comparing
 //!   against the running `u_max`) groups the input files by overlap: a
 //!   one-file group is a trivial move, a larger one a sub-merge.
@@ -21,6 +22,7 @@ use std::fmt;
 
 pub mod hist;
 pub mod image;
+pub mod spatial;
 
 pub use hist::StreamHist;
 
@@ -39,6 +41,10 @@ pub enum Partition {
     Local,
     /// Bounds from BINARYSPLIT of a dyadic node of the key space (Alg. 5.7).
     Global,
+    /// Spatially disjoint tiles by Sort-Tile-Recursive (seed 000 §4.3).
+    Str,
+    /// Spatially disjoint, square-like tiles by R*-Grove (seed 000 §4.3).
+    RstarGrove,
 }
 
 impl Partition {
@@ -49,6 +55,8 @@ impl Partition {
             Partition::Size => "size",
             Partition::Local => "local",
             Partition::Global => "global",
+            Partition::Str => "str",
+            Partition::RstarGrove => "rstar-grove",
         }
     }
 
@@ -59,6 +67,8 @@ impl Partition {
             "size" => Some(Partition::Size),
             "local" => Some(Partition::Local),
             "global" => Some(Partition::Global),
+            "str" => Some(Partition::Str),
+            "rstar-grove" => Some(Partition::RstarGrove),
             _ => None,
         }
     }
@@ -67,6 +77,16 @@ impl Partition {
     /// per-file histograms).
     pub fn uses_ranges(self) -> bool {
         matches!(self, Partition::Local | Partition::Global)
+    }
+
+    /// The tile rule of a spatial partitioning (whose outputs are tiles of
+    /// a leveled LSM R-tree), `None` for the key-ordered rules.
+    pub fn tile_rule(self) -> Option<spatial::TileRule> {
+        match self {
+            Partition::Str => Some(spatial::TileRule::Str),
+            Partition::RstarGrove => Some(spatial::TileRule::RstarGrove),
+            _ => None,
+        }
     }
 }
 
@@ -144,6 +164,14 @@ impl PartitionParams {
             }
             return Ok(None);
         };
+        if partition.tile_rule().is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "{name}: partition={} tiles the levels of leveled (e.g. \
+                 leveled:b0=2,b=10,partition={}); stack merges take none, size, local or global",
+                partition.name(),
+                partition.name()
+            )));
+        }
         let p = Partitioning {
             partition,
             theta: self.theta.unwrap_or(file),
@@ -181,6 +209,8 @@ pub fn partitioner(rule: Partition, theta: u64, image: KeyImage) -> Box<dyn Outp
     let theta = theta.max(1);
     match rule {
         Partition::None => Box::new(BySize { theta: u64::MAX }),
+        // A tile is one file: the tiles themselves bound its size.
+        Partition::Str | Partition::RstarGrove => Box::new(BySize { theta: u64::MAX }),
         Partition::Size => Box::new(BySize { theta }),
         Partition::Local => Box::new(ByRange {
             theta,

@@ -4,6 +4,8 @@
 use super::parse_params;
 use super::Common;
 use crate::error::{Error, Result};
+use crate::partition::{Partition, Partitioning};
+use crate::placement::TILE_RANK;
 use crate::{
     param, CompactionPolicy, CompactionTask, FileView, OutputRun, PolicyDefaults, RunView,
     TaskInput, TreeView,
@@ -15,12 +17,24 @@ use crate::{
 /// `buffer × b^i` bytes; when over, the file overlapping the *fewest* files
 /// of level `i + 1` (then the fewest bytes, then the first by key) merges
 /// with them. A merge without overlap is a trivial move.
+///
+/// With `partition=str` or `partition=rstar-grove` (seed 000 §4.3, for
+/// spatial indexes) levels `i >= 1` are *tiles* instead: one-file runs
+/// ranked [`TILE_RANK`] that a merge makes by cutting its records into
+/// spatially disjoint groups. A level over capacity pushes down the tile
+/// whose MBR overlaps the fewest tiles below (then the fewest bytes); a
+/// push merges with every tile below that may share a key with it (key
+/// ranges and MBRs both intersect). `partition=size` is the default
+/// key-ordered cut.
 #[derive(Debug, Clone)]
 pub struct Leveled {
     /// Level-0 runs kept.
     pub b0: usize,
     /// Size ratio between levels.
     pub b: u64,
+    /// `Str` or `RstarGrove` for tiled levels; `None`: one key-ordered run
+    /// per level.
+    pub tiles: Option<Partition>,
     common: Common,
 }
 
@@ -30,10 +44,22 @@ impl Leveled {
     pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
         let mut b0 = 2;
         let mut b = defaults.size_ratio as u64;
+        let mut tiles = None;
         let common = parse_params("leveled", params, defaults, |k, v| {
             match k {
                 "b0" => b0 = param(k, v)?,
                 "b" => b = param(k, v)?,
+                "partition" => {
+                    tiles = match Partition::parse(v) {
+                        Some(Partition::Size) => None,
+                        Some(p) if p.tile_rule().is_some() => Some(p),
+                        _ => {
+                            return Err(Error::InvalidArgument(format!(
+                                "leveled: partition must be size, str or rstar-grove, not {v:?}"
+                            )))
+                        }
+                    }
+                }
                 _ => return Ok(false),
             }
             Ok(true)
@@ -48,7 +74,12 @@ impl Leveled {
                 "leveled needs b0 >= 1 and b >= 2".into(),
             ));
         }
-        Ok(Leveled { b0, b, common })
+        Ok(Leveled {
+            b0,
+            b,
+            tiles,
+            common,
+        })
     }
 
     /// Capacity in bytes of level `i >= 1`.
@@ -109,6 +140,113 @@ impl Leveled {
     }
 }
 
+impl Leveled {
+    /// A task merging `inputs` (runs of `level`, whole) into the tiles of
+    /// `level + 1` with every tile there that may share a key with them,
+    /// cut into new tiles; `None` if one of them is busy or the level
+    /// below still holds a run that is no tile (it goes down first).
+    fn push_tiles(
+        &self,
+        view: &TreeView,
+        rule: Partition,
+        level: usize,
+        inputs: &[&RunView],
+        reason: String,
+    ) -> Option<CompactionTask> {
+        let files: Vec<&FileView> = inputs.iter().flat_map(|r| &r.files).collect();
+        if files.is_empty() || files.iter().any(|f| f.busy) {
+            return None;
+        }
+        let below = &view.level(level + 1).runs;
+        if below.iter().any(|r| r.order != TILE_RANK) {
+            return None;
+        }
+        let mut task_inputs: Vec<TaskInput> = inputs
+            .iter()
+            .map(|r| TaskInput::whole_run(level, r))
+            .collect();
+        for tile in below {
+            if tile
+                .files
+                .iter()
+                .any(|t| files.iter().any(|f| f.may_share_keys(t)))
+            {
+                if tile.files.iter().any(|t| t.busy) {
+                    return None;
+                }
+                task_inputs.push(TaskInput::whole_run(level + 1, tile));
+            }
+        }
+        Some(CompactionTask {
+            inputs: task_inputs,
+            output_level: level + 1,
+            output_run: OutputRun::Tiles,
+            target_file_size: self.common.file,
+            partitioning: Some(Partitioning {
+                partition: rule,
+                theta: self.common.file,
+                subcompactions: 1,
+                image: Default::default(),
+            }),
+            buffer: None,
+            reason,
+        })
+    }
+
+    fn pick_tiles(&self, view: &TreeView, rule: Partition) -> Vec<CompactionTask> {
+        let mut tasks = Vec::new();
+        let l0 = &view.level(0).runs;
+        if l0.len() > self.b0 {
+            if let Some(oldest) = l0.last() {
+                let reason = format!(
+                    "level 0 has {} runs > b0={}, oldest run into tiles",
+                    l0.len(),
+                    self.b0
+                );
+                tasks.extend(self.push_tiles(view, rule, 0, &[oldest], reason));
+            }
+        }
+        for (i, level) in view.levels.iter().enumerate().skip(1) {
+            // A run that is no tile (left by another strategy) goes down
+            // whole, oldest first.
+            if let Some(run) = level.runs.iter().rev().find(|r| r.order != TILE_RANK) {
+                let reason = format!("level {i} holds run {} that is no tile", run.id);
+                tasks.extend(self.push_tiles(view, rule, i, &[run], reason));
+                continue;
+            }
+            let bytes = level.bytes();
+            let cap = self.capacity(view.buffer_bytes, i);
+            if bytes <= cap {
+                continue;
+            }
+            let below = &view.level(i + 1).runs;
+            let best = level
+                .runs
+                .iter()
+                .filter(|t| t.files.iter().all(|f| !f.busy))
+                .map(|t| {
+                    let over = below.iter().filter(|u| {
+                        u.files
+                            .iter()
+                            .any(|g| t.files.iter().any(|f| f.may_share_keys(g)))
+                    });
+                    let (count, size) =
+                        over.fold((0usize, 0u64), |(c, s), u| (c + 1, s + u.bytes()));
+                    (count, size, t)
+                })
+                .min_by_key(|&(count, size, _)| (count, size));
+            if let Some((count, _, tile)) = best {
+                let reason = format!(
+                    "level {i} holds {bytes} > {cap} bytes; tile {} overlaps {count} below",
+                    tile.id
+                );
+                tasks.extend(self.push_tiles(view, rule, i, &[tile], reason));
+            }
+        }
+        tasks
+    }
+}
+
 /// The files of `run` (key-disjoint, sorted) intersecting `[lo, hi]`.
 fn overlapping<'a>(run: &'a RunView, lo: &[u8], hi: &[u8]) -> &'a [FileView] {
     let first = run.files.partition_point(|f| f.largest.as_slice() < lo);
@@ -160,10 +298,13 @@ fn fewest_overlaps<'a>(
 impl CompactionPolicy for Leveled {
     fn spec(&self) -> String {
         format!(
-            "leveled:b0={},b={}{}",
+            "leveled:b0={},b={}{}{}",
             self.b0,
             self.b,
-            self.common.file_suffix()
+            self.common.file_suffix(),
+            self.tiles
+                .map(|p| format!(",partition={}", p.name()))
+                .unwrap_or_default()
         )
     }
 
@@ -172,6 +313,9 @@ impl CompactionPolicy for Leveled {
     }
 
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        if let Some(rule) = self.tiles {
+            return self.pick_tiles(view, rule);
+        }
         let mut tasks = Vec::new();
         let l0 = &view.level(0).runs;
         if l0.len() > self.b0 {
@@ -325,6 +469,81 @@ mod tests {
         assert_eq!(t[0].inputs[0].file_ids, vec![2]);
         assert_eq!(t[0].inputs[1].file_ids, vec![6]);
         assert_eq!(t[0].output_level, 2);
+    }
+
+    fn tile(id: u64, lo: u8, hi: u8, mbr: (f64, f64, f64, f64)) -> RunView {
+        let mut file = f(id, lo, hi, 10);
+        file.mbr = Some(crate::geometry::Rect::new(mbr.0, mbr.1, mbr.2, mbr.3));
+        RunView {
+            id,
+            order: TILE_RANK,
+            files: vec![file],
+        }
+    }
+
+    #[test]
+    fn tiled_levels_push_the_tile_overlapping_fewest_tiles_below() {
+        let p = Leveled::from_params(&[("b0", "2"), ("b", "2"), ("partition", "str")], defaults())
+            .unwrap();
+        assert_eq!(p.spec(), "leveled:b0=2,b=2,partition=str");
+        // Level 1 (capacity 20) holds 30 bytes in three tiles; below, tile
+        // 10 sits under tiles 1 and 2 by MBR, tile 11 under tile 2 only;
+        // tile 3 overlaps tile 12's key range but not its MBR.
+        let view = TreeView {
+            levels: vec![
+                LevelView::default(),
+                LevelView {
+                    runs: vec![
+                        tile(1, 0, 50, (0.0, 0.0, 1.0, 1.0)),
+                        tile(2, 10, 60, (0.5, 0.5, 3.0, 3.0)),
+                        tile(3, 20, 90, (8.0, 8.0, 9.0, 9.0)),
+                    ],
+                },
+                LevelView {
+                    runs: vec![
+                        tile(10, 0, 90, (0.0, 0.0, 1.0, 1.0)),
+                        tile(11, 0, 90, (2.0, 2.0, 4.0, 4.0)),
+                        tile(12, 0, 90, (5.0, 5.0, 6.0, 6.0)),
+                    ],
+                },
+            ],
+            buffer_bytes: 10,
+            ..Default::default()
+        };
+        let t = p.pick(&view);
+        assert_eq!(t.len(), 1);
+        // Tile 3 overlaps nothing below: it moves down as a tile.
+        assert_eq!(t[0].inputs.len(), 1);
+        assert_eq!((t[0].inputs[0].level, t[0].inputs[0].run_id), (1, 3));
+        assert_eq!(t[0].output_run, OutputRun::Tiles);
+        assert_eq!(t[0].partitioning.map(|p| p.partition), Some(Partition::Str));
+        // Without tile 3, tile 1 (one overlap) goes before tile 2 (two).
+        let mut view = view;
+        view.levels[1].runs.pop();
+        view.levels[1]
+            .runs
+            .push(tile(4, 0, 1, (20.0, 20.0, 21.0, 21.0)));
+        view.levels[1].runs[2].files[0].busy = true;
+        let t = p.pick(&view);
+        let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
+        assert_eq!(ids, [(1, 1), (2, 10)]);
+        // Level 0 over b0 pushes its oldest run into the tiles it touches.
+        view.levels[1].runs = std::mem::take(&mut view.levels[2].runs);
+        view.levels[0].runs = vec![
+            run(9, vec![f(5, 0, 90, 10)]),
+            run(8, vec![f(6, 0, 90, 10)]),
+            run(7, vec![f(7, 0, 90, 10)]),
+        ];
+        view.levels[0].runs[2].files[0].mbr = Some(crate::geometry::Rect::new(3.0, 3.0, 5.5, 5.5));
+        let t = p.pick(&view);
+        let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
+        assert_eq!(ids, [(0, 7), (1, 11), (1, 12)]);
+        assert!(Leveled::from_params(&[("partition", "global")], defaults()).is_err());
+        assert!(crate::stack::Binomial::from_params(
+            &[("k", "4"), ("partition", "str")],
+            defaults()
+        )
+        .is_err());
     }
 
     #[test]

@@ -183,7 +183,9 @@ pub(crate) fn parse_params(
                 common.file_given = true;
             }
             _ => {
-                if !partitioning.parse(name, key, value)? && !extra(key, value)? {
+                // The policy's own parameters first: `leveled` reads
+                // `partition=` itself.
+                if !extra(key, value)? && !partitioning.parse(name, key, value)? {
                     return Err(Error::InvalidArgument(format!(
                         "{name} has no parameter {key}"
                     )));

@@ -9,7 +9,9 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::partition::spatial::{TileRule, Tiles};
 use super::partition::{partitioner, FileCutter, Partition, Partitioning, StreamHist};
+use super::placement::TILE_RANK;
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
 use crate::error::{Error, Result};
@@ -101,10 +103,11 @@ pub(crate) fn execute(
             });
             id
         }
+        // Each output file is a run of its own, named after it.
+        Destination::Tiles => 0,
     };
     // The merged-down files the plan keeps in the output run's buffer.
-    let is_new = matches!(plan.destination, Destination::New { .. });
-    for change in plan.buffer_changes(out_run_id, is_new) {
+    for change in plan.buffer_changes(out_run_id, plan.destination.is_new()) {
         edit.buffer.push(change.try_map(|file| {
             inputs
                 .iter()
@@ -126,15 +129,31 @@ pub(crate) fn execute(
         }
     }
 
+    // Where an output or moved file goes: the output run, or a tile run
+    // of its own.
+    let add_output = |edit: &mut VersionEdit, meta: FileMeta| {
+        let run_id = match plan.destination {
+            Destination::Tiles => {
+                edit.new_runs.push(NewRun {
+                    level: plan.output_level,
+                    run_id: meta.id,
+                    order: TILE_RANK,
+                });
+                meta.id
+            }
+            _ => out_run_id,
+        };
+        edit.added_files.push(AddedFile {
+            level: plan.output_level,
+            run_id,
+            meta,
+        });
+    };
     if plan.action == Action::Move {
         for f in inputs.iter().flatten() {
             let meta = f.clone_meta();
             meta.arrived_ms.store(ctx.now_ms, Ordering::Relaxed);
-            edit.added_files.push(AddedFile {
-                level: plan.output_level,
-                run_id: out_run_id,
-                meta,
-            });
+            add_output(&mut edit, meta);
         }
         return Ok(CompactionOutcome {
             edit,
@@ -171,11 +190,7 @@ pub(crate) fn execute(
                 outcome.moved_files += 1;
                 outcome.moved_bytes += meta.size;
                 outcome.bytes_read -= meta.size;
-                outcome.edit.added_files.push(AddedFile {
-                    level: plan.output_level,
-                    run_id: out_run_id,
-                    meta,
-                });
+                add_output(&mut outcome.edit, meta);
             }
             _ => jobs.push(files),
         }
@@ -188,6 +203,9 @@ pub(crate) fn execute(
         .map_or(1, |p| p.subcompactions)
         .clamp(1, jobs.len().max(1));
     let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Vec<FileMeta>> {
+        if let Some(rule) = plan.partitioning.and_then(|p| p.partition.tile_rule()) {
+            return merge_tiles(ctx, &plan, files, &older_may_hold, rule);
+        }
         let cutter = match plan.partitioning {
             Some(p) => Some(cutter_for(ctx, p, files)?),
             None => None,
@@ -241,13 +259,9 @@ pub(crate) fn execute(
     for meta in written {
         outcome.bytes_written += meta.size;
         outcome.files_written += 1;
-        outcome.edit.added_files.push(AddedFile {
-            level: plan.output_level,
-            run_id: out_run_id,
-            meta,
-        });
+        add_output(&mut outcome.edit, meta);
     }
-    outcome.edit.new_runs = edit.new_runs;
+    outcome.edit.new_runs.extend(edit.new_runs);
     outcome.edit.removed_files = edit.removed_files;
     outcome.edit.buffer = edit.buffer;
     Ok(outcome)
@@ -263,26 +277,7 @@ fn merge_files(
     older_may_hold: &(dyn Fn(&[u8]) -> bool + Sync),
     cutter: Option<Box<dyn FileCutter>>,
 ) -> Result<Vec<FileMeta>> {
-    // One cursor per input run, over its files in this sub-merge.
-    let children: Vec<Box<dyn InternalIterator>> = plan
-        .inputs
-        .iter()
-        .filter_map(|input| {
-            let mine: Vec<Arc<FileMeta>> = files
-                .iter()
-                .filter(|f| input.files.iter().any(|i| i.id == f.id))
-                .cloned()
-                .collect();
-            (!mine.is_empty()).then(|| {
-                Box::new(RunIterator::new(
-                    mine,
-                    Arc::clone(ctx.loader),
-                    ctx.fill_cache,
-                )) as Box<dyn InternalIterator>
-            })
-        })
-        .collect();
-    let mut merged = MergingIterator::new(children);
+    let mut merged = merged_input(ctx, plan, files);
     let oldest_tombstone = files.iter().filter_map(|f| f.oldest_tombstone_ms).min();
     let mut writer = OutputWriter::new(ctx, plan.target_file_size, oldest_tombstone, cutter);
     let result = (|| -> Result<()> {
@@ -306,6 +301,129 @@ fn merge_files(
             Err(e)
         }
     }
+}
+
+/// Points sampled in a tiled merge's first pass: 16 KiB of them bound its
+/// memory and place the cuts of a few hundred tiles well.
+const TILE_SAMPLE: usize = 1 << 14;
+
+/// A spatially partitioned merge (seed 000 §4.3, the two-pass low-memory
+/// variant): pass 1 draws a reservoir sample of the inputs' points and
+/// computes ⌈input bytes / θ⌉ tiles from it by `rule`; pass 2 merges and
+/// writes each surviving entry into the file of the tile holding its
+/// point (one open file per tile). A key that is no point (impossible in a
+/// spatial index) goes to tile 0.
+fn merge_tiles(
+    ctx: &CompactionContext<'_>,
+    plan: &plan::Plan,
+    files: &[Arc<FileMeta>],
+    older_may_hold: &(dyn Fn(&[u8]) -> bool + Sync),
+    rule: TileRule,
+) -> Result<Vec<FileMeta>> {
+    let comparator = ctx.table_options.spatial.ok_or_else(|| {
+        Error::InvalidArgument(
+            "partition=str and rstar-grove cut spatial keys: the database needs Options::spatial"
+                .into(),
+        )
+    })?;
+    let bytes: u64 = files.iter().map(|f| f.size).sum();
+    let parts = usize::try_from(bytes.div_ceil(plan.target_file_size.max(1)))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let mut merged = merged_input(ctx, plan, files);
+    let mut sample = Vec::new();
+    let mut seen = 0u64;
+    // xorshift64*, seeded by the inputs: the same merge cuts the same tiles.
+    let mut rng = files.iter().fold(0x9E37_79B9_7F4A_7C15u64, |h, f| {
+        (h ^ f.id).wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }) | 1;
+    merged.seek_to_first()?;
+    while merged.valid() {
+        let parsed = parse_internal_key(merged.key())
+            .ok_or_else(|| Error::corruption("compaction input", 0, "malformed internal key"))?;
+        if let Some(p) = comparator.point_of(parsed.user_key) {
+            seen += 1;
+            if sample.len() < TILE_SAMPLE {
+                sample.push(p);
+            } else {
+                rng ^= rng >> 12;
+                rng ^= rng << 25;
+                rng ^= rng >> 27;
+                let slot = rng.wrapping_mul(0x2545_F491_4F6C_DD1D) % seen;
+                if let Some(s) = usize::try_from(slot).ok().and_then(|i| sample.get_mut(i)) {
+                    *s = p;
+                }
+            }
+        }
+        merged.next()?;
+    }
+    let tiles = Tiles::new(rule, &mut sample, parts);
+    drop(sample);
+
+    let oldest_tombstone = files.iter().filter_map(|f| f.oldest_tombstone_ms).min();
+    let mut writers: Vec<OutputWriter> = (0..tiles.len())
+        .map(|_| OutputWriter::new(ctx, u64::MAX, oldest_tombstone, None))
+        .collect();
+    let result = (|| -> Result<()> {
+        merged.seek_to_first()?;
+        let mut filter = VersionFilter::new(ctx.smallest_snapshot);
+        while merged.valid() {
+            let parsed = parse_internal_key(merged.key()).ok_or_else(|| {
+                Error::corruption("compaction input", 0, "malformed internal key")
+            })?;
+            if filter.keep(parsed.user_key, parsed.seq, parsed.kind, older_may_hold) {
+                let tile = comparator
+                    .point_of(parsed.user_key)
+                    .map_or(0, |p| tiles.route(p));
+                if let Some(w) = writers.get_mut(tile) {
+                    w.add(merged.key(), parsed.user_key, merged.value())?;
+                }
+            }
+            merged.next()?;
+        }
+        writers.iter_mut().try_for_each(|w| w.finish_current())
+    })();
+    match result {
+        Ok(()) => {
+            let mut out: Vec<FileMeta> = writers
+                .iter_mut()
+                .flat_map(|w| std::mem::take(&mut w.done))
+                .collect();
+            out.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            Ok(out)
+        }
+        Err(e) => {
+            writers.iter_mut().for_each(OutputWriter::abandon);
+            Err(e)
+        }
+    }
+}
+
+/// One cursor per input run over its files among `files`, merged.
+fn merged_input(
+    ctx: &CompactionContext<'_>,
+    plan: &plan::Plan,
+    files: &[Arc<FileMeta>],
+) -> MergingIterator {
+    let children: Vec<Box<dyn InternalIterator>> = plan
+        .inputs
+        .iter()
+        .filter_map(|input| {
+            let mine: Vec<Arc<FileMeta>> = files
+                .iter()
+                .filter(|f| input.files.iter().any(|i| i.id == f.id))
+                .cloned()
+                .collect();
+            (!mine.is_empty()).then(|| {
+                Box::new(RunIterator::new(
+                    mine,
+                    Arc::clone(ctx.loader),
+                    ctx.fill_cache,
+                )) as Box<dyn InternalIterator>
+            })
+        })
+        .collect();
+    MergingIterator::new(children)
 }
 
 /// The cutter of a sub-merge over `files` under `p`: range rules estimate

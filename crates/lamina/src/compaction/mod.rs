@@ -66,5 +66,6 @@ fn file_view(f: &FileMeta, busy: &HashSet<u64>) -> FileView {
         arrived_ms: f.arrived_ms(),
         last_read_ms: f.last_read_ms(),
         busy: busy.contains(&f.id),
+        mbr: f.mbr,
     }
 }
