@@ -8,7 +8,7 @@
 # Writes one JSON per run, summary.json, results.md and charts to
 # experiments/spatial/results/ (or $OUT).
 # Usage: experiments/spatial/run.sh [--quick]
-#   full: about 40 minutes on 2 cores; --quick: about 2 minutes, uniform and
+#   full: about 25 minutes on 2 cores; --quick: about 2 minutes, uniform and
 #   synthetic clusters only (no download).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,8 +22,9 @@ else
 fi
 # Leveled files of 256 KiB: about the size of one flush of the spatial
 # index (its share of the shared budget), as the seed's leveled components
-# are the size of a flushed one.
-POLICIES=${POLICIES:-binomial:k=4 binomial:k=10 tiered:b=4 tiered:b=10 concurrent leveled:b0=2,b=10,file=262144}
+# are the size of a flushed one; cut by size (key order), STR or R*-Grove.
+L=leveled:b0=2,b=10,file=262144
+POLICIES=${POLICIES:-binomial:k=4 binomial:k=10 tiered:b=4 tiered:b=10 concurrent $L $L,partition=str $L,partition=rstar-grove}
 COMPARATORS=${COMPARATORS:-hilbert simple}
 cargo build --release -q -p lamina-cli --bin lamina --example spatial_report
 mkdir -p "$OUT"

@@ -51,6 +51,11 @@ pub struct SpatialExecArgs {
     /// The primary index's merge policy.
     #[arg(long, value_name = "SPEC", default_value = "binomial:k=8")]
     pub primary_compaction: CompactionSpec,
+    /// How a leveled spatial index cuts its merges: size (by bytes, in key
+    /// order), str or rstar-grove (spatially disjoint tiles); added to
+    /// `--compaction` as `partition=P`, which must then be `leveled:...`.
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
 }
 
 /// Runs a spatial subcommand.
@@ -59,6 +64,21 @@ pub fn run(args: SpatialArgs) -> Result<()> {
         SpatialCommand::Exec(a) => exec(a),
         SpatialCommand::Bench(a) => crate::spatial_bench::run(a),
     }
+}
+
+/// The spatial index's policy: `spec` with `partition=P` added.
+pub fn index_compaction(spec: &CompactionSpec, partition: Option<&str>) -> Result<CompactionSpec> {
+    let Some(p) = partition else {
+        return Ok(spec.clone());
+    };
+    let text = spec.to_string();
+    let joined = format!(
+        "{text}{}partition={p}",
+        if text.contains(':') { ',' } else { ':' }
+    );
+    joined
+        .parse()
+        .with_context(|| format!("--partition {p} with --compaction {text}"))
 }
 
 fn exec(args: SpatialExecArgs) -> Result<()> {
@@ -74,7 +94,7 @@ fn exec(args: SpatialExecArgs) -> Result<()> {
     let dir: PathBuf = args.engine.dir.clone();
     let opts = DatasetOptions {
         memory_budget: base.write_buffer_size,
-        index_compaction: base.compaction.clone(),
+        index_compaction: index_compaction(&base.compaction, args.partition.as_deref())?,
         primary_compaction: args.primary_compaction,
         comparator,
         maintenance,

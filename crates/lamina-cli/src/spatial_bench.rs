@@ -35,6 +35,11 @@ pub struct SpatialBenchArgs {
     /// The primary index's merge policy.
     #[arg(long, value_name = "SPEC", default_value = "binomial:k=8")]
     pub primary_compaction: CompactionSpec,
+    /// How a leveled spatial index cuts its merges: size (by bytes, in key
+    /// order), str or rstar-grove (spatially disjoint tiles); added to
+    /// `--compaction` as `partition=P`, which must then be `leveled:...`.
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
     /// Points: `uniform` (lon × lat), `clusters` (a synthetic mixture of
     /// 50 Gaussian clusters) or `csv:PATH` (a file with `lat,lon` columns,
     /// e.g. GeoNames' rg_cities1000.csv, replicated with jitter of 0.01°).
@@ -225,7 +230,10 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
     let base = args.engine.to_options()?;
     let opts = DatasetOptions {
         memory_budget: base.write_buffer_size,
-        index_compaction: base.compaction.clone(),
+        index_compaction: crate::spatial::index_compaction(
+            &base.compaction,
+            args.partition.as_deref(),
+        )?,
         primary_compaction: args.primary_compaction.clone(),
         comparator,
         maintenance,

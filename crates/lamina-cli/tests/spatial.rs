@@ -92,6 +92,22 @@ fn replies_equal_a_brute_force_scan_across_restarts() {
         &["--comparator", "zorder", "--compaction", "tiered:b=3"],
         &[
             "--comparator",
+            "simple",
+            "--compaction",
+            "leveled:b0=2,b=3",
+            "--partition",
+            "str",
+        ],
+        &[
+            "--comparator",
+            "hilbert",
+            "--compaction",
+            "leveled:b0=2,b=3",
+            "--partition",
+            "rstar-grove",
+        ],
+        &[
+            "--comparator",
             "hilbert",
             "--maintenance",
             "lazy",

@@ -129,10 +129,14 @@ pub static STRATEGIES: &[Strategy] = &[
     Strategy {
         name: "leveled",
         family: Family::Stack,
-        params: "b0=2, b=size_ratio, file",
-        summary: "one stack of b0 + levels; level i holds b0 · b^i flushes",
-        source: "seed 000 §3.2",
-        accepts: |p| has_key(p, &["b", "b0"]),
+        params: "b0=2, b=size_ratio, file, partition=size (or str, rstar-grove)",
+        summary: "one stack of b0 + levels; level i holds b0 · b^i flushes; str and rstar-grove cut spatial levels into tiles",
+        source: "seed 000 §3.2, §4.3",
+        accepts: |p| {
+            has_key(p, &["b", "b0"])
+                || p.iter()
+                    .any(|&(k, v)| k == "partition" && matches!(v, "str" | "rstar-grove"))
+        },
         build: policy!(stack::Leveled),
     },
     Strategy {
