@@ -1,18 +1,22 @@
 //! `lamina serve`: the TCP server.
 
 use std::io::{self, IsTerminal, Read, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use lamina::compaction::CompactionSpec;
+use lamina::index::Dataset;
 use lamina::Db;
-use lamina_server::{run_console, LoadAccess, Server, ServerConfig};
+use lamina_server::{run_console, LoadAccess, Server, ServerConfig, ShutdownHandle};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use crate::engine_opts::{parse_count, parse_size, EngineOpts};
+use crate::spatial::dataset_options;
 
 /// How long shutdown waits for the last user of the database (the console,
 /// a connection still finishing a long command) to let go of it.
@@ -45,28 +49,124 @@ pub struct ServeArgs {
     pub idle_timeout: usize,
     #[command(flatten)]
     pub engine: EngineOpts,
+    #[command(flatten)]
+    pub spatial: SpatialServeArgs,
+}
+
+/// Flags of `lamina serve` for the spatial dataset it may also serve.
+#[derive(Debug, Args)]
+pub struct SpatialServeArgs {
+    /// Also serve a spatial dataset (a primary index and an LSM R-tree,
+    /// created if missing) from DIR: the commands of `lamina spatial exec`
+    /// on `--spatial-port`, framed like the DSL, so `lamina client --port`
+    /// speaks them. The engine flags (sync, caches, bloom bits) apply to it
+    /// too.
+    #[arg(long, value_name = "DIR")]
+    pub spatial_dir: Option<PathBuf>,
+    /// Port of the spatial commands (0 picks a free one).
+    #[arg(long, value_name = "PORT", default_value_t = 7879)]
+    pub spatial_port: u16,
+    /// The spatial index's key order: hilbert, zorder or simple (fixed at
+    /// creation).
+    #[arg(long, value_name = "C", default_value = "hilbert")]
+    pub spatial_comparator: String,
+    /// eager (anti-matter on writes) or lazy (queries validate); fixed at
+    /// creation.
+    #[arg(long, value_name = "M", default_value = "eager")]
+    pub spatial_maintenance: String,
+    /// The spatial index's merge policy.
+    #[arg(long, value_name = "SPEC", default_value = "binomial:k=4")]
+    pub spatial_compaction: CompactionSpec,
+    /// Cut a leveled spatial index's merges by size, str or rstar-grove.
+    #[arg(long, value_name = "P")]
+    pub spatial_partition: Option<String>,
+    /// The dataset's primary index's merge policy.
+    #[arg(long, value_name = "SPEC", default_value = "binomial:k=8")]
+    pub spatial_primary_compaction: CompactionSpec,
+    /// Memory the dataset's indexes share before they flush together (K,
+    /// M, G suffixes).
+    #[arg(long, value_name = "N", default_value = "4M", value_parser = parse_size)]
+    pub spatial_budget: usize,
+}
+
+impl SpatialServeArgs {
+    /// Opens the dataset, if one is asked for.
+    fn open(&self, engine: &EngineOpts) -> Result<Option<(PathBuf, Dataset)>> {
+        let Some(dir) = &self.spatial_dir else {
+            return Ok(None);
+        };
+        let mut base = engine.to_options()?;
+        base.write_buffer_size = self.spatial_budget;
+        base.compaction = self.spatial_compaction.clone();
+        let opts = dataset_options(
+            base,
+            &self.spatial_comparator,
+            &self.spatial_maintenance,
+            self.spatial_primary_compaction.clone(),
+            self.spatial_partition.as_deref(),
+        )
+        .context("--spatial-dir")?;
+        let ds = Dataset::open(dir, opts)
+            .with_context(|| format!("cannot open the dataset in {}", dir.display()))?;
+        Ok(Some((dir.clone(), ds)))
+    }
 }
 
 /// Serves until SIGINT, SIGTERM or `quit` on the console, then closes the
 /// database cleanly.
 ///
 /// Start-up prints two lines on stdout:
-/// `lamina: data directory <DIR>` and `lamina: listening on <IP>:<PORT>`.
+/// `lamina: data directory <DIR>` and `lamina: listening on <IP>:<PORT>`;
+/// with `--spatial-dir`, two more: `lamina: spatial dataset <DIR>` and
+/// `lamina: spatial commands on <IP>:<PORT>`.
 pub fn run(args: ServeArgs) -> Result<()> {
     let config = server_config(&args)?;
     let db = Arc::new(args.engine.open()?);
     let server = Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
-        .with_config(config);
+        .with_config(config.clone());
+    let spatial = match args.spatial.open(&args.engine)? {
+        Some((dir, ds)) => {
+            let ds = Arc::new(ds);
+            let addr = (args.host.as_str(), args.spatial.spatial_port);
+            let server = Server::bind_spatial(Arc::clone(&ds), addr)
+                .with_context(|| {
+                    format!(
+                        "cannot listen on {}:{}",
+                        args.host, args.spatial.spatial_port
+                    )
+                })?
+                .with_config(config);
+            Some((dir, ds, server))
+        }
+        None => None,
+    };
     let dir = std::fs::canonicalize(&args.engine.dir).unwrap_or_else(|_| args.engine.dir.clone());
     {
         let mut out = io::stdout().lock();
         writeln!(out, "lamina: data directory {}", dir.display())?;
         writeln!(out, "lamina: listening on {}", server.local_addr())?;
+        if let Some((dir, _, server)) = &spatial {
+            let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+            writeln!(out, "lamina: spatial dataset {}", dir.display())?;
+            writeln!(out, "lamina: spatial commands on {}", server.local_addr())?;
+        }
         out.flush()?;
     }
 
     let handle = server.shutdown_handle();
+    // The spatial server runs on its own thread and stops with the main one.
+    let spatial = match spatial {
+        Some((_, ds, server)) => {
+            let stop = server.shutdown_handle();
+            let thread = thread::Builder::new()
+                .name("lamina-spatial".into())
+                .spawn(move || server.run())
+                .context("cannot start the spatial server")?;
+            Some((ds, stop, thread))
+        }
+        None => None,
+    };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let on_signal = handle.clone();
     thread::Builder::new()
@@ -97,12 +197,37 @@ pub fn run(args: ServeArgs) -> Result<()> {
         })
         .context("cannot start the console thread")?;
 
-    server.run().context("server failed")?;
+    let served = server.run().context("server failed");
+    let spatial_closed = match spatial {
+        Some(s) => close_spatial(s),
+        None => Ok(()),
+    };
+    served?;
     eprintln!("lamina: closing the database");
-    let db = release(db)?;
+    let db = release(db, Db::flush)?;
     db.close().context("closing the database failed")?;
+    spatial_closed?;
     eprintln!("lamina: shut down cleanly");
     Ok(())
+}
+
+/// Stops the spatial server and closes its dataset.
+fn close_spatial(
+    (ds, stop, thread): (
+        Arc<Dataset>,
+        ShutdownHandle,
+        thread::JoinHandle<io::Result<()>>,
+    ),
+) -> Result<()> {
+    stop.trigger();
+    let served = match thread.join() {
+        Ok(r) => r.context("spatial server failed"),
+        Err(_) => Err(anyhow::anyhow!("the spatial server thread panicked")),
+    };
+    eprintln!("lamina: closing the spatial dataset");
+    let ds = release(ds, Dataset::flush)?;
+    ds.close().context("closing the spatial dataset failed")?;
+    served
 }
 
 /// The client-facing settings, checked before the database is opened.
@@ -167,8 +292,8 @@ fn in_background() -> bool {
     }
 }
 
-/// Waits until this is the last reference to the database.
-fn release(mut db: Arc<Db>) -> Result<Db> {
+/// Waits until this is the last reference to the database (or dataset).
+fn release<T>(mut db: Arc<T>, flush: impl Fn(&T) -> lamina::Result<()>) -> Result<T> {
     let start = Instant::now();
     loop {
         match Arc::try_unwrap(db) {
@@ -176,7 +301,7 @@ fn release(mut db: Arc<Db>) -> Result<Db> {
             Err(shared) => {
                 if start.elapsed() > RELEASE_TIMEOUT {
                     // Last resort: make the data durable even if we cannot close.
-                    shared.flush().context("final flush failed")?;
+                    flush(&shared).context("final flush failed")?;
                     bail!("the database is still in use; flushed it but could not close it");
                 }
                 db = shared;

@@ -81,25 +81,41 @@ pub fn index_compaction(spec: &CompactionSpec, partition: Option<&str>) -> Resul
         .with_context(|| format!("--partition {p} with --compaction {text}"))
 }
 
-fn exec(args: SpatialExecArgs) -> Result<()> {
-    let comparator = Comparator::parse(&args.comparator).ok_or_else(|| {
-        anyhow!(
-            "--comparator {:?}: use hilbert, zorder or simple",
-            args.comparator
-        )
-    })?;
-    let maintenance = Maintenance::parse(&args.maintenance)
-        .ok_or_else(|| anyhow!("--maintenance {:?}: use eager or lazy", args.maintenance))?;
-    let base = args.engine.to_options()?;
-    let dir: PathBuf = args.engine.dir.clone();
-    let opts = DatasetOptions {
+/// The dataset options of `spatial exec` and `serve --spatial-dir`: the
+/// engine options `base` (their write buffer is the shared memory budget,
+/// their compaction the spatial index's policy, cut by `partition`), with
+/// the comparator and maintenance named on the command line.
+pub fn dataset_options(
+    base: lamina::Options,
+    comparator: &str,
+    maintenance: &str,
+    primary_compaction: CompactionSpec,
+    partition: Option<&str>,
+) -> Result<DatasetOptions> {
+    let comparator = Comparator::parse(comparator)
+        .ok_or_else(|| anyhow!("comparator {comparator:?}: use hilbert, zorder or simple"))?;
+    let maintenance = Maintenance::parse(maintenance)
+        .ok_or_else(|| anyhow!("maintenance {maintenance:?}: use eager or lazy"))?;
+    Ok(DatasetOptions {
         memory_budget: base.write_buffer_size,
-        index_compaction: index_compaction(&base.compaction, args.partition.as_deref())?,
-        primary_compaction: args.primary_compaction,
+        index_compaction: index_compaction(&base.compaction, partition)?,
+        primary_compaction,
         comparator,
         maintenance,
         base,
-    };
+        fields: Vec::new(),
+    })
+}
+
+fn exec(args: SpatialExecArgs) -> Result<()> {
+    let opts = dataset_options(
+        args.engine.to_options()?,
+        &args.comparator,
+        &args.maintenance,
+        args.primary_compaction,
+        args.partition.as_deref(),
+    )?;
+    let dir: PathBuf = args.engine.dir.clone();
     let ds = Dataset::open(&dir, opts)
         .with_context(|| format!("cannot open the dataset in {}", dir.display()))?;
     let out = BufWriter::with_capacity(1 << 20, io::stdout().lock());

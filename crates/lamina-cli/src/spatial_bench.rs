@@ -9,8 +9,8 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use lamina::compaction::CompactionSpec;
-use lamina::index::{Dataset, DatasetOptions, Maintenance, Record};
-use lamina::spatial::{Comparator, Point, Rect};
+use lamina::index::{Dataset, Record};
+use lamina::spatial::{Point, Rect};
 use lamina::DbStats;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -211,14 +211,6 @@ fn write_amplification(s: &DbStats) -> f64 {
 
 /// Runs the benchmark and prints the JSON report.
 pub fn run(args: SpatialBenchArgs) -> Result<()> {
-    let comparator = Comparator::parse(&args.comparator).ok_or_else(|| {
-        anyhow!(
-            "--comparator {:?}: use hilbert, zorder or simple",
-            args.comparator
-        )
-    })?;
-    let maintenance = Maintenance::parse(&args.maintenance)
-        .ok_or_else(|| anyhow!("--maintenance {:?}: use eager or lazy", args.maintenance))?;
     if args.engine.dir.exists() {
         bail!(
             "{} exists: the bench creates its dataset in a new directory",
@@ -227,18 +219,14 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
     }
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let source = Source::parse(&args.data, &mut rng)?;
-    let base = args.engine.to_options()?;
-    let opts = DatasetOptions {
-        memory_budget: base.write_buffer_size,
-        index_compaction: crate::spatial::index_compaction(
-            &base.compaction,
-            args.partition.as_deref(),
-        )?,
-        primary_compaction: args.primary_compaction.clone(),
-        comparator,
-        maintenance,
-        base,
-    };
+    let opts = crate::spatial::dataset_options(
+        args.engine.to_options()?,
+        &args.comparator,
+        &args.maintenance,
+        args.primary_compaction.clone(),
+        args.partition.as_deref(),
+    )?;
+    let (comparator, maintenance) = (opts.comparator, opts.maintenance);
     let ds = Dataset::open(&args.engine.dir, opts)?;
     let payload_len = args.record_bytes.saturating_sub(24);
     let mut points: Vec<Point> = Vec::new();
@@ -253,6 +241,7 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
                 ds.upsert(&Record {
                     id: points.len() as u64,
                     point: p,
+                    fields: Vec::new(),
                     payload,
                 })?;
                 points.push(p);

@@ -199,3 +199,64 @@ fn bench_reports_every_selectivity() {
         .unwrap();
     assert!(!again.status.success());
 }
+
+/// The spatial port of a server started with `--spatial-dir`, from its
+/// start-up lines.
+fn spatial_port(server: &mut common::ServerProc) -> u16 {
+    use std::io::BufRead;
+    let mut line = String::new();
+    for _ in 0..4 {
+        line.clear();
+        server.stdout.read_line(&mut line).unwrap();
+        if let Some(addr) = line.trim().strip_prefix("lamina: spatial commands on ") {
+            return addr.rsplit(':').next().unwrap().parse().unwrap();
+        }
+    }
+    panic!("no spatial port in the start-up lines: {line:?}");
+}
+
+#[test]
+fn served_spatial_commands_equal_a_brute_force_scan_across_restarts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let ds = tmp.path().join("ds");
+    let flags = [
+        "--spatial-dir",
+        ds.to_str().unwrap(),
+        "--spatial-port",
+        "0",
+        "--spatial-compaction",
+        "leveled:b0=2,b=3",
+        "--spatial-partition",
+        "rstar-grove",
+        "--spatial-budget",
+        "16K",
+        "--load-dir",
+        "none",
+    ];
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut model = BTreeMap::new();
+    for round in 0..2 {
+        let mut server = common::ServerProc::start(&db, &flags);
+        let port = spatial_port(&mut server);
+        let (input, expect) = script(&mut rng, &mut model, 1_500);
+        assert_eq!(
+            common::client(port, input.into_bytes()),
+            expect,
+            "round {round}"
+        );
+        // The DSL port serves the key-value database beside it.
+        assert_eq!(common::client(server.port, b"p 1 2\ng 1\n".to_vec()), "2\n");
+        // Bad lines get one ERROR each; @sync is echoed.
+        let out = common::client(port, b"i 1 nan 0\nw 1 1 0 0\nnope\n".to_vec());
+        assert_eq!(
+            out.lines().filter(|l| l.starts_with("ERROR ")).count(),
+            3,
+            "{out}"
+        );
+        server.stop();
+    }
+    for index in ["primary", "spatial"] {
+        common::assert_verifies(&ds.join(index));
+    }
+}

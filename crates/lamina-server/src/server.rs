@@ -1,6 +1,7 @@
-//! The TCP server: one thread per connection over a shared [`Db`], with a
-//! cap on connections, an optional idle time-out, confined loads and a
-//! bounded shutdown.
+//! The TCP server: one thread per connection over a shared [`Db`] (the
+//! CS265 DSL) or [`Dataset`] (the spatial commands), with a cap on
+//! connections, an optional idle time-out, confined loads and a bounded
+//! shutdown.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -12,10 +13,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use lamina::index::Dataset;
 use lamina::Db;
 
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
+use crate::spatial::serve_spatial_connection;
 use crate::stream::{drain_lines, serve_connection, ConnectionConfig};
 
 /// Asks a running [`Server`] to stop; cheap to clone, usable from any thread.
@@ -120,18 +123,39 @@ impl Connections {
     }
 }
 
+/// What a server's connections speak, and to what.
+#[derive(Clone)]
+enum Service {
+    /// The CS265 DSL on a key-value database.
+    Dsl(Arc<Db>),
+    /// The spatial commands ([`crate::spatial`]) on a dataset.
+    Spatial(Arc<Dataset>),
+}
+
 /// A bound, not yet running server.
 pub struct Server {
     listener: TcpListener,
-    db: Arc<Db>,
+    service: Service,
     shutdown: ShutdownHandle,
     local_addr: SocketAddr,
     config: ServerConfig,
 }
 
 impl Server {
-    /// Binds `addr` (port 0 picks a free port; see [`Server::local_addr`]).
+    /// Binds `addr` for DSL clients of `db` (port 0 picks a free port; see
+    /// [`Server::local_addr`]).
     pub fn bind(db: Arc<Db>, addr: impl ToSocketAddrs) -> io::Result<Server> {
+        Server::bind_service(Service::Dsl(db), addr)
+    }
+
+    /// Binds `addr` for spatial clients of `dataset`: the commands of
+    /// [`crate::spatial`], framed like the DSL (`@end` / `quit` answered
+    /// with `@bye`, `@sync` echoed), so [`crate::run_client`] speaks it too.
+    pub fn bind_spatial(dataset: Arc<Dataset>, addr: impl ToSocketAddrs) -> io::Result<Server> {
+        Server::bind_service(Service::Spatial(dataset), addr)
+    }
+
+    fn bind_service(service: Service, addr: impl ToSocketAddrs) -> io::Result<Server> {
         let listener = TcpListener::bind(addr)?;
         let local_addr = listener.local_addr()?;
         let wake_ip = match local_addr.ip() {
@@ -141,7 +165,7 @@ impl Server {
         };
         Ok(Server {
             listener,
-            db,
+            service,
             shutdown: ShutdownHandle {
                 flag: Arc::new(AtomicBool::new(false)),
                 wake_addr: SocketAddr::new(wake_ip, local_addr.port()),
@@ -214,7 +238,7 @@ impl Server {
                 conns.remove(id);
                 break;
             }
-            let db = Arc::clone(&self.db);
+            let service = self.service.clone();
             let registry = Arc::clone(&conns);
             let config = conn_config.clone();
             let spawned = thread::Builder::new()
@@ -222,9 +246,12 @@ impl Server {
                 .stack_size(CONNECTION_STACK)
                 .spawn(move || {
                     let _ = stream.set_nodelay(true);
-                    let _ = serve_connection(&db, &stream, &config);
+                    let _ = match &service {
+                        Service::Dsl(db) => serve_connection(db, &stream, &config).map(drop),
+                        Service::Spatial(ds) => serve_spatial_connection(ds, &stream, &config),
+                    };
                     // The db reference goes before the thread counts as done.
-                    drop(db);
+                    drop(service);
                     registry.remove(id);
                 });
             if let Err(e) = spawned {

@@ -8,19 +8,34 @@
 //! | `w X1 Y1 X2 Y2` | window query, closed: X1 ≤ x ≤ X2, Y1 ≤ y ≤ Y2 | `N ID ID ...` (count, then the ids ascending, one line) |
 //! | `c X1 Y1 X2 Y2` | count only | `N` |
 //! | `stats-json` | the dataset's and both indexes' statistics | one JSON line |
-//! | `quit` | stop | none |
+//! | `quit` or `@end` | stop (over the network: reply `@bye`, close) | none |
+//! | `@sync` | nothing | `@sync` |
 //! | anything bad | nothing changes | one `ERROR ...` line |
 //!
 //! IDs are `u64`; coordinates are finite decimal numbers (longitude,
 //! latitude in the experiments). Blank lines are ignored. Lines are read
 //! with the DSL's bound (1 MiB); a longer one is an `ERROR`.
+//!
+//! `lamina serve --spatial-dir D` serves these commands on a second port
+//! ([`crate::Server::bind_spatial`]), framed like the DSL's wire protocol
+//! (see the crate docs), so `lamina client` works with it. Over the network
+//! a window answer holds at most [`MAX_NETWORK_WINDOW_IDS`] ids (a larger
+//! one is an `ERROR`: count it with `c` or split the window), which bounds
+//! a reply's memory.
 
 use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
 
 use lamina::index::{Dataset, Record};
 use lamina::spatial::{Point, Rect};
 
+use crate::exec::{push_error, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+use crate::stream::{linger, ConnectionConfig, IdleClock};
+
+/// The most ids a window answer sent over the network may hold (about
+/// 2 MiB of reply).
+pub const MAX_NETWORK_WINDOW_IDS: usize = 100_000;
 
 /// One parsed line.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,8 +50,10 @@ pub enum SpatialCommand {
     Count(Rect),
     /// `stats-json`
     Stats,
-    /// `quit`
+    /// `quit` or `@end`
     Quit,
+    /// `@sync`
+    Sync,
     /// A blank line.
     Nothing,
 }
@@ -84,7 +101,8 @@ pub fn parse_spatial(line: &[u8]) -> Result<SpatialCommand, String> {
         "w" => SpatialCommand::Window(rect(&mut toks)?),
         "c" => SpatialCommand::Count(rect(&mut toks)?),
         "stats-json" => SpatialCommand::Stats,
-        "quit" => SpatialCommand::Quit,
+        "quit" | "@end" => SpatialCommand::Quit,
+        "@sync" => SpatialCommand::Sync,
         other => {
             return Err(format!(
                 "unknown command {other:?} (i, x, w, c, stats-json, quit)"
@@ -108,8 +126,8 @@ pub fn stats_json(ds: &Dataset) -> String {
 }
 
 /// Executes one line, appending its reply to `out`; returns false on
-/// `quit`.
-pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>) -> bool {
+/// `quit`. A window matching more than `max_ids` records is an `ERROR`.
+pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>, max_ids: usize) -> bool {
     let result = parse_spatial(line).and_then(|cmd| {
         let fail = |e: lamina::Error| e.to_string();
         match cmd {
@@ -117,12 +135,17 @@ pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>) -> bool {
                 .upsert(&Record {
                     id: i,
                     point: p,
+                    fields: Vec::new(),
                     payload: Vec::new(),
                 })
                 .map_err(fail),
             SpatialCommand::Delete(i) => ds.delete(i).map(|_| ()).map_err(fail),
             SpatialCommand::Window(r) => {
-                let answer = ds.window(r).map_err(fail)?;
+                let answer = ds.window_at_most(r, max_ids).map_err(fail)?.ok_or_else(|| {
+                    format!(
+                        "the window holds more than {max_ids} records; count them with c or split the window"
+                    )
+                })?;
                 out.extend_from_slice(answer.ids.len().to_string().as_bytes());
                 for i in &answer.ids {
                     out.push(b' ');
@@ -141,6 +164,10 @@ pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>) -> bool {
                 out.push(b'\n');
                 Ok(())
             }
+            SpatialCommand::Sync => {
+                out.extend_from_slice(crate::SYNC_REPLY);
+                Ok(())
+            }
             SpatialCommand::Quit => Err(String::new()),
             SpatialCommand::Nothing => Ok(()),
         }
@@ -149,10 +176,70 @@ pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>) -> bool {
         Ok(()) => true,
         Err(e) if e.is_empty() => false,
         Err(e) => {
-            out.extend_from_slice(b"ERROR ");
-            out.extend_from_slice(e.replace('\n', " ").as_bytes());
-            out.push(b'\n');
+            push_error(out, &e);
             true
+        }
+    }
+}
+
+/// One line of input, complete or over the bound.
+fn handle(ds: &Dataset, line: Line<'_>, out: &mut Vec<u8>, max_ids: usize) -> bool {
+    match line {
+        Line::Complete(b) => execute_spatial(ds, b, out, max_ids),
+        Line::TooLong => {
+            push_error(out, &format!("line longer than {MAX_LINE} bytes"));
+            true
+        }
+    }
+}
+
+/// Serves one network connection (see the module docs) until `quit` /
+/// `@end` (answered with `@bye`), a disconnect or the idle time-out. Every
+/// complete line is executed; the unterminated last line of a dropped
+/// connection is not. Replies go out at the end of each read chunk, or
+/// sooner once [`STREAM_CHUNK`] bytes are pending.
+pub fn serve_spatial_connection(
+    ds: &Dataset,
+    stream: &TcpStream,
+    config: &ConnectionConfig,
+) -> io::Result<()> {
+    let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
+    let mut out = Vec::new();
+    let mut reader = stream;
+    let mut writer = stream;
+    let mut idle = IdleClock::new(stream, config.idle_timeout)?;
+    loop {
+        let Some(n) = idle.read(&mut lines, &mut reader, &mut out)? else {
+            push_error(&mut out, "idle timeout: closing the connection");
+            let _ = writer.write_all(&out);
+            let _ = stream.shutdown(Shutdown::Both);
+            return Ok(());
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let mut go_on = true;
+        while go_on {
+            let Some(line) = lines.next_line() else {
+                break;
+            };
+            go_on = handle(ds, line, &mut out, MAX_NETWORK_WINDOW_IDS);
+            if out.len() >= STREAM_CHUNK {
+                writer.write_all(&out)?;
+                out.clear();
+            }
+        }
+        if !go_on {
+            out.extend_from_slice(crate::BYE_REPLY);
+            writer.write_all(&out)?;
+            writer.flush()?;
+            let _ = stream.shutdown(Shutdown::Write);
+            linger(stream);
+            return Ok(());
+        }
+        if !out.is_empty() {
+            writer.write_all(&out)?;
+            out.clear();
         }
     }
 }
@@ -161,27 +248,19 @@ pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>) -> bool {
 pub fn run_spatial<R: Read, W: Write>(ds: &Dataset, mut input: R, mut output: W) -> io::Result<()> {
     let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
     let mut out = Vec::with_capacity(64 * 1024);
-    let too_long = format!("ERROR line longer than {MAX_LINE} bytes\n");
     loop {
         let n = lines.fill(&mut input)?;
         let mut go_on = true;
-        let handle = |line: Line<'_>, out: &mut Vec<u8>| match line {
-            Line::Complete(b) => execute_spatial(ds, b, out),
-            Line::TooLong => {
-                out.extend_from_slice(too_long.as_bytes());
-                true
-            }
-        };
         if n == 0 {
             if let Some(line) = lines.take_rest() {
-                handle(line, &mut out);
+                handle(ds, line, &mut out, usize::MAX);
             }
             output.write_all(&out)?;
             return output.flush();
         }
         while go_on {
             match lines.next_line() {
-                Some(line) => go_on = handle(line, &mut out),
+                Some(line) => go_on = handle(ds, line, &mut out, usize::MAX),
                 None => break,
             }
         }
@@ -210,6 +289,8 @@ mod tests {
             Ok(SpatialCommand::Window(Rect::new(-1.0, -2.0, 3.0, 4.0)))
         );
         assert_eq!(parse_spatial(b"  "), Ok(SpatialCommand::Nothing));
+        assert_eq!(parse_spatial(b"@end"), Ok(SpatialCommand::Quit));
+        assert_eq!(parse_spatial(b"@sync"), Ok(SpatialCommand::Sync));
         for bad in [
             &b"i 7 1"[..],
             b"i -1 0 0",

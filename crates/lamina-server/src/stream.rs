@@ -146,7 +146,7 @@ pub fn serve_connection(
 
 /// Reads for a connection: after [`IDLE_RELEASE`] without input the
 /// buffers are given back, and after the idle time-out the read gives up.
-struct IdleClock<'s> {
+pub(crate) struct IdleClock<'s> {
     stream: &'s TcpStream,
     timeout: Option<Duration>,
     /// The read time-out now set on the socket.
@@ -154,7 +154,7 @@ struct IdleClock<'s> {
 }
 
 impl<'s> IdleClock<'s> {
-    fn new(stream: &'s TcpStream, timeout: Option<Duration>) -> io::Result<Self> {
+    pub(crate) fn new(stream: &'s TcpStream, timeout: Option<Duration>) -> io::Result<Self> {
         let mut clock = IdleClock {
             stream,
             timeout,
@@ -174,7 +174,7 @@ impl<'s> IdleClock<'s> {
 
     /// Bytes read (0 at end of input), or `None` once idle past the
     /// time-out.
-    fn read(
+    pub(crate) fn read(
         &mut self,
         lines: &mut LineReader,
         reader: &mut &TcpStream,
@@ -220,7 +220,7 @@ impl<'s> IdleClock<'s> {
 /// `quit`, a pipelining client may be mid-stream) until it closes, for a
 /// bounded time. Closing a socket with unread input makes the kernel send a
 /// reset, which can destroy the `@bye` before the peer reads it.
-fn linger(stream: &TcpStream) {
+pub(crate) fn linger(stream: &TcpStream) {
     let deadline = Instant::now() + LINGER;
     let mut sink = vec![0u8; 64 * 1024];
     let mut reader = stream;

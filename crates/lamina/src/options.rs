@@ -133,6 +133,13 @@ pub struct Options {
     /// keeps its own log, as [`crate::index::Dataset`] does for all its
     /// indexes at once.
     pub write_ahead_log: bool,
+    /// Compaction policies size levels in flushes (`TreeView::buffer_bytes`):
+    /// off (the default), a flush is `write_buffer_size`; on, it is the mean
+    /// size of this database's flushes so far, as the simulator counts. For
+    /// a database flushed from outside before its buffer fills: a
+    /// dataset's indexes flush together at a shared budget, so each index's
+    /// flush is its share of the budget, not the budget.
+    pub plan_with_mean_flush: bool,
     /// Keys are points laid out by this comparator (a spatial index, the
     /// LSM R-tree of seed 000 ch. 4): tables keep the MBR of each block and
     /// file, and [`crate::Db::window`] answers window queries. `None` (the
@@ -250,6 +257,7 @@ impl Default for Options {
             level0_stop_runs: 12,
             sync: SyncMode::None,
             write_ahead_log: true,
+            plan_with_mean_flush: false,
             spatial: None,
             read_only: false,
         }

@@ -264,13 +264,13 @@ impl Inner {
     }
 
     pub(super) fn view(&self, st: &State) -> TreeView {
-        crate::compaction::view_of_version(
-            &st.version,
-            &st.busy,
-            self.stats.flushes.get(),
-            self.opts.write_buffer_size as u64,
-            now_ms(),
-        )
+        let flushes = self.stats.flushes.get();
+        let buffer_bytes = if self.opts.plan_with_mean_flush && flushes > 0 {
+            (self.stats.flush_bytes_written.get() / flushes).max(1)
+        } else {
+            self.opts.write_buffer_size as u64
+        };
+        crate::compaction::view_of_version(&st.version, &st.busy, flushes, buffer_bytes, now_ms())
     }
 
     /// Waits until the policy picks nothing and no compaction runs, then
