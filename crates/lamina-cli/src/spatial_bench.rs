@@ -54,6 +54,13 @@ pub struct SpatialBenchArgs {
     /// Records inserted per round.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub inserts: u64,
+    /// The fraction of the rounds' writes that move an existing record to
+    /// a new point (an upsert of a random earlier id) instead of inserting
+    /// a new one: the writes whose old index entry eager maintenance
+    /// cancels with anti-matter and lazy maintenance leaves for queries to
+    /// validate.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub update_fraction: f64,
     /// Window queries per round and selectivity.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub queries: u64,
@@ -101,7 +108,11 @@ struct Report {
     compaction: String,
     primary_compaction: String,
     data: String,
+    /// Distinct records at the end.
     records: u64,
+    /// Upserts made (load and rounds; updates included).
+    writes: u64,
+    update_fraction: f64,
     record_bytes: usize,
     write_seconds: f64,
     writes_per_sec: f64,
@@ -230,26 +241,39 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
     let ds = Dataset::open(&args.engine.dir, opts)?;
     let payload_len = args.record_bytes.saturating_sub(24);
     let mut points: Vec<Point> = Vec::new();
+    if !(0.0..=1.0).contains(&args.update_fraction) {
+        bail!("--update-fraction must be within 0 ..= 1");
+    }
     let mut write_time = 0.0;
-    let mut insert =
-        |ds: &Dataset, n: u64, rng: &mut SmallRng, points: &mut Vec<Point>| -> Result<()> {
-            let start = Instant::now();
-            for _ in 0..n {
-                let p = source.point(rng);
-                let mut payload = vec![0u8; payload_len];
-                rng.fill(&mut payload[..]);
-                ds.upsert(&Record {
-                    id: points.len() as u64,
-                    point: p,
-                    fields: Vec::new(),
-                    payload,
-                })?;
+    let mut write = |ds: &Dataset,
+                     n: u64,
+                     update_fraction: f64,
+                     rng: &mut SmallRng,
+                     points: &mut Vec<Point>|
+     -> Result<()> {
+        let start = Instant::now();
+        for _ in 0..n {
+            let p = source.point(rng);
+            let mut payload = vec![0u8; payload_len];
+            rng.fill(&mut payload[..]);
+            let id = if !points.is_empty() && rng.gen_bool(update_fraction) {
+                rng.gen_range(0..points.len())
+            } else {
                 points.push(p);
-            }
-            write_time += start.elapsed().as_secs_f64();
-            Ok(())
-        };
-    insert(&ds, args.load, &mut rng, &mut points)?;
+                points.len() - 1
+            };
+            ds.upsert(&Record {
+                id: id as u64,
+                point: p,
+                fields: Vec::new(),
+                payload,
+            })?;
+            points[id] = p;
+        }
+        write_time += start.elapsed().as_secs_f64();
+        Ok(())
+    };
+    write(&ds, args.load, 0.0, &mut rng, &mut points)?;
     let mut per_sigma: Vec<Sigma> = args
         .sigma
         .iter()
@@ -259,7 +283,13 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
         })
         .collect();
     for _ in 0..args.rounds {
-        insert(&ds, args.inserts, &mut rng, &mut points)?;
+        write(
+            &ds,
+            args.inserts,
+            args.update_fraction,
+            &mut rng,
+            &mut points,
+        )?;
         for Sigma {
             sigma,
             latencies,
@@ -290,6 +320,7 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
         }
     }
     let records = points.len() as u64;
+    let writes = args.load + args.rounds * args.inserts;
     let index = ds.index().stats();
     let primary = ds.primary().stats();
     let sigmas = per_sigma
@@ -330,9 +361,11 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
         primary_compaction: ds.primary().compaction_spec(),
         data: args.data.clone(),
         records,
+        writes,
+        update_fraction: args.update_fraction,
         record_bytes: args.record_bytes,
         write_seconds: write_time,
-        writes_per_sec: records as f64 / write_time.max(1e-9),
+        writes_per_sec: writes as f64 / write_time.max(1e-9),
         index_write_amplification: write_amplification(&index),
         primary_write_amplification: write_amplification(&primary),
         index_files: index.levels.iter().map(|l| l.files as u64).sum(),

@@ -151,6 +151,71 @@ fn bad_lines_answer_error_and_change_nothing() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("comparator hilbert"));
 }
 
+/// Runs `lamina spatial bench` on a small clustered workload where half of
+/// the rounds' writes move an existing record; returns its JSON report.
+fn bench_with_updates(dir: &std::path::Path, maintenance: &str) -> serde_json::Value {
+    let out = Command::new(common::bin())
+        .args(["spatial", "bench", "--dir"])
+        .arg(dir)
+        .args([
+            "--maintenance",
+            maintenance,
+            "--update-fraction",
+            "0.5",
+            "--buffer-bytes",
+            "64K",
+            "--compaction",
+            "binomial:k=3",
+            "--data",
+            "clusters",
+            "--load",
+            "1500",
+            "--rounds",
+            "3",
+            "--inserts",
+            "400",
+            "--queries",
+            "15",
+            "--record-bytes",
+            "120",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn bench_updates_cost_eager_writes_and_lazy_reads_with_equal_answers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let eager = bench_with_updates(&tmp.path().join("eager"), "eager");
+    let lazy = bench_with_updates(&tmp.path().join("lazy"), "lazy");
+    for r in [&eager, &lazy] {
+        assert_eq!(r["writes"], 2700);
+        // About 600 of the 1,200 round writes moved an earlier record.
+        let records = r["records"].as_u64().unwrap();
+        assert!((1900..2300).contains(&records), "{records}");
+    }
+    // The same seed gives both the same points and windows, so the same
+    // counts: lazy validation removes exactly what anti-matter cancels.
+    for (e, l) in eager["sigmas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(lazy["sigmas"].as_array().unwrap())
+    {
+        assert_eq!(e["mean_results"], l["mean_results"], "{e} {l}");
+    }
+    let (e, l) = (&eager["dataset"], &lazy["dataset"]);
+    assert_eq!(e["write_lookups"], 2700);
+    assert!(e["antimatter"].as_u64().unwrap() > 0, "{e}");
+    assert_eq!(e["validations"], 0);
+    assert_eq!(l["write_lookups"], 0);
+    assert_eq!(l["antimatter"], 0);
+    assert!(l["validations"].as_u64().unwrap() > 0, "{l}");
+    assert!(l["stale_candidates"].as_u64().unwrap() > 0, "{l}");
+}
+
 #[test]
 fn bench_reports_every_selectivity() {
     let tmp = tempfile::tempdir().unwrap();
