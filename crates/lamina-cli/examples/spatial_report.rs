@@ -18,6 +18,20 @@ fn num(v: &Value, key: &str) -> f64 {
     v.get(key).and_then(Value::as_f64).unwrap_or(f64::NAN)
 }
 
+/// Reports written before `--update-fraction` existed have no `writes` or
+/// `update_fraction`: every write inserted a new record.
+fn writes(r: &Value) -> f64 {
+    r.get("writes")
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| num(r, "records"))
+}
+
+fn update_fraction(r: &Value) -> f64 {
+    r.get("update_fraction")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0)
+}
+
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("?")
 }
@@ -29,7 +43,7 @@ type SigmaPoint = (f64, f64, f64);
 /// `policy comparator maintenance` of a report, with the update fraction
 /// when some writes moved records.
 fn config(r: &Value) -> String {
-    let updates = num(r, "update_fraction");
+    let updates = update_fraction(r);
     let mut c = format!(
         "{} {} {}",
         text(r, "compaction"),
@@ -81,8 +95,8 @@ fn main() -> Result<()> {
             text(r, "compaction"),
             text(r, "comparator"),
             text(r, "maintenance"),
-            num(r, "update_fraction"),
-            num(r, "writes"),
+            update_fraction(r),
+            writes(r),
             num(r, "records"),
             num(r, "writes_per_sec"),
             num(r, "index_write_amplification"),
@@ -110,7 +124,7 @@ fn main() -> Result<()> {
                 text(r, "compaction"),
                 text(r, "comparator"),
                 text(r, "maintenance"),
-                num(r, "update_fraction"),
+                update_fraction(r),
                 num(s, "sigma"),
                 num(s, "mean_results"),
                 num(s, "read_amplification"),
