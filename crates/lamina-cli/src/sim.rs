@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use lamina::compaction::CompactionSpec;
 use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
 use lamina_sim::{
-    FlushRecord, FlushSizes, KeyModel, ModelOptions, Simulator, Summary, WaDefinition,
+    AsyncMerges, FlushRecord, FlushSizes, KeyModel, ModelOptions, Simulator, Summary, WaDefinition,
 };
 
 /// Output formats.
@@ -94,6 +94,19 @@ pub struct SimArgs {
     /// `sequential` (flush t after flush t-1, disjoint).
     #[arg(long, value_enum, default_value_t = Keys::Uniform)]
     pub keys: Keys,
+    /// Asynchronous merges: a merge reading b bytes takes C x b / buffer
+    /// flush intervals while flushes go on, its runs busy meanwhile (the
+    /// papers' model, without this flag: every merge ends before the next
+    /// flush). CSV adds `runs_at_flush` and `stalled` columns.
+    #[arg(long, value_name = "C")]
+    pub merge_cost: Option<f64>,
+    /// Asynchronous merges that may run at once.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "merge_cost")]
+    pub merge_threads: usize,
+    /// Asynchronous merges: a flush waits while at least R runs exist and a
+    /// merge runs (0: never).
+    #[arg(long, value_name = "R", default_value_t = 0, requires = "merge_cost")]
+    pub stall_runs: usize,
 }
 
 /// `--keys` values.
@@ -172,6 +185,7 @@ fn csv_line(
     policy: Option<&str>,
     r: &FlushRecord,
     transient: bool,
+    async_merges: bool,
 ) -> io::Result<()> {
     if let Some(p) = policy {
         write!(out, "{p},")?;
@@ -183,6 +197,9 @@ fn csv_line(
     )?;
     if transient {
         write!(out, ",{:.6}", r.transient_space_amplification)?;
+    }
+    if async_merges {
+        write!(out, ",{},{:.3}", r.runs_at_flush, r.stalled)?;
     }
     writeln!(out)
 }
@@ -206,8 +223,14 @@ pub fn run(args: SimArgs) -> Result<()> {
         file_overhead: args.file_overhead,
         wa: args.wa.into(),
         keys: args.keys.into(),
+        merges: args.merge_cost.map(|cost| AsyncMerges {
+            cost,
+            threads: args.merge_threads,
+            stall_runs: args.stall_runs,
+        }),
         ..ModelOptions::default()
     };
+    let async_merges = opts.merges.is_some();
     // Check every spec and the plot file before printing anything.
     let mut sims = args
         .policies
@@ -227,6 +250,9 @@ pub fn run(args: SimArgs) -> Result<()> {
         write!(out, "flush,write_amplification,sorted_runs,avg_sorted_runs")?;
         if args.transient {
             write!(out, ",transient_space_amplification")?;
+        }
+        if async_merges {
+            write!(out, ",runs_at_flush,stalled")?;
         }
         writeln!(out)?;
     }
@@ -254,7 +280,13 @@ pub fn run(args: SimArgs) -> Result<()> {
         {
             let r = sim.flush(size)?;
             if args.format == Format::Csv && (r.flush % args.every == 0 || r.flush == flushes) {
-                csv_line(&mut out, column.as_deref(), &r, args.transient)?;
+                csv_line(
+                    &mut out,
+                    column.as_deref(),
+                    &r,
+                    args.transient,
+                    async_merges,
+                )?;
             }
             if let Some(c) = &mut curve {
                 c.push(&r);

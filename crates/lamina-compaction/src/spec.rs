@@ -187,7 +187,7 @@ pub static STRATEGIES: &[Strategy] = &[
     Strategy {
         name: "concurrent",
         family: Family::Stack,
-        params: "k=30, lambda=1.2, c=3, d=10, file",
+        params: "k=30, lambda=1.2, c=3, d=10, rule=code (or text), file",
         summary: "AsterixDB's policy: merges the newest idle runs beside a running merge",
         source: "seed 000 §3.2",
         accepts: any,

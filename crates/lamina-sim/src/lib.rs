@@ -13,6 +13,12 @@
 //!   again, and repeats until the policy returns nothing: every merge
 //!   completes before the next flush (the engine with one compaction thread
 //!   and no flush during a merge);
+//! * or, with [`AsyncMerges`], merges take time: time runs in flush
+//!   intervals, a merge reading `b` bytes takes `cost · b / buffer_bytes`
+//!   of them while flushes keep arriving, up to `threads` merges run at
+//!   once with their runs busy (the policy sees them as the engine's do),
+//!   each is applied through the same planner when it ends, and a flush
+//!   may wait (stall) while `stall_runs` runs exist;
 //! * a merge writes the sum of its inputs, or less with a duplicate ratio
 //!   `d`: the largest input run keeps its bytes and every other input run
 //!   loses the fraction `d` of its bytes to keys it shares with the others;
@@ -125,6 +131,26 @@ pub struct ModelOptions {
     pub wa: WaDefinition,
     /// Where each flush's keys lie (for partitioned merges, seed 000 ch. 5).
     pub keys: KeyModel,
+    /// Merges that take time while flushes go on; `None` (the papers'
+    /// model): every merge completes before the next flush.
+    pub merges: Option<AsyncMerges>,
+}
+
+/// Asynchronous merges: time runs in flush intervals (one flush arrives
+/// per interval unless it stalls); a merge started at time `t` reading `b`
+/// bytes ends at `t + cost · b / buffer_bytes` and is applied then, its
+/// inputs marked busy meanwhile, as the engine's background merges are.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct AsyncMerges {
+    /// Flush intervals a merge takes per buffer of bytes it reads (0:
+    /// merges end when they start, the sequential model with a thread
+    /// limit). Trivial moves take no time.
+    pub cost: f64,
+    /// Merges that may run at once (at least 1).
+    pub threads: usize,
+    /// A flush waits while at least this many runs exist and a merge is
+    /// running (0: flushes never wait).
+    pub stall_runs: usize,
 }
 
 /// Where a flush's keys lie in the model's `u64` key space. Keys are spread
@@ -163,6 +189,7 @@ impl Default for ModelOptions {
             max_merges_per_flush: 1_000_000,
             wa: WaDefinition::Engine,
             keys: KeyModel::Uniform,
+            merges: None,
         }
     }
 }
@@ -186,8 +213,11 @@ pub struct FlushRecord {
     pub avg_runs_at_flush: f64,
     /// Largest total size during this flush's merges / bytes flushed so far.
     pub transient_space_amplification: f64,
-    /// Merges (trivial moves included) applied after this flush.
+    /// Merges (trivial moves included) applied after this flush (with
+    /// asynchronous merges: those that ended since the previous flush).
     pub merges: u64,
+    /// Flush intervals this flush waited for merges (asynchronous merges).
+    pub stalled: f64,
 }
 
 /// Totals of a simulation.
@@ -236,6 +266,24 @@ pub struct Summary {
     pub files: u64,
     /// Run sizes at the end: per level, newest run first.
     pub runs: Vec<Vec<u64>>,
+    /// Flush intervals from the first flush to the last (flushes − 1 plus
+    /// the stalls; asynchronous merges).
+    pub elapsed: f64,
+    /// Flush intervals flushes waited for merges.
+    pub stalled: f64,
+    /// Merges still running at the end.
+    pub merges_running: usize,
+    /// Sorted runs averaged over time rather than sampled at flushes (with
+    /// asynchronous merges, runs come and go between flushes; without,
+    /// `avg_sorted_runs`).
+    pub time_avg_runs: f64,
+}
+
+/// A merge in progress (asynchronous merges).
+#[derive(Debug)]
+struct Running {
+    finish: f64,
+    plan: plan::Plan,
 }
 
 /// A fixed pseudo-random permutation of `u64` (splitmix64's finalizer).
@@ -292,6 +340,13 @@ pub struct Simulator {
     trivial_moves: u64,
     moved_files: u64,
     sub_merges: u64,
+    /// Time in flush intervals (asynchronous merges).
+    clock: f64,
+    stalled: f64,
+    running: Vec<Running>,
+    /// ∫ sorted runs dt up to `counted_to` (asynchronous merges).
+    runs_time: f64,
+    counted_to: f64,
 }
 
 impl Simulator {
@@ -310,6 +365,20 @@ impl Simulator {
 
     /// A simulator running `policy`.
     pub fn new(policy: Box<dyn CompactionPolicy>, opts: ModelOptions) -> Result<Self> {
+        if let Some(a) = opts.merges {
+            if !(a.cost.is_finite() && a.cost >= 0.0) || a.threads == 0 {
+                return Err(SimError::Config(
+                    "asynchronous merges need a finite cost >= 0 and at least 1 thread".into(),
+                ));
+            }
+            if opts.wa == WaDefinition::Paper {
+                return Err(SimError::Config(
+                    "the paper's write amplification counts the SSTables a flush step leaves, \
+                     which asynchronous merges do not settle: use the engine's"
+                        .into(),
+                ));
+            }
+        }
         if !(0.0..1.0).contains(&opts.dup_ratio) {
             return Err(SimError::Config(format!(
                 "duplicate ratio must be in [0, 1), not {}",
@@ -343,6 +412,11 @@ impl Simulator {
             trivial_moves: 0,
             moved_files: 0,
             sub_merges: 0,
+            clock: 0.0,
+            stalled: 0.0,
+            running: Vec::new(),
+            runs_time: 0.0,
+            counted_to: 0.0,
         })
     }
 
@@ -390,8 +464,149 @@ impl Simulator {
         }
     }
 
-    /// Flushes `bytes`, then applies the policy's tasks until it is done.
+    /// Flushes `bytes`, then applies the policy's tasks until it is done
+    /// (with asynchronous merges: finishes the merges that end before this
+    /// flush, waits if it must stall, and starts what the policy picks).
     pub fn flush(&mut self, bytes: u64) -> Result<FlushRecord> {
+        if let Some(a) = self.opts.merges {
+            return self.flush_async(bytes, a);
+        }
+        self.add_flush(bytes);
+        let flush = self.view.flushes;
+        self.clock = flush.saturating_sub(1) as f64;
+        let runs_at_flush = self.sorted_runs();
+        let mut peak = self.total_bytes;
+        let mut merges = 0;
+        loop {
+            let tasks = self.policy.pick(&self.view);
+            let Some(task) = tasks.into_iter().next() else {
+                break;
+            };
+            if merges >= self.opts.max_merges_per_flush {
+                return Err(SimError::NotSettling {
+                    policy: self.spec.clone(),
+                    flush,
+                    merges,
+                });
+            }
+            let during = self.apply(&task)?;
+            peak = peak.max(during);
+            merges += 1;
+        }
+        self.new_sstable_bytes += self.step_files.values().sum::<u64>();
+        Ok(self.record(bytes, runs_at_flush, peak, merges, 0.0))
+    }
+
+    fn flush_async(&mut self, bytes: u64, a: AsyncMerges) -> Result<FlushRecord> {
+        let flush = self.view.flushes + 1;
+        let arrival = if flush == 1 { 0.0 } else { self.clock + 1.0 };
+        let mut peak = self.total_bytes;
+        let mut merges = 0;
+        while let Some(i) = self.next_to_finish(Some(arrival)) {
+            peak = peak.max(self.finish(i, a, flush)?);
+            merges += 1;
+        }
+        self.clock = arrival;
+        let mut stalled = 0.0;
+        while a.stall_runs > 0 && self.sorted_runs() >= a.stall_runs {
+            let Some(i) = self.next_to_finish(None) else {
+                break;
+            };
+            stalled += self.running[i].finish - self.clock;
+            peak = peak.max(self.finish(i, a, flush)?);
+            merges += 1;
+        }
+        self.stalled += stalled;
+        self.count_runs_to(self.clock);
+        self.add_flush(bytes);
+        let runs_at_flush = self.sorted_runs();
+        peak = peak.max(self.total_bytes);
+        peak = peak.max(self.start_merges(a, flush)?);
+        Ok(self.record(bytes, runs_at_flush, peak, merges, stalled))
+    }
+
+    /// Adds the runs present since the last change to the time integral.
+    fn count_runs_to(&mut self, t: f64) {
+        self.runs_time += self.sorted_runs() as f64 * (t - self.counted_to).max(0.0);
+        self.counted_to = t;
+    }
+
+    /// The running merge that ends first (the first started on ties), if it
+    /// ends by `by`.
+    fn next_to_finish(&self, by: Option<f64>) -> Option<usize> {
+        let (i, r) = self
+            .running
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.finish.total_cmp(&b.1.finish))?;
+        by.is_none_or(|t| r.finish <= t).then_some(i)
+    }
+
+    /// Applies running merge `i` at its end time, then starts what the
+    /// policy picks next; returns the largest total size meanwhile.
+    fn finish(&mut self, i: usize, a: AsyncMerges, flush: u64) -> Result<u64> {
+        let done = self.running.remove(i);
+        self.clock = self.clock.max(done.finish);
+        self.count_runs_to(self.clock);
+        let during = self.execute(&done.plan)?;
+        Ok(during.max(self.start_merges(a, flush)?))
+    }
+
+    /// Starts the policy's tasks while a thread is free; zero-time tasks
+    /// (trivial moves, or every merge at cost 0) are applied at once.
+    /// Returns the largest total size while applying them.
+    fn start_merges(&mut self, a: AsyncMerges, flush: u64) -> Result<u64> {
+        let mut peak = self.total_bytes;
+        let mut started = 0;
+        while self.running.len() < a.threads {
+            let Some(task) = self.policy.pick(&self.view).into_iter().next() else {
+                break;
+            };
+            if started >= self.opts.max_merges_per_flush {
+                return Err(SimError::NotSettling {
+                    policy: self.spec.clone(),
+                    flush,
+                    merges: started,
+                });
+            }
+            started += 1;
+            let plan =
+                plan::plan(&self.view, &task).map_err(|e| self.invalid(&task, e.to_string()))?;
+            let ids: Vec<u64> = plan.input_file_ids().collect();
+            let duration = match plan.action {
+                Action::Move => 0.0,
+                Action::Merge => {
+                    a.cost * plan.input_bytes() as f64 / self.opts.buffer_bytes.max(1) as f64
+                }
+            };
+            if duration == 0.0 {
+                peak = peak.max(self.execute(&plan)?);
+                continue;
+            }
+            for f in self
+                .view
+                .levels
+                .iter_mut()
+                .flat_map(|l| &mut l.runs)
+                .flat_map(|r| &mut r.files)
+            {
+                if ids.contains(&f.id) {
+                    if f.busy {
+                        return Err(self.invalid(&task, "it takes a file a running merge holds"));
+                    }
+                    f.busy = true;
+                }
+            }
+            self.running.push(Running {
+                finish: self.clock + duration,
+                plan,
+            });
+        }
+        Ok(peak)
+    }
+
+    /// Adds a flush of `bytes` as the newest run of level 0.
+    fn add_flush(&mut self, bytes: u64) {
         self.view.flushes += 1;
         self.view.now_ms = self.view.flushes;
         let flush = self.view.flushes;
@@ -452,26 +667,18 @@ impl Simulator {
         for f in &self.view.levels[0].runs[0].files {
             self.step_files.insert(f.id, f.size);
         }
-        let runs_at_flush = self.sorted_runs();
-        let mut peak = self.total_bytes;
-        let mut merges = 0;
-        loop {
-            let tasks = self.policy.pick(&self.view);
-            let Some(task) = tasks.into_iter().next() else {
-                break;
-            };
-            if merges >= self.opts.max_merges_per_flush {
-                return Err(SimError::NotSettling {
-                    policy: self.spec.clone(),
-                    flush,
-                    merges,
-                });
-            }
-            let during = self.apply(&task)?;
-            peak = peak.max(during);
-            merges += 1;
-        }
-        self.new_sstable_bytes += self.step_files.values().sum::<u64>();
+    }
+
+    /// Books a flush's figures and returns its record.
+    fn record(
+        &mut self,
+        bytes: u64,
+        runs_at_flush: usize,
+        peak: u64,
+        merges: u64,
+        stalled: f64,
+    ) -> FlushRecord {
+        let flush = self.view.flushes;
         let sorted_runs = self.sorted_runs();
         self.run_sum += sorted_runs as u128;
         self.run_sum_at_flush += runs_at_flush as u128;
@@ -482,7 +689,7 @@ impl Simulator {
             self.max_transient = transient;
             self.max_transient_flush = flush;
         }
-        Ok(FlushRecord {
+        FlushRecord {
             flush,
             flush_bytes: bytes,
             write_amplification: self.write_amplification(),
@@ -492,7 +699,8 @@ impl Simulator {
             avg_runs_at_flush: self.run_sum_at_flush as f64 / flush as f64,
             transient_space_amplification: transient,
             merges,
-        })
+            stalled,
+        }
     }
 
     /// Write amplification so far by [`ModelOptions::wa`] (1 before any
@@ -539,6 +747,14 @@ impl Simulator {
                 .map(|r| r.files.len() as u64)
                 .sum(),
             runs: self.run_sizes(),
+            elapsed: self.clock,
+            stalled: self.stalled,
+            merges_running: self.running.len(),
+            time_avg_runs: if self.opts.merges.is_some() && self.clock > 0.0 {
+                self.runs_time / self.clock
+            } else {
+                self.run_sum as f64 / flushes
+            },
         }
     }
 
@@ -555,6 +771,11 @@ impl Simulator {
     /// the total size while it ran (inputs and output both present).
     fn apply(&mut self, task: &CompactionTask) -> Result<u64> {
         let plan = plan::plan(&self.view, task).map_err(|e| self.invalid(task, e.to_string()))?;
+        self.execute(&plan)
+    }
+
+    /// Applies a plan to the model tree.
+    fn execute(&mut self, plan: &plan::Plan) -> Result<u64> {
         let input_bytes = plan.input_bytes();
         let (outputs, during) = match plan.action {
             Action::Move => {
@@ -567,7 +788,7 @@ impl Simulator {
                         .partitioning
                         .is_some_and(|p| p.partition != Partition::None) =>
             {
-                self.partitioned_merge(&plan)
+                self.partitioned_merge(plan)
             }
             Action::Merge => {
                 let overhead = self.opts.file_overhead;
@@ -621,7 +842,7 @@ impl Simulator {
             // Tiles are named after their files.
             Destination::Tiles => 0,
         };
-        plan::apply(&mut self.view, &plan, outputs, run_id);
+        plan::apply(&mut self.view, plan, outputs, run_id);
         Ok(during)
     }
 

@@ -251,30 +251,61 @@ impl StackPolicy for Exploring {
     }
 }
 
-/// Concurrent (AsterixDB's default since replacing Prefix; its
-/// `ConcurrentMergePolicy`): among the newest runs not being merged, scan
-/// window ends from the oldest; merge runs `start..=end` (at most `d`, at
-/// least `c`, ending at `end`) as soon as run `end` is at most `lambda` ×
-/// the newer runs of the window. With more than `k` runs and no such window,
-/// merge everything.
+/// Concurrent (AsterixDB's default since replacing Prefix), with two
+/// window rules over the newest runs not being merged:
+///
+/// * `rule=code` (the default: AsterixDB's `ConcurrentMergePolicy`): scan
+///   window ends from the oldest; merge runs `start..=end` (at most `d`, at
+///   least `c`, ending at `end`) as soon as run `end` is at most `lambda` ×
+///   the newer runs of the window;
+/// * `rule=text` (seed 000 §4.2.1's wording): windows always start at the
+///   newest run; take the longest `{D_i..D_1}` with `c + 1 ≤ i ≤ d` whose
+///   oldest run is at most `lambda` × the newer ones.
+///
+/// With more than `k` runs and no such window, merge everything.
 #[derive(Debug, Clone)]
 pub struct Concurrent {
     /// Run bound (AsterixDB's max-component-count).
     pub k: usize,
     window: Window,
+    rule: ConcurrentRule,
     common: Common,
+}
+
+/// Which reading of Concurrent's window rule (see [`Concurrent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConcurrentRule {
+    /// AsterixDB's code: any window end, at least `c` runs.
+    Code,
+    /// The thesis' text: windows from the newest run, at least `c + 1`.
+    Text,
 }
 
 impl Concurrent {
     /// Builds from spec parameters `k=` (30), `c=` (3), `d=` (10),
-    /// `lambda=` (1.2) and `file=`.
+    /// `lambda=` (1.2), `rule=` (code) and `file=`.
     pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
         let mut window = Window {
             lambda: 1.2,
             c: 3,
             d: 10,
         };
-        let mut common = parse_params("concurrent", params, defaults, |k, v| window.parse(k, v))?;
+        let mut rule = ConcurrentRule::Code;
+        let mut common = parse_params("concurrent", params, defaults, |k, v| {
+            if k == "rule" {
+                rule = match v {
+                    "code" => ConcurrentRule::Code,
+                    "text" => ConcurrentRule::Text,
+                    _ => {
+                        return Err(Error::InvalidArgument(format!(
+                            "concurrent: rule must be code or text, not {v:?}"
+                        )))
+                    }
+                };
+                return Ok(true);
+            }
+            window.parse(k, v)
+        })?;
         if !params.iter().any(|(key, _)| *key == "k") {
             common.k = 30;
         }
@@ -283,6 +314,7 @@ impl Concurrent {
         Ok(Concurrent {
             k: common.k,
             window,
+            rule,
             common,
         })
     }
@@ -293,8 +325,12 @@ impl StackPolicy for Concurrent {
     const MERGES_BESIDE_BUSY: bool = true;
 
     fn params(&self) -> String {
+        let rule = match self.rule {
+            ConcurrentRule::Code => "",
+            ConcurrentRule::Text => ",rule=text",
+        };
         format!(
-            "k={},lambda={},c={},d={}",
+            "k={},lambda={},c={},d={}{rule}",
             self.k, self.window.lambda, self.window.c, self.window.d
         )
     }
@@ -313,15 +349,25 @@ impl StackPolicy for Concurrent {
             for r in &runs[..idle] {
                 prefix.push(prefix[prefix.len() - 1].saturating_add(r.bytes));
             }
-            for end in (c - 1..idle).rev() {
-                let start = (end + 1).saturating_sub(d);
-                let newer = prefix[end] - prefix[start];
-                if runs[end].bytes as f64 <= lambda * newer as f64 {
-                    return Some((
-                        start..end + 1,
-                        format!("concurrent: runs {start}..={end} (run {end} <= lambda x newer)"),
-                    ));
-                }
+            let fits = |start: usize, end: usize| {
+                runs[end].bytes as f64 <= lambda * (prefix[end] - prefix[start]) as f64
+            };
+            let window = match self.rule {
+                ConcurrentRule::Code => (c - 1..idle)
+                    .rev()
+                    .map(|end| ((end + 1).saturating_sub(d), end))
+                    .find(|&(start, end)| fits(start, end)),
+                // i = end + 1 runs from the newest, c + 1 <= i <= d.
+                ConcurrentRule::Text => (c..idle.min(d))
+                    .rev()
+                    .map(|end| (0, end))
+                    .find(|&(start, end)| fits(start, end)),
+            };
+            if let Some((start, end)) = window {
+                return Some((
+                    start..end + 1,
+                    format!("concurrent: runs {start}..={end} (run {end} <= lambda x newer)"),
+                ));
             }
         }
         if runs.len() > self.k && idle == runs.len() {
@@ -460,6 +506,29 @@ mod tests {
         let p = Concurrent::from_params(&[("k", "3")], defaults()).unwrap();
         let t = p.pick(&view_of(&[1, 10, 100, 1000], 4));
         assert_eq!(t[0].inputs.len(), 4);
+    }
+
+    #[test]
+    fn concurrent_text_rule_takes_the_longest_window_from_the_newest() {
+        let p = Concurrent::from_params(&[("rule", "text")], defaults()).unwrap();
+        assert_eq!(p.spec(), "concurrent:k=30,lambda=1.2,c=3,d=10,rule=text");
+        // Three runs are below c + 1 = 4: nothing (the code rule merges them).
+        assert!(p.pick(&view_of(&[1, 1, 1], 3)).is_empty());
+        // 1,1,1,1: i = 4, 1 <= 1.2 x 3 → all four.
+        assert_eq!(p.pick(&view_of(&[1, 1, 1, 1], 4))[0].inputs.len(), 4);
+        // 1,1,1,1,8: i = 5 fails (8 > 4.8), i = 4 passes → the newest four
+        // (the code rule scans from the oldest end and takes the same).
+        let t = p.pick(&view_of(&[1, 1, 1, 1, 8], 5));
+        assert_eq!(
+            t[0].inputs.iter().map(|i| i.run_id).collect::<Vec<_>>(),
+            vec![5, 4, 3, 2]
+        );
+        // Twelve ones: the window starts at the newest and holds d = 10;
+        // the code rule's window ends at the oldest run instead.
+        let t = p.pick(&view_of(&[1; 12], 12));
+        assert_eq!(t[0].inputs.len(), 10);
+        assert_eq!(t[0].inputs[0].run_id, 12);
+        assert!(Concurrent::from_params(&[("rule", "x")], defaults()).is_err());
     }
 
     #[test]
