@@ -12,6 +12,7 @@ mod experiment;
 #[cfg(feature = "peer-fjall")]
 mod fjall_peer;
 mod gen;
+mod inspect;
 mod kvops;
 mod mixedhot;
 mod repair;
@@ -52,6 +53,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Check every block of every file and the manifest of a database.
     Verify(verify::VerifyArgs),
+    /// Show an SST, the manifest, a WAL or the tree (sst_dump, manifest_dump, dump_wal).
+    Inspect(inspect::InspectArgs),
     /// Rebuild a database whose CURRENT or manifest is missing or damaged.
     Repair(repair::RepairArgs),
     /// Run a sweep of strategies x parameters x workloads (resumable).
@@ -126,6 +129,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::Repair(args) => repair::run(args),
         Command::Experiment(args) => experiment::run(args),
         Command::Spatial(args) => spatial::run(args),

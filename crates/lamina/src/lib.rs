@@ -25,6 +25,7 @@ pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;
+pub mod inspect;
 mod iter;
 mod key;
 mod lru;

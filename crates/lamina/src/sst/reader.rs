@@ -20,6 +20,29 @@ use super::format::{
 };
 use super::TableProperties;
 
+/// One data block of a table, for inspection ([`Table::block_reports`]).
+#[derive(Debug, Clone)]
+pub struct BlockReport {
+    /// Offset of the block's first byte.
+    pub offset: u64,
+    /// Bytes of contents (the 5-byte trailer excluded).
+    pub size: u64,
+    /// The masked CRC32C stored in the trailer.
+    pub stored_checksum: Option<u32>,
+    /// Why the block does not check out, if it does not.
+    pub problem: Option<&'static str>,
+    /// The index's first user key of the block and its sequence number.
+    pub first_key: Vec<u8>,
+    /// Sequence number of the first entry.
+    pub first_seq: u64,
+    /// The index's last user key of the block.
+    pub last_key: Vec<u8>,
+    /// Sequence number of the last entry.
+    pub last_seq: u64,
+    /// The MBR of the block's points (spatial tables).
+    pub mbr: Option<Rect>,
+}
+
 /// An open, immutable table. Cheap to share (`Arc<Table>`); all methods take
 /// `&self` and are safe to call from many threads.
 pub struct Table {
@@ -472,6 +495,74 @@ impl Table {
                 self.footer.properties.offset,
                 "properties disagree with the data",
             ));
+        }
+        Ok(())
+    }
+
+    /// Where the filter, index and properties blocks are.
+    pub fn footer(&self) -> Footer {
+        self.footer
+    }
+
+    /// Every data block as the index describes it, each re-read from the
+    /// file (not the cache) to report its stored checksum and whether it
+    /// checks out; a bad block is reported, not an error.
+    pub fn block_reports(&self) -> Result<Vec<BlockReport>> {
+        (0..self.index.len())
+            .map(|i| {
+                let handle = self
+                    .index
+                    .handle(i)
+                    .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+                let mut raw = vec![0u8; raw_len(&self.file_name, handle)?];
+                self.file.read_exact_at(&mut raw, handle.offset)?;
+                let stored_checksum = raw
+                    .len()
+                    .checked_sub(4)
+                    .and_then(|at| raw.get(at..))
+                    .and_then(|b| b.try_into().ok())
+                    .map(u32::from_le_bytes);
+                let fence = |k: &[u8]| {
+                    parse_internal_key(k).map_or((k.to_vec(), 0), |p| (p.user_key.to_vec(), p.seq))
+                };
+                let (first_key, first_seq) = fence(self.index.first_key(i));
+                let (last_key, last_seq) = fence(self.index.last_key(i));
+                Ok(BlockReport {
+                    offset: handle.offset,
+                    size: handle.size,
+                    stored_checksum,
+                    problem: check_block(&raw).err(),
+                    first_key,
+                    first_seq,
+                    last_key,
+                    last_seq,
+                    mbr: self.index.mbr(i),
+                })
+            })
+            .collect()
+    }
+
+    /// Calls `f` with every entry in key order (user key, sequence number,
+    /// kind, value), reading blocks without filling the cache; stops at the
+    /// first error, a bad block being a [`Error::Corruption`] at its offset.
+    pub fn for_each_entry(
+        &self,
+        mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        for i in 0..self.index.len() {
+            let handle = self
+                .index
+                .handle(i)
+                .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+            let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
+            let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
+            let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
+            it.seek_to_first().map_err(bad)?;
+            while it.valid() {
+                let p = parse_internal_key(it.key()).ok_or_else(|| bad("bad internal key"))?;
+                f(p.user_key, p.seq, p.kind, it.value())?;
+                it.next().map_err(bad)?;
+            }
         }
         Ok(())
     }
