@@ -47,6 +47,14 @@ pub struct ServeArgs {
     /// Close a connection that sends nothing for SECS seconds (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = parse_count)]
     pub idle_timeout: usize,
+    /// Also serve the database to Redis clients on PORT (RESP2: GET, SET,
+    /// DEL, EXISTS, MGET, MSET, SCAN, DBSIZE, PING, INFO, ...; 0 picks a
+    /// free port). Keys are the same as the DSL's.
+    #[arg(long, value_name = "PORT")]
+    pub resp: Option<u16>,
+    /// Let Redis clients' FLUSHALL delete every key of the database.
+    #[arg(long, requires = "resp")]
+    pub allow_flushall: bool,
     #[command(flatten)]
     pub engine: EngineOpts,
     #[command(flatten)]
@@ -118,13 +126,26 @@ impl SpatialServeArgs {
 /// Start-up prints two lines on stdout:
 /// `lamina: data directory <DIR>` and `lamina: listening on <IP>:<PORT>`;
 /// with `--spatial-dir`, two more: `lamina: spatial dataset <DIR>` and
-/// `lamina: spatial commands on <IP>:<PORT>`.
+/// `lamina: spatial commands on <IP>:<PORT>`; with `--resp`, `lamina: redis
+/// protocol on <IP>:<PORT>`.
 pub fn run(args: ServeArgs) -> Result<()> {
     let config = server_config(&args)?;
     let db = Arc::new(args.engine.open()?);
     let server = Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
         .with_config(config.clone());
+    let resp = match args.resp {
+        Some(port) => Some(
+            Server::bind_resp(
+                Arc::clone(&db),
+                (args.host.as_str(), port),
+                args.allow_flushall,
+            )
+            .with_context(|| format!("cannot listen on {}:{port}", args.host))?
+            .with_config(config.clone()),
+        ),
+        None => None,
+    };
     let spatial = match args.spatial.open(&args.engine)? {
         Some((dir, ds)) => {
             let ds = Arc::new(ds);
@@ -151,22 +172,19 @@ pub fn run(args: ServeArgs) -> Result<()> {
             writeln!(out, "lamina: spatial dataset {}", dir.display())?;
             writeln!(out, "lamina: spatial commands on {}", server.local_addr())?;
         }
+        if let Some(server) = &resp {
+            writeln!(out, "lamina: redis protocol on {}", server.local_addr())?;
+        }
         out.flush()?;
     }
 
     let handle = server.shutdown_handle();
-    // The spatial server runs on its own thread and stops with the main one.
+    // The other servers run on their own threads and stop with the main one.
     let spatial = match spatial {
-        Some((_, ds, server)) => {
-            let stop = server.shutdown_handle();
-            let thread = thread::Builder::new()
-                .name("lamina-spatial".into())
-                .spawn(move || server.run())
-                .context("cannot start the spatial server")?;
-            Some((ds, stop, thread))
-        }
+        Some((_, ds, server)) => Some((ds, spawn(server, "lamina-spatial")?)),
         None => None,
     };
+    let resp = resp.map(|s| spawn(s, "lamina-resp")).transpose()?;
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let on_signal = handle.clone();
     thread::Builder::new()
@@ -198,11 +216,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .context("cannot start the console thread")?;
 
     let served = server.run().context("server failed");
+    let resp_stopped = resp.map_or(Ok(()), |r| stop(r, "redis protocol server"));
     let spatial_closed = match spatial {
         Some(s) => close_spatial(s),
         None => Ok(()),
     };
     served?;
+    resp_stopped?;
     eprintln!("lamina: closing the database");
     let db = release(db, Db::flush)?;
     db.close().context("closing the database failed")?;
@@ -211,19 +231,30 @@ pub fn run(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
+/// A server running on its own thread.
+type Running = (ShutdownHandle, thread::JoinHandle<io::Result<()>>);
+
+fn spawn(server: Server, name: &str) -> Result<Running> {
+    let stop = server.shutdown_handle();
+    let thread = thread::Builder::new()
+        .name(name.into())
+        .spawn(move || server.run())
+        .with_context(|| format!("cannot start {name}"))?;
+    Ok((stop, thread))
+}
+
+/// Stops a server started by [`spawn`] and waits for its connections.
+fn stop((handle, thread): Running, what: &str) -> Result<()> {
+    handle.trigger();
+    match thread.join() {
+        Ok(r) => r.with_context(|| format!("{what} failed")),
+        Err(_) => Err(anyhow::anyhow!("the {what} thread panicked")),
+    }
+}
+
 /// Stops the spatial server and closes its dataset.
-fn close_spatial(
-    (ds, stop, thread): (
-        Arc<Dataset>,
-        ShutdownHandle,
-        thread::JoinHandle<io::Result<()>>,
-    ),
-) -> Result<()> {
-    stop.trigger();
-    let served = match thread.join() {
-        Ok(r) => r.context("spatial server failed"),
-        Err(_) => Err(anyhow::anyhow!("the spatial server thread panicked")),
-    };
+fn close_spatial((ds, running): (Arc<Dataset>, Running)) -> Result<()> {
+    let served = stop(running, "spatial server");
     eprintln!("lamina: closing the spatial dataset");
     let ds = release(ds, Dataset::flush)?;
     ds.close().context("closing the spatial dataset failed")?;

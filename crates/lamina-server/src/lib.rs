@@ -29,6 +29,7 @@ pub mod exec;
 pub mod fuzzing;
 pub mod lines;
 pub mod parse;
+pub mod resp;
 pub mod server;
 pub mod spatial;
 pub mod stream;

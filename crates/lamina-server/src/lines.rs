@@ -96,6 +96,17 @@ impl LineReader {
         self.read_size = FIRST_READ.min(self.read_chunk);
     }
 
+    /// The bytes read and not yet consumed, for a parser of another
+    /// framing (the Redis protocol) sharing this buffer and its reads.
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Marks the first `n` buffered bytes consumed.
+    pub fn consume(&mut self, n: usize) {
+        self.start = self.start.saturating_add(n).min(self.end);
+    }
+
     /// The next complete line, if one is buffered.
     pub fn next_line(&mut self) -> Option<Line<'_>> {
         let pending = &self.buf[self.start..self.end];

@@ -18,6 +18,7 @@ use lamina::Db;
 
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
+use crate::resp::{serve_resp_connection, RespState};
 use crate::spatial::serve_spatial_connection;
 use crate::stream::{drain_lines, serve_connection, ConnectionConfig};
 
@@ -130,6 +131,8 @@ enum Service {
     Dsl(Arc<Db>),
     /// The spatial commands ([`crate::spatial`]) on a dataset.
     Spatial(Arc<Dataset>),
+    /// The Redis protocol ([`crate::resp`]) on a key-value database.
+    Resp(Arc<RespState>),
 }
 
 /// A bound, not yet running server.
@@ -153,6 +156,19 @@ impl Server {
     /// with `@bye`, `@sync` echoed), so [`crate::run_client`] speaks it too.
     pub fn bind_spatial(dataset: Arc<Dataset>, addr: impl ToSocketAddrs) -> io::Result<Server> {
         Server::bind_service(Service::Spatial(dataset), addr)
+    }
+
+    /// Binds `addr` for Redis clients of `db` ([`crate::resp`]);
+    /// `FLUSHALL` is refused unless `allow_flushall`.
+    pub fn bind_resp(
+        db: Arc<Db>,
+        addr: impl ToSocketAddrs,
+        allow_flushall: bool,
+    ) -> io::Result<Server> {
+        Server::bind_service(
+            Service::Resp(Arc::new(RespState::new(db, allow_flushall))),
+            addr,
+        )
     }
 
     fn bind_service(service: Service, addr: impl ToSocketAddrs) -> io::Result<Server> {
@@ -249,6 +265,7 @@ impl Server {
                     let _ = match &service {
                         Service::Dsl(db) => serve_connection(db, &stream, &config).map(drop),
                         Service::Spatial(ds) => serve_spatial_connection(ds, &stream, &config),
+                        Service::Resp(state) => serve_resp_connection(state, &stream, &config),
                     };
                     // The db reference goes before the thread counts as done.
                     drop(service);

@@ -1,0 +1,858 @@
+//! The Redis protocol (RESP2) on a lamina database, so Redis clients
+//! (`redis-cli`, `redis-benchmark`, client libraries) can use it:
+//! `lamina serve --resp PORT`.
+//!
+//! | command | reply |
+//! |---|---|
+//! | `GET key` | the value, or nil |
+//! | `SET key value [NX\|XX] [GET]` | `OK`; nil if `NX`/`XX` refused it; with `GET` the old value |
+//! | `DEL key...`, `EXISTS key...` | how many of the keys existed |
+//! | `MGET key...` | the values (nil where missing) |
+//! | `MSET key value...` | `OK`, all written in one atomic batch |
+//! | `SCAN cursor [MATCH pattern] [COUNT n] [TYPE string]` | the next cursor and up to `n` (10) keys, in key order |
+//! | `DBSIZE` | the number of keys (a full scan) |
+//! | `FLUSHALL [SYNC\|ASYNC]` | deletes every key; refused unless the server runs with `--allow-flushall` |
+//! | `PING [msg]`, `ECHO msg`, `QUIT`, `SELECT 0`, `INFO`, `COMMAND`, `CONFIG GET`, `CLIENT ...` | what `redis-cli`, `redis-benchmark` and client libraries ask at start-up |
+//!
+//! Requests are RESP arrays of bulk strings or inline commands (a line of
+//! words, as typed into `telnet`), pipelined freely: replies go out in order
+//! once a read's commands are done, or sooner when [`crate::exec::STREAM_CHUNK`]
+//! bytes are pending. Errors follow Redis's wording (`ERR unknown command`,
+//! `ERR wrong number of arguments for 'get' command`). A malformed request
+//! is answered with `-ERR Protocol error: ...` and the connection closed,
+//! as Redis does.
+//!
+//! Limits bound each connection's memory: a request of at most
+//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; a reply growing past
+//! [`MAX_REPLY`] bytes (a huge `MGET`) is replaced by an error.
+//!
+//! Differences from Redis, by design: keys share the database with the DSL
+//! port (a DSL key `k` is the 4-byte key the DSL encodes it to); there are
+//! no expiries (`EX`, `PX`, ... are refused) and only strings; `SCAN`
+//! cursors are issued by the server (a table of the last [`MAX_CURSORS`]
+//! positions; an evicted one is an error, restart from 0); `DEL`, `EXISTS`
+//! and conditional `SET`s read then write, so their counts are exact only
+//! among clients of this port (one lock orders them), not against DSL
+//! writers; durability is the engine's `--sync` setting.
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::net::{Shutdown, TcpStream};
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lamina::{Db, WriteBatch};
+
+use crate::exec::STREAM_CHUNK;
+use crate::lines::{LineReader, READ_CHUNK};
+use crate::stream::{ConnectionConfig, IdleClock};
+
+/// Largest request (one command and its arguments), bytes.
+pub const MAX_REQUEST: usize = 64 << 20;
+/// Most arguments of one command.
+pub const MAX_ARGS: usize = 1 << 20;
+/// Largest reply before it is replaced by an error, bytes.
+pub const MAX_REPLY: usize = 256 << 20;
+/// SCAN cursors remembered.
+pub const MAX_CURSORS: usize = 4096;
+/// Longest inline command line.
+const MAX_INLINE: usize = 64 << 10;
+/// Deletes per batch of `FLUSHALL`.
+const FLUSH_BATCH: usize = 10_000;
+
+/// What the Redis port shares between its connections.
+pub struct RespState {
+    db: Arc<Db>,
+    allow_flushall: bool,
+    /// Orders the read-then-write commands of this port.
+    check_and_write: Mutex<()>,
+    cursors: Mutex<Cursors>,
+}
+
+impl RespState {
+    /// State for serving `db`; `FLUSHALL` only if `allow_flushall`.
+    pub fn new(db: Arc<Db>, allow_flushall: bool) -> Self {
+        RespState {
+            db,
+            allow_flushall,
+            check_and_write: Mutex::new(()),
+            cursors: Mutex::new(Cursors::default()),
+        }
+    }
+}
+
+/// A lock whose holder cannot leave its data inconsistent (a cursor table,
+/// a unit): a panicked holder's poison is ignored.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// SCAN positions by cursor number: the key to resume at.
+#[derive(Default)]
+struct Cursors {
+    next: u64,
+    live: VecDeque<(u64, Vec<u8>)>,
+}
+
+impl Cursors {
+    fn issue(&mut self, resume_at: Vec<u8>) -> u64 {
+        self.next = self.next.wrapping_add(1).max(1);
+        if self.live.len() >= MAX_CURSORS {
+            self.live.pop_front();
+        }
+        self.live.push_back((self.next, resume_at));
+        self.next
+    }
+
+    fn get(&self, id: u64) -> Option<Vec<u8>> {
+        self.live
+            .iter()
+            .find(|(c, _)| *c == id)
+            .map(|(_, k)| k.clone())
+    }
+}
+
+/// One parsed request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Request {
+    /// A command and its arguments.
+    Command(Vec<Vec<u8>>),
+    /// More bytes are needed.
+    Incomplete,
+}
+
+/// Parses one request from the front of `buf`: the request and the bytes it
+/// used, or a protocol error.
+pub fn parse_request(buf: &[u8]) -> Result<(Request, usize), String> {
+    let Some(&first) = buf.first() else {
+        return Ok((Request::Incomplete, 0));
+    };
+    if first != b'*' {
+        return parse_inline(buf);
+    }
+    let Some((count, mut pos)) = int_line(buf, 1, MAX_INLINE)? else {
+        return Ok((Request::Incomplete, 0));
+    };
+    if count <= 0 {
+        // `*0` and `*-1` are empty requests Redis skips.
+        return Ok((Request::Command(Vec::new()), pos));
+    }
+    let count = usize::try_from(count).map_err(|_| "invalid multibulk length".to_string())?;
+    if count > MAX_ARGS {
+        return Err("invalid multibulk length".into());
+    }
+    let mut args = Vec::with_capacity(count.min(1024));
+    for _ in 0..count {
+        match buf.get(pos) {
+            None => return Ok((Request::Incomplete, 0)),
+            Some(b'$') => {}
+            Some(&b) => {
+                return Err(format!("expected '$', got '{}'", char::from(b)));
+            }
+        }
+        let Some((len, at)) = int_line(buf, pos + 1, MAX_INLINE)? else {
+            return Ok((Request::Incomplete, 0));
+        };
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= MAX_REQUEST)
+            .ok_or_else(|| "invalid bulk length".to_string())?;
+        let end = at + len;
+        if buf.len() < end + 2 {
+            return Ok((Request::Incomplete, 0));
+        }
+        if &buf[end..end + 2] != b"\r\n" {
+            return Err("bulk string not terminated by CRLF".into());
+        }
+        args.push(buf[at..end].to_vec());
+        pos = end + 2;
+    }
+    Ok((Request::Command(args), pos))
+}
+
+/// `<integer>\r\n` starting at `from`: the value and the offset after it.
+fn int_line(buf: &[u8], from: usize, max: usize) -> Result<Option<(i64, usize)>, String> {
+    let rest = buf.get(from..).unwrap_or_default();
+    let Some(nl) = rest.iter().take(max).position(|&b| b == b'\n') else {
+        if rest.len() >= max {
+            return Err("too big count".into());
+        }
+        return Ok(None);
+    };
+    let line = rest[..nl].strip_suffix(b"\r").unwrap_or(&rest[..nl]);
+    let v = std::str::from_utf8(line)
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .ok_or_else(|| "invalid count".to_string())?;
+    Ok(Some((v, from + nl + 1)))
+}
+
+/// An inline command: words separated by blanks, `"..."` and `'...'`
+/// quoting as Redis's inline parser (with `\n`, `\r`, `\t`, `\"`, `\\` and
+/// `\xNN` escapes inside double quotes).
+fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
+    let Some(nl) = buf.iter().take(MAX_INLINE).position(|&b| b == b'\n') else {
+        if buf.len() >= MAX_INLINE {
+            return Err("too big inline request".into());
+        }
+        return Ok((Request::Incomplete, 0));
+    };
+    let line = buf[..nl].strip_suffix(b"\r").unwrap_or(&buf[..nl]);
+    let mut args = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        if line[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let mut word = Vec::new();
+        match line[i] {
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                loop {
+                    let Some(&b) = line.get(i) else {
+                        return Err("unbalanced quotes in request".into());
+                    };
+                    i += 1;
+                    if b == q {
+                        break;
+                    }
+                    if b == b'\\' && q == b'"' {
+                        let Some(&e) = line.get(i) else {
+                            return Err("unbalanced quotes in request".into());
+                        };
+                        i += 1;
+                        word.push(match e {
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'x' => {
+                                let hex = line
+                                    .get(i..i + 2)
+                                    .and_then(|h| std::str::from_utf8(h).ok())
+                                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+                                    .ok_or_else(|| "bad \\x escape in request".to_string())?;
+                                i += 2;
+                                hex
+                            }
+                            other => other,
+                        });
+                    } else {
+                        word.push(b);
+                    }
+                }
+                if line.get(i).is_some_and(|b| !b.is_ascii_whitespace()) {
+                    return Err("unbalanced quotes in request".into());
+                }
+            }
+            _ => {
+                while i < line.len() && !line[i].is_ascii_whitespace() {
+                    word.push(line[i]);
+                    i += 1;
+                }
+            }
+        }
+        args.push(word);
+    }
+    Ok((Request::Command(args), nl + 1))
+}
+
+fn simple(out: &mut Vec<u8>, s: &str) {
+    out.push(b'+');
+    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn error(out: &mut Vec<u8>, s: &str) {
+    out.push(b'-');
+    out.extend(
+        s.bytes()
+            .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+    );
+    out.extend_from_slice(b"\r\n");
+}
+
+fn integer(out: &mut Vec<u8>, n: i64) {
+    out.push(b':');
+    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    out.push(b'$');
+    out.extend_from_slice(b.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn nil(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"$-1\r\n");
+}
+
+fn array(out: &mut Vec<u8>, n: usize) {
+    out.push(b'*');
+    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn maybe_bulk(out: &mut Vec<u8>, v: Option<&[u8]>) {
+    match v {
+        Some(v) => bulk(out, v),
+        None => nil(out),
+    }
+}
+
+/// What to do after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// Read the next command.
+    Continue,
+    /// Close the connection once the replies are out.
+    Close,
+}
+
+fn arity(out: &mut Vec<u8>, name: &str) {
+    error(
+        out,
+        &format!("ERR wrong number of arguments for '{name}' command"),
+    );
+}
+
+/// Redis's glob: `*`, `?`, `[...]` (with `^` and ranges) and `\` escapes.
+fn glob(pattern: &[u8], s: &[u8]) -> bool {
+    let (mut p, mut i) = (0, 0);
+    let (mut star_p, mut star_i) = (None, 0);
+    while i < s.len() {
+        let step = match pattern.get(p) {
+            Some(b'*') => {
+                star_p = Some(p);
+                star_i = i;
+                p += 1;
+                continue;
+            }
+            Some(b'?') => Some(p + 1),
+            Some(b'[') => class(pattern, p, s[i]),
+            Some(b'\\') if p + 1 < pattern.len() => (pattern[p + 1] == s[i]).then_some(p + 2),
+            Some(&c) => (c == s[i]).then_some(p + 1),
+            None => None,
+        };
+        match (step, star_p) {
+            (Some(next), _) => {
+                p = next;
+                i += 1;
+            }
+            (None, Some(sp)) => {
+                star_i += 1;
+                i = star_i;
+                p = sp + 1;
+            }
+            (None, None) => return false,
+        }
+    }
+    pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
+}
+
+/// Matches `c` against the class starting at `pattern[p] == '['`: the
+/// position after the class if it matches.
+fn class(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
+    let mut j = p + 1;
+    let negate = pattern.get(j) == Some(&b'^');
+    if negate {
+        j += 1;
+    }
+    let mut matched = false;
+    loop {
+        match pattern.get(j) {
+            // An unclosed class ends at the pattern's end, as in Redis.
+            None => break,
+            Some(b']') => {
+                j += 1;
+                break;
+            }
+            Some(b'\\') if j + 1 < pattern.len() => {
+                matched |= pattern[j + 1] == c;
+                j += 2;
+            }
+            Some(&lo) if pattern.get(j + 1) == Some(&b'-') && j + 2 < pattern.len() => {
+                let hi = pattern[j + 2];
+                let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
+                matched |= (lo..=hi).contains(&c);
+                j += 3;
+            }
+            Some(&x) => {
+                matched |= x == c;
+                j += 1;
+            }
+        }
+    }
+    (matched != negate).then_some(j)
+}
+
+fn lower(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_lowercase()
+}
+
+/// Plain `SET`s and `MSET`s of a pipeline, gathered into one write batch
+/// (one WAL record and one group commit instead of one per command) until
+/// another command, or the end of what was read, needs them written.
+#[derive(Default)]
+pub struct Pending {
+    batch: WriteBatch,
+    /// Where in `out` the first gathered command's reply starts.
+    replies_from: usize,
+    /// Replies (`+OK`) given for them.
+    replies: usize,
+}
+
+impl Pending {
+    /// Writes the gathered batch. If the write fails, every `+OK` given for
+    /// it is replaced by the error: no client is told a lost write landed.
+    pub fn apply(&mut self, db: &Db, out: &mut Vec<u8>) {
+        if self.replies == 0 {
+            return;
+        }
+        if let Err(e) = db.write(std::mem::take(&mut self.batch)) {
+            out.truncate(self.replies_from);
+            for _ in 0..self.replies {
+                error(out, &format!("ERR {e}"));
+            }
+        }
+        self.replies = 0;
+    }
+
+    fn gather(&mut self, out: &mut Vec<u8>, pairs: &[Vec<u8>]) {
+        if self.replies == 0 {
+            self.replies_from = out.len();
+        }
+        for kv in pairs.chunks_exact(2) {
+            self.batch.put(&kv[0], &kv[1]);
+        }
+        self.replies += 1;
+        simple(out, "OK");
+    }
+}
+
+/// Executes one command, appending its reply to `out`; plain `SET` and
+/// `MSET` join `pending`, every other command first writes it.
+pub fn execute(
+    state: &RespState,
+    pending: &mut Pending,
+    args: &[Vec<u8>],
+    out: &mut Vec<u8>,
+) -> After {
+    let Some((name, rest)) = args.split_first() else {
+        return After::Continue;
+    };
+    let cmd = lower(name);
+    let plain_set = cmd == "set" && rest.len() == 2;
+    let mset = cmd == "mset" && !rest.is_empty() && rest.len() % 2 == 0;
+    if plain_set || mset {
+        pending.gather(out, rest);
+        return After::Continue;
+    }
+    pending.apply(&state.db, out);
+    let start = out.len();
+    let after = match run(state, &cmd, rest, out) {
+        Ok(after) => after,
+        Err(e) => {
+            out.truncate(start);
+            error(out, &format!("ERR {e}"));
+            After::Continue
+        }
+    };
+    if out.len() - start > MAX_REPLY {
+        out.truncate(start);
+        error(
+            out,
+            &format!("ERR reply larger than {MAX_REPLY} bytes; ask for fewer keys"),
+        );
+    }
+    after
+}
+
+fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<After> {
+    let db = &state.db;
+    match (cmd, a.len()) {
+        ("ping", 0) => simple(out, "PONG"),
+        ("ping", 1) | ("echo", 1) => bulk(out, &a[0]),
+        ("quit", _) => {
+            simple(out, "OK");
+            return Ok(After::Close);
+        }
+        ("get", 1) => maybe_bulk(out, db.get(&a[0])?.as_deref()),
+        ("set", n) if n >= 2 => set(state, a, out)?,
+        ("del", n) | ("unlink", n) if n >= 1 => {
+            let _order = lock(&state.check_and_write);
+            let mut batch = WriteBatch::new();
+            let mut existed = 0;
+            // A key named twice is deleted once, as in Redis.
+            let mut seen = std::collections::HashSet::new();
+            for k in a {
+                if seen.insert(k.as_slice()) && db.get(k)?.is_some() {
+                    existed += 1;
+                }
+                batch.delete(k);
+            }
+            db.write(batch)?;
+            integer(out, existed);
+        }
+        ("exists", n) if n >= 1 => {
+            let mut n = 0;
+            for k in a {
+                if db.get(k)?.is_some() {
+                    n += 1;
+                }
+            }
+            integer(out, n);
+        }
+        ("mget", n) if n >= 1 => {
+            array(out, a.len());
+            for k in a {
+                maybe_bulk(out, db.get(k)?.as_deref());
+                if out.len() > MAX_REPLY {
+                    // `execute` replaces the reply; stop reading values.
+                    return Ok(After::Continue);
+                }
+            }
+        }
+        ("scan", n) if n >= 1 => scan(state, a, out)?,
+        ("dbsize", 0) => {
+            let mut n = 0i64;
+            for kv in db.scan(Bound::Unbounded, Bound::Unbounded)? {
+                kv?;
+                n += 1;
+            }
+            integer(out, n);
+        }
+        ("flushall", n) | ("flushdb", n) if n <= 1 => {
+            if !state.allow_flushall {
+                error(
+                    out,
+                    "ERR FLUSHALL is disabled on this server (start lamina serve with --allow-flushall)",
+                );
+            } else {
+                let _order = lock(&state.check_and_write);
+                let mut batch = WriteBatch::new();
+                for kv in db.scan(Bound::Unbounded, Bound::Unbounded)? {
+                    batch.delete(&kv?.0);
+                    if batch.len() >= FLUSH_BATCH {
+                        db.write(std::mem::take(&mut batch))?;
+                    }
+                }
+                if !batch.is_empty() {
+                    db.write(batch)?;
+                }
+                simple(out, "OK");
+            }
+        }
+        ("select", 1) => {
+            if a[0] == b"0" {
+                simple(out, "OK");
+            } else {
+                error(out, "ERR DB index is out of range");
+            }
+        }
+        ("info", _) => {
+            let s = db.stats();
+            let text = format!(
+                "# Server\r\nredis_version:7.0.0\r\nlamina_version:{}\r\n# Stats\r\nlamina_writes:{}\r\nlamina_gets:{}\r\nlamina_flushes:{}\r\nlamina_compactions:{}\r\nlamina_write_amplification:{:.3}\r\n# Keyspace\r\n",
+                env!("CARGO_PKG_VERSION"),
+                s.writes,
+                s.gets,
+                s.flushes,
+                s.compactions,
+                s.write_amplification,
+            );
+            bulk(out, text.as_bytes());
+        }
+        ("command", 0) => array(out, 0),
+        ("command", _) => match lower(&a[0]).as_str() {
+            "count" => integer(out, COMMANDS.len() as i64),
+            _ => array(out, 0),
+        },
+        ("config", n) if n >= 2 && lower(&a[0]) == "get" => {
+            // redis-benchmark reads these two at start-up.
+            let param = lower(&a[1]);
+            let value = match param.as_str() {
+                "save" => Some(String::new()),
+                "appendonly" => Some("yes".to_string()),
+                _ => None,
+            };
+            match value {
+                Some(v) => {
+                    array(out, 2);
+                    bulk(out, param.as_bytes());
+                    bulk(out, v.as_bytes());
+                }
+                None => array(out, 0),
+            }
+        }
+        ("client", n) if n >= 1 => match lower(&a[0]).as_str() {
+            "getname" => nil(out),
+            "id" => integer(out, 1),
+            _ => simple(out, "OK"),
+        },
+        ("hello", _) => error(out, "NOPROTO sorry, this protocol version is not supported"),
+        (c, _) if COMMANDS.contains(&c) => arity(out, c),
+        (c, _) => {
+            let mut msg = format!("ERR unknown command '{c}', with args beginning with:");
+            for arg in a.iter().take(8) {
+                msg.push_str(&format!(" '{}'", String::from_utf8_lossy(arg)));
+            }
+            error(out, &msg);
+        }
+    }
+    Ok(After::Continue)
+}
+
+/// Every command served (for arity errors and `COMMAND COUNT`).
+const COMMANDS: &[&str] = &[
+    "ping", "echo", "quit", "get", "set", "del", "unlink", "exists", "mget", "mset", "scan",
+    "dbsize", "flushall", "flushdb", "select", "info", "command", "config", "client", "hello",
+];
+
+fn set(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()> {
+    let (key, value) = (&a[0], &a[1]);
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    for opt in &a[2..] {
+        match lower(opt).as_str() {
+            "nx" => nx = true,
+            "xx" => xx = true,
+            "get" => get = true,
+            "ex" | "px" | "exat" | "pxat" | "keepttl" => {
+                error(
+                    out,
+                    "ERR lamina keeps no expiry times (EX, PX, EXAT, PXAT, KEEPTTL)",
+                );
+                return Ok(());
+            }
+            _ => {
+                error(out, "ERR syntax error");
+                return Ok(());
+            }
+        }
+    }
+    if nx && xx {
+        error(out, "ERR syntax error");
+        return Ok(());
+    }
+    let _order = lock(&state.check_and_write);
+    let old = state.db.get(key)?;
+    let write = (!nx || old.is_none()) && (!xx || old.is_some());
+    if write {
+        state.db.put(key, value)?;
+    }
+    if get {
+        maybe_bulk(out, old.as_deref());
+    } else if write {
+        simple(out, "OK");
+    } else {
+        nil(out);
+    }
+    Ok(())
+}
+
+fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()> {
+    let Some(cursor) = std::str::from_utf8(&a[0])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        error(out, "ERR invalid cursor");
+        return Ok(());
+    };
+    let mut count = 10usize;
+    let mut pattern: Option<&[u8]> = None;
+    let mut i = 1;
+    while i < a.len() {
+        let Some(v) = a.get(i + 1) else {
+            error(out, "ERR syntax error");
+            return Ok(());
+        };
+        match lower(&a[i]).as_str() {
+            "count" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
+                Some(n) if n >= 1 => count = n,
+                _ => {
+                    error(out, "ERR value is not an integer or out of range");
+                    return Ok(());
+                }
+            },
+            "match" => pattern = Some(v),
+            "type" => {
+                if lower(v) != "string" {
+                    // Every key is a string: another type matches none.
+                    array(out, 2);
+                    bulk(out, b"0");
+                    array(out, 0);
+                    return Ok(());
+                }
+            }
+            _ => {
+                error(out, "ERR syntax error");
+                return Ok(());
+            }
+        }
+        i += 2;
+    }
+    let from = if cursor == 0 {
+        Vec::new()
+    } else {
+        match lock(&state.cursors).get(cursor) {
+            Some(k) => k,
+            None => {
+                error(
+                    out,
+                    "ERR invalid cursor (expired: this server keeps the last 4096; start again from 0)",
+                );
+                return Ok(());
+            }
+        }
+    };
+    // Like Redis, COUNT bounds the keys examined, not the keys returned.
+    let mut keys = Vec::new();
+    let mut next = None;
+    for (examined, kv) in state
+        .db
+        .scan(Bound::Included(&from), Bound::Unbounded)?
+        .enumerate()
+    {
+        let (k, _) = kv?;
+        if examined == count {
+            next = Some(k);
+            break;
+        }
+        if pattern.is_none_or(|p| glob(p, &k)) {
+            keys.push(k);
+        }
+    }
+    let cursor = next.map_or(0, |k| lock(&state.cursors).issue(k));
+    array(out, 2);
+    bulk(out, cursor.to_string().as_bytes());
+    array(out, keys.len());
+    for k in &keys {
+        bulk(out, k);
+    }
+    Ok(())
+}
+
+/// Serves one connection (see the module docs) until `QUIT`, a protocol
+/// error, a disconnect or the idle time-out.
+pub fn serve_resp_connection(
+    state: &RespState,
+    stream: &TcpStream,
+    config: &ConnectionConfig,
+) -> io::Result<()> {
+    // The line reader's buffer and reads, parsed as RESP.
+    let mut input = LineReader::new(MAX_INLINE, READ_CHUNK);
+    let mut out = Vec::new();
+    let mut pending = Pending::default();
+    let mut reader = stream;
+    let mut writer = stream;
+    let mut idle = IdleClock::new(stream, config.idle_timeout)?;
+    loop {
+        let Some(n) = idle.read(&mut input, &mut reader, &mut out)? else {
+            let _ = stream.shutdown(Shutdown::Both);
+            return Ok(());
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        loop {
+            match parse_request(input.buffered()) {
+                Ok((Request::Incomplete, _)) => {
+                    if input.buffered().len() > MAX_REQUEST {
+                        pending.apply(&state.db, &mut out);
+                        error(&mut out, "ERR Protocol error: request too large");
+                        writer.write_all(&out)?;
+                        let _ = stream.shutdown(Shutdown::Both);
+                        return Ok(());
+                    }
+                    break;
+                }
+                Ok((Request::Command(args), used)) => {
+                    input.consume(used);
+                    if execute(state, &mut pending, &args, &mut out) == After::Close {
+                        pending.apply(&state.db, &mut out);
+                        writer.write_all(&out)?;
+                        let _ = stream.shutdown(Shutdown::Write);
+                        crate::stream::linger(stream);
+                        return Ok(());
+                    }
+                    if out.len() >= STREAM_CHUNK {
+                        pending.apply(&state.db, &mut out);
+                        writer.write_all(&out)?;
+                        out.clear();
+                    }
+                }
+                Err(e) => {
+                    pending.apply(&state.db, &mut out);
+                    error(&mut out, &format!("ERR Protocol error: {e}"));
+                    writer.write_all(&out)?;
+                    let _ = stream.shutdown(Shutdown::Both);
+                    return Ok(());
+                }
+            }
+        }
+        pending.apply(&state.db, &mut out);
+        if !out.is_empty() {
+            writer.write_all(&out)?;
+            out.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn requests_parse_in_both_framings_and_wait_for_more() {
+        let r = b"*2\r\n$3\r\nGET\r\n$3\r\na\x00b\r\nPING\r\n";
+        let (req, used) = parse_request(r).unwrap();
+        assert_eq!(
+            req,
+            Request::Command(vec![b"GET".to_vec(), b"a\x00b".to_vec()])
+        );
+        let (req, used2) = parse_request(&r[used..]).unwrap();
+        assert_eq!(req, Request::Command(vec![b"PING".to_vec()]));
+        assert_eq!(used + used2, r.len());
+        for cut in 1..r.len() - 6 {
+            assert_eq!(
+                parse_request(&r[..cut]).unwrap().0,
+                Request::Incomplete,
+                "{cut}"
+            );
+        }
+        let (req, _) = parse_request(b"set 'a b' \"c\\x41\\n\"\r\n").unwrap();
+        assert_eq!(
+            req,
+            Request::Command(vec![b"set".to_vec(), b"a b".to_vec(), b"cA\n".to_vec()])
+        );
+        assert!(parse_request(b"*1\r\n$x\r\n").is_err());
+        assert!(parse_request(b"*1\r\n$1\r\nab\r\n").is_err());
+        assert!(parse_request(b"*1\r\n:1\r\n").is_err());
+        assert!(parse_request(b"set \"a\r\n").is_err());
+        assert!(parse_request(b"*99999999999\r\n").is_err());
+    }
+
+    #[test]
+    fn globs_match_like_redis() {
+        for (p, s, want) in [
+            ("*", "anything", true),
+            ("user:*", "user:42", true),
+            ("user:*", "users", false),
+            ("h?llo", "hello", true),
+            ("h?llo", "hllo", false),
+            ("h[ae]llo", "hallo", true),
+            ("h[^e]llo", "hello", false),
+            ("h[a-c]llo", "hbllo", true),
+            ("a\\*b", "a*b", true),
+            ("a\\*b", "axb", false),
+            ("*a*b*", "xxaxxbxx", true),
+            ("*a*b", "xxaxxbx", false),
+        ] {
+            assert_eq!(glob(p.as_bytes(), s.as_bytes()), want, "{p} {s}");
+        }
+    }
+}
