@@ -7,7 +7,8 @@
 //! directory already holding a lamina database is refused too, unless the
 //! caller says to reuse it or to delete it; deleting removes only the files
 //! lamina writes (`CURRENT`, `MANIFEST-*`, `*.sst`, `*.log`), never the
-//! directory or anything else in it.
+//! directory or anything else in it. [`require_database`] is the check of
+//! commands that only work on an existing database (`lamina kv`).
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +60,36 @@ pub fn prepare(dir: &Path, existing: Existing, hint: &str) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Refuses `dir`, touching nothing, unless it holds a lamina database (a
+/// `CURRENT` file): for commands that must never create one, since opening
+/// would first create the directory and its `LOCK`.
+pub fn require_database(dir: &Path) -> Result<()> {
+    let shown = dir.display();
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!("no database in {shown}: it is not a directory"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("no database in {shown}: it does not exist (nothing was created)")
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {shown}")),
+    }
+    if dir.join(filename::CURRENT).is_file() {
+        return Ok(());
+    }
+    let ours = lamina_files(dir)?;
+    if ours.is_empty() {
+        bail!(
+            "no database in {shown}: it has no {} file (nothing was changed)",
+            filename::CURRENT
+        );
+    }
+    bail!(
+        "no database in {shown}: it has no {} but holds lamina files ({}); if it lost its {0}, `lamina repair {shown}` rebuilds it (nothing was changed)",
+        filename::CURRENT,
+        ours.len()
+    )
 }
 
 /// The files of `dir` that lamina writes (`LOCK` aside).

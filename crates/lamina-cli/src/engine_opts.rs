@@ -162,7 +162,12 @@ impl EngineOpts {
 
     /// Opens the database.
     pub fn open(&self) -> Result<Db> {
-        let opts = self.to_options()?;
+        self.open_with(self.to_options()?)
+    }
+
+    /// Opens the database with `opts` (these flags' [`Self::to_options`],
+    /// adjusted by the caller).
+    pub fn open_with(&self, opts: Options) -> Result<Db> {
         Db::open(&self.dir, opts)
             .with_context(|| format!("cannot open database in {}", self.dir.display()))
     }

@@ -1,6 +1,6 @@
 //! `lamina inspect`: sst_dump, manifest_dump and dump_wal in one tool, over
-//! `lamina::inspect`. Text by default, keys shown escaped (`--hex` for
-//! hex); `--json` prints JSON Lines: the report as one object, then (with
+//! `lamina::inspect`. Text by default, keys shown escaped as `lamina kv`
+//! shows them ([`crate::bytefmt`]; `--hex` for hex); `--json` prints JSON Lines: the report as one object, then (with
 //! `--scan`) one object per entry or record.
 
 use std::io::{self, BufWriter, Write};
@@ -10,6 +10,8 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use lamina::inspect::{self, to_hex, Entry, Tree, TreeFile};
+
+use crate::bytefmt::ByteFormat;
 use lamina::vfs::{OsFs, Vfs};
 use serde_json::json;
 
@@ -59,23 +61,6 @@ enum What {
     },
 }
 
-/// Printable ASCII as is, `\\` for a backslash, `\xNN` for any other byte;
-/// in double quotes.
-fn escaped(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() + 2);
-    s.push('"');
-    for &b in bytes {
-        match b {
-            b'\\' => s.push_str("\\\\"),
-            b'"' => s.push_str("\\\""),
-            0x20..=0x7e => s.push(char::from(b)),
-            _ => s.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    s.push('"');
-    s
-}
-
 struct Printer {
     hex: bool,
     json: bool,
@@ -84,11 +69,7 @@ struct Printer {
 
 impl Printer {
     fn key(&self, b: &[u8]) -> String {
-        if self.hex {
-            to_hex(b)
-        } else {
-            escaped(b)
-        }
+        ByteFormat::new(self.hex).show(b)
     }
 
     fn json(&mut self, v: &impl serde::Serialize) -> io::Result<()> {

@@ -4,6 +4,7 @@
 //! with an `Args` struct and a `run` function and a variant to [`Command`].
 
 mod bench;
+mod bytefmt;
 mod client;
 mod dbdir;
 mod engine_opts;
@@ -13,6 +14,7 @@ mod experiment;
 mod fjall_peer;
 mod gen;
 mod inspect;
+mod kv;
 mod kvops;
 mod mixedhot;
 mod repair;
@@ -57,13 +59,16 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Rebuild a database whose CURRENT or manifest is missing or damaged.
     Repair(repair::RepairArgs),
+    /// Get, put, delete, scan or count the byte keys of a database (like ldb).
+    Kv(kv::KvArgs),
     /// Run a sweep of strategies x parameters x workloads (resumable).
     Experiment(experiment::ExperimentArgs),
     /// Spatial datasets: a primary index and an LSM R-tree (seed 000 ch. 4).
     Spatial(spatial::SpatialArgs),
 }
 
-/// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1.
+/// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1
+/// (`kv get` of an absent key exits 3).
 fn main() -> std::process::ExitCode {
     // The engine reports through `tracing` (a background flush or
     // compaction that failed, ...): to stderr, `RUST_LOG` choosing the
@@ -80,7 +85,7 @@ fn main() -> std::process::ExitCode {
         Err(e) => e.exit(),
     };
     match run(cli) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("lamina: {}", error_chain(&e));
             std::process::ExitCode::FAILURE
@@ -120,7 +125,7 @@ fn error_chain(e: &anyhow::Error) -> String {
     line
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Client(args) => client::run(args),
@@ -133,5 +138,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Repair(args) => repair::run(args),
         Command::Experiment(args) => experiment::run(args),
         Command::Spatial(args) => spatial::run(args),
-    }
+        // `kv get` of an absent key has an exit status of its own.
+        Command::Kv(args) => return kv::run(args),
+    }?;
+    Ok(std::process::ExitCode::SUCCESS)
 }

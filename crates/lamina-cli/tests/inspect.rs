@@ -150,10 +150,10 @@ fn sst_report_and_scan_equal_the_writes() {
     // Text: one line per entry, escaped.
     let text = inspect(&["sst", "--scan"], &table);
     let text = String::from_utf8(text.stdout).unwrap();
-    assert!(text.contains("\"key0000\\x00\" @"), "{text}");
-    assert!(text.contains("\"key0002\\\\\" @"), "{text}");
-    assert!(text.contains("\"key0003\\\"\" @"), "{text}");
-    assert!(text.contains("\"key0004\\x0a\" @"), "{text}");
+    assert!(text.contains("\nkey0000\\x00 @"), "{text}");
+    assert!(text.contains("\nkey0002\\\\ @"), "{text}");
+    assert!(text.contains("\nkey0003\" @"), "{text}");
+    assert!(text.contains("\nkey0004\\x0a @"), "{text}");
     let scanned = text.lines().filter(|l| l.contains(" @")).count();
     assert_eq!(scanned, model.len(), "one line per entry");
     let block_lines = text.lines().filter(|l| l.starts_with("block ")).count();
