@@ -34,7 +34,7 @@ pub struct GenArgs {
     /// Range widths normal around max/2 (sd max/6), clamped to [1, max].
     #[arg(long)]
     pub gaussian_ranges: bool,
-    /// Number of deletes (of live keys).
+    /// Number of deletes, each of a live key (at most the puts of fresh keys).
     #[arg(long, default_value_t = 0)]
     pub deletes: u64,
     /// Write puts to binary .dat files loaded with `l "PATH"` lines.
@@ -46,7 +46,8 @@ pub struct GenArgs {
     /// Puts per .dat file.
     #[arg(long, default_value_t = 100_000)]
     pub puts_per_file: u64,
-    /// Fraction in [0, 1] of puts that overwrite a live key.
+    /// Fraction in [0, 1] of puts that overwrite a live key (exactly
+    /// round(puts x ratio)); the others put keys never put before.
     #[arg(long, default_value_t = 0.0)]
     pub update_ratio: f64,
     /// Smallest key.

@@ -80,7 +80,8 @@ pub struct Plan {
     /// Move or merge.
     pub action: Action,
     /// Runs older than the output, `(level, run id)` newest first: a
-    /// tombstone may be dropped only if none of them can hold its key.
+    /// tombstone may be dropped only if none of their files that is not an
+    /// input can hold its key.
     pub older_runs: Vec<(usize, u64)>,
     /// Output files of about this many bytes.
     pub target_file_size: u64,
@@ -397,27 +398,39 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         }
     }
 
-    // A single run's files move as they are unless the destination is that
-    // run (a rewrite in place) — the overlap check above already refused
-    // anything they could collide with.
-    let single_source = inputs.len() == 1
-        && !matches!(destination, Destination::Existing(id) if id == inputs[0].run_id);
-    let action = if single_source {
-        Action::Move
-    } else {
-        Action::Merge
-    };
     let older_from = if into_existing {
         dest_position + 1
     } else {
         dest_position
     };
     // Input runs among them count too: their other files stay behind.
-    let older_runs = positions
+    let older_runs: Vec<(usize, u64)> = positions
         .iter()
         .skip(older_from)
         .map(|(l, r)| (*l, r.id))
         .collect();
+    // A single run's files move as they are unless the destination is that
+    // run (a rewrite in place) — the overlap check above already refused
+    // anything they could collide with — or the move would carry
+    // tombstones where no older file can hold their keys: a merge drops
+    // them there (a full compaction leaves none behind).
+    let single_source = inputs.len() == 1
+        && !matches!(destination, Destination::Existing(id) if id == inputs[0].run_id);
+    let droppable_tombstones = || {
+        inputs[0].files.iter().any(|f| {
+            f.tombstones > 0
+                && positions.iter().skip(older_from).all(|(_, run)| {
+                    overlapping(run, &f.smallest, &f.largest)
+                        .iter()
+                        .all(|o| is_input(o.id) || !o.may_share_keys(f))
+                })
+        })
+    };
+    let action = if single_source && !droppable_tombstones() {
+        Action::Move
+    } else {
+        Action::Merge
+    };
     Ok(Plan {
         inputs,
         output_level: task.output_level,
@@ -425,7 +438,9 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         action,
         older_runs,
         target_file_size: task.target_file_size,
-        partitioning: task.partitioning.filter(|_| action == Action::Merge),
+        // A single run's merge only drops tombstones: a partitioned one
+        // would move its one-file groups, tombstones and all.
+        partitioning: task.partitioning.filter(|_| !single_source),
         buffer: task.buffer.clone(),
         reason: task.reason.clone(),
     })

@@ -43,7 +43,8 @@ fn basic_commands() {
 
 /// Gets interleaved with puts and deletes of few keys, so that they read
 /// keys written earlier in the same pending batch as well as keys in the
-/// memtable and on disk, against a `BTreeMap` oracle.
+/// memtable and on disk, against a `BTreeMap` oracle; `misses` counts
+/// every one of them, those answered after applying the batch included.
 #[test]
 fn gets_see_the_sessions_own_pending_writes() {
     use rand::{Rng, SeedableRng};
@@ -52,6 +53,7 @@ fn gets_see_the_sessions_own_pending_writes() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(3);
     let mut oracle = std::collections::BTreeMap::new();
     let (mut input, mut expected) = (String::new(), String::new());
+    let (mut hits, mut misses) = (0, 0);
     for i in 0..20_000 {
         let k: i32 = rng.gen_range(-50..50);
         match rng.gen_range(0..10) {
@@ -68,6 +70,9 @@ fn gets_see_the_sessions_own_pending_writes() {
                 input += &format!("g {k}\n");
                 if let Some(v) = oracle.get(&k) {
                     expected += &v.to_string();
+                    hits += 1;
+                } else {
+                    misses += 1;
                 }
                 expected.push('\n');
             }
@@ -77,6 +82,8 @@ fn gets_see_the_sessions_own_pending_writes() {
             expected += "OK\n";
         }
     }
+    input += "misses\n";
+    expected += &format!("gets={} hits={hits} misses={misses}\n", hits + misses);
     assert_eq!(exec(&db, input.as_bytes()).0, expected);
 }
 

@@ -16,9 +16,10 @@
 //!   key space is split in two halves by a seeded hash: puts only ever use
 //!   keys of the "put" half, and gets that should miss only use keys of the
 //!   other half, so a miss is a key that is *never* put, not even later.
-//! * **Puts.** A put writes a fresh key (never put before) unless the spec's
-//!   `update_ratio` says it should overwrite a live key. Values are uniform
-//!   over `i32`.
+//! * **Puts.** Exactly `round(puts × update_ratio)` puts overwrite a live
+//!   key (updates, spread uniformly over the puts); every other put writes
+//!   a fresh key, never put before, so `update_ratio` 0 puts no key twice.
+//!   Values are uniform over `i32`.
 //! * **Gets.** A fraction `gets_misses_ratio` of the gets target never-put keys;
 //!   the others target live keys. With probability `gets_skewness` a hitting
 //!   get picks one of the hot keys — the first 1 % (at least one) of the live
@@ -30,7 +31,12 @@
 //!   `[1, max]` (`Gaussian`); `HI` is capped at `key_max + 1` so a range
 //!   stays inside the key space.
 //! * **Deletes.** A delete removes a live key (one put before and not deleted
-//!   since). If no key is live and no put remains, it deletes a never-put key.
+//!   since); a deleted key is never put again. The last live key is only
+//!   deleted once no update or hitting get needs it, or a fresh put remains.
+//! * **Feasibility.** A spec the rules cannot satisfy is refused
+//!   ([`WorkloadError::InvalidSpec`]) instead of bent: more deletes than
+//!   fresh puts, updates or hitting gets without a fresh put, more fresh puts
+//!   than the put half of the key space holds, misses with an empty miss half.
 //! * **External puts.** With `external_puts`, puts are grouped into batches of
 //!   `puts_per_file`; each batch becomes one `Op::Load` (one `.dat` file of
 //!   little-endian `(i32 key, i32 value)` pairs and one `l "PATH"` line).
@@ -167,7 +173,32 @@ impl WorkloadSpec {
                 "puts_per_file must be at least 1".into(),
             ));
         }
+        let fresh = self.puts - self.updates();
+        if self.deletes > fresh {
+            return Err(WorkloadError::InvalidSpec(format!(
+                "{} deletes need as many live keys, but only {fresh} puts write a fresh key",
+                self.deletes
+            )));
+        }
+        let hits = self.gets - self.misses();
+        if fresh == 0 && (hits > 0 || self.updates() > 0) {
+            return Err(WorkloadError::InvalidSpec(format!(
+                "{hits} gets that hit and {} updates need a live key, but no put writes a fresh \
+                 one (raise puts, gets_misses_ratio to 1 or update_ratio below 1)",
+                self.updates()
+            )));
+        }
         Ok(())
+    }
+
+    /// Puts that overwrite a live key.
+    pub fn updates(&self) -> u64 {
+        round_share(self.puts, self.update_ratio)
+    }
+
+    /// Gets that target a key never put.
+    pub fn misses(&self) -> u64 {
+        round_share(self.gets, self.gets_misses_ratio)
     }
 
     /// Total number of operations (each put counts once, even inside a load).
@@ -222,13 +253,16 @@ impl fmt::Display for Op {
 const HOT_FRACTION: f64 = 0.01;
 /// Attempts at drawing a suitable random key before falling back.
 const KEY_ATTEMPTS: usize = 64;
+/// Key spaces up to this size are counted to check they hold the workload.
+const COUNTED_SPACE: u64 = 1 << 20;
 
 /// Streams the operations of a [`WorkloadSpec`].
 pub struct Generator {
     spec: WorkloadSpec,
     rng: ChaCha8Rng,
     salt: u64,
-    puts_left: u64,
+    fresh_left: u64,
+    updates_left: u64,
     hits_left: u64,
     misses_left: u64,
     ranges_left: u64,
@@ -239,6 +273,9 @@ pub struct Generator {
     live_pos: HashMap<i32, usize>,
     /// Every key ever put.
     ever: HashSet<i32>,
+    /// Keys the exhaustive search for a fresh key has passed (see
+    /// [`Generator::fresh_key`]), from a random start.
+    scan: Option<(i64, u64)>,
 }
 
 impl Generator {
@@ -247,11 +284,11 @@ impl Generator {
         spec.validate()?;
         let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
         let salt = rng.next_u64();
-        let misses = round_share(spec.gets, spec.gets_misses_ratio);
-        Ok(Generator {
-            puts_left: spec.puts,
-            hits_left: spec.gets - misses,
-            misses_left: misses,
+        let gen = Generator {
+            fresh_left: spec.puts - spec.updates(),
+            updates_left: spec.updates(),
+            hits_left: spec.gets - spec.misses(),
+            misses_left: spec.misses(),
             ranges_left: spec.ranges,
             deletes_left: spec.deletes,
             rng,
@@ -259,8 +296,48 @@ impl Generator {
             live: Vec::new(),
             live_pos: HashMap::new(),
             ever: HashSet::new(),
+            scan: None,
             spec,
-        })
+        };
+        gen.check_key_space()?;
+        Ok(gen)
+    }
+
+    /// Refuses a key space whose halves cannot hold the fresh puts or the
+    /// misses. Counting costs one hash per key, so it is done only where a
+    /// shortfall is possible: up to [`COUNTED_SPACE`] keys, or four keys per
+    /// fresh put (work in proportion to the output). A larger contiguous
+    /// range splits near evenly (splitmix64 is a bijective mixer), so its
+    /// put half holds far more than a quarter of it.
+    fn check_key_space(&self) -> Result<()> {
+        let space = self.space();
+        let fresh = self.fresh_left;
+        if space > COUNTED_SPACE.max(fresh.saturating_mul(4)) {
+            return Ok(());
+        }
+        let min = self.spec.key_min as i64;
+        let put_half = (0..space)
+            .filter(|&i| self.is_put_key((min + i as i64) as i32))
+            .count() as u64;
+        if fresh > put_half {
+            return Err(WorkloadError::InvalidSpec(format!(
+                "{fresh} puts of fresh keys, but the key space [{}, {}] holds only {put_half} \
+                 keys that are put (the rest are kept for misses)",
+                self.spec.key_min, self.spec.key_max
+            )));
+        }
+        if self.misses_left > 0 && put_half == space {
+            return Err(WorkloadError::InvalidSpec(format!(
+                "the key space [{}, {}] keeps no key for misses",
+                self.spec.key_min, self.spec.key_max
+            )));
+        }
+        Ok(())
+    }
+
+    /// Keys in `[key_min, key_max]`.
+    fn space(&self) -> u64 {
+        (self.spec.key_max as i64 - self.spec.key_min as i64 + 1) as u64
     }
 
     /// The spec being generated.
@@ -306,54 +383,77 @@ impl Generator {
         self.rng.gen_range(0..self.live.len())
     }
 
-    /// The key of the next put (fresh, or an update of a live key).
-    fn put_key(&mut self) -> i32 {
-        if !self.live.is_empty() && self.chance(self.spec.update_ratio) {
+    /// The key of the next put: an update of a live key, or a fresh one.
+    /// Updates are spread over the puts as a uniform shuffle; with no live
+    /// key the put is fresh (the deletes leave one while updates remain,
+    /// unless a fresh put does).
+    fn put_key(&mut self) -> Option<i32> {
+        let update = !self.live.is_empty()
+            && self.updates_left > 0
+            && (self.fresh_left == 0
+                || self.rng.gen_range(0..self.updates_left + self.fresh_left) < self.updates_left);
+        if update {
+            self.updates_left -= 1;
             let i = self.random_live_index();
-            return self.live[i];
+            return Some(self.live[i]);
         }
+        self.fresh_left = self.fresh_left.checked_sub(1)?;
+        self.fresh_key()
+    }
+
+    /// A key of the put half never put before: random draws while they
+    /// succeed, then (the half nearly used up) one sweep of the key space
+    /// from a random start. A key the sweep passed is used or a miss key
+    /// for good, so the sweep never revisits one: O(space) in all. `None`
+    /// only if the half is used up, which [`Generator::new`] rules out.
+    fn fresh_key(&mut self) -> Option<i32> {
         for _ in 0..KEY_ATTEMPTS {
             let k = self.random_key();
             if self.is_put_key(k) && !self.ever.contains(&k) {
-                return k;
+                return Some(k);
             }
         }
-        // The put half of the key space is (nearly) exhausted.
-        if !self.live.is_empty() {
-            let i = self.random_live_index();
-            return self.live[i];
-        }
-        for _ in 0..KEY_ATTEMPTS {
-            let k = self.random_key();
-            if self.is_put_key(k) {
-                return k;
+        let space = self.space();
+        let min = self.spec.key_min as i64;
+        let (start, mut passed) = match self.scan {
+            Some(s) => s,
+            None => (self.random_key() as i64 - min, 0),
+        };
+        while passed < space {
+            let k = (min + (start + passed as i64) % space as i64) as i32;
+            if self.is_put_key(k) && !self.ever.contains(&k) {
+                self.scan = Some((start, passed));
+                return Some(k);
             }
+            passed += 1;
         }
-        self.random_key()
+        self.scan = Some((start, passed));
+        None
     }
 
-    /// A key that is never put (best effort in degenerate tiny key spaces).
-    fn miss_key(&mut self) -> i32 {
+    /// A key of the miss half, which no put ever uses: random draws, then
+    /// a sweep from a random start (a tiny miss half). `None` only if the
+    /// half is empty, which [`Generator::new`] rules out.
+    fn miss_key(&mut self) -> Option<i32> {
         for _ in 0..KEY_ATTEMPTS {
             let k = self.random_key();
             if !self.is_put_key(k) {
-                return k;
+                return Some(k);
             }
         }
-        for _ in 0..KEY_ATTEMPTS {
-            let k = self.random_key();
-            if !self.ever.contains(&k) {
-                return k;
-            }
-        }
-        self.random_key()
+        let space = self.space();
+        let min = self.spec.key_min as i64;
+        let start = self.random_key() as i64 - min;
+        (0..space)
+            .map(|i| (min + (start + i as i64) % space as i64) as i32)
+            .find(|&k| !self.is_put_key(k))
     }
 
-    fn next_put(&mut self) -> (i32, i32) {
-        let key = self.put_key();
+    fn next_put(&mut self) -> Option<(i32, i32)> {
+        let key = self.put_key()?;
         let value = self.rng.next_u32() as i32;
         self.add_live(key);
-        (key, value)
+        Some((key, value))
     }
 
     fn hit_key(&mut self) -> i32 {
@@ -403,20 +503,19 @@ impl Iterator for Generator {
     type Item = Op;
 
     fn next(&mut self) -> Option<Op> {
-        let has_live = !self.live.is_empty();
-        // Gets that must hit and deletes wait until some key is live, unless
-        // no put is left to make one live.
-        let can_target_live = has_live || self.puts_left == 0;
+        let live = self.live.len();
+        let puts_left = self.fresh_left + self.updates_left;
+        // Deleting the last live key would strand the updates and hitting
+        // gets still to come, unless a fresh put remains to make another.
+        let may_delete = live > 1
+            || (live == 1
+                && (self.fresh_left > 0 || (self.updates_left == 0 && self.hits_left == 0)));
         let weights = [
-            self.puts_left,
-            if can_target_live { self.hits_left } else { 0 },
+            puts_left,
+            if live > 0 { self.hits_left } else { 0 },
             self.misses_left,
             self.ranges_left,
-            if can_target_live {
-                self.deletes_left
-            } else {
-                0
-            },
+            if may_delete { self.deletes_left } else { 0 },
         ];
         let total: u64 = weights.iter().sum();
         if total == 0 {
@@ -433,27 +532,23 @@ impl Iterator for Generator {
         }
         let op = match kind {
             0 if self.spec.external_puts => {
-                let n = self.puts_left.min(self.spec.puts_per_file);
-                self.puts_left -= n;
-                let pairs = (0..n).map(|_| self.next_put()).collect();
+                let n = puts_left.min(self.spec.puts_per_file);
+                let pairs = (0..n)
+                    .map(|_| self.next_put())
+                    .collect::<Option<Vec<_>>>()?;
                 Op::Load(pairs)
             }
             0 => {
-                self.puts_left -= 1;
-                let (key, value) = self.next_put();
+                let (key, value) = self.next_put()?;
                 Op::Put { key, value }
             }
             1 => {
                 self.hits_left -= 1;
-                if has_live {
-                    Op::Get(self.hit_key())
-                } else {
-                    Op::Get(self.miss_key())
-                }
+                Op::Get(self.hit_key())
             }
             2 => {
                 self.misses_left -= 1;
-                Op::Get(self.miss_key())
+                Op::Get(self.miss_key()?)
             }
             3 => {
                 self.ranges_left -= 1;
@@ -462,12 +557,8 @@ impl Iterator for Generator {
             }
             _ => {
                 self.deletes_left -= 1;
-                if has_live {
-                    let i = self.random_live_index();
-                    Op::Delete(self.remove_live_at(i))
-                } else {
-                    Op::Delete(self.miss_key())
-                }
+                let i = self.random_live_index();
+                Op::Delete(self.remove_live_at(i))
             }
         };
         Some(op)
@@ -730,11 +821,11 @@ mod tests {
     #[test]
     fn small_key_space_and_edges() {
         let s = WorkloadSpec {
-            puts: 500,
+            puts: 30,
             gets: 100,
             gets_misses_ratio: 0.5,
             ranges: 50,
-            deletes: 50,
+            deletes: 20,
             max_range_size: 10,
             key_min: i32::MAX - 100,
             key_max: i32::MAX,
@@ -742,7 +833,7 @@ mod tests {
             ..Default::default()
         };
         let all = ops(&s);
-        assert_eq!(all.len(), 700);
+        assert_eq!(all.len(), 200);
         for op in &all {
             match op {
                 Op::Put { key, .. } | Op::Get(key) | Op::Delete(key) => {
@@ -752,14 +843,215 @@ mod tests {
                 Op::Load(_) => {}
             }
         }
-        // Only gets and deletes, no puts: they still come out.
+    }
+
+    /// Parses DSL text back into ops (the form `lamina gen` prints).
+    fn parse_dsl(text: &str) -> Vec<Op> {
+        text.lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split(' ').collect();
+                let n = |i: usize| f[i].parse::<i32>().unwrap();
+                match f[0] {
+                    "p" => Op::Put {
+                        key: n(1),
+                        value: n(2),
+                    },
+                    "g" => Op::Get(n(1)),
+                    "r" => Op::Range { lo: n(1), hi: n(2) },
+                    "d" => Op::Delete(n(1)),
+                    other => panic!("unexpected line {other:?}"),
+                }
+            })
+            .collect()
+    }
+
+    /// The rules of the module docs, checked on the printed workload
+    /// against a model of the live keys: every delete removes a live key,
+    /// a fresh put never reuses a key, the updates, misses and every kind
+    /// come in the requested numbers — including key spaces the puts fill
+    /// up and as many deletes as fresh puts.
+    #[test]
+    fn printed_workloads_keep_the_rules() {
+        let specs = [
+            spec(),
+            WorkloadSpec {
+                update_ratio: 0.0,
+                ..spec()
+            },
+            WorkloadSpec {
+                update_ratio: 0.9,
+                deletes: 500,
+                gets_misses_ratio: 0.0,
+                ..spec()
+            },
+            // The put half of 2,001 keys is about 1,000: nearly all used.
+            WorkloadSpec {
+                puts: 950,
+                update_ratio: 0.0,
+                deletes: 950,
+                gets: 400,
+                gets_misses_ratio: 0.25,
+                key_min: -1000,
+                key_max: 1000,
+                ..spec()
+            },
+            WorkloadSpec {
+                puts: 2000,
+                update_ratio: 0.5,
+                deletes: 1000,
+                gets: 1000,
+                key_min: 0,
+                key_max: 3000,
+                ..spec()
+            },
+        ];
+        for base in specs {
+            for seed in 0..8 {
+                let s = WorkloadSpec {
+                    seed,
+                    ..base.clone()
+                };
+                let mut out = Vec::new();
+                write_dsl(&s, &mut out, Path::new("."), "unused").unwrap();
+                let all = parse_dsl(std::str::from_utf8(&out).unwrap());
+                let mut live: BTreeMap<i32, i32> = BTreeMap::new();
+                let mut ever = HashSet::new();
+                let (mut puts, mut updates, mut gets, mut misses) = (0, 0, 0, 0);
+                let (mut ranges, mut deletes) = (0, 0);
+                for op in &all {
+                    match *op {
+                        Op::Put { key, value } => {
+                            puts += 1;
+                            if live.contains_key(&key) {
+                                updates += 1;
+                            } else {
+                                assert!(!ever.contains(&key), "seed {seed}: {key} put again");
+                            }
+                            live.insert(key, value);
+                            ever.insert(key);
+                        }
+                        Op::Get(k) => {
+                            gets += 1;
+                            if !ever.contains(&k) {
+                                misses += 1;
+                            } else {
+                                assert!(live.contains_key(&k), "seed {seed}: get of deleted {k}");
+                            }
+                        }
+                        Op::Range { lo, hi } => {
+                            ranges += 1;
+                            assert!(s.key_min <= lo && lo < hi);
+                        }
+                        Op::Delete(k) => {
+                            deletes += 1;
+                            assert!(live.remove(&k).is_some(), "seed {seed}: delete of dead {k}");
+                        }
+                        Op::Load(_) => unreachable!(),
+                    }
+                }
+                // A miss is never put later either.
+                let later = all
+                    .iter()
+                    .filter(|o| matches!(o, Op::Get(k) if !ever.contains(k)));
+                assert_eq!(later.count() as u64, misses);
+                let expect_updates = (s.puts as f64 * s.update_ratio).round() as u64;
+                let expect_misses = (s.gets as f64 * s.gets_misses_ratio).round() as u64;
+                assert_eq!(
+                    (puts, updates, gets, misses, ranges, deletes),
+                    (
+                        s.puts,
+                        expect_updates,
+                        s.gets,
+                        expect_misses,
+                        s.ranges,
+                        s.deletes
+                    ),
+                    "seed {seed}, spec {s:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn updates_are_spread_over_the_puts() {
         let s = WorkloadSpec {
-            gets: 5,
-            deletes: 5,
-            seed: 1,
+            puts: 10_000,
+            update_ratio: 0.3,
+            seed: 4,
             ..Default::default()
         };
-        assert_eq!(ops(&s).len(), 10);
+        let mut seen = HashSet::new();
+        let updates: Vec<bool> = ops(&s)
+            .iter()
+            .filter_map(|o| match o {
+                Op::Put { key, .. } => Some(!seen.insert(*key)),
+                _ => None,
+            })
+            .collect();
+        let second = updates[5000..].iter().filter(|u| **u).count();
+        assert!(
+            (1200..=1800).contains(&second),
+            "{second} of 3000 in the second half"
+        );
+    }
+
+    #[test]
+    fn infeasible_specs_are_refused() {
+        for bad in [
+            // More deletes than keys ever live.
+            WorkloadSpec {
+                puts: 10,
+                deletes: 11,
+                ..Default::default()
+            },
+            WorkloadSpec {
+                puts: 10,
+                update_ratio: 0.5,
+                deletes: 6,
+                ..Default::default()
+            },
+            // Gets that hit, or updates, with no fresh put.
+            WorkloadSpec {
+                gets: 5,
+                ..Default::default()
+            },
+            WorkloadSpec {
+                puts: 4,
+                update_ratio: 1.0,
+                ..Default::default()
+            },
+            // 100 fresh keys cannot fit the put half of 101 keys.
+            WorkloadSpec {
+                puts: 100,
+                key_min: 0,
+                key_max: 100,
+                ..Default::default()
+            },
+            // A single key cannot be both put and missed.
+            WorkloadSpec {
+                puts: 1,
+                gets: 2,
+                gets_misses_ratio: 0.5,
+                key_min: 7,
+                key_max: 7,
+                ..Default::default()
+            },
+        ] {
+            assert!(
+                matches!(
+                    Generator::new(bad.clone()),
+                    Err(WorkloadError::InvalidSpec(_))
+                ),
+                "{bad:?}"
+            );
+        }
+        // Gets that all miss need no put.
+        let misses = WorkloadSpec {
+            gets: 5,
+            gets_misses_ratio: 1.0,
+            ..Default::default()
+        };
+        assert_eq!(ops(&misses).len(), 5);
     }
 
     #[test]

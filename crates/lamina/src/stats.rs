@@ -240,8 +240,10 @@ pub(crate) struct EngineStats {
     pub max_overshoot: Maximum,
     pub stalls: Counter,
     pub stall_micros: Counter,
-    pub gets: Counter,
+    /// Point lookups that found a value and that found none; `gets` is
+    /// their sum, so a snapshot never shows one without the other.
     pub get_hits: Counter,
+    pub get_misses: Counter,
     pub put_latency: Histogram,
     pub get_latency: Histogram,
     pub get_found_latency: Histogram,
@@ -321,11 +323,11 @@ impl EngineStats {
     }
 
     pub(crate) fn count_get(&self, hit: bool, latency: std::time::Duration) {
-        self.gets.inc();
         if hit {
             self.get_hits.inc();
             self.get_found_latency.record(latency);
         } else {
+            self.get_misses.inc();
             self.get_empty_latency.record(latency);
         }
     }
@@ -405,11 +407,8 @@ impl EngineStats {
             .find(|l| l.bytes > 0)
             .map_or(0, |l| l.bytes);
         let flushes = self.flushes.get();
-        // Hits first: a get counts itself before its hit, so this order
-        // reads no more hits than gets (saturating all the same: the
-        // counters are relaxed atomics).
-        let get_hits = self.get_hits.get();
-        let gets = self.gets.get();
+        let (get_hits, get_misses) = (self.get_hits.get(), self.get_misses.get());
+        let gets = get_hits + get_misses;
         let kinds = |a: &[Counter; 3]| BlockCounts {
             data: a[0].get(),
             index: a[1].get(),
@@ -464,7 +463,7 @@ impl EngineStats {
             memtable_entries,
             gets,
             get_hits,
-            get_misses: gets.saturating_sub(get_hits),
+            get_misses,
             bloom_probes: io.bloom_probes.get(),
             bloom_negatives: io.bloom_negatives.get(),
             bloom_false_positives: io.bloom_false_positives.get(),
@@ -496,10 +495,10 @@ impl EngineStats {
                     / self.bytes_ingested.get() as f64
             },
             get_blocks_read: self.get_blocks_read.get(),
-            read_amplification: if self.gets.get() == 0 {
+            read_amplification: if gets == 0 {
                 0.0
             } else {
-                self.get_blocks_read.get() as f64 / self.gets.get() as f64
+                self.get_blocks_read.get() as f64 / gets as f64
             },
             tombstones: levels.iter().map(|l| l.tombstones).sum(),
             buffer,
@@ -589,6 +588,27 @@ pub enum FilterOutcome {
 }
 
 /// A snapshot of the engine's statistics (`Db::stats()`), serializable to JSON.
+///
+/// # Consistency
+///
+/// A snapshot is not atomic: the counters are separate atomics read one
+/// after the other while other threads keep counting (a lock around every
+/// count would cost each get and write). What every snapshot guarantees:
+///
+/// * `gets == get_hits + get_misses` (`gets` is their sum);
+/// * each counter never decreases from one snapshot to a later one;
+/// * the tree fields (`levels`, `sorted_runs`, `disk_bytes`, `tombstones`,
+///   `memtable_bytes`, `memtable_entries`, `space_amplification`, `buffer`'s
+///   sizes) describe one version and one set of memtables, so they agree
+///   with each other: `disk_bytes` is the levels' bytes plus `buffer.bytes`,
+///   `sorted_runs` and `tombstones` the levels' sums.
+///
+/// What may disagree while the engine works: two counters (`flushes` and
+/// `flush_bytes_written`, `compactions` and `compaction_bytes_written`, a
+/// latency histogram's `count` and its counter, the filter and cache counts
+/// and `gets`, …), and a counter with the tree (a merge counted while its
+/// inputs are still shown). With no operation running, e.g. after
+/// `Db::wait_for_compactions`, every field agrees.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct DbStats {
     /// User key + value bytes written by callers.

@@ -103,19 +103,24 @@ impl Counts {
 }
 
 /// The workload of client `c` in round `round`: mixed puts, gets, ranges and
-/// deletes over the client's `keys` keys, long enough to outlast any round.
+/// deletes over the client's `keys` keys. One workload puts a fresh key at
+/// most once, so it fits a quarter of the keys (the generator keeps half of
+/// them for misses); [`run_client`] repeats it with new seeds to outlast any
+/// round.
 pub fn client_spec(c: i32, keys: i32, round: u64) -> WorkloadSpec {
+    let keys = keys as u64;
     WorkloadSpec {
-        puts: 50_000_000,
-        gets: 20_000_000,
+        puts: 2 * keys,
+        gets: keys * 4 / 5,
         gets_skewness: 0.2,
         gets_misses_ratio: 0.2,
-        ranges: 2_000_000,
+        ranges: keys * 2 / 25,
         max_range_size: 200,
-        deletes: 5_000_000,
-        update_ratio: 0.3,
+        deletes: keys / 5,
+        // 2·keys puts of which keys/4 fresh.
+        update_ratio: 0.875,
         key_min: c * KEY_STRIDE,
-        key_max: c * KEY_STRIDE + keys - 1,
+        key_max: c * KEY_STRIDE + keys as i32 - 1,
         seed: 7_919 * round + c as u64,
         ..Default::default()
     }
@@ -140,8 +145,9 @@ pub enum End {
     Dropped,
 }
 
-/// Streams `spec`'s operations to the server on `port` in pipelined chunks
-/// (a chunk ends with a read), checking every reply against the ledger,
+/// Streams `spec`'s operations, then those of `spec` reseeded again and
+/// again, to the server on `port` in pipelined chunks (a chunk ends with a
+/// read), checking every reply against the ledger,
 /// until `stop` is set or the connection fails. Panics on a wrong reply or
 /// an `ERROR` line: both are bugs.
 pub fn run_client(
@@ -161,8 +167,14 @@ pub fn run_client(
     };
     let mut reader = BufReader::new(stream);
     let own_key = spec.key_min;
-    let mut ops = Generator::new(spec)
-        .unwrap()
+    let mut ops = (0u64..)
+        .flat_map(move |n| {
+            Generator::new(WorkloadSpec {
+                seed: spec.seed.wrapping_add(n.wrapping_mul(0x9E37_79B9)),
+                ..spec.clone()
+            })
+            .unwrap()
+        })
         .filter(|op| !matches!(op, Op::Load(_)));
     let mut line = String::new();
     while !stop.load(Ordering::Relaxed) {

@@ -168,7 +168,14 @@ pub(crate) fn execute(
         .iter()
         .map(|&(level, id)| run_of(level, id))
         .collect::<Result<Vec<&Run>>>()?;
-    let older_may_hold = |uk: &[u8]| older.iter().any(|r| r.file_for(uk).is_some());
+    // An input file of an older run (a full compaction takes every run)
+    // leaves with the task: its versions are in the merge, not below it.
+    let input_ids: HashSet<u64> = plan.input_file_ids().collect();
+    let older_may_hold = |uk: &[u8]| {
+        older
+            .iter()
+            .any(|r| r.file_for(uk).is_some_and(|f| !input_ids.contains(&f.id)))
+    };
 
     let mut outcome = CompactionOutcome {
         bytes_read: inputs.iter().flatten().map(|f| f.size).sum(),

@@ -325,7 +325,8 @@ impl Db {
     /// Statistics of the engine. Counters and the tree's shape are read one
     /// after the other, not atomically: a snapshot taken while a merge
     /// installs its result may count the merge and still show the runs it
-    /// replaced. `wait_for_compactions` first gives a settled snapshot.
+    /// replaced. [`DbStats`] lists which fields always agree and which may
+    /// not; `wait_for_compactions` first gives a settled snapshot.
     pub fn stats(&self) -> DbStats {
         self.inner.stats()
     }
