@@ -62,6 +62,14 @@ pub mod placement {
         runs.partition_point(|r| r.order() > order)
     }
 
+    /// The runs of the oldest rank among a level's `runs`: its oldest
+    /// sorted run, or every tile of a tiled level. Space amplification
+    /// takes the deepest level's as the estimate of the live data.
+    pub fn oldest_rank<R: Ranked>(runs: &[R]) -> impl Iterator<Item = &R> {
+        let oldest = runs.iter().map(R::order).min().unwrap_or(0);
+        runs.iter().filter(move |r| r.order() == oldest)
+    }
+
     /// Where a file starting at `smallest` goes among `files` (key order,
     /// disjoint): after every file starting below it.
     pub fn file_slot<F: KeyRanged>(files: &[F], smallest: &[u8]) -> usize {

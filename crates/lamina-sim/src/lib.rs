@@ -252,7 +252,8 @@ pub struct Summary {
     pub max_transient_space_amplification: f64,
     /// The first flush at which it was reached.
     pub max_transient_flush: u64,
-    /// Total size at the end / bytes flushed.
+    /// Total size at the end / the oldest sorted run's size (its tiles
+    /// for a tiled last level): the engine's `DbStats::space_amplification`.
     pub space_amplification: f64,
     /// Merges that wrote data.
     pub merges: u64,
@@ -437,6 +438,17 @@ impl Simulator {
             .iter()
             .map(|l| l.runs.iter().map(RunView::bytes).collect())
             .collect()
+    }
+
+    /// Bytes of the oldest sorted run: the last run of the deepest
+    /// non-empty level, with the runs of its rank (a tiled level's tiles).
+    fn oldest_run_bytes(&self) -> u64 {
+        let Some(level) = self.view.levels.iter().rev().find(|l| !l.runs.is_empty()) else {
+            return 0;
+        };
+        lamina_compaction::placement::oldest_rank(&level.runs)
+            .map(RunView::bytes)
+            .sum()
     }
 
     /// Sorted runs now.
@@ -734,7 +746,7 @@ impl Simulator {
             max_runs_at_flush: self.max_runs_at_flush,
             max_transient_space_amplification: self.max_transient,
             max_transient_flush: self.max_transient_flush,
-            space_amplification: ratio(self.total_bytes, self.flush_bytes),
+            space_amplification: ratio(self.total_bytes, self.oldest_run_bytes()),
             merges: self.merges,
             trivial_moves: self.trivial_moves,
             moved_files: self.moved_files,

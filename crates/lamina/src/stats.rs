@@ -307,6 +307,8 @@ pub(crate) struct TreeState {
     pub memtable_bytes: u64,
     pub memtable_entries: u64,
     pub sorted_runs: usize,
+    /// Bytes of the oldest sorted run (all tiles of a tiled last level).
+    pub oldest_run_bytes: u64,
     pub block_cache_usage: u64,
     pub row_cache_usage: u64,
     pub buffer: BufferStats,
@@ -384,6 +386,7 @@ impl EngineStats {
             memtable_bytes,
             memtable_entries,
             sorted_runs,
+            oldest_run_bytes: live,
             block_cache_usage,
             row_cache_usage,
             mut buffer,
@@ -399,13 +402,6 @@ impl EngineStats {
         buffer.scans = self.buffer_scans.get();
         buffer.cache_hits = self.buffer_cache_hits.get();
         buffer.cache_misses = self.buffer_cache_misses.get();
-        // Live data is estimated by the deepest level's logical bytes scaled
-        // to its on-disk size: exact figures would need a full scan.
-        let live = levels
-            .iter()
-            .rev()
-            .find(|l| l.bytes > 0)
-            .map_or(0, |l| l.bytes);
         let flushes = self.flushes.get();
         let (get_hits, get_misses) = (self.get_hits.get(), self.get_misses.get());
         let gets = get_hits + get_misses;
@@ -664,7 +660,12 @@ pub struct DbStats {
     pub overshoot_flushes: u64,
     /// Largest excess over `k` that a flush found.
     pub max_overshoot: u64,
-    /// Bytes on disk / estimated live bytes (the deepest level's size).
+    /// Bytes on disk (compaction buffers included) / estimated live bytes,
+    /// for every layout: the live data is estimated as the oldest sorted
+    /// run (all tiles of a spatially tiled last level), which holds every
+    /// key once if newer runs only update it — RocksDB's estimate for
+    /// universal compaction, and the last level under leveling. Exact live
+    /// bytes would need a scan of the whole tree.
     pub space_amplification: f64,
     /// Bytes of all SST files.
     pub disk_bytes: u64,

@@ -238,6 +238,16 @@ impl Version {
         self.levels.iter().map(|l| l.runs.len()).sum()
     }
 
+    /// Bytes of the oldest sorted run: the last run of the deepest
+    /// non-empty level, with the runs of the same rank beside it (the tiles
+    /// of a spatially tiled level are one-file runs of one rank).
+    pub fn oldest_run_bytes(&self) -> u64 {
+        let Some(level) = self.levels.iter().rev().find(|l| !l.runs.is_empty()) else {
+            return 0;
+        };
+        placement::oldest_rank(&level.runs).map(Run::bytes).sum()
+    }
+
     /// Runs in recency order (newest first) with their level.
     pub fn runs_newest_first(&self) -> impl Iterator<Item = (usize, &Run)> {
         self.levels

@@ -467,6 +467,7 @@ impl Inner {
                 memtable_bytes: mem_bytes,
                 memtable_entries: mem_entries,
                 sorted_runs: sv.version.run_count(),
+                oldest_run_bytes: sv.version.oldest_run_bytes(),
                 block_cache_usage: self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
                 row_cache_usage: self.row_cache.as_ref().map_or(0, |c| c.usage() as u64),
                 buffer: self.buffer_stats(&sv.version),
