@@ -100,7 +100,7 @@ impl Leveling {
         let below = view.level(level + 1).runs.first();
         let overlap = |lo: &[u8], hi: &[u8]| -> Option<u64> {
             let Some(below) = below else { return Some(0) };
-            let files: Vec<_> = below.overlapping(lo, hi).collect();
+            let files = below.overlapping(lo, hi);
             if files.iter().any(|f| f.busy) {
                 return None;
             }

@@ -210,12 +210,6 @@ fn invalid(task: &CompactionTask, why: impl std::fmt::Display) -> Error {
     ))
 }
 
-/// Files of `run` (sorted by key, disjoint) intersecting `[lo, hi]`.
-fn overlapping<'a>(run: &'a RunView, lo: &'a [u8], hi: &'a [u8]) -> &'a [FileView] {
-    let start = run.files.partition_point(|f| f.largest.as_slice() < lo);
-    let end = start + run.files[start..].partition_point(|f| f.smallest.as_slice() <= hi);
-    &run.files[start..end]
-}
 
 /// Resolves `task` against `view`: the inputs, the destination, and whether
 /// the files can move without a rewrite. A task is refused if it names a
@@ -332,7 +326,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     }
     if into_existing {
         let run = positions[dest_position].1;
-        if let Some(f) = overlapping(run, lo, hi).iter().find(|f| !is_input(f.id)) {
+        if let Some(f) = run.overlapping(lo, hi).iter().find(|f| !is_input(f.id)) {
             return Err(invalid(
                 task,
                 format!(
@@ -382,7 +376,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             .filter(|i| i.position != q && (i.position < q) != output_above && !peer(i))
         {
             for f in &input.files {
-                if let Some(other) = overlapping(run, &f.smallest, &f.largest)
+                if let Some(other) = run.overlapping(&f.smallest, &f.largest)
                     .iter()
                     .find(|o| !is_input(o.id) && o.may_share_keys(f))
                 {
@@ -420,7 +414,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         inputs[0].files.iter().any(|f| {
             f.tombstones > 0
                 && positions.iter().skip(older_from).all(|(_, run)| {
-                    overlapping(run, &f.smallest, &f.largest)
+                    run.overlapping(&f.smallest, &f.largest)
                         .iter()
                         .all(|o| is_input(o.id) || !o.may_share_keys(f))
                 })

@@ -36,7 +36,7 @@ pub fn destination(
         (Layout::Leveling, Some(run)) => run,
         _ => return Some(OutputRun::New),
     };
-    let overlapping: Vec<_> = run.overlapping(lo, hi).collect();
+    let overlapping: Vec<_> = run.overlapping(lo, hi).iter().collect();
     if overlapping.iter().any(|f| f.busy) {
         return None;
     }
@@ -66,7 +66,7 @@ pub fn fold(view: &TreeView, level: usize, file_size: u64) -> Option<CompactionT
         .iter()
         .map(|r| TaskInput::whole_run(level, r))
         .collect();
-    let overlapping: Vec<_> = oldest.overlapping(lo, hi).collect();
+    let overlapping: Vec<_> = oldest.overlapping(lo, hi).iter().collect();
     if overlapping.iter().any(|f| f.busy) {
         return None;
     }

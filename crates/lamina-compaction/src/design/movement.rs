@@ -40,7 +40,7 @@ fn overlap_bytes(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> u64 {
         .level(level)
         .runs
         .iter()
-        .flat_map(|r| r.overlapping(&f.smallest, &f.largest))
+        .flat_map(|r| r.overlapping(&f.smallest, &f.largest).iter())
         .map(|o| o.size)
         .sum()
 }

@@ -114,7 +114,7 @@ impl Leveled {
         let output_run = match view.level(level + 1).runs.first() {
             None => OutputRun::New,
             Some(below) => {
-                let over = overlapping(below, lo, hi);
+                let over = below.overlapping(lo, hi);
                 if over.iter().any(|f| f.busy) {
                     return None;
                 }
@@ -247,12 +247,6 @@ impl Leveled {
     }
 }
 
-/// The files of `run` (key-disjoint, sorted) intersecting `[lo, hi]`.
-fn overlapping<'a>(run: &'a RunView, lo: &[u8], hi: &[u8]) -> &'a [FileView] {
-    let first = run.files.partition_point(|f| f.largest.as_slice() < lo);
-    let end = run.files.partition_point(|f| f.smallest.as_slice() <= hi);
-    run.files.get(first..end.max(first)).unwrap_or(&[])
-}
 
 /// The idle file of `run` overlapping the fewest files of `below` (then the
 /// fewest bytes, then the first by key) whose overlapping files are idle,
