@@ -908,8 +908,8 @@ fn print_stats(s: &DbStats) {
     ] {
         if l.count > 0 {
             println!(
-                "{name:<10} latency us: count {} p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
-                l.count, l.p50_us, l.p90_us, l.p99_us, l.max_us
+                "{name:<10} latency us: count {} p50 {:.2} p90 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
+                l.count, l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
             );
         }
     }
