@@ -210,7 +210,6 @@ fn invalid(task: &CompactionTask, why: impl std::fmt::Display) -> Error {
     ))
 }
 
-
 /// Resolves `task` against `view`: the inputs, the destination, and whether
 /// the files can move without a rewrite. A task is refused if it names a
 /// run or file the tree does not hold (or one twice), a file a running
@@ -376,7 +375,8 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             .filter(|i| i.position != q && (i.position < q) != output_above && !peer(i))
         {
             for f in &input.files {
-                if let Some(other) = run.overlapping(&f.smallest, &f.largest)
+                if let Some(other) = run
+                    .overlapping(&f.smallest, &f.largest)
                     .iter()
                     .find(|o| !is_input(o.id) && o.may_share_keys(f))
                 {

@@ -22,10 +22,10 @@
 //! | `g K` | the value, or an empty line if absent |
 //! | `r LO HI` | `k:v` pairs of `[LO, HI)` in key order, space separated, on one line (empty line if none, or if `LO >= HI`) |
 //! | `s [N]` | see [`Session`]'s `stats` section below |
-//! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E`, then `merges compactions=C trivial_moves=T sub_merges=S max_sub_merges=M bytes_per_sec=R files_written=F moved_files=N moved_bytes=B` |
+//! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E level=L compactions=C compaction_seconds=S write_amplification=W` (`level` is the engine's number, from 0, as in `lamina bench`, `inspect` and `stats-json`; the merges counted are those into the level, the write amplification its bytes written per byte that came in from above), then `merges compactions=C trivial_moves=T sub_merges=S max_sub_merges=M bytes_per_sec=R files_written=F moved_files=N moved_bytes=B` |
 //! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
 //! | `misses` | `gets=G hits=H misses=M`: the engine's lookups (every `g`) |
-//! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W`, then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
+//! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W level=L bytes_read_level=RL bytes_moved=M` (bytes flushed or merged into the level from above, written into it, read by its merges from its own files, moved into it unchanged), then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
 //! | `stats-json` | the engine's `DbStats` as one line of JSON |
 //! | `flush`, `compact` | `OK` once done |
 //! | `quit`, `@end` | ends the session (the transport decides what to send) |
@@ -590,12 +590,17 @@ impl<'a> Session<'a> {
         for l in &s.levels {
             out.extend_from_slice(
                 format!(
-                    "LVL{} runs={} files={} bytes={} entries={}\n",
+                    "LVL{} runs={} files={} bytes={} entries={} level={} compactions={} \
+                     compaction_seconds={:.3} write_amplification={:.3}\n",
                     DslLevel::Disk(l.level).number(),
                     l.runs,
                     l.files,
                     l.bytes,
-                    l.entries
+                    l.entries,
+                    l.level,
+                    l.compactions,
+                    l.compaction_seconds,
+                    l.write_amplification
                 )
                 .as_bytes(),
             );
@@ -648,10 +653,13 @@ impl<'a> Session<'a> {
         for l in &s.levels {
             out.extend_from_slice(
                 format!(
-                    "LVL{} bytes_read={} bytes_written={}\n",
+                    "LVL{} bytes_read={} bytes_written={} level={} bytes_read_level={} bytes_moved={}\n",
                     DslLevel::Disk(l.level).number(),
                     l.bytes_read,
-                    l.bytes_written
+                    l.bytes_written,
+                    l.level,
+                    l.bytes_read_level,
+                    l.bytes_moved
                 )
                 .as_bytes(),
             );

@@ -275,6 +275,15 @@ pub(crate) struct EngineStats {
     pub level_filter_false_positives: [Counter; FILTER_STAT_LEVELS],
     /// Data-block cache hits and misses of point lookups, per level.
     pub level_cache_hits: [Counter; FILTER_STAT_LEVELS],
+    /// Per output level: merges, their wall time, the bytes they read
+    /// from the levels above and from the level itself, the bytes written
+    /// into it (flushes for level 0) and the bytes moved into it unchanged.
+    pub level_compactions: [Counter; FILTER_STAT_LEVELS],
+    pub level_compaction_micros: [Counter; FILTER_STAT_LEVELS],
+    pub level_read_above: [Counter; FILTER_STAT_LEVELS],
+    pub level_read_level: [Counter; FILTER_STAT_LEVELS],
+    pub level_written: [Counter; FILTER_STAT_LEVELS],
+    pub level_moved: [Counter; FILTER_STAT_LEVELS],
     pub level_cache_misses: [Counter; FILTER_STAT_LEVELS],
     pub scan_latency: Histogram,
     pub compaction_latency: Histogram,
@@ -381,10 +390,31 @@ impl EngineStats {
 
     /// Fills the measured figures of level `level` (0-based): its filter's
     /// answers and its point lookups' cache hits and misses.
+    /// The counter of `level` in a per-level array (deeper levels share
+    /// the last).
+    pub(crate) fn at<'a>(
+        &self,
+        counters: &'a [Counter; FILTER_STAT_LEVELS],
+        level: usize,
+    ) -> &'a Counter {
+        &counters[level.min(FILTER_STAT_LEVELS - 1)]
+    }
+
     pub(crate) fn fill_measured_level_stats(&self, level: usize, s: &mut LevelStats) {
         let i = level.min(FILTER_STAT_LEVELS - 1);
         let get = |a: &[Counter; FILTER_STAT_LEVELS]| a.get(i).map_or(0, Counter::get);
         s.cache_hits = get(&self.level_cache_hits);
+        s.compactions = get(&self.level_compactions);
+        s.compaction_seconds = get(&self.level_compaction_micros) as f64 / 1e6;
+        s.bytes_read = get(&self.level_read_above);
+        s.bytes_read_level = get(&self.level_read_level);
+        s.bytes_written = get(&self.level_written);
+        s.bytes_moved = get(&self.level_moved);
+        s.write_amplification = if s.bytes_read == 0 {
+            0.0
+        } else {
+            s.bytes_written as f64 / s.bytes_read as f64
+        };
         s.cache_misses = get(&self.level_cache_misses);
         let (neg, pos, fp) = (
             get(&self.level_filter_negatives),
@@ -576,10 +606,29 @@ pub struct LevelStats {
     pub bloom_false_positives: u64,
     /// False positives / probes for keys the file does not hold.
     pub bloom_fpr_measured: f64,
-    /// Bytes read from the level's files by compactions so far.
+    /// Bytes that came into the level from above so far: what merges into
+    /// it read from the levels above it (RocksDB's `Rn`), or for level 0
+    /// the bytes flushed into it.
     pub bytes_read: u64,
-    /// Bytes written into the level.
+    /// Bytes merges into the level read from its own files (`Rnp1`).
+    #[serde(default)]
+    pub bytes_read_level: u64,
+    /// Bytes written into the level by flushes and merges so far.
     pub bytes_written: u64,
+    /// Bytes moved into the level unchanged (trivial moves, and files a
+    /// partitioned merge moved).
+    #[serde(default)]
+    pub bytes_moved: u64,
+    /// Merges whose output went to the level (trivial moves excluded).
+    #[serde(default)]
+    pub compactions: u64,
+    /// Their wall time, seconds.
+    #[serde(default)]
+    pub compaction_seconds: f64,
+    /// `bytes_written / bytes_read`: bytes the level's merges wrote per byte
+    /// that came in from above (1 for level 0).
+    #[serde(default)]
+    pub write_amplification: f64,
     /// Data-block cache hits of point lookups in the level so far.
     #[serde(default)]
     pub cache_hits: u64,
@@ -854,10 +903,18 @@ mod tests {
         }
         let s = h.summary();
         assert_eq!(s.count, values.len() as u64);
-        for (got, q) in [(s.p50_us, 0.5), (s.p90_us, 0.9), (s.p99_us, 0.99), (s.p999_us, 0.999)] {
+        for (got, q) in [
+            (s.p50_us, 0.5),
+            (s.p90_us, 0.9),
+            (s.p99_us, 0.99),
+            (s.p999_us, 0.999),
+        ] {
             let rank = ((values.len() as f64) * q).ceil() as usize;
             let exact = values[rank - 1] as f64 / 1000.0;
-            assert!(got >= exact && got <= exact * 1.008, "q {q}: {got} vs {exact}");
+            assert!(
+                got >= exact && got <= exact * 1.008,
+                "q {q}: {got} vs {exact}"
+            );
         }
         assert_eq!(s.max_us, 7_777_777.777);
         // A histogram of one value reports it exactly, not its bucket's end.

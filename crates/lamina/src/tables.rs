@@ -106,7 +106,6 @@ impl TableCache {
         for f in level.runs.iter().flat_map(|r| &r.files) {
             s.entries += f.entries;
             s.tombstones += f.tombstones;
-            s.bytes_written += f.size;
             if let Some(cache) = &self.cache {
                 s.cached_blocks += cache.cached_blocks(f.id);
             }

@@ -123,3 +123,51 @@ fn snapshots_keep_the_documented_invariants_under_concurrent_writes() {
     assert_eq!(s.get_found_latency.count, hits);
     assert_eq!(s.get_empty_latency.count, misses);
 }
+
+/// The per-level compaction figures add up to the engine's totals, for a
+/// leveled, a tiered and a partitioned stack layout, once compactions
+/// settle (a compaction records its level's figures and the totals in one
+/// step).
+#[test]
+fn per_level_compaction_figures_add_up_to_the_totals() {
+    for spec in [
+        "leveling:T=3,l0=2",
+        "tiered:b=3",
+        "binomial:k=3,partition=size,theta=4096",
+    ] {
+        let fs = MemFs::new();
+        let opts = lamina::Options {
+            compaction: spec.parse().unwrap(),
+            ..tiny_options(&fs)
+        };
+        let db = Db::open("/db", opts).unwrap();
+        let mut rng = StdRng::seed_from_u64(3);
+        for i in 0..20_000u64 {
+            db.put(&key(rng.gen_range(0..5_000)), &i.to_le_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        let s = db.stats();
+        let sum = |f: fn(&lamina::LevelStats) -> u64| s.levels.iter().map(f).sum::<u64>();
+        assert!(s.compactions > 0, "{spec}");
+        assert_eq!(sum(|l| l.compactions), s.compactions, "{spec}");
+        assert_eq!(
+            sum(|l| l.bytes_written),
+            s.flush_bytes_written + s.compaction_bytes_written,
+            "{spec}"
+        );
+        // Level 0 takes in the flushes, and nothing lies above it; every
+        // merge's reads count in the level it wrote.
+        assert_eq!(s.levels[0].bytes_read, s.flush_bytes_written, "{spec}");
+        assert_eq!(
+            sum(|l| l.bytes_read) + sum(|l| l.bytes_read_level),
+            s.flush_bytes_written + s.compaction_bytes_read,
+            "{spec}"
+        );
+        assert!(sum(|l| l.bytes_moved) >= s.merge_moved_bytes, "{spec}");
+        let secs: f64 = s.levels.iter().map(|l| l.compaction_seconds).sum();
+        assert!(secs > 0.0, "{spec}");
+        db.close().unwrap();
+    }
+}

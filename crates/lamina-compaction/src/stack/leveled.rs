@@ -247,7 +247,6 @@ impl Leveled {
     }
 }
 
-
 /// The idle file of `run` overlapping the fewest files of `below` (then the
 /// fewest bytes, then the first by key) whose overlapping files are idle,
 /// with that count. Both runs are sorted and key-disjoint, so one sweep with

@@ -42,6 +42,9 @@ pub(crate) struct CompactionOutcome {
     pub edit: VersionEdit,
     /// Bytes merged (moved files excluded).
     pub bytes_read: u64,
+    /// Of those, bytes from the output level's own files (RocksDB's
+    /// `Rnp1`); the rest came from the levels above it.
+    pub bytes_read_output_level: u64,
     pub bytes_written: u64,
     pub trivial_move: bool,
     /// Files a partitioned merge moved instead of rewriting, and their bytes.
@@ -177,8 +180,20 @@ pub(crate) fn execute(
             .any(|r| r.file_for(uk).is_some_and(|f| !input_ids.contains(&f.id)))
     };
 
+    let in_output_level = |i: usize| {
+        plan.inputs
+            .get(i)
+            .is_some_and(|p| p.level == plan.output_level)
+    };
     let mut outcome = CompactionOutcome {
         bytes_read: inputs.iter().flatten().map(|f| f.size).sum(),
+        bytes_read_output_level: inputs
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| in_output_level(i))
+            .flat_map(|(_, files)| files)
+            .map(|f| f.size)
+            .sum(),
         ..Default::default()
     };
     // A partitioned merge moves its one-file groups and sub-merges the
@@ -197,6 +212,9 @@ pub(crate) fn execute(
                 outcome.moved_files += 1;
                 outcome.moved_bytes += meta.size;
                 outcome.bytes_read -= meta.size;
+                if group.first().is_some_and(|&(i, _)| in_output_level(i)) {
+                    outcome.bytes_read_output_level -= meta.size;
+                }
                 add_output(&mut outcome.edit, meta);
             }
             _ => jobs.push(files),

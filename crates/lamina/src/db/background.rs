@@ -90,6 +90,8 @@ impl Inner {
         let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
         self.stats.flushes.inc();
         self.stats.flush_bytes_written.add(written);
+        self.stats.at(&self.stats.level_read_above, 0).add(written);
+        self.stats.at(&self.stats.level_written, 0).add(written);
         let runs = st.version.run_count() as u64;
         self.stats.run_count_sum.add(runs);
         self.stats.max_runs_at_flush.observe(runs);
@@ -344,6 +346,7 @@ impl Inner {
         if self.opts.compaction_warm_up {
             self.warm_up(version, &outcome.edit)?;
         }
+        let added_bytes: u64 = outcome.edit.added_files.iter().map(|a| a.meta.size).sum();
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
@@ -351,9 +354,18 @@ impl Inner {
         self.stats.buffer_retired_files.add(retired);
         self.stats.merge_moved_files.add(outcome.moved_files);
         self.stats.merge_moved_bytes.add(outcome.moved_bytes);
+        let level = task.output_level;
+        let at = |a| self.stats.at(a, level);
         if outcome.trivial_move {
             self.stats.trivial_moves.inc();
+            at(&self.stats.level_moved).add(added_bytes);
         } else {
+            at(&self.stats.level_compactions).inc();
+            at(&self.stats.level_read_above)
+                .add(outcome.bytes_read - outcome.bytes_read_output_level);
+            at(&self.stats.level_read_level).add(outcome.bytes_read_output_level);
+            at(&self.stats.level_written).add(outcome.bytes_written);
+            at(&self.stats.level_moved).add(outcome.moved_bytes);
             self.stats.compactions.inc();
             self.stats.compaction_bytes_read.add(outcome.bytes_read);
             self.stats.sub_merges.add(outcome.sub_merges);
@@ -373,6 +385,7 @@ impl Inner {
                 .add(outcome.bytes_written);
             let wall = started.elapsed();
             self.stats.merge_micros.add(wall.as_micros() as u64);
+            at(&self.stats.level_compaction_micros).add(wall.as_micros() as u64);
             self.stats.record(Op::Compaction, wall);
             self.stats.compaction_cpu_latency.record(cpu);
             self.stats
