@@ -7,6 +7,7 @@
 //! | manifest `n` | `MANIFEST-NNNNNN` |
 //! | pointer to the live manifest | `CURRENT` (and `CURRENT.tmp` while it is replaced) |
 //! | the directory lock | `LOCK` |
+//! | the info log (events, for operators) | `LOG`, and `LOG.old` once it grew past 16 MiB |
 //!
 //! Every numbered file takes its number from one counter, so numbers never
 //! repeat across kinds. [`parse`] recognises exactly the names the engine
@@ -21,6 +22,10 @@ pub const CURRENT: &str = "CURRENT";
 pub const CURRENT_TMP: &str = "CURRENT.tmp";
 /// Name of the directory lock.
 pub const LOCK: &str = "LOCK";
+/// Name of the info log ([`crate::info_log`]).
+pub const INFO_LOG: &str = "LOG";
+/// Name the info log is rotated to.
+pub const INFO_LOG_OLD: &str = "LOG.old";
 
 /// The kinds of numbered files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

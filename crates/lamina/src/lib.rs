@@ -25,6 +25,7 @@ pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;
+mod info_log;
 pub mod inspect;
 mod iter;
 mod key;

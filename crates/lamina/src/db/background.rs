@@ -19,7 +19,7 @@ impl Inner {
                 }
             };
             if let Err(e) = self.flush_one(&mem) {
-                tracing_error("flush", &e);
+                self.report_error("flush", &e);
                 let mut st = self.state.lock();
                 st.bg_error = Some(Arc::new(e));
                 self.cv.notify_all();
@@ -55,6 +55,7 @@ impl Inner {
     }
 
     pub(super) fn flush_one(&self, mem: &Arc<MemTable>) -> Result<()> {
+        let started = Instant::now();
         let alloc = || self.alloc_id();
         let mut ctx = self.context(&alloc);
         let levels = self.state.lock().version.levels.len();
@@ -62,6 +63,7 @@ impl Inner {
         let partitioning = self.policy.read().partitioning();
         let files = flush_memtable(&ctx, mem, partitioning)?;
         let written = files.iter().map(|m| m.size).sum();
+        let described = describe_files(files.iter());
         let mut edit = VersionEdit::default();
         edit.add_flushed_run(self.alloc_id(), files);
         let run_bound = self.policy.read().run_bound();
@@ -90,6 +92,14 @@ impl Inner {
         let _ = self.vfs.remove(&self.dir.join(wal_name(mem.wal_number())));
         self.stats.flushes.inc();
         self.stats.flush_bytes_written.add(written);
+        self.info_log.log(
+            "flush",
+            format_args!(
+                "entries={} bytes={written} files=[{described}] ms={}",
+                mem.len(),
+                started.elapsed().as_millis()
+            ),
+        );
         self.stats.at(&self.stats.level_read_above, 0).add(written);
         self.stats.at(&self.stats.level_written, 0).add(written);
         let runs = st.version.run_count() as u64;
@@ -197,7 +207,7 @@ impl Inner {
             }
             st.compactions_running -= 1;
             if let Err(e) = result {
-                tracing_error("compaction", &e);
+                self.report_error("compaction", &e);
                 st.compaction_error = Some(Arc::new(e));
                 self.stats.compaction_errors.inc();
                 self.cv.notify_all();
@@ -230,7 +240,7 @@ impl Inner {
             }
             if let Err(e) = self.trim_buffers(rule) {
                 // A failed trim changes nothing; the next pass retries.
-                tracing_error("buffer trim", &e);
+                self.report_error("buffer trim", &e);
             }
         }
     }
@@ -347,6 +357,7 @@ impl Inner {
             self.warm_up(version, &outcome.edit)?;
         }
         let added_bytes: u64 = outcome.edit.added_files.iter().map(|a| a.meta.size).sum();
+        let outputs = describe_files(outcome.edit.added_files.iter().map(|a| &a.meta));
         let mut st = self.state.lock();
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, outcome.edit, None)?;
@@ -355,6 +366,23 @@ impl Inner {
         self.stats.merge_moved_files.add(outcome.moved_files);
         self.stats.merge_moved_bytes.add(outcome.moved_bytes);
         let level = task.output_level;
+        let inputs = task
+            .inputs
+            .iter()
+            .map(|i| format!("L{}:{:?}", i.level, i.file_ids))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.info_log.log(
+            if outcome.trivial_move { "move" } else { "compaction" },
+            format_args!(
+                "reason=\"{}\" inputs=[{inputs}] output_level={level} outputs=[{outputs}] read={} written={} moved={} ms={}",
+                task.reason,
+                outcome.bytes_read,
+                outcome.bytes_written,
+                outcome.moved_bytes,
+                started.elapsed().as_millis()
+            ),
+        );
         let at = |a| self.stats.at(a, level);
         if outcome.trivial_move {
             self.stats.trivial_moves.inc();
@@ -545,4 +573,12 @@ impl Inner {
         }
         s
     }
+}
+
+/// `id:bytes` of each file, for the info log.
+fn describe_files<'a>(files: impl Iterator<Item = &'a FileMeta>) -> String {
+    files
+        .map(|f| format!("{}:{}", f.id, f.size))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -28,6 +28,7 @@ use crate::compaction::{
 };
 use crate::error::{Error, Result};
 use crate::filename::{self, wal_name, FileKind, FileNumbers};
+use crate::info_log::InfoLog;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
 use crate::manifest::{self, Counters, Manifest};
@@ -130,6 +131,8 @@ struct Inner {
     row_cache: Option<RowCache>,
     policy: RwLock<Arc<dyn CompactionPolicy>>,
     shutdown: AtomicBool,
+    /// `DIR/LOG`: events for operators.
+    info_log: InfoLog,
 }
 
 /// An open database. Share it between threads with `Arc<Db>`.
@@ -351,7 +354,15 @@ impl Db {
         let flushed = self.inner.flush_and_wait();
         let synced = self.inner.wal.lock().file.sync();
         self.stop();
-        flushed.and(synced)
+        let result = flushed.and(synced);
+        match &result {
+            Ok(()) => self.inner.info_log.log("close", format_args!("clean")),
+            Err(e) => self
+                .inner
+                .info_log
+                .log("close", format_args!("failed: {e}")),
+        }
+        result
     }
 
     fn stop(&self) {
@@ -439,8 +450,13 @@ impl Inner {
     }
 }
 
-fn tracing_error(what: &str, e: &Error) {
-    tracing::error!(target: "lamina", "background {what} failed: {e}");
+impl Inner {
+    /// Reports a failed background job to `tracing` and the info log.
+    fn report_error(&self, what: &str, e: &Error) {
+        tracing::error!(target: "lamina", "background {what} failed: {e}");
+        self.info_log
+            .log("error", format_args!("background {what} failed: {e}"));
+    }
 }
 
 #[cfg(test)]

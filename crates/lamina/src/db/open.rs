@@ -177,6 +177,25 @@ impl Db {
             let mem = Arc::new(new_memtable(&opts, wal_number));
             (version, wal_file, wal_number, manifest, mem)
         };
+        let info_log = if opts.read_only {
+            InfoLog::disabled()
+        } else {
+            InfoLog::open(vfs.as_ref(), &dir)
+        };
+        info_log.log(
+            "open",
+            format_args!(
+                "{} manifest={} levels={} runs={} files={} bytes={} wals_replayed={:?} last_seq={last_seq} compaction={}",
+                if old_manifest.is_some() { "recovered" } else { "created" },
+                manifest.number(),
+                version.levels.len(),
+                version.run_count(),
+                version.live_files().count(),
+                version.levels.iter().map(|l| l.bytes()).sum::<u64>(),
+                wals,
+                opts.compaction
+            ),
+        );
         let version = Arc::new(version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&mem),
@@ -219,6 +238,7 @@ impl Db {
             row_cache: (opts.row_cache_bytes > 0).then(|| RowCache::new(opts.row_cache_bytes)),
             policy: RwLock::new(policy),
             shutdown: AtomicBool::new(false),
+            info_log,
             opts,
         });
         let mut threads = Vec::new();

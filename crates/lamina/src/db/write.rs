@@ -105,6 +105,7 @@ impl Inner {
     pub(super) fn make_room(&self, wal: &mut WalState, mut force: bool) -> Result<Arc<MemTable>> {
         let mut st = self.state.lock();
         let mut stall_start: Option<Instant> = None;
+        let mut stall_reason = "";
         let mut stall_errors = None;
         loop {
             if let Some(e) = &st.bg_error {
@@ -121,13 +122,23 @@ impl Inner {
                 break;
             }
             let l0_runs = st.version.levels.first().map_or(0, |l| l.runs.len());
-            let behind = st.imms.len() >= self.opts.max_immutable_memtables
-                || (self.opts.level0_stop_runs > 0
-                    && l0_runs >= self.opts.level0_stop_runs
-                    && self.level0_can_shrink(&st))
-                || self.policy_stalls_writes(&st, &mut stall_errors);
-            if behind && !wal.broken {
-                stall_start.get_or_insert_with(Instant::now);
+            let behind = if st.imms.len() >= self.opts.max_immutable_memtables {
+                Some("memtables waiting for their flush")
+            } else if self.opts.level0_stop_runs > 0
+                && l0_runs >= self.opts.level0_stop_runs
+                && self.level0_can_shrink(&st)
+            {
+                Some("level 0 at its stop trigger")
+            } else if self.policy_stalls_writes(&st, &mut stall_errors) {
+                Some("the compaction policy holds writes")
+            } else {
+                None
+            };
+            if let (Some(reason), false) = (behind, wal.broken) {
+                if stall_start.is_none() {
+                    stall_start = Some(Instant::now());
+                    stall_reason = reason;
+                }
                 self.cv.notify_all();
                 self.cv.wait_for(&mut st, Duration::from_millis(50));
                 continue;
@@ -161,6 +172,10 @@ impl Inner {
         if let Some(t) = stall_start {
             self.stats.stall_micros.add(t.elapsed().as_micros() as u64);
             self.stats.stalls.inc();
+            self.info_log.log(
+                "stall",
+                format_args!("ms={} cause=\"{stall_reason}\"", t.elapsed().as_millis()),
+            );
         }
         Ok(Arc::clone(&st.mem))
     }
