@@ -13,7 +13,6 @@ mod experiment;
 mod fjall_peer;
 mod gen;
 mod inspect;
-mod kvops;
 mod mixedhot;
 mod repair;
 mod serve;
