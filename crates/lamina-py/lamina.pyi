@@ -1,6 +1,7 @@
 """lamina: an LSM-tree key-value storage engine and compaction laboratory."""
 
 import os
+import pathlib
 from types import TracebackType
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
 
@@ -96,7 +97,7 @@ class Db:
     is released while the engine works."""
 
     @property
-    def path(self) -> str: ...
+    def path(self) -> pathlib.Path: ...
     @property
     def closed(self) -> bool: ...
     @property

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use lamina::{Db, DbIterator, DbRevIterator, Options, WriteBatch};
 use parking_lot::{Mutex, RwLock};
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -61,8 +61,16 @@ fn kwarg<'py, T>(name: &str, v: &Bound<'py, PyAny>) -> PyResult<T>
 where
     T: for<'a> FromPyObject<'a, 'py, Error = PyErr>,
 {
-    v.extract::<T>()
-        .map_err(|e| PyTypeError::new_err(format!("{name}: {e}")))
+    v.extract::<T>().map_err(|e| {
+        // Out of range (a negative size) stays an OverflowError, as Python's
+        // own conversions raise; anything else is the wrong type.
+        let msg = format!("{name}: {e}");
+        if e.is_instance_of::<PyOverflowError>(v.py()) {
+            PyOverflowError::new_err(msg)
+        } else {
+            PyTypeError::new_err(msg)
+        }
+    })
 }
 
 /// `Options` from `open`'s keyword arguments; the engine checks the

@@ -151,3 +151,25 @@ def test_experiment_reads_a_path_and_refuses_bad_specs(tmp_path):
         lamina.experiment("this is not toml")
     with pytest.raises(lamina.IOError):
         lamina.experiment(pathlib.Path(tmp_path / "missing.toml"))
+
+
+def test_the_gil_is_released_while_the_engine_works():
+    """A second Python thread keeps running during a long simulation: the
+    longest pause between its steps is far shorter than the simulation."""
+    import threading
+    import time
+
+    done = []
+    t = threading.Thread(target=lambda: done.append(lamina.sim("leveling", 1200)))
+    last, longest = time.perf_counter(), 0.0
+    start = last
+    t.start()
+    while t.is_alive():
+        now = time.perf_counter()
+        longest = max(longest, now - last)
+        last = now
+    t.join()
+    took = time.perf_counter() - start
+    assert len(done[0]) == 1200
+    assert took > 0.2, "the simulation is too short to tell"
+    assert longest < took / 2, (longest, took)

@@ -18,3 +18,15 @@ def test_notebook_runs_and_draws(tmp_path):
     assert "binomial:k=4" in done.stdout
     assert out.stat().st_size > 10_000
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_readme_example(tmp_path):
+    """README.md's Python section, run as written in a scratch directory."""
+    readme = (pathlib.Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme.split("## Python\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 2
