@@ -32,7 +32,7 @@ use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::dbdir::{self, Existing};
-use crate::kvops::{apply, encode_key, key_buffer, value_pool, Store, ValueGen};
+use lamina_experiment::kvops::{apply, encode_key, key_buffer, value_pool, Store, ValueGen};
 
 /// The benchmarks `--benchmarks` accepts (besides `ycsb-load`, `ycsb-a` ...
 /// `ycsb-f`).

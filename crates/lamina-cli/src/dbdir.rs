@@ -1,6 +1,6 @@
-//! How `lamina bench` and `lamina experiment` prepare a database directory
-//! without ever destroying what they did not create (docs/reliability.md,
-//! "File ownership").
+//! How `lamina bench` prepares a database directory without ever
+//! destroying what it did not create (docs/reliability.md, "File
+//! ownership").
 //!
 //! The directory's lock is taken before anything else, so a directory a
 //! server (or any other lamina process) has open is refused untouched. A
@@ -108,24 +108,4 @@ fn lamina_files(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
-}
-
-/// A scratch directory this process creates (and so may delete): `base/
-/// prefix-PID`, or with a `.N` suffix if that name is taken.
-pub fn create_scratch(base: &Path, prefix: &str) -> Result<PathBuf> {
-    std::fs::create_dir_all(base).with_context(|| format!("creating {}", base.display()))?;
-    let stem = format!("{prefix}-{}", std::process::id());
-    for i in 0u32.. {
-        let dir = if i == 0 {
-            base.join(&stem)
-        } else {
-            base.join(format!("{stem}.{i}"))
-        };
-        match std::fs::create_dir(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
-        }
-    }
-    bail!("no free scratch directory name under {}", base.display())
 }

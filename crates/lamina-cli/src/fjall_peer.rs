@@ -15,7 +15,7 @@ use fjall::{
     CompressionType, Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode,
 };
 
-use crate::kvops::{visit_first, Store};
+use lamina_experiment::kvops::{visit_first, Store};
 
 /// The file `lamina bench` leaves in a fjall directory it created: only
 /// such a directory may be deleted (`--destroy_db`).

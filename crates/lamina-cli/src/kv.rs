@@ -17,7 +17,7 @@ use lamina::{Db, SyncMode};
 use crate::bytefmt::ByteFormat;
 use crate::dbdir;
 use crate::engine_opts::EngineOpts;
-use crate::kvops::visit_first;
+use lamina_experiment::kvops::visit_first;
 
 /// Exit status of `get` when the key is absent (1 is an error, 2 a usage
 /// error).

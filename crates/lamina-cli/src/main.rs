@@ -15,7 +15,6 @@ mod fjall_peer;
 mod gen;
 mod inspect;
 mod kv;
-mod kvops;
 mod mixedhot;
 mod repair;
 mod serve;

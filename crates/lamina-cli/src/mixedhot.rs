@@ -18,7 +18,7 @@ use lamina_workload::dist::Zipf;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::kvops::{encode_key, key_buffer, Store};
+use lamina_experiment::kvops::{encode_key, key_buffer, Store};
 
 /// How readers choose keys (`--read_dist`).
 #[derive(Debug, Clone, Copy, PartialEq)]

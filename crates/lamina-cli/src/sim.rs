@@ -11,6 +11,7 @@ use lamina::compaction::CompactionSpec;
 use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
 use lamina_sim::{
     AsyncMerges, FlushRecord, FlushSizes, KeyModel, ModelOptions, Simulator, Summary, WaDefinition,
+    DEFAULT_FLUSH_BYTES,
 };
 
 /// Output formats.
@@ -145,18 +146,15 @@ impl From<Wa> for WaDefinition {
     }
 }
 
-/// Default flush size: 1 MiB.
-const DEFAULT_FLUSH: u64 = 1 << 20;
-
 fn flush_sizes(args: &SimArgs) -> Result<FlushSizes> {
     if let Some(path) = &args.flush_file {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading flush sizes from {}", path.display()))?;
         let sizes = FlushSizes::parse_list(&text)
             .with_context(|| format!("flush sizes in {}", path.display()))?;
-        if sizes.is_empty() {
-            bail!("{} holds no flush size", path.display());
-        }
+        sizes
+            .validate()
+            .with_context(|| format!("{}", path.display()))?;
         return Ok(sizes);
     }
     if let Some(spec) = &args.flush_uniform {
@@ -164,20 +162,17 @@ fn flush_sizes(args: &SimArgs) -> Result<FlushSizes> {
             .split_once(',')
             .and_then(|(a, b)| Some((a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?)))
             .with_context(|| format!("--flush-uniform wants MIN,MAX in bytes, not {spec:?}"))?;
-        if min > max || max == 0 {
-            bail!("--flush-uniform wants 0 <= MIN <= MAX, MAX > 0");
-        }
-        return Ok(FlushSizes::Uniform {
+        let sizes = FlushSizes::Uniform {
             min,
             max,
             seed: args.seed,
-        });
+        };
+        sizes.validate().context("--flush-uniform")?;
+        return Ok(sizes);
     }
-    let size = args.flush_size.unwrap_or(DEFAULT_FLUSH);
-    if size == 0 {
-        bail!("--flush-size must be at least 1");
-    }
-    Ok(FlushSizes::Constant(size))
+    let sizes = FlushSizes::Constant(args.flush_size.unwrap_or(DEFAULT_FLUSH_BYTES));
+    sizes.validate().context("--flush-size")?;
+    Ok(sizes)
 }
 
 fn csv_line(
@@ -217,7 +212,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         bail!("--every must be at least 1");
     }
     let opts = ModelOptions {
-        buffer_bytes: args.buffer_bytes.unwrap_or_else(|| sizes.mean()).max(1),
+        buffer_bytes: args.buffer_bytes.unwrap_or_else(|| sizes.default_buffer()),
         size_ratio: args.size_ratio,
         dup_ratio: args.dup_ratio,
         file_overhead: args.file_overhead,

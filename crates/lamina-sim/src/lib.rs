@@ -156,7 +156,7 @@ pub struct AsyncMerges {
 /// Where a flush's keys lie in the model's `u64` key space. Keys are spread
 /// evenly within a flush's range; partitioned merges and flushes cut files
 /// with exact sizes from that density (no StreamHist).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KeyModel {
     /// Every flush spans nearly the whole key space (unique random keys).
@@ -169,7 +169,7 @@ pub enum KeyModel {
 
 /// How write amplification counts a flush that a merge of the same step
 /// rewrites (see the crate docs).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum WaDefinition {
     /// Flush bytes plus every merge's output, as the engine's statistics.
@@ -1072,6 +1072,9 @@ fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
+/// The flush size of `lamina sim` and `lamina.sim` when none is given.
+pub const DEFAULT_FLUSH_BYTES: u64 = 1 << 20;
+
 /// Flush sizes of a simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FlushSizes {
@@ -1101,6 +1104,12 @@ impl FlushSizes {
                 (v.iter().map(|&s| u128::from(s)).sum::<u128>() / v.len() as u128) as u64
             }
         }
+    }
+
+    /// The `ModelOptions::buffer_bytes` of these flushes when none is given:
+    /// the mean flush, at least 1.
+    pub fn default_buffer(&self) -> u64 {
+        self.mean().max(1)
     }
 
     /// Flushes available (`None` = unbounded).
@@ -1134,6 +1143,20 @@ impl FlushSizes {
                 }))
             }
             FlushSizes::List(v) => Box::new(v.iter().copied()),
+        }
+    }
+
+    /// Refuses sizes no simulation can run on: a constant size of 0, a
+    /// uniform range with min > max or max = 0, an empty list.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |why: &str| Err(SimError::Config(why.to_string()));
+        match self {
+            FlushSizes::Constant(0) => bad("the flush size must be at least 1 byte"),
+            FlushSizes::Uniform { min, max, .. } if min > max || *max == 0 => {
+                bad("uniform flush sizes want 0 <= min <= max, max > 0")
+            }
+            FlushSizes::List(v) if v.is_empty() => bad("the list holds no flush size"),
+            _ => Ok(()),
         }
     }
 
@@ -1178,6 +1201,7 @@ pub fn simulate(
     opts: ModelOptions,
     mut each: impl FnMut(&FlushRecord),
 ) -> Result<Summary> {
+    sizes.validate()?;
     let mut sim = Simulator::from_spec(spec, opts)?;
     for size in sizes
         .iter()
