@@ -4,6 +4,8 @@
 # the order rotated), then the median ops/s per server and test.
 #
 #   bench/resp.sh [REQUESTS] [ROUNDS]     # defaults: 1000000 and 3
+#   KEYSPACE=1000000 bench/resp.sh        # random keys (redis-benchmark -r);
+#                                         # without it every SET hits one key
 #
 # Servers (each started fresh on an empty directory, loopback, one
 # redis-benchmark with 50 clients and 16 pipelined commands):
@@ -62,7 +64,7 @@ for r in $(seq "$rounds"); do
     for i in $(seq 0 $((n - 1))); do
         s=${servers[$(((i + r) % n))]}
         start "$s"
-        redis-benchmark -p $port -t set,get -n "$requests" -P 16 -q 2>&1 | tr '\r' '\n' |
+        redis-benchmark -p $port -t set,get -n "$requests" -P 16 ${KEYSPACE:+-r "$KEYSPACE"} -q 2>&1 | tr '\r' '\n' |
             sed -n 's/^\(SET\|GET\): \([0-9.]*\) requests per second.*/\1 \2/p' |
             while read -r test ops; do echo "$s $test $ops $r"; done >> "$scratch/results"
         stop
