@@ -449,14 +449,8 @@ impl Table {
         let (mut entries, mut tombstones) = (0u64, 0u64);
         let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
         for i in 0..self.index.len() {
-            let handle = self
-                .index
-                .handle(i)
-                .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+            let (mut it, handle) = self.read_block_at_first(i)?;
             let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
-            let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
-            let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
-            it.seek_to_first().map_err(bad)?;
             if it.key() != self.index.first_key(i) {
                 return Err(bad("first key differs from the index"));
             }
@@ -497,6 +491,20 @@ impl Table {
             ));
         }
         Ok(())
+    }
+
+    /// Data block `i` read from the file (checked, not cached), with an
+    /// iterator at its first entry.
+    fn read_block_at_first(&self, i: usize) -> Result<(BlockIter, BlockHandle)> {
+        let handle = self
+            .index
+            .handle(i)
+            .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+        let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
+        let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
+        let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
+        it.seek_to_first().map_err(bad)?;
+        Ok((it, handle))
     }
 
     /// Where the filter, index and properties blocks are.
@@ -550,14 +558,8 @@ impl Table {
         mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> Result<()>,
     ) -> Result<()> {
         for i in 0..self.index.len() {
-            let handle = self
-                .index
-                .handle(i)
-                .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+            let (mut it, handle) = self.read_block_at_first(i)?;
             let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
-            let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
-            let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
-            it.seek_to_first().map_err(bad)?;
             while it.valid() {
                 let p = parse_internal_key(it.key()).ok_or_else(|| bad("bad internal key"))?;
                 f(p.user_key, p.seq, p.kind, it.value())?;
