@@ -11,6 +11,7 @@ use clap::Args;
 use lamina::compaction::CompactionSpec;
 use lamina::index::Dataset;
 use lamina::Db;
+use lamina_server::metrics::{self, MetricsServer, ServerCounters};
 use lamina_server::{run_console, LoadAccess, Server, ServerConfig, ShutdownHandle};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -55,6 +56,12 @@ pub struct ServeArgs {
     /// Let Redis clients' FLUSHALL delete every key of the database.
     #[arg(long, requires = "resp")]
     pub allow_flushall: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9187;
+    /// port 0 picks a free one): the engine's statistics, per level, the
+    /// latency percentiles, and each server's connections, commands by kind
+    /// and error replies.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
     #[command(flatten)]
     pub engine: EngineOpts,
     #[command(flatten)]
@@ -127,13 +134,32 @@ impl SpatialServeArgs {
 /// `lamina: data directory <DIR>` and `lamina: listening on <IP>:<PORT>`;
 /// with `--spatial-dir`, two more: `lamina: spatial dataset <DIR>` and
 /// `lamina: spatial commands on <IP>:<PORT>`; with `--resp`, `lamina: redis
-/// protocol on <IP>:<PORT>`.
+/// protocol on <IP>:<PORT>`; with `--metrics`, `lamina: metrics on
+/// http://<IP>:<PORT>/metrics`.
 pub fn run(args: ServeArgs) -> Result<()> {
     let config = server_config(&args)?;
     let db = Arc::new(args.engine.open()?);
+    let counters = Arc::new(ServerCounters::default());
     let server = Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
-        .with_config(config.clone());
+        .with_config(config.clone())
+        .with_counters(Arc::clone(&counters));
+    let metrics = match &args.metrics {
+        Some(addr) => {
+            // A scrape reads the statistics of a database still open; the
+            // endpoint never keeps it open.
+            let (weak, counters) = (Arc::downgrade(&db), Arc::clone(&counters));
+            let render = Box::new(move || {
+                weak.upgrade()
+                    .map_or_else(String::new, |db| metrics::render(&db.stats(), &counters))
+            });
+            Some(
+                MetricsServer::bind(addr.as_str(), render)
+                    .with_context(|| format!("--metrics {addr}: cannot listen"))?,
+            )
+        }
+        None => None,
+    };
     let resp = match args.resp {
         Some(port) => Some(
             Server::bind_resp(
@@ -142,7 +168,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
                 args.allow_flushall,
             )
             .with_context(|| format!("cannot listen on {}:{port}", args.host))?
-            .with_config(config.clone()),
+            .with_config(config.clone())
+            .with_counters(Arc::clone(&counters)),
         ),
         None => None,
     };
@@ -157,7 +184,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
                         args.host, args.spatial.spatial_port
                     )
                 })?
-                .with_config(config);
+                .with_config(config)
+                .with_counters(Arc::clone(&counters));
             Some((dir, ds, server))
         }
         None => None,
@@ -175,6 +203,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         if let Some(server) = &resp {
             writeln!(out, "lamina: redis protocol on {}", server.local_addr())?;
         }
+        if let Some(m) = &metrics {
+            writeln!(out, "lamina: metrics on http://{}/metrics", m.local_addr()?)?;
+        }
         out.flush()?;
     }
 
@@ -185,6 +216,17 @@ pub fn run(args: ServeArgs) -> Result<()> {
         None => None,
     };
     let resp = resp.map(|s| spawn(s, "lamina-resp")).transpose()?;
+    let metrics = match metrics {
+        Some(m) => {
+            let stop = m.stop_flag();
+            let thread = thread::Builder::new()
+                .name("lamina-metrics".into())
+                .spawn(move || m.run())
+                .context("cannot start the metrics endpoint")?;
+            Some((stop, thread))
+        }
+        None => None,
+    };
     let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install signal handlers")?;
     let on_signal = handle.clone();
     thread::Builder::new()
@@ -217,6 +259,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
 
     let served = server.run().context("server failed");
     let resp_stopped = resp.map_or(Ok(()), |r| stop(r, "redis protocol server"));
+    if let Some((flag, thread)) = metrics {
+        flag.store(true, std::sync::atomic::Ordering::Release);
+        let _ = thread.join();
+    }
     let spatial_closed = match spatial {
         Some(s) => close_spatial(s),
         None => Ok(()),

@@ -28,6 +28,7 @@ pub mod exec;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod lines;
+pub mod metrics;
 pub mod parse;
 pub mod resp;
 pub mod server;

@@ -45,6 +45,7 @@ use lamina::{Db, WriteBatch};
 
 use crate::exec::STREAM_CHUNK;
 use crate::lines::{LineReader, READ_CHUNK};
+use crate::metrics::Protocol;
 use crate::stream::{ConnectionConfig, IdleClock};
 
 /// Largest request (one command and its arguments), bytes.
@@ -606,8 +607,8 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
     Ok(After::Continue)
 }
 
-/// Every command served (for arity errors and `COMMAND COUNT`).
-const COMMANDS: &[&str] = &[
+/// Every command served (for arity errors, `COMMAND COUNT` and metrics).
+pub(crate) const COMMANDS: &[&str] = &[
     "ping", "echo", "quit", "get", "set", "del", "unlink", "exists", "mget", "mset", "scan",
     "dbsize", "flushall", "flushdb", "select", "info", "command", "config", "client", "hello",
 ];
@@ -771,7 +772,12 @@ pub fn serve_resp_connection(
                 }
                 Ok((Request::Command(args), used)) => {
                     input.consume(used);
-                    if execute(state, &mut pending, &args, &mut out) == After::Close {
+                    let mark = out.len();
+                    let after = execute(state, &mut pending, &args, &mut out);
+                    if let (Some(c), Some(name)) = (&config.counters, args.first()) {
+                        c.command(Protocol::Resp, name, out.get(mark) == Some(&b'-'));
+                    }
+                    if after == After::Close {
                         pending.apply(&state.db, &mut out);
                         writer.write_all(&out)?;
                         let _ = stream.shutdown(Shutdown::Write);

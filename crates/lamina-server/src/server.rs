@@ -18,6 +18,7 @@ use lamina::Db;
 
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
+use crate::metrics::{Protocol, ServerCounters};
 use crate::resp::{serve_resp_connection, RespState};
 use crate::spatial::serve_spatial_connection;
 use crate::stream::{drain_lines, serve_connection, ConnectionConfig};
@@ -135,6 +136,16 @@ enum Service {
     Resp(Arc<RespState>),
 }
 
+impl Service {
+    fn protocol(&self) -> Protocol {
+        match self {
+            Service::Dsl(_) => Protocol::Dsl,
+            Service::Spatial(_) => Protocol::Spatial,
+            Service::Resp(_) => Protocol::Resp,
+        }
+    }
+}
+
 /// A bound, not yet running server.
 pub struct Server {
     listener: TcpListener,
@@ -142,6 +153,7 @@ pub struct Server {
     shutdown: ShutdownHandle,
     local_addr: SocketAddr,
     config: ServerConfig,
+    counters: Option<Arc<ServerCounters>>,
 }
 
 impl Server {
@@ -188,12 +200,20 @@ impl Server {
             },
             local_addr,
             config: ServerConfig::default(),
+            counters: None,
         })
     }
 
     /// Serves clients as `config` says.
     pub fn with_config(mut self, config: ServerConfig) -> Server {
         self.config = config;
+        self
+    }
+
+    /// Counts connections and commands in `counters` (shared with the
+    /// metrics endpoint and the other servers of one `lamina serve`).
+    pub fn with_counters(mut self, counters: Arc<ServerCounters>) -> Server {
+        self.counters = Some(counters);
         self
     }
 
@@ -218,6 +238,13 @@ impl Server {
             loads: self.config.loads.clone(),
             idle_timeout: self.config.idle_timeout,
             cancel: Arc::clone(&self.shutdown.flag),
+            counters: self.counters.clone(),
+        };
+        let protocol = self.service.protocol();
+        let count = |f: fn(&ServerCounters, Protocol)| {
+            if let Some(c) = &self.counters {
+                f(c, protocol);
+            }
         };
         let next_id = AtomicU64::new(0);
         for conn in self.listener.incoming() {
@@ -235,8 +262,10 @@ impl Server {
             };
             if conns.count() >= self.config.max_connections {
                 refuse(&stream, self.config.max_connections);
+                count(ServerCounters::refused);
                 continue;
             }
+            count(ServerCounters::accepted);
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             match stream.try_clone() {
                 Ok(clone) => {
@@ -257,6 +286,7 @@ impl Server {
             let service = self.service.clone();
             let registry = Arc::clone(&conns);
             let config = conn_config.clone();
+            let counters = self.counters.clone();
             let spawned = thread::Builder::new()
                 .name(format!("lamina-conn-{id}"))
                 .stack_size(CONNECTION_STACK)
@@ -269,6 +299,9 @@ impl Server {
                     };
                     // The db reference goes before the thread counts as done.
                     drop(service);
+                    if let Some(c) = counters {
+                        c.closed(protocol);
+                    }
                     registry.remove(id);
                 });
             if let Err(e) = spawned {
@@ -321,7 +354,7 @@ pub fn run_console<R: Read, W: Write>(
         };
         let ctl = {
             let mut session = Session::new(&db, Mode::Local);
-            let ctl = drain_lines(&mut session, &mut lines, &mut out, &mut output)?;
+            let ctl = drain_lines(&mut session, &mut lines, &mut out, &mut output, None)?;
             session.apply_pending(&mut out);
             ctl
         };

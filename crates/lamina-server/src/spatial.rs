@@ -31,6 +31,7 @@ use lamina::spatial::{Point, Rect};
 
 use crate::exec::{push_error, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+use crate::metrics::{first_word, Protocol};
 use crate::stream::{linger, ConnectionConfig, IdleClock};
 
 /// The most ids a window answer sent over the network may hold (about
@@ -223,7 +224,16 @@ pub fn serve_spatial_connection(
             let Some(line) = lines.next_line() else {
                 break;
             };
+            let mark = out.len();
+            // The command's first word, if counted (a blank line is none).
+            let name = config.counters.as_ref().and_then(|_| match &line {
+                Line::Complete(b) => Some(first_word(b).to_vec()).filter(|w| !w.is_empty()),
+                Line::TooLong => Some(Vec::new()),
+            });
             go_on = handle(ds, line, &mut out, MAX_NETWORK_WINDOW_IDS);
+            if let (Some(c), Some(name)) = (&config.counters, name) {
+                c.command(Protocol::Spatial, &name, out[mark..].starts_with(b"ERROR"));
+            }
             if out.len() >= STREAM_CHUNK {
                 writer.write_all(&out)?;
                 out.clear();

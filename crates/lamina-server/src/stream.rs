@@ -12,6 +12,7 @@ use lamina::Db;
 
 use crate::exec::{push_error, Control, LoadAccess, Mode, Session, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+use crate::metrics::{first_word, Protocol, ServerCounters};
 
 /// Longest wait for a peer to close after `@bye`.
 const LINGER: Duration = Duration::from_secs(2);
@@ -21,18 +22,31 @@ const OUT_FLUSH: usize = STREAM_CHUNK;
 
 /// Executes every complete line buffered in `lines`. Replies accumulate in
 /// `out`; when `out` grows past a threshold the pending batch is applied and
-/// `out` is written to `w`. Stops early at `quit` / `@end`.
+/// `out` is written to `w`. Stops early at `quit` / `@end`. Network
+/// connections count each command in `counters`.
 pub fn drain_lines<W: Write + ?Sized>(
     session: &mut Session<'_>,
     lines: &mut LineReader,
     out: &mut Vec<u8>,
     w: &mut W,
+    counters: Option<&ServerCounters>,
 ) -> io::Result<Control> {
     while let Some(line) = lines.next_line() {
+        let mark = out.len();
         let ctl = match line {
-            Line::Complete(b) => session.execute_line(b, out),
+            Line::Complete(b) => {
+                let name = first_word(b);
+                let ctl = session.execute_line(b, out);
+                if let (Some(c), false) = (counters, name.is_empty()) {
+                    c.command(Protocol::Dsl, name, out[mark..].starts_with(b"ERROR"));
+                }
+                ctl
+            }
             Line::TooLong => {
                 session.line_too_long(out, MAX_LINE);
+                if let Some(c) = counters {
+                    c.command(Protocol::Dsl, b"", true);
+                }
                 Control::Continue
             }
         };
@@ -70,6 +84,8 @@ pub struct ConnectionConfig {
     pub idle_timeout: Option<Duration>,
     /// Set when the server shuts down: a load in progress stops.
     pub cancel: Arc<AtomicBool>,
+    /// Where connections count their commands (`lamina serve --metrics`).
+    pub counters: Option<Arc<ServerCounters>>,
 }
 
 /// After this long without input a connection gives its buffers back: an
@@ -127,7 +143,13 @@ pub fn serve_connection(
             session.apply_pending(&mut out);
             return Ok(Control::Continue);
         }
-        let ctl = drain_lines(&mut session, &mut lines, &mut out, &mut writer)?;
+        let ctl = drain_lines(
+            &mut session,
+            &mut lines,
+            &mut out,
+            &mut writer,
+            config.counters.as_deref(),
+        )?;
         session.apply_pending(&mut out);
         if ctl != Control::Continue {
             out.extend_from_slice(crate::BYE_REPLY);
@@ -270,7 +292,7 @@ fn run_local_inner<R: Read, W: Write>(
             };
             return Ok(ctl);
         }
-        let ctl = drain_lines(session, lines, out, output)?;
+        let ctl = drain_lines(session, lines, out, output, None)?;
         session.apply_pending(out);
         output.write_all(out)?;
         out.clear();

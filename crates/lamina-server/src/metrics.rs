@@ -1,0 +1,592 @@
+//! Prometheus metrics (`lamina serve --metrics ADDR`): the servers' counts
+//! of connections, commands by kind and error replies ([`ServerCounters`]),
+//! and the engine's statistics, in the text exposition format (version
+//! 0.0.4) at `GET /metrics` ([`MetricsServer`]).
+//!
+//! The HTTP side is the least a scraper needs: one request per connection,
+//! answered and closed; requests bounded to 8 KiB and 2 s; anything but
+//! `GET /metrics` is a 404 (405 for another method).
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use lamina::{DbStats, LatencySummary};
+
+/// The protocols a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// The CS265 DSL.
+    Dsl,
+    /// The spatial commands.
+    Spatial,
+    /// The Redis protocol.
+    Resp,
+}
+
+impl Protocol {
+    const ALL: [Protocol; 3] = [Protocol::Dsl, Protocol::Spatial, Protocol::Resp];
+
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Dsl => "dsl",
+            Protocol::Spatial => "spatial",
+            Protocol::Resp => "resp",
+        }
+    }
+
+    /// The command names counted one by one; any other is `other`.
+    fn commands(self) -> &'static [&'static str] {
+        match self {
+            Protocol::Dsl => &[
+                "p",
+                "g",
+                "r",
+                "d",
+                "l",
+                "s",
+                "info",
+                "bloom",
+                "misses",
+                "io",
+                "stats-json",
+                "flush",
+                "compact",
+                "quit",
+                "@end",
+                "@sync",
+            ],
+            Protocol::Spatial => &["i", "x", "w", "c", "stats-json", "quit", "@end", "@sync"],
+            Protocol::Resp => crate::resp::COMMANDS,
+        }
+    }
+}
+
+/// Counters of one protocol's server.
+#[derive(Debug)]
+struct ProtocolCounters {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    closed: AtomicU64,
+    errors: AtomicU64,
+    /// By [`Protocol::commands`], then `other`.
+    commands: Box<[AtomicU64]>,
+}
+
+/// What the servers of one `lamina serve` count; shared by them and the
+/// metrics endpoint.
+#[derive(Debug)]
+pub struct ServerCounters {
+    by_protocol: [ProtocolCounters; 3],
+}
+
+impl Default for ServerCounters {
+    fn default() -> Self {
+        ServerCounters {
+            by_protocol: Protocol::ALL.map(|p| ProtocolCounters {
+                accepted: AtomicU64::new(0),
+                refused: AtomicU64::new(0),
+                closed: AtomicU64::new(0),
+                errors: AtomicU64::new(0),
+                commands: (0..=p.commands().len())
+                    .map(|_| AtomicU64::new(0))
+                    .collect(),
+            }),
+        }
+    }
+}
+
+impl ServerCounters {
+    fn of(&self, p: Protocol) -> &ProtocolCounters {
+        match p {
+            Protocol::Dsl => &self.by_protocol[0],
+            Protocol::Spatial => &self.by_protocol[1],
+            Protocol::Resp => &self.by_protocol[2],
+        }
+    }
+
+    /// A connection was accepted.
+    pub fn accepted(&self, p: Protocol) {
+        self.of(p).accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection was refused (the server was full).
+    pub fn refused(&self, p: Protocol) {
+        self.of(p).refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An accepted connection ended.
+    pub fn closed(&self, p: Protocol) {
+        self.of(p).closed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A command named `name` (its first word, any case) ran; `error` if
+    /// its reply was an error.
+    pub fn command(&self, p: Protocol, name: &[u8], error: bool) {
+        let c = self.of(p);
+        let i = p
+            .commands()
+            .iter()
+            .position(|n| n.as_bytes().eq_ignore_ascii_case(name))
+            .unwrap_or(p.commands().len());
+        if let Some(n) = c.commands.get(i) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+        if error {
+            c.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The first word of a command line.
+pub(crate) fn first_word(line: &[u8]) -> &[u8] {
+    let start = line
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(line.len());
+    let rest = &line[start..];
+    let end = rest
+        .iter()
+        .position(|b| b.is_ascii_whitespace())
+        .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// One metric family being written.
+struct Family<'a> {
+    out: &'a mut String,
+}
+
+impl Family<'_> {
+    fn new<'a>(out: &'a mut String, name: &str, kind: &str, help: &str) -> Family<'a> {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        Family { out }
+    }
+
+    /// A sample: `labels` are `(name, value)` pairs (values escaped here).
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let v = v
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\n', "\\n");
+                let _ = write!(self.out, "{k}=\"{v}\"");
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {}", number(value));
+    }
+}
+
+/// A sample value: integers without a fraction, `NaN` and infinities as
+/// the format spells them.
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// The exposition of `stats` and `counters`.
+pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
+    let mut out = String::new();
+    let engine: [(&str, &str, &str, f64); 20] = [
+        (
+            "lamina_writes_total",
+            "counter",
+            "Writes (puts and deletes) applied.",
+            stats.writes as f64,
+        ),
+        (
+            "lamina_bytes_ingested_total",
+            "counter",
+            "Key and value bytes written by users.",
+            stats.bytes_ingested as f64,
+        ),
+        (
+            "lamina_gets_total",
+            "counter",
+            "Point lookups.",
+            stats.gets as f64,
+        ),
+        (
+            "lamina_get_hits_total",
+            "counter",
+            "Point lookups that found the key.",
+            stats.get_hits as f64,
+        ),
+        (
+            "lamina_flushes_total",
+            "counter",
+            "Memtable flushes.",
+            stats.flushes as f64,
+        ),
+        (
+            "lamina_flush_bytes_written_total",
+            "counter",
+            "Bytes written by flushes.",
+            stats.flush_bytes_written as f64,
+        ),
+        (
+            "lamina_compactions_total",
+            "counter",
+            "Merges (trivial moves excluded).",
+            stats.compactions as f64,
+        ),
+        (
+            "lamina_trivial_moves_total",
+            "counter",
+            "Files moved to another level unchanged.",
+            stats.trivial_moves as f64,
+        ),
+        (
+            "lamina_compaction_bytes_read_total",
+            "counter",
+            "Bytes read by merges.",
+            stats.compaction_bytes_read as f64,
+        ),
+        (
+            "lamina_compaction_bytes_written_total",
+            "counter",
+            "Bytes written by merges.",
+            stats.compaction_bytes_written as f64,
+        ),
+        (
+            "lamina_compaction_errors_total",
+            "counter",
+            "Merges that failed.",
+            stats.compaction_errors as f64,
+        ),
+        (
+            "lamina_stalls_total",
+            "counter",
+            "Times writes waited for flushes or compactions.",
+            stats.stalls as f64,
+        ),
+        (
+            "lamina_stall_seconds_total",
+            "counter",
+            "Time writes waited.",
+            stats.stall_micros as f64 / 1e6,
+        ),
+        (
+            "lamina_write_amplification",
+            "gauge",
+            "Bytes written by flushes and merges per byte flushed.",
+            stats.write_amplification,
+        ),
+        (
+            "lamina_space_amplification",
+            "gauge",
+            "Bytes on disk per byte of the oldest sorted run.",
+            stats.space_amplification,
+        ),
+        (
+            "lamina_disk_bytes",
+            "gauge",
+            "Bytes of all tables (compaction buffers included).",
+            stats.disk_bytes as f64,
+        ),
+        (
+            "lamina_memtable_bytes",
+            "gauge",
+            "Bytes in memtables.",
+            stats.memtable_bytes as f64,
+        ),
+        (
+            "lamina_sorted_runs",
+            "gauge",
+            "Sorted runs in the tree.",
+            stats.sorted_runs as f64,
+        ),
+        (
+            "lamina_block_cache_bytes",
+            "gauge",
+            "Bytes held by the block cache.",
+            stats.block_cache_usage as f64,
+        ),
+        (
+            "lamina_blocks_read_total",
+            "counter",
+            "Blocks read from table files.",
+            stats.blocks_read as f64,
+        ),
+    ];
+    for (name, kind, help, value) in engine {
+        Family::new(&mut out, name, kind, help).sample(name, &[], value);
+    }
+    type LevelField = fn(&lamina::LevelStats) -> f64;
+    let levels: [(&str, &str, &str, LevelField); 9] = [
+        (
+            "lamina_level_runs",
+            "gauge",
+            "Sorted runs of the level.",
+            |l| l.runs as f64,
+        ),
+        ("lamina_level_files", "gauge", "Files of the level.", |l| {
+            l.files as f64
+        }),
+        (
+            "lamina_level_bytes",
+            "gauge",
+            "Bytes of the level's files.",
+            |l| l.bytes as f64,
+        ),
+        (
+            "lamina_level_compactions_total",
+            "counter",
+            "Merges into the level.",
+            |l| l.compactions as f64,
+        ),
+        (
+            "lamina_level_compaction_seconds_total",
+            "counter",
+            "Wall time of merges into the level.",
+            |l| l.compaction_seconds,
+        ),
+        (
+            "lamina_level_bytes_in_total",
+            "counter",
+            "Bytes that came into the level from above (flushes for level 0).",
+            |l| l.bytes_read as f64,
+        ),
+        (
+            "lamina_level_bytes_written_total",
+            "counter",
+            "Bytes written into the level.",
+            |l| l.bytes_written as f64,
+        ),
+        (
+            "lamina_level_bytes_moved_total",
+            "counter",
+            "Bytes moved into the level unchanged.",
+            |l| l.bytes_moved as f64,
+        ),
+        (
+            "lamina_level_write_amplification",
+            "gauge",
+            "Bytes written into the level per byte that came in.",
+            |l| l.write_amplification,
+        ),
+    ];
+    for (name, kind, help, field) in levels {
+        let mut f = Family::new(&mut out, name, kind, help);
+        for l in &stats.levels {
+            f.sample(name, &[("level", &l.level.to_string())], field(l));
+        }
+    }
+    let mut f = Family::new(
+        &mut out,
+        "lamina_latency_seconds",
+        "summary",
+        "Operation latency (percentiles within 0.8%).",
+    );
+    let ops: [(&str, &LatencySummary); 4] = [
+        ("put", &stats.put_latency),
+        ("get", &stats.get_latency),
+        ("scan", &stats.scan_latency),
+        ("compaction", &stats.compaction_latency),
+    ];
+    for (op, l) in ops {
+        for (q, v) in [
+            ("0.5", l.p50_us),
+            ("0.9", l.p90_us),
+            ("0.99", l.p99_us),
+            ("0.999", l.p999_us),
+        ] {
+            f.sample(
+                "lamina_latency_seconds",
+                &[("op", op), ("quantile", q)],
+                v / 1e6,
+            );
+        }
+        f.sample(
+            "lamina_latency_seconds_sum",
+            &[("op", op)],
+            l.mean_us * l.count as f64 / 1e6,
+        );
+        f.sample(
+            "lamina_latency_seconds_count",
+            &[("op", op)],
+            l.count as f64,
+        );
+    }
+    type ProtocolField = fn(&ProtocolCounters) -> f64;
+    let per_protocol: [(&str, &str, &str, ProtocolField); 5] = [
+        (
+            "lamina_server_connections_total",
+            "counter",
+            "Connections accepted.",
+            |c| c.accepted.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "lamina_server_connections_refused_total",
+            "counter",
+            "Connections refused at the connection cap.",
+            |c| c.refused.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "lamina_server_connections_active",
+            "gauge",
+            "Connections open now.",
+            |c| {
+                c.accepted
+                    .load(Ordering::Relaxed)
+                    .saturating_sub(c.closed.load(Ordering::Relaxed)) as f64
+            },
+        ),
+        (
+            "lamina_server_errors_total",
+            "counter",
+            "Commands answered with an error.",
+            |c| c.errors.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "lamina_server_commands_seen_total",
+            "counter",
+            "Commands received.",
+            |c| {
+                c.commands
+                    .iter()
+                    .map(|n| n.load(Ordering::Relaxed))
+                    .sum::<u64>() as f64
+            },
+        ),
+    ];
+    for (name, kind, help, field) in per_protocol {
+        let mut f = Family::new(&mut out, name, kind, help);
+        for p in Protocol::ALL {
+            f.sample(name, &[("protocol", p.name())], field(counters.of(p)));
+        }
+    }
+    let name = "lamina_server_commands_total";
+    let mut f = Family::new(&mut out, name, "counter", "Commands received, by kind.");
+    for p in Protocol::ALL {
+        let c = counters.of(p);
+        let names = p.commands().iter().copied().chain(std::iter::once("other"));
+        for (cmd, n) in names.zip(c.commands.iter()) {
+            let n = n.load(Ordering::Relaxed);
+            if n > 0 {
+                f.sample(name, &[("protocol", p.name()), ("command", cmd)], n as f64);
+            }
+        }
+    }
+    out
+}
+
+/// Largest HTTP request read.
+const MAX_REQUEST: usize = 8 << 10;
+/// Longest wait for a request or its reply.
+const IO_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The `/metrics` endpoint.
+pub struct MetricsServer {
+    listener: TcpListener,
+    render: Box<dyn Fn() -> String + Send>,
+    stop: Arc<AtomicBool>,
+}
+
+impl MetricsServer {
+    /// Binds `addr`; each scrape calls `render` for the body.
+    pub fn bind(
+        addr: impl ToSocketAddrs,
+        render: Box<dyn Fn() -> String + Send>,
+    ) -> io::Result<MetricsServer> {
+        let listener = TcpListener::bind(addr)?;
+        // Polled, so the stop flag ends the loop within one interval.
+        listener.set_nonblocking(true)?;
+        Ok(MetricsServer {
+            listener,
+            render,
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// A flag that stops [`MetricsServer::run`] when set.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// Answers scrapes, one at a time, until the stop flag is set.
+    pub fn run(self) {
+        while !self.stop.load(Ordering::Acquire) {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    let _ = self.answer(stream);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => {
+                    tracing::warn!("metrics: accept failed: {e}");
+                    thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+
+    fn answer(&self, mut stream: TcpStream) -> io::Result<()> {
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        let mut req = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !req.windows(4).any(|w| w == b"\r\n\r\n") && !req.windows(2).any(|w| w == b"\n\n") {
+            let n = stream.read(&mut buf)?;
+            if n == 0 || req.len() + n > MAX_REQUEST {
+                break;
+            }
+            req.extend_from_slice(&buf[..n]);
+        }
+        let line = req.split(|&b| b == b'\n').next().unwrap_or_default();
+        let mut words = line.split(|&b| b == b' ');
+        let (method, path) = (
+            words.next().unwrap_or_default(),
+            words.next().unwrap_or_default(),
+        );
+        let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+        let (status, body, kind) = if method != b"GET" {
+            (
+                "405 Method Not Allowed",
+                "only GET\n".to_string(),
+                "text/plain",
+            )
+        } else if path == b"/metrics" {
+            (
+                "200 OK",
+                (self.render)(),
+                "text/plain; version=0.0.4; charset=utf-8",
+            )
+        } else {
+            ("404 Not Found", "try /metrics\n".to_string(), "text/plain")
+        };
+        let head = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body.as_bytes())?;
+        stream.flush()
+    }
+}
