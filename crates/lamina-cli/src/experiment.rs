@@ -3,8 +3,11 @@
 //!
 //! Each finished run appends one row to `results.csv` and one JSON object
 //! (the row plus the full `Db::stats()`) to `results.jsonl` in the output
-//! directory; a run already in `results.csv` (same `run_id`) is skipped, so
-//! an interrupted sweep resumes where it stopped. The plots of the spec's
+//! directory; a run already in `results.csv` (same `run_id`, which ends in
+//! a fingerprint of everything its result depends on: engine options,
+//! workload settings, seed, lamina's version) is skipped, so an interrupted
+//! sweep resumes where it stopped. Rows the spec no longer produces (it or
+//! lamina changed) make the command stop: `--fresh` starts over. The plots of the spec's
 //! `[[plot]]` tables are drawn from `results.csv` at the end (or alone with
 //! `--plot-only`). See `bench/README.md` for the spec format.
 
@@ -73,6 +76,19 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             }
         }
         let done = finished_runs(&csv_path, &header)?;
+        let current: HashSet<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        let stale = done
+            .iter()
+            .filter(|id| !current.contains(id.as_str()))
+            .count();
+        if stale > 0 {
+            bail!(
+                "{} holds {stale} runs this spec no longer produces (its workloads, engine \
+                 options or lamina's version changed since they ran); pass --fresh to start \
+                 over, or --out another directory",
+                csv_path.display()
+            );
+        }
         let todo: Vec<&Run> = runs.iter().filter(|r| !done.contains(&r.id)).collect();
         eprintln!(
             "{} runs: {} done already, {} to run",

@@ -43,12 +43,18 @@ fn ok(o: &Output) -> String {
     err
 }
 
-/// The data rows of results.csv as (run_id, full line).
+/// The data rows of results.csv as (run_id without its fingerprint, full
+/// line).
 fn rows(dir: &Path) -> Vec<(String, String)> {
     let text = std::fs::read_to_string(dir.join("results.csv")).unwrap();
     text.lines()
         .skip(1)
-        .map(|l| (l.split(',').next().unwrap().to_string(), l.to_string()))
+        .map(|l| {
+            let id = l.split(',').next().unwrap();
+            let (named, fingerprint) = id.rsplit_once('|').unwrap();
+            assert_eq!(fingerprint.len(), 16, "{id}");
+            (named.to_string(), l.to_string())
+        })
         .collect()
 }
 
@@ -153,6 +159,36 @@ fn an_interrupted_sweep_resumes_without_rerunning_finished_runs() {
     // Nothing left to do.
     let err = ok(&experiment(dir.path(), &[]));
     assert!(err.contains("4 runs: 4 done already, 0 to run"), "{err}");
+}
+
+#[test]
+fn a_changed_spec_is_not_resumed_from_rows_measured_under_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("spec.toml"), SPEC).unwrap();
+    ok(&experiment(dir.path(), &[]));
+    let before = std::fs::read_to_string(dir.path().join("results.csv")).unwrap();
+    // Same names, another workload: the old rows do not answer it.
+    let changed = SPEC.replace("inserts = 3000", "inserts = 2000");
+    std::fs::write(dir.path().join("spec.toml"), &changed).unwrap();
+    let out = experiment(dir.path(), &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("holds 4 runs this spec no longer produces"),
+        "{err}"
+    );
+    assert!(err.contains("--fresh"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("results.csv")).unwrap(),
+        before,
+        "nothing written"
+    );
+    let err = ok(&experiment(dir.path(), &["--fresh"]));
+    assert!(err.contains("4 runs: 0 done already, 4 to run"), "{err}");
+    // Engine options count too.
+    let engine = changed.replace("block_cache_bytes = 1048576", "block_cache_bytes = 2097152");
+    std::fs::write(dir.path().join("spec.toml"), engine).unwrap();
+    assert!(!experiment(dir.path(), &[]).status.success());
 }
 
 #[test]

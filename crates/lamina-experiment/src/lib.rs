@@ -196,7 +196,9 @@ impl Experiment {
 /// One combination to run.
 #[derive(Debug, Clone)]
 pub struct Run {
-    /// `strategy|params|workload|rep`: what resuming a sweep matches on.
+    /// `strategy|params|workload|rep|fingerprint`, the fingerprint a hash
+    /// of the engine options, the workload's settings, the seed and
+    /// lamina's version: what resuming a sweep matches on.
     pub id: String,
     /// The compaction spec.
     pub strategy: String,
@@ -274,14 +276,26 @@ fn expand(spec: &Spec) -> Result<Vec<Run>> {
                 for rep in 0..spec.repeat {
                     let params: Vec<String> =
                         point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let id = format!("{strategy}|{}|{}|{rep}", params.join(","), w.name);
+                    let seed = spec.seed + u64::from(rep);
+                    // Everything the run's result depends on, so a resumed
+                    // sweep never takes a row measured under another spec
+                    // (same names, other settings) or another lamina.
+                    let fingerprint = xxhash_rust::xxh3::xxh3_64(
+                        format!("{opts:?}|{w:?}|{seed}|{rep}|{}", env!("CARGO_PKG_VERSION"))
+                            .as_bytes(),
+                    );
+                    let id = format!(
+                        "{strategy}|{}|{}|{rep}|{fingerprint:016x}",
+                        params.join(","),
+                        w.name
+                    );
                     runs.push(Run {
                         id,
                         strategy: strategy.clone(),
                         params: point.clone(),
                         workload: w.clone(),
                         rep,
-                        seed: spec.seed + u64::from(rep),
+                        seed,
                         opts: opts.clone(),
                     });
                 }
