@@ -213,7 +213,8 @@ pub(crate) fn execute(
                 outcome.moved_bytes += meta.size;
                 outcome.bytes_read -= meta.size;
                 if group.first().is_some_and(|&(i, _)| in_output_level(i)) {
-                    outcome.bytes_read_output_level -= meta.size;
+                    outcome.bytes_read_output_level =
+                        outcome.bytes_read_output_level.saturating_sub(meta.size);
                 }
                 add_output(&mut outcome.edit, meta);
             }

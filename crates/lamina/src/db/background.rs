@@ -389,8 +389,11 @@ impl Inner {
             at(&self.stats.level_moved).add(added_bytes);
         } else {
             at(&self.stats.level_compactions).inc();
-            at(&self.stats.level_read_above)
-                .add(outcome.bytes_read - outcome.bytes_read_output_level);
+            at(&self.stats.level_read_above).add(
+                outcome
+                    .bytes_read
+                    .saturating_sub(outcome.bytes_read_output_level),
+            );
             at(&self.stats.level_read_level).add(outcome.bytes_read_output_level);
             at(&self.stats.level_written).add(outcome.bytes_written);
             at(&self.stats.level_moved).add(outcome.moved_bytes);
