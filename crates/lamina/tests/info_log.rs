@@ -50,8 +50,9 @@ fn flushes_merges_and_opens_are_logged_and_reopens_append() {
         s.flushes + 1,
         "the close flushes once more: {text}"
     );
-    assert_eq!(count("compaction"), s.compactions, "{text}");
-    assert_eq!(count("move"), s.trivial_moves, "{text}");
+    // Close's flush may start merges after the statistics were taken.
+    assert!(count("compaction") >= s.compactions, "{text}");
+    assert!(count("move") >= s.trivial_moves, "{text}");
     assert!(s.compactions > 0);
     // Every line starts with a time in unix ms.
     assert!(text

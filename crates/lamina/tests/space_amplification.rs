@@ -43,6 +43,9 @@ fn every_layout_reports_disk_over_the_oldest_run() {
         let dir = Path::new("/db");
         let opts = lamina::Options {
             compaction: spec.parse().unwrap(),
+            // Only the flushes below, each settled before the next: the
+            // tree's shape does not depend on the machine's load.
+            write_buffer_size: 1 << 20,
             ..tiny_options(&fs)
         };
         let db = Db::open(dir, opts.clone()).unwrap();
@@ -53,8 +56,8 @@ fn every_layout_reports_disk_over_the_oldest_run() {
                 db.put(&key(i), &round.to_le_bytes()).unwrap();
             }
             db.flush().unwrap();
+            db.wait_for_compactions().unwrap();
         }
-        db.wait_for_compactions().unwrap();
         let s = db.stats();
         let (disk, live) = from_manifest(&fs, dir);
         assert_eq!(s.disk_bytes, disk, "{spec}");
@@ -64,10 +67,12 @@ fn every_layout_reports_disk_over_the_oldest_run() {
             "{spec}: {} vs {want}",
             s.space_amplification
         );
-        // The stack layouts keep several runs here; before this estimate
-        // they reported exactly 1.
-        if !spec.starts_with("leveling") {
-            assert!(s.sorted_runs > 1, "{spec}: {}", s.sorted_runs);
+        // Before this estimate a stack layout reported exactly 1.
+        if spec.starts_with("tiered") {
+            // Three flushes stay three runs (tiered:b=4 merges four).
+            assert_eq!(s.sorted_runs, 3, "{spec}");
+        }
+        if s.sorted_runs > 1 {
             assert!(
                 s.space_amplification > 1.1,
                 "{spec}: {}",
