@@ -284,9 +284,13 @@ impl Server {
                 break;
             }
             let service = self.service.clone();
-            let registry = Arc::clone(&conns);
+            let registered = Registered {
+                registry: Arc::clone(&conns),
+                id,
+                counters: self.counters.clone(),
+                protocol,
+            };
             let config = conn_config.clone();
-            let counters = self.counters.clone();
             let spawned = thread::Builder::new()
                 .name(format!("lamina-conn-{id}"))
                 .stack_size(CONNECTION_STACK)
@@ -299,10 +303,7 @@ impl Server {
                     };
                     // The db reference goes before the thread counts as done.
                     drop(service);
-                    if let Some(c) = counters {
-                        c.closed(protocol);
-                    }
-                    registry.remove(id);
+                    drop(registered);
                 });
             if let Err(e) = spawned {
                 tracing::error!("cannot spawn connection thread: {e}");
@@ -314,6 +315,25 @@ impl Server {
         }
         conns.close_all(SHUTDOWN_GRACE);
         Ok(())
+    }
+}
+
+/// A connection's place in the registry, given up when its thread ends,
+/// even by a panic: the registry's copy of the socket would otherwise keep
+/// the client waiting for replies that never come.
+struct Registered {
+    registry: Arc<Connections>,
+    id: u64,
+    counters: Option<Arc<ServerCounters>>,
+    protocol: Protocol,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Some(c) = &self.counters {
+            c.closed(self.protocol);
+        }
+        self.registry.remove(self.id);
     }
 }
 

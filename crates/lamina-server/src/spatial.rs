@@ -232,7 +232,8 @@ pub fn serve_spatial_connection(
             });
             go_on = handle(ds, line, &mut out, MAX_NETWORK_WINDOW_IDS);
             if let (Some(c), Some(name)) = (&config.counters, name) {
-                c.command(Protocol::Spatial, &name, out[mark..].starts_with(b"ERROR"));
+                let error = out.get(mark..).is_some_and(|r| r.starts_with(b"ERROR"));
+                c.command(Protocol::Spatial, &name, error);
             }
             if out.len() >= STREAM_CHUNK {
                 writer.write_all(&out)?;

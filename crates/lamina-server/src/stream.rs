@@ -38,7 +38,10 @@ pub fn drain_lines<W: Write + ?Sized>(
                 let name = first_word(b);
                 let ctl = session.execute_line(b, out);
                 if let (Some(c), false) = (counters, name.is_empty()) {
-                    c.command(Protocol::Dsl, name, out[mark..].starts_with(b"ERROR"));
+                    // A streamed reply (a long range) may have left `out`
+                    // already; an error reply never streams.
+                    let error = out.get(mark..).is_some_and(|r| r.starts_with(b"ERROR"));
+                    c.command(Protocol::Dsl, name, error);
                 }
                 ctl
             }
