@@ -139,16 +139,26 @@ impl SpatialServeArgs {
 pub fn run(args: ServeArgs) -> Result<()> {
     let config = server_config(&args)?;
     let db = Arc::new(args.engine.open()?);
-    let counters = Arc::new(ServerCounters::default());
-    let server = Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
-        .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
-        .with_config(config.clone())
-        .with_counters(Arc::clone(&counters));
-    let metrics = match &args.metrics {
-        Some(addr) => {
+    // Counted only when someone can read the counts: counting costs every
+    // command a lookup.
+    let counters = args
+        .metrics
+        .as_ref()
+        .map(|_| Arc::new(ServerCounters::default()));
+    let counted = |s: Server| match &counters {
+        Some(c) => s.with_counters(Arc::clone(c)),
+        None => s,
+    };
+    let server = counted(
+        Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
+            .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
+            .with_config(config.clone()),
+    );
+    let metrics = match (&args.metrics, &counters) {
+        (Some(addr), Some(counters)) => {
             // A scrape reads the statistics of a database still open; the
             // endpoint never keeps it open.
-            let (weak, counters) = (Arc::downgrade(&db), Arc::clone(&counters));
+            let (weak, counters) = (Arc::downgrade(&db), Arc::clone(counters));
             let render = Box::new(move || {
                 weak.upgrade()
                     .map_or_else(String::new, |db| metrics::render(&db.stats(), &counters))
@@ -158,19 +168,18 @@ pub fn run(args: ServeArgs) -> Result<()> {
                     .with_context(|| format!("--metrics {addr}: cannot listen"))?,
             )
         }
-        None => None,
+        _ => None,
     };
     let resp = match args.resp {
-        Some(port) => Some(
+        Some(port) => Some(counted(
             Server::bind_resp(
                 Arc::clone(&db),
                 (args.host.as_str(), port),
                 args.allow_flushall,
             )
             .with_context(|| format!("cannot listen on {}:{port}", args.host))?
-            .with_config(config.clone())
-            .with_counters(Arc::clone(&counters)),
-        ),
+            .with_config(config.clone()),
+        )),
         None => None,
     };
     let spatial = match args.spatial.open(&args.engine)? {
@@ -184,8 +193,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
                         args.host, args.spatial.spatial_port
                     )
                 })?
-                .with_config(config)
-                .with_counters(Arc::clone(&counters));
+                .with_config(config);
+            let server = counted(server);
             Some((dir, ds, server))
         }
         None => None,

@@ -843,6 +843,28 @@ mod tests {
     }
 
     #[test]
+    fn hostile_requests_are_refused_before_they_are_buffered() {
+        // A line that never ends, as an inline command or as a count.
+        let endless = vec![b'a'; MAX_INLINE + 1];
+        assert!(parse_request(&endless).is_err());
+        let mut count = b"*".to_vec();
+        count.extend(vec![b'9'; MAX_INLINE + 1]);
+        assert!(parse_request(&count).is_err());
+        // A bulk announced past the request bound, or negative.
+        let huge = format!("*1\r\n${}\r\n", MAX_REQUEST + 1);
+        assert!(parse_request(huge.as_bytes()).is_err());
+        assert!(parse_request(b"*1\r\n$-5\r\n").is_err());
+        // Too many arguments.
+        let many = format!("*{}\r\n", MAX_ARGS + 1);
+        assert!(parse_request(many.as_bytes()).is_err());
+        // Within the bounds, an announced bulk only waits for its bytes.
+        assert_eq!(
+            parse_request(b"*1\r\n$1000\r\nab").unwrap().0,
+            Request::Incomplete
+        );
+    }
+
+    #[test]
     fn globs_match_like_redis() {
         for (p, s, want) in [
             ("*", "anything", true),

@@ -265,11 +265,12 @@ impl Server {
                 count(ServerCounters::refused);
                 continue;
             }
-            count(ServerCounters::accepted);
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             match stream.try_clone() {
                 Ok(clone) => {
                     lock(&conns.sockets).insert(id, clone);
+                    // Counted closed by its `Registered` guard.
+                    count(ServerCounters::accepted);
                 }
                 Err(e) => {
                     tracing::error!("cannot register connection: {e}");
