@@ -3,8 +3,9 @@
 //!
 //! Keys and values are given and shown escaped or, with `--hex`, as hex
 //! ([`crate::bytefmt`]). `get`, `scan` and `count` open the database read
-//! only; `put` and `delete` sync their write. No action creates a database:
-//! a directory without one is refused untouched.
+//! only; `put` and `delete` sync their write; `checkpoint` writes a copy.
+//! No action creates a database: a directory without one is refused
+//! untouched.
 
 use std::io::{self, BufWriter, Write};
 use std::ops::Bound;
@@ -79,6 +80,13 @@ pub enum Action {
         #[command(flatten)]
         range: Range,
     },
+    /// Write an openable copy of the database to OUT, a new or empty
+    /// directory: SSTs hard-linked (copied across file systems), a fresh
+    /// manifest (like `ldb checkpoint`).
+    Checkpoint {
+        /// The new directory.
+        out: std::path::PathBuf,
+    },
 }
 
 /// A key range and how many of its entries to take.
@@ -140,6 +148,23 @@ pub fn run(args: KvArgs) -> Result<ExitCode> {
                 .context("count failed");
             db.close().context("closing the database failed")?;
             let line = format!("{}\n", n?);
+            print_all(|out| out.write_all(line.as_bytes()))?;
+        }
+        Action::Checkpoint { out } => {
+            let db = open(&args.engine, true)?;
+            let report = db
+                .checkpoint(&out)
+                .with_context(|| format!("checkpoint to {} failed", out.display()));
+            db.close().context("closing the database failed")?;
+            let r = report?;
+            let line = format!(
+                "checkpoint {}: {} files ({} copied), {} bytes, sequence {}\n",
+                out.display(),
+                r.files,
+                r.copied,
+                r.bytes,
+                r.sequence
+            );
             print_all(|out| out.write_all(line.as_bytes()))?;
         }
     }

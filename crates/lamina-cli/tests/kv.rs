@@ -254,6 +254,30 @@ fn put_and_delete_are_read_back_by_the_library() {
     }
 }
 
+#[test]
+fn checkpoint_writes_a_copy_the_library_reads_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let copy = tmp.path().join("copy");
+    let model = build(&dir);
+    let out = ok(&dir, &["checkpoint", copy.to_str().unwrap()]);
+    assert!(out.starts_with("checkpoint "), "{out}");
+    // The source keeps its data and takes writes the copy does not see.
+    ok(&dir, &["put", "after", "1"]);
+    let db = Db::open(&copy, Options::default()).unwrap();
+    assert_eq!(db.get(b"after").unwrap(), None);
+    let all: Model = db
+        .scan(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all, model);
+    db.close().unwrap();
+    // A second checkpoint into the same, now non-empty, directory is refused.
+    let again = kv(&dir, &["checkpoint", copy.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+}
+
 /// Every entry under `dir` (path, and contents for files), sorted.
 fn listing(dir: &Path) -> Vec<(String, Option<Vec<u8>>)> {
     let mut out = Vec::new();

@@ -46,7 +46,9 @@ pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter};
+pub use db::{
+    CheckpointReport, Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter,
+};
 pub use error::{Error, Result};
 pub use options::{InvalidOption, Options, SyncMode};
 pub use repair::{repair, RepairReport};

@@ -48,10 +48,12 @@ use crate::vfs::{DirLock, Vfs, WritableFile};
 use crate::wal::replay_wal;
 
 mod background;
+mod checkpoint;
 mod iter;
 mod open;
 mod write;
 
+pub use checkpoint::CheckpointReport;
 pub use iter::{DbIterator, DbRevIterator, LevelIter, WindowIter};
 
 /// What a reader pins: memtables and the tree at one instant.

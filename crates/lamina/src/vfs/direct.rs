@@ -112,6 +112,10 @@ impl Vfs for DirectReads {
         OsFs.rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        OsFs.hard_link(from, to)
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         OsFs.truncate(path, len)
     }

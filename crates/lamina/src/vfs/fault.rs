@@ -63,6 +63,8 @@ pub enum OpKind {
     SyncDir,
     /// [`Vfs::rename`].
     Rename,
+    /// [`Vfs::hard_link`].
+    Link,
     /// [`Vfs::remove`].
     Remove,
     /// [`Vfs::truncate`].
@@ -77,7 +79,7 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every kind.
-    pub const ALL: [OpKind; 13] = [
+    pub const ALL: [OpKind; 14] = [
         OpKind::Create,
         OpKind::OpenAppend,
         OpKind::OpenRead,
@@ -86,6 +88,7 @@ impl OpKind {
         OpKind::Sync,
         OpKind::SyncDir,
         OpKind::Rename,
+        OpKind::Link,
         OpKind::Remove,
         OpKind::Truncate,
         OpKind::List,
@@ -386,6 +389,11 @@ impl Vfs for FaultFs {
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         self.check(OpKind::Rename, "rename", from)?;
         self.inner.rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.check(OpKind::Link, "link", to)?;
+        self.inner.hard_link(from, to)
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {

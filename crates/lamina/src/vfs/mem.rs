@@ -452,6 +452,21 @@ impl Vfs for MemFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut st = self.state.lock();
+        let inode = st.inode("link", from)?;
+        st.check_parent("link", to)?;
+        if st.files.contains_key(to) || st.dirs.contains(to) || is_root(to) {
+            return Err(os_error("link", to, libc::EEXIST));
+        }
+        st.files.insert(to.to_path_buf(), Arc::clone(&inode));
+        st.pending.push(NsOp::Link {
+            path: to.to_path_buf(),
+            inode,
+        });
+        Ok(())
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         let inode = self.state.lock().inode("truncate", path)?;
         let len = usize::try_from(len)
@@ -607,6 +622,29 @@ mod tests {
         fs.sync_dir(db()).unwrap();
         let crashed = fs.crash_clone(&mut rng(), 0.0);
         assert_eq!(crashed.read_all(&path).unwrap(), b"data");
+    }
+
+    #[test]
+    fn hard_link_shares_bytes_and_is_durable_after_a_dir_sync() {
+        let fs = setup();
+        let a = db().join("a");
+        let b = db().join("b");
+        write(&fs, &a, b"bytes", true);
+        fs.sync_dir(db()).unwrap();
+        fs.hard_link(&a, &b).unwrap();
+        assert_eq!(fs.read_all(&b).unwrap(), b"bytes");
+        assert!(fs.hard_link(&a, &b).is_err(), "an existing name is refused");
+        assert!(fs
+            .hard_link(&db().join("missing"), &db().join("c"))
+            .is_err());
+        // Removing one name leaves the other.
+        let crashed = fs.crash_clone(&mut rng(), 0.0);
+        assert!(!crashed.exists(&b), "the link was not durable yet");
+        fs.sync_dir(db()).unwrap();
+        fs.remove(&a).unwrap();
+        assert_eq!(fs.read_all(&b).unwrap(), b"bytes");
+        let crashed = fs.crash_clone(&mut rng(), 0.0);
+        assert_eq!(crashed.read_all(&b).unwrap(), b"bytes");
     }
 
     #[test]

@@ -74,6 +74,10 @@ pub trait Vfs: Send + Sync + Debug + 'static {
     fn remove(&self, path: &Path) -> Result<()>;
     /// Atomically renames `from` to `to`, replacing `to`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes `to` a second name of the file `from` (a hard link); fails if
+    /// `to` exists or the two are on different file systems. Like a
+    /// creation, the new name is durable once its directory is synced.
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()>;
     /// Truncates a file to `len` bytes and makes the new length durable.
     fn truncate(&self, path: &Path, len: u64) -> Result<()>;
     /// Names (not paths) of the entries of a directory.

@@ -154,6 +154,10 @@ impl Vfs for OsFs {
         fs::rename(from, to).map_err(|e| Error::io("rename", from, e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::hard_link(from, to).map_err(|e| Error::io("link", to, e))
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         let file = OpenOptions::new()
             .write(true)

@@ -103,6 +103,10 @@ impl Vfs for SlowReads {
         self.inner.rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        self.inner.hard_link(from, to)
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         self.inner.truncate(path, len)
     }
