@@ -62,6 +62,27 @@ expect "ERR unknown command 'frob', with args beginning with: 'x'" frob x
 expect "ERR wrong number of arguments for 'get' command" get
 expect OK flushall
 expect 0 dbsize
+# The README's redis-cli session, as a terminal shows it (--no-raw).
+python3 - "$port" README.md <<'PY'
+import shlex, subprocess, sys
+port, readme = sys.argv[1], open(sys.argv[2]).read()
+session = next(b for b in readme.split("```") if "$ redis-cli -p 6380" in b)
+steps, want = [], None
+for line in session.splitlines():
+    if line.startswith("$ redis-cli -p 6380 "):
+        want = []
+        steps.append((shlex.split(line[len("$ redis-cli -p 6380 "):]), want))
+    elif want is not None and not line.startswith("$ "):
+        want.append(line)
+assert steps, "no redis-cli lines in the README"
+for args, want in steps:
+    got = subprocess.run(["redis-cli", "--no-raw", "-p", port, *args], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    if got != want:
+        sys.exit(f"README: redis-cli {' '.join(args)}: got {got}, want {want}")
+print(f"README redis-cli session: {len(steps)} commands as shown")
+PY
+expect 0 dbsize
 # Pipelined benchmark: SET then GET, 16 commands per round trip.
 redis-benchmark -p "$port" -t set,get -n "$requests" -P 16 -q 2>&1 | tr '\r' '\n' |
     grep -E '^(SET|GET):.*requests per second' | tee "$scratch/bench"

@@ -347,7 +347,10 @@ impl Db {
     }
 
     /// Flushes the memtable, stops background work and releases the
-    /// directory lock.
+    /// directory lock, reporting a failed flush or WAL sync (dropping a
+    /// `Db` does neither: its recent writes stay in the WAL for the next
+    /// open). A [`Snapshot`] still alive holds the database's state, so the
+    /// lock is released only when the last snapshot is dropped too.
     pub fn close(self) -> Result<()> {
         if self.inner.opts.read_only {
             self.stop();

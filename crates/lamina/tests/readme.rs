@@ -1,0 +1,140 @@
+//! The README's Rust examples, run. Each ```rust block of the README is the
+//! body of one of the functions below between its `README:` and `END`
+//! markers, character for character (indentation aside); the test runs them
+//! in a fresh working directory, since the examples use relative paths.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, unused_variables)]
+
+use std::error::Error;
+
+type Res = Result<(), Box<dyn Error>>;
+
+fn library() -> Res {
+    // README: library
+    use lamina::{Db, Options, SyncMode, WriteBatch};
+    use std::ops::Bound;
+
+    let db = Db::open(
+        "demo-db",
+        Options {
+            sync: SyncMode::Always,
+            ..Options::default()
+        },
+    )?;
+    db.put(b"apple", b"red")?;
+    let mut batch = WriteBatch::new();
+    batch.put(b"banana", b"yellow");
+    batch.delete(b"apple");
+    db.write(batch)?; // atomic
+    let snap = db.snapshot(); // consistent view
+    db.put(b"cherry", b"dark red")?;
+    assert_eq!(snap.get(b"cherry")?, None); // the snapshot ignores later writes
+    drop(snap); // (a live snapshot keeps the directory locked)
+    for kv in db.scan(Bound::Included(&b"a"[..]), Bound::Unbounded)? {
+        let (k, v) = kv?;
+    }
+    for kv in db.scan_rev(Bound::Unbounded, Bound::Excluded(&b"b"[..]))? {
+        let (k, v) = kv?; // descending key order
+    }
+    db.compact_range(None, None)?;
+    println!("{}", serde_json::to_string(&db.stats())?); // write amplification, runs per level, ...
+    db.close()?;
+    // END
+    let db = Db::open("demo-db", Options::default())?;
+    assert_eq!(db.get(b"banana")?, Some(b"yellow".to_vec()));
+    assert_eq!(db.get(b"apple")?, None);
+    Ok(())
+}
+
+fn dataset() -> Res {
+    // README: dataset
+    use lamina::index::{Dataset, DatasetOptions, FieldIndex, Record};
+    use lamina::spatial::{Point, Rect};
+
+    let country = FieldIndex {
+        name: "country".into(),
+        compaction: "binomial:k=4".parse()?,
+    };
+    let opts = DatasetOptions {
+        fields: vec![country],
+        ..DatasetOptions::default()
+    }; // Hilbert, eager
+    let ds = Dataset::open("places", opts)?;
+    ds.upsert(&Record {
+        id: 7,
+        point: Point::new(2.35, 48.85),
+        fields: vec![b"FR".to_vec()],
+        payload: b"Paris".to_vec(),
+    })?;
+    let hits = ds.window(Rect::new(2.0, 48.0, 3.0, 49.0))?; // ids ascending, components scanned
+    assert_eq!(hits.ids, vec![7]);
+    assert_eq!(ds.lookup("country", b"FR")?, vec![7]);
+    ds.close()?;
+    // END
+    Ok(())
+}
+
+/// The marked examples of this file: (name, body without its indentation).
+fn examples() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in include_str!("readme.rs").lines() {
+        let trimmed = line.trim_start();
+        if let Some(name) = trimmed.strip_prefix("// README: ") {
+            current = Some((name.to_string(), String::new()));
+        } else if trimmed == "// END" {
+            out.extend(current.take());
+        } else if let Some((_, body)) = &mut current {
+            body.push_str(line.strip_prefix("    ").unwrap_or(line));
+            body.push('\n');
+        }
+    }
+    out
+}
+
+fn readme_rust_blocks() -> Vec<String> {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        match (&mut current, line.strip_prefix("```")) {
+            (None, Some("rust")) => current = Some(String::new()),
+            (Some(_), Some(_)) => blocks.extend(current.take()),
+            (Some(body), None) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_rust_block_of_the_readme_is_an_example_here() {
+    let examples = examples();
+    let blocks = readme_rust_blocks();
+    assert!(!blocks.is_empty());
+    for block in &blocks {
+        assert!(
+            examples.iter().any(|(_, body)| body == block),
+            "this README block is not a tested example of crates/lamina/tests/readme.rs:\n{block}"
+        );
+    }
+    assert_eq!(
+        blocks.len(),
+        examples.len(),
+        "an example here is not in the README"
+    );
+}
+
+#[test]
+fn the_readme_rust_examples_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The examples use relative paths; no other test of this binary
+    // depends on the working directory.
+    std::env::set_current_dir(tmp.path()).unwrap();
+    library().unwrap();
+    dataset().unwrap();
+}
