@@ -110,6 +110,12 @@ pub struct Options {
     /// Off by default, as in LevelDB and seed 002: only queries fill the
     /// cache, so a merge does not evict the blocks reads are using.
     pub compaction_fills_cache: bool,
+    /// Bytes a merge reads from each input file at a time (RocksDB's
+    /// `compaction_readahead_size`, 2 MiB by default as there): on a disk,
+    /// one seek per chunk of consecutive blocks instead of one per block,
+    /// even while queries read the same file. 0 reads block by block. Each
+    /// input run of a running merge holds one such buffer.
+    pub compaction_readahead_bytes: usize,
     /// Incremental warm-up (seed 002 §6's baseline, after Ahmad and Kemme):
     /// before a compaction's inputs leave the block cache, the output blocks
     /// whose key ranges overlap their cached blocks are read into it.
@@ -250,6 +256,7 @@ impl Default for Options {
             size_ratio: 10,
             target_file_size: 16 << 20,
             compaction_fills_cache: false,
+            compaction_readahead_bytes: 2 << 20,
             compaction_warm_up: false,
             row_cache_bytes: 0,
             compaction: CompactionSpec::default(),

@@ -264,6 +264,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
         alloc_id: &alloc,
         smallest_snapshot: last_seq,
         fill_cache: false,
+        readahead: opts.compaction_readahead_bytes,
         now_ms: now,
     };
     let mut edit = VersionEdit::default();

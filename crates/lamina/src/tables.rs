@@ -133,6 +133,8 @@ pub struct RunIterator {
     fill_cache: bool,
     /// A window query's rectangle (see [`Table::iter_window`]).
     window: Option<Rect>,
+    /// Bytes a compaction's input reads at a time (0: one block at a time).
+    readahead: usize,
     index: usize,
     current: Option<TableIterator>,
 }
@@ -147,8 +149,25 @@ impl RunIterator {
             loader,
             fill_cache,
             window: None,
+            readahead: 0,
             index: 0,
             current: None,
+        }
+    }
+
+    /// A cursor for a compaction's input run: blocks not in the cache are
+    /// read `readahead` bytes at a time and stay out of it
+    /// ([`Table::iter_readahead`]); with `readahead` 0, or `fill_cache`,
+    /// block by block as [`RunIterator::new`].
+    pub fn compaction_input(
+        files: Vec<Arc<FileMeta>>,
+        loader: Arc<TableCache>,
+        fill_cache: bool,
+        readahead: usize,
+    ) -> Self {
+        RunIterator {
+            readahead: if fill_cache { 0 } else { readahead },
+            ..RunIterator::new(files, loader, fill_cache)
         }
     }
 
@@ -168,6 +187,7 @@ impl RunIterator {
                 let table = self.loader.table(meta)?;
                 Some(match self.window {
                     Some(w) => table.iter_window(w),
+                    None if self.readahead > 0 => table.iter_readahead(self.readahead),
                     None => table.iter_filling(self.fill_cache),
                 })
             }

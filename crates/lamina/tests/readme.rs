@@ -9,32 +9,28 @@ use std::error::Error;
 
 type Res = Result<(), Box<dyn Error>>;
 
+// Kept as the README shows them, not as rustfmt would.
+#[rustfmt::skip]
 fn library() -> Res {
     // README: library
     use lamina::{Db, Options, SyncMode, WriteBatch};
     use std::ops::Bound;
 
-    let db = Db::open(
-        "demo-db",
-        Options {
-            sync: SyncMode::Always,
-            ..Options::default()
-        },
-    )?;
+    let db = Db::open("demo-db", Options { sync: SyncMode::Always, ..Options::default() })?;
     db.put(b"apple", b"red")?;
     let mut batch = WriteBatch::new();
     batch.put(b"banana", b"yellow");
     batch.delete(b"apple");
-    db.write(batch)?; // atomic
-    let snap = db.snapshot(); // consistent view
+    db.write(batch)?;                                   // atomic
+    let snap = db.snapshot();                           // consistent view
     db.put(b"cherry", b"dark red")?;
-    assert_eq!(snap.get(b"cherry")?, None); // the snapshot ignores later writes
-    drop(snap); // (a live snapshot keeps the directory locked)
+    assert_eq!(snap.get(b"cherry")?, None);             // the snapshot ignores later writes
+    drop(snap);                                         // (a live snapshot keeps the directory locked)
     for kv in db.scan(Bound::Included(&b"a"[..]), Bound::Unbounded)? {
         let (k, v) = kv?;
     }
     for kv in db.scan_rev(Bound::Unbounded, Bound::Excluded(&b"b"[..]))? {
-        let (k, v) = kv?; // descending key order
+        let (k, v) = kv?;                               // descending key order
     }
     db.compact_range(None, None)?;
     println!("{}", serde_json::to_string(&db.stats())?); // write amplification, runs per level, ...
@@ -46,27 +42,17 @@ fn library() -> Res {
     Ok(())
 }
 
+#[rustfmt::skip]
 fn dataset() -> Res {
     // README: dataset
     use lamina::index::{Dataset, DatasetOptions, FieldIndex, Record};
     use lamina::spatial::{Point, Rect};
 
-    let country = FieldIndex {
-        name: "country".into(),
-        compaction: "binomial:k=4".parse()?,
-    };
-    let opts = DatasetOptions {
-        fields: vec![country],
-        ..DatasetOptions::default()
-    }; // Hilbert, eager
+    let country = FieldIndex { name: "country".into(), compaction: "binomial:k=4".parse()? };
+    let opts = DatasetOptions { fields: vec![country], ..DatasetOptions::default() };  // Hilbert, eager
     let ds = Dataset::open("places", opts)?;
-    ds.upsert(&Record {
-        id: 7,
-        point: Point::new(2.35, 48.85),
-        fields: vec![b"FR".to_vec()],
-        payload: b"Paris".to_vec(),
-    })?;
-    let hits = ds.window(Rect::new(2.0, 48.0, 3.0, 49.0))?; // ids ascending, components scanned
+    ds.upsert(&Record { id: 7, point: Point::new(2.35, 48.85), fields: vec![b"FR".to_vec()], payload: b"Paris".to_vec() })?;
+    let hits = ds.window(Rect::new(2.0, 48.0, 3.0, 49.0))?;  // ids ascending, components scanned
     assert_eq!(hits.ids, vec![7]);
     assert_eq!(ds.lookup("country", b"FR")?, vec![7]);
     ds.close()?;

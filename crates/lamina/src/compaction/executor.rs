@@ -33,6 +33,9 @@ pub(crate) struct CompactionContext<'a> {
     /// Whether merge inputs read from disk enter the block cache
     /// (`Options::compaction_fills_cache`).
     pub fill_cache: bool,
+    /// Bytes each merge input reads at a time
+    /// (`Options::compaction_readahead_bytes`).
+    pub readahead: usize,
     pub now_ms: u64,
 }
 
@@ -441,10 +444,11 @@ fn merged_input(
                 .cloned()
                 .collect();
             (!mine.is_empty()).then(|| {
-                Box::new(RunIterator::new(
+                Box::new(RunIterator::compaction_input(
                     mine,
                     Arc::clone(ctx.loader),
                     ctx.fill_cache,
+                    ctx.readahead,
                 )) as Box<dyn InternalIterator>
             })
         })

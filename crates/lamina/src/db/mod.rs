@@ -450,6 +450,7 @@ impl Inner {
             alloc_id: alloc,
             smallest_snapshot: self.smallest_snapshot(),
             fill_cache: self.opts.compaction_fills_cache,
+            readahead: self.opts.compaction_readahead_bytes,
             now_ms: now_ms(),
         }
     }

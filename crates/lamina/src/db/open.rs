@@ -134,6 +134,7 @@ impl Db {
                     alloc_id: &alloc,
                     smallest_snapshot: last_seq,
                     fill_cache: opts.compaction_fills_cache,
+                    readahead: opts.compaction_readahead_bytes,
                     now_ms: now_ms(),
                 };
                 let files = flush_memtable(&ctx, &replay, policy.partitioning())?;

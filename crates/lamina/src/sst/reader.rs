@@ -261,6 +261,71 @@ impl Table {
         })?))
     }
 
+    /// Data block `idx` for a sequential reader (a compaction's input): from
+    /// the cache if it holds the block, else from `ahead`'s buffer, refilled
+    /// with one read of up to `ahead.size` bytes of consecutive data blocks
+    /// when the block is not in it. Blocks read so do not enter the cache.
+    fn data_block_ahead(&self, idx: usize, ahead: &mut Readahead) -> Result<Arc<Block>> {
+        let handle = self
+            .index
+            .handle(idx)
+            .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
+        let data = kind_idx(BlockKind::Data);
+        if let Some(b) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get(self.file_id, handle.offset))
+        {
+            self.stats.cache_hits[data].inc();
+            count_data_cache(true);
+            return Ok(b);
+        }
+        self.stats.cache_misses[data].inc();
+        count_data_cache(false);
+        let total = raw_len(&self.file_name, handle)?;
+        let end = handle.offset.saturating_add(total as u64);
+        let held = ahead.start..ahead.start.saturating_add(ahead.buf.len() as u64);
+        if !(held.contains(&handle.offset) && end <= held.end) {
+            // The data blocks end where the last one's trailer does (the
+            // metadata blocks follow; open checked that they tile the file).
+            let data_end = self
+                .index
+                .handle(self.index.len().saturating_sub(1))
+                .and_then(|h| {
+                    raw_len(&self.file_name, h)
+                        .ok()
+                        .map(|n| h.offset + n as u64)
+                })
+                .unwrap_or(end)
+                .max(end);
+            let want = (ahead.size as u64).clamp(total as u64, data_end - handle.offset);
+            let want = usize::try_from(want).map_err(|_| {
+                Error::corruption(
+                    self.file_name.as_str(),
+                    handle.offset,
+                    "readahead too large",
+                )
+            })?;
+            ahead.buf.resize(want, 0);
+            self.file.read_exact_at(&mut ahead.buf, handle.offset)?;
+            ahead.start = handle.offset;
+            self.stats.bytes_read.add(want as u64);
+        }
+        let at = usize::try_from(handle.offset - ahead.start).unwrap_or(usize::MAX);
+        let raw = ahead
+            .buf
+            .get(at..at.saturating_add(total))
+            .ok_or_else(|| self.corrupt_block(idx, "block outside its readahead"))?;
+        self.stats.blocks_read.inc();
+        THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
+        let contents = check_block(raw)
+            .map_err(|r| Error::corruption(self.file_name.as_str(), handle.offset, r))?
+            .to_vec();
+        Ok(Arc::new(Block::new(contents).map_err(|r| {
+            Error::corruption(self.file_name.as_str(), handle.offset, r)
+        })?))
+    }
+
     /// Index of the first block whose last key is `>= target` (== number of
     /// blocks if none): the only block that can hold the first entry `>= target`.
     fn find_block(&self, target: &[u8]) -> usize {
@@ -419,6 +484,20 @@ impl Table {
     /// not evict the queries' hot set). Cached blocks are used either way.
     pub fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> TableIterator {
         TableIterator::new(self.clone(), fill_cache, None)
+    }
+
+    /// An iterator for a compaction's input: blocks the cache does not hold
+    /// are read `readahead` bytes at a time (one I/O, one seek on a disk,
+    /// per chunk of consecutive blocks instead of one per block) and do not
+    /// enter the cache.
+    pub fn iter_readahead(self: &Arc<Self>, readahead: usize) -> TableIterator {
+        let mut it = TableIterator::new(self.clone(), false, None);
+        it.readahead = Some(Readahead {
+            size: readahead,
+            start: 0,
+            buf: Vec::new(),
+        });
+        it
     }
 
     /// Re-reads the whole file, bypassing the cache, and checks every block's
@@ -623,11 +702,22 @@ fn check_index_against_props(index: &FenceIndex, props: &TableProperties) -> Dec
     }
 }
 
+/// The bytes a sequential reader read ahead of the block it needs.
+struct Readahead {
+    /// Bytes per read.
+    size: usize,
+    /// File offset of `buf`'s first byte.
+    start: u64,
+    buf: Vec<u8>,
+}
+
 /// A bidirectional iterator over a table; owns an `Arc<Table>` so it is `'static`.
 /// After an error it is invalid; the error names the file and block offset.
 pub struct TableIterator {
     table: Arc<Table>,
     fill_cache: bool,
+    /// Set for a compaction's input ([`Table::iter_readahead`]).
+    readahead: Option<Readahead>,
     block_idx: usize,
     iter: Option<BlockIter>,
     /// A window query's rectangle: blocks whose MBR misses it are skipped
@@ -652,6 +742,7 @@ impl TableIterator {
         TableIterator {
             table,
             fill_cache,
+            readahead: None,
             block_idx: 0,
             iter: None,
             window,
@@ -675,7 +766,10 @@ impl TableIterator {
                 return Ok(true);
             }
         }
-        let block = self.table.data_block(idx, self.fill_cache)?;
+        let block = match &mut self.readahead {
+            Some(ahead) => self.table.data_block_ahead(idx, ahead)?,
+            None => self.table.data_block(idx, self.fill_cache)?,
+        };
         self.iter = Some(BlockIter::new(block));
         Ok(true)
     }

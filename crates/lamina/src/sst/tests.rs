@@ -606,3 +606,109 @@ fn backward_over_a_damaged_block_is_an_error_not_a_panic() {
         }
     }
 }
+
+/// A file that counts its reads.
+#[derive(Debug)]
+struct CountingFile(VecFile, std::sync::atomic::AtomicU64);
+
+impl RandomAccessFile for CountingFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.read_exact_at(buf, offset)
+    }
+    fn len(&self) -> u64 {
+        self.0.len()
+    }
+}
+
+#[test]
+fn readahead_reads_chunks_of_blocks_and_yields_the_same_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(5);
+    let data = random_data(&mut rng, 2000);
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    write_table(dir.path(), "r.sst", opts, &data);
+    let bytes = std::fs::read(dir.path().join("r.sst")).unwrap();
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = data
+        .iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()))
+        .collect();
+    for (readahead, bad) in [
+        (0usize, false),
+        (1, false),
+        (4096, false),
+        (1 << 30, false),
+        (4096, true),
+    ] {
+        let mut bytes = bytes.clone();
+        if bad {
+            bytes[7_000] ^= 0x10; // inside some data block past the first chunk
+        }
+        let file = Arc::new(CountingFile(VecFile(bytes), Default::default()));
+        let stats = Arc::new(IoStats::default());
+        let cache = BlockCache::new(1 << 20);
+        let table = Table::open(
+            file.clone(),
+            1,
+            "r.sst".into(),
+            Some(cache.clone()),
+            stats.clone(),
+        )
+        .unwrap();
+        let blocks = table.num_data_blocks() as u64;
+        assert!(blocks > 100);
+        let at_open = file.1.load(std::sync::atomic::Ordering::Relaxed);
+        let blocks_at_open = stats.blocks_read.get();
+        let mut it = table.iter_readahead(readahead);
+        let mut got = Vec::new();
+        let mut failed = None;
+        match it.seek_to_first() {
+            Ok(()) => {
+                while it.valid() {
+                    got.push((it.key().to_vec(), it.value().to_vec()));
+                    if let Err(e) = it.next() {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            Err(e) => failed = Some(e),
+        }
+        if bad {
+            assert!(
+                matches!(failed, Some(crate::Error::Corruption { ref file, .. }) if file == "r.sst"),
+                "{failed:?}"
+            );
+            continue;
+        }
+        assert!(failed.is_none(), "{failed:?}");
+        assert_eq!(got, expected, "readahead {readahead}");
+        let reads = file.1.load(std::sync::atomic::Ordering::Relaxed) - at_open;
+        // Every block is read once either way; with readahead, in chunks.
+        assert_eq!(
+            stats.blocks_read.get() - blocks_at_open,
+            blocks,
+            "readahead {readahead}"
+        );
+        let data_bytes: u64 = (blocks as f64 * 256.0) as u64;
+        let most = match readahead {
+            0 | 1 => blocks,
+            n => blocks.min(data_bytes.div_ceil(n as u64) * 2 + 1),
+        };
+        assert!(
+            reads <= most,
+            "readahead {readahead}: {reads} reads of {blocks} blocks"
+        );
+        if readahead >= 1 << 30 {
+            assert_eq!(reads, 1, "the whole data section in one read");
+        }
+        assert_eq!(
+            cache.usage(),
+            0,
+            "a compaction's reads stay out of the cache"
+        );
+    }
+}
