@@ -260,21 +260,19 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         existing,
         "pass --destroy_db to delete its lamina files first, or --use_existing_db to reuse it",
     )?;
-    let mut opts = Options {
-        write_buffer_size: args.write_buffer_size,
-        bloom_bits_per_key: args.bloom_bits,
-        memtable_bloom_bits_per_key: args.memtable_bloom_bits,
-        block_size: args.block_size,
-        block_cache_bytes: args.cache_size,
-        row_cache_bytes: args.row_cache_size,
-        compaction_warm_up: args.compaction_warm_up,
-        compaction: args.compaction.clone(),
-        sync: if args.sync {
-            SyncMode::Always
-        } else {
-            SyncMode::None
-        },
-        ..Options::default()
+    let mut opts = Options::default();
+    opts.write_buffer_size = args.write_buffer_size;
+    opts.bloom_bits_per_key = args.bloom_bits;
+    opts.memtable_bloom_bits_per_key = args.memtable_bloom_bits;
+    opts.block_size = args.block_size;
+    opts.block_cache_bytes = args.cache_size;
+    opts.row_cache_bytes = args.row_cache_size;
+    opts.compaction_warm_up = args.compaction_warm_up;
+    opts.compaction = args.compaction.clone();
+    opts.sync = if args.sync {
+        SyncMode::Always
+    } else {
+        SyncMode::None
     };
     if let Some(n) = args.compaction_threads {
         opts.compaction_threads = n;

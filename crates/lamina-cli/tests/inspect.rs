@@ -34,12 +34,11 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 1 << 20,
-        block_size: 256,
-        sync: SyncMode::Always,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.write_buffer_size = 1 << 20;
+    o.block_size = 256;
+    o.sync = SyncMode::Always;
+    o
 }
 
 /// Keys with the bytes escaping must handle, each written once: puts of
@@ -270,13 +269,11 @@ fn wal_records_are_the_batches_and_a_torn_tail_is_found() {
 fn manifest_and_tree_list_the_live_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let db = Db::open(
-        &dir,
-        Options {
-            write_buffer_size: 16 << 10,
-            ..options()
-        },
-    )
+    let db = Db::open(&dir, {
+        let mut o = options();
+        o.write_buffer_size = 16 << 10;
+        o
+    })
     .unwrap();
     let mut model = BTreeMap::new();
     for i in 0u32..6000 {

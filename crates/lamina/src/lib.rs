@@ -48,7 +48,7 @@ mod wal;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter};
 pub use error::{Error, Result};
-pub use options::{InvalidOption, Options, SyncMode};
+pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode};
 pub use repair::{repair, RepairReport};
 pub use stats::{BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats, WindowStats};
 pub use verify::{verify, VerifyReport};

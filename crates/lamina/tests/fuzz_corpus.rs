@@ -15,7 +15,7 @@ use common::{key, record_starts, sst_layout, tiny_options};
 use lamina::fuzzing;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{Db, Options, SyncMode};
+use lamina::{Db, SyncMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -38,11 +38,9 @@ fn corpus_dir(target: &str) -> PathBuf {
 /// smallest SST, that SST's first data block, its WAL and its manifest.
 fn seeds(seed: u64) -> Vec<(&'static str, Vec<u8>)> {
     let fs = MemFs::new();
-    let opts = Options {
-        sync: SyncMode::Always,
-        block_size: 128,
-        ..tiny_options(&fs)
-    };
+    let mut opts = tiny_options(&fs);
+    opts.sync = SyncMode::Always;
+    opts.block_size = 128;
     let db = Db::open("/db", opts).unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     for i in 0..80u64 {
