@@ -50,5 +50,8 @@ pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, Win
 pub use error::{Error, Result};
 pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode};
 pub use repair::{repair, RepairReport};
-pub use stats::{BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats, WindowStats};
+pub use stats::{
+    compaction_stats_table, BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats,
+    WindowStats,
+};
 pub use verify::{verify, VerifyReport};

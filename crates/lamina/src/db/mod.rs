@@ -50,6 +50,7 @@ use crate::wal::replay_wal;
 mod background;
 mod iter;
 mod open;
+mod property;
 mod write;
 
 pub use iter::{DbIterator, DbRevIterator, LevelIter, WindowIter};
@@ -136,9 +137,46 @@ struct Inner {
 }
 
 /// An open database. Share it between threads with `Arc<Db>`.
+///
+/// Close it with [`Db::close`], which reports failures. Dropping it without
+/// closing syncs the write-ahead log and stops background work, but has no
+/// caller to return an error to: a failure is written to the info log
+/// (`DIR/LOG`) and to `tracing` at error level, never silently dropped.
+///
+/// ```
+/// use std::ops::Bound;
+/// use lamina::{Db, Options, WriteBatch};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"apple", b"red")?;
+/// db.put(b"banana", b"yellow")?;
+/// assert_eq!(db.get(b"apple")?, Some(b"red".to_vec()));
+///
+/// let mut batch = WriteBatch::new();
+/// batch.delete(b"apple");
+/// batch.put(b"cherry", b"dark red");
+/// db.write(batch)?; // atomically
+/// assert_eq!(db.get(b"apple")?, None);
+///
+/// let snapshot = db.snapshot();
+/// db.put(b"banana", b"green")?;
+/// assert_eq!(snapshot.get(b"banana")?, Some(b"yellow".to_vec()));
+///
+/// let keys: Vec<Vec<u8>> = db
+///     .scan(Bound::Included(b"b".as_slice()), Bound::Unbounded)?
+///     .map(|entry| entry.map(|(k, _)| k))
+///     .collect::<lamina::Result<_>>()?;
+/// assert_eq!(keys, [b"banana".to_vec(), b"cherry".to_vec()]);
+/// drop(snapshot);
+/// db.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Db {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// `close` ran: `Drop` has nothing left to do.
+    closed: bool,
 }
 
 impl std::fmt::Debug for Db {
@@ -160,6 +198,14 @@ impl Snapshot {
     /// The value of `key` as of the snapshot.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.inner.get_at(key, self.seq)
+    }
+
+    /// The values of `keys` as of the snapshot, in the order of `keys`
+    /// (see [`Db::multi_get`]).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter()
+            .map(|k| self.inner.get_at(k.as_ref(), self.seq))
+            .collect()
     }
 
     /// The records of a spatial index inside `window` as of the snapshot
@@ -241,6 +287,40 @@ impl Db {
             self.inner.stats.count_get(found.is_some(), elapsed);
         }
         r
+    }
+
+    /// The newest values of `keys`, in the order of `keys` (`None` for an
+    /// absent or deleted key), all read at one sequence number: a write
+    /// that lands meanwhile is seen by all of them or by none (RocksDB's
+    /// `MultiGet`). It reads through a snapshot, so a compaction cannot
+    /// drop a version the later keys need; the row cache, which holds only
+    /// the newest values, is not consulted.
+    ///
+    /// ```
+    /// use lamina::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.put(b"c", b"3")?;
+    /// db.delete(b"c")?;
+    /// let values = db.multi_get(&[b"a", b"b", b"c"])?;
+    /// assert_eq!(values, vec![Some(b"1".to_vec()), None, None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        let start = Instant::now();
+        let values = self.snapshot().multi_get(keys);
+        let elapsed = start.elapsed();
+        if let Ok(found) = &values {
+            // Each key counts as a get, at the mean latency.
+            let each = elapsed / u32::try_from(found.len().max(1)).unwrap_or(u32::MAX);
+            for v in found {
+                self.inner.stats.record(Op::Get, each);
+                self.inner.stats.count_get(v.is_some(), each);
+            }
+        }
+        values
     }
 
     /// Live entries with keys within the bounds, in key order.
@@ -344,9 +424,12 @@ impl Db {
         &self.inner.dir
     }
 
-    /// Flushes the memtable, stops background work and releases the
-    /// directory lock.
-    pub fn close(self) -> Result<()> {
+    /// Flushes the memtable, syncs the write-ahead log, stops background
+    /// work and releases the directory lock. An error (a failed flush or
+    /// sync) means writes acknowledged before the call may not be durable
+    /// (see [`SyncMode`]); the directory lock is released either way.
+    pub fn close(mut self) -> Result<()> {
+        self.closed = true;
         if self.inner.opts.read_only {
             self.stop();
             return Ok(());
@@ -379,8 +462,39 @@ impl Db {
 }
 
 impl Drop for Db {
+    /// Without `close`: syncs the log (so the writes it holds are as
+    /// durable as `close` makes them, short of the flush) and stops
+    /// background work. A failure it cannot return, or a background error
+    /// still pending, goes to the info log and `tracing`.
     fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        let synced = if self.inner.opts.read_only {
+            Ok(())
+        } else {
+            self.inner.wal.lock().file.sync()
+        };
         self.stop();
+        let pending = self.inner.state.lock().bg_error.clone();
+        let failure = match (synced, pending) {
+            (Err(e), _) => Some(e.to_string()),
+            (Ok(()), Some(e)) => Some(format!("pending background error: {e}")),
+            (Ok(()), None) => None,
+        };
+        match failure {
+            Some(e) => {
+                tracing::error!(target: "lamina", "dropped without close: {e}");
+                self.inner.info_log.log(
+                    "close",
+                    format_args!("dropped without close; failed: {e} (Db::close reports this)"),
+                );
+            }
+            None => self
+                .inner
+                .info_log
+                .log("close", format_args!("dropped without close; log synced")),
+        }
     }
 }
 

@@ -246,6 +246,7 @@ impl Db {
             return Ok(Db {
                 inner,
                 threads: Mutex::new(threads),
+                closed: false,
             });
         }
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -273,6 +274,7 @@ impl Db {
         Ok(Db {
             inner,
             threads: Mutex::new(threads),
+            closed: false,
         })
     }
 }
