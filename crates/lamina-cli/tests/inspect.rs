@@ -350,3 +350,33 @@ fn a_directory_without_a_database_is_refused_and_left_alone() {
     assert!(!missing.status.success());
     assert!(!tmp.path().join("missing").exists());
 }
+
+#[test]
+fn options_shows_what_the_database_was_opened_with() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = options();
+    o.compaction = lamina::Compaction::tiered(3);
+    Db::open(&dir, o).unwrap().close().unwrap();
+    let out = inspect(&["options"], &dir);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("file: OPTIONS-"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "compaction = tiered:T=3"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l == "block_size = 256"), "{text}");
+    assert!(text.lines().any(|l| l == "sync = always"), "{text}");
+    let out = inspect(&["options", "--json"], &dir);
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["options"]["write_buffer_size"], (1 << 20).to_string());
+    assert_eq!(v["options"]["spatial"], "none");
+    assert!(v["file"].as_str().unwrap().starts_with("OPTIONS-"));
+    // A directory without one: a clear failure.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = inspect(&["options"], &empty);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no readable OPTIONS file"));
+}

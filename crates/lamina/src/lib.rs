@@ -33,6 +33,7 @@ mod lru;
 mod manifest;
 mod memtable;
 mod options;
+pub mod options_file;
 mod record;
 mod repair;
 mod row_cache;

@@ -34,6 +34,7 @@ use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX
 use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
+use crate::options_file;
 use crate::record::append_record;
 use crate::row_cache::RowCache;
 use crate::spatial::Rect;

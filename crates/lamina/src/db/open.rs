@@ -27,7 +27,15 @@ impl WritableFile for ReadOnlyFile {
 impl Db {
     /// Opens (or creates) the database in `path`, recovering from the
     /// manifest and replaying write-ahead logs.
+    ///
+    /// An open that writes stores the options in a new `OPTIONS-NNNNNN`
+    /// file. Options built with
+    /// [`OptionsBuilder::from_stored_options`](crate::OptionsBuilder::from_stored_options)
+    /// take every field the caller did not set from the newest one; in every
+    /// case a spatial comparator other than the stored one is refused with
+    /// [`Error::IncompatibleOption`].
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let mut opts = opts;
         let dir = path.as_ref().to_path_buf();
         opts.validate()
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
@@ -46,6 +54,8 @@ impl Db {
             vfs.create_dir_all(&dir)?;
         }
         let lock = vfs.lock(&dir.join(filename::LOCK))?;
+        let (stored, unreadable) = options_file::load_with_failures(vfs.as_ref(), &dir)?;
+        let option_notes = options_file::reconcile(stored.as_ref(), &unreadable, &mut opts)?;
         let policy: Arc<dyn CompactionPolicy> =
             Arc::from(opts.compaction.build(opts.policy_defaults())?);
         let io = Arc::new(IoStats::default());
@@ -145,11 +155,24 @@ impl Db {
             let wal_number = alloc();
             let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
             let manifest_number = alloc();
+            // Numbered below what the manifest records as issued, so the
+            // next open can prove it is this database's own file.
+            let options_number = alloc();
             counters.log_number = wal_number;
             counters.last_seq = last_seq;
             counters.next_file_number = numbers.peek();
             let manifest =
                 Manifest::create(vfs.as_ref(), &dir, manifest_number, &version, counters)?;
+            options_file::write(vfs.as_ref(), &dir, options_number, &opts)?;
+            // The newest two OPTIONS files stay: this one and the one
+            // before, the fallback should this one be damaged.
+            let previous_options = names
+                .iter()
+                .filter_map(|n| match filename::parse(n) {
+                    Some((FileKind::Options, n)) if n < issued => Some(n),
+                    _ => None,
+                })
+                .max();
 
             // Garbage is only what the manifest proves obsolete: tables and
             // manifests it numbered and no longer references, logs below its
@@ -165,6 +188,9 @@ impl Db {
                         n != wal_number && (n < old_log_number || wals.contains(&n))
                     }
                     Some((FileKind::Manifest, n)) => n < issued && n != manifest.number(),
+                    Some((FileKind::Options, n)) => n < issued && Some(n) != previous_options,
+                    // Left by an open that crashed before its rename.
+                    Some((FileKind::OptionsTemp, n)) => n < issued,
                     None => name == filename::CURRENT_TMP,
                 } || leftovers.contains(&name);
                 if obsolete {
@@ -182,6 +208,9 @@ impl Db {
         } else {
             InfoLog::open(vfs.as_ref(), &dir)
         };
+        for note in &option_notes {
+            info_log.log("options", format_args!("{note}"));
+        }
         info_log.log(
             "open",
             format_args!(

@@ -15,7 +15,7 @@ impl Db {
     /// | `lamina.estimate-num-keys` | entries in memtables and tables minus tombstones: exact after a full compaction of puts, an overestimate while overwritten keys have several copies |
     /// | `lamina.num-immutable-memtables` | memtables waiting for their flush |
     /// | `lamina.cur-size-active-mem-table` | bytes of the active memtable |
-    /// | `lamina.compaction-spec` | the compaction strategy in force |
+    /// | `lamina.compaction-spec` | the compaction strategy in force, every parameter spelled out |
     /// | `lamina.stats` | the "Compaction Stats" table of `lamina bench` |
     /// | `lamina.levelstats` | files and size per level, as RocksDB prints them |
     ///
@@ -28,7 +28,7 @@ impl Db {
     /// db.put(b"k", b"v")?;
     /// db.flush()?;
     /// assert_eq!(db.property("lamina.num-files-at-level0").as_deref(), Some("1"));
-    /// assert_eq!(db.property("lamina.compaction-spec").as_deref(), Some("leveling:T=4"));
+    /// assert_eq!(db.property("lamina.compaction-spec").as_deref(), Some("leveling:T=4,l0=4"));
     /// assert_eq!(db.property("lamina.no-such-property"), None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
