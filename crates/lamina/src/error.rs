@@ -106,7 +106,9 @@ impl Error {
     /// True when the error is an out-of-space condition (ENOSPC).
     pub fn is_no_space(&self) -> bool {
         match self {
-            Error::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            Error::Io { source, .. } => {
+                source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())
+            }
             Error::Background(e) => e.is_no_space(),
             _ => false,
         }

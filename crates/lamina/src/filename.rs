@@ -23,7 +23,7 @@ pub const CURRENT: &str = "CURRENT";
 pub const CURRENT_TMP: &str = "CURRENT.tmp";
 /// Name of the directory lock.
 pub const LOCK: &str = "LOCK";
-/// Name of the info log ([`crate::info_log`]).
+/// Name of the info log (`DIR/LOG`: events for operators).
 pub const INFO_LOG: &str = "LOG";
 /// Name the info log is rotated to.
 pub const INFO_LOG_OLD: &str = "LOG.old";

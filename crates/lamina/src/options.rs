@@ -165,8 +165,9 @@ pub struct Options {
     /// Keys are points laid out by this comparator (a spatial index, the
     /// LSM R-tree of seed 000 ch. 4): tables keep the MBR of each block and
     /// file, and [`crate::Db::window`] answers window queries. `None` (the
-    /// default) for ordinary keys. Use the same comparator on every open;
-    /// [`crate::spatial::SpatialIndex`] records and checks it.
+    /// default) for ordinary keys. Use the same comparator on every open:
+    /// the OPTIONS file records it, and `Db::open` refuses another with
+    /// [`crate::Error::IncompatibleOption`].
     pub spatial: Option<Comparator>,
     /// Open for reads only: recovery replays the logs into memory but
     /// writes nothing (no new log, no manifest, no garbage collection, no

@@ -377,12 +377,14 @@ mod tests {
 
     #[test]
     fn a_file_round_trips_and_any_damage_is_detected() {
-        let mut o = Options::default();
-        o.write_buffer_size = 12345;
-        o.compaction = CompactionSpec::tiered(3);
-        o.sync = SyncMode::Interval(std::time::Duration::from_millis(250));
-        o.spatial = Some(Comparator::ZOrder);
-        o.bloom_bits_per_level = vec![8.0, 4.5];
+        let o = Options::builder()
+            .write_buffer_size(12345)
+            .compaction(CompactionSpec::tiered(3))
+            .sync(SyncMode::Interval(std::time::Duration::from_millis(250)))
+            .spatial(Some(Comparator::ZOrder))
+            .bloom_bits_per_level(vec![8.0, 4.5])
+            .build()
+            .unwrap();
         let data = encode(&o).unwrap();
         let decoded = decode(&data).unwrap();
         assert_eq!(decoded, Persisted::of(&o));
