@@ -5,7 +5,7 @@
 //! strategy has nothing left to do, so that every compaction the inserts
 //! caused is counted. Prints `Db::stats()` as JSON.
 //!
-//! `cargo run --release -p lamina --example design_space -- SPEC NUM DIR`
+//! `cargo run --release -p lamina-lsm --example design_space -- SPEC NUM DIR`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

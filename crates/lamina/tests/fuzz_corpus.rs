@@ -2,7 +2,7 @@
 //! corpora (`fuzz/corpus/<target>/`), thousands of random mutations of
 //! them, and random bytes: the CI-sized stand-in for a libFuzzer run
 //! (`scripts/fuzz-smoke.sh`). Passing means no input panicked.
-//! `LAMINA_WRITE_CORPUS=1 cargo test -p lamina --test fuzz_corpus -- --ignored`
+//! `LAMINA_WRITE_CORPUS=1 cargo test -p lamina-lsm --test fuzz_corpus -- --ignored`
 //! regenerates the seeds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
