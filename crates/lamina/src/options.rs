@@ -297,6 +297,17 @@ impl Default for Options {
 /// parameters, e.g. `Compaction::tiered(4)`, `Compaction::leveling(10)` or
 /// `Compaction::parse("lo1")?` (an alias of
 /// [`crate::compaction::CompactionSpec`]).
+///
+/// ```
+/// use lamina::Compaction;
+///
+/// assert_eq!(Compaction::tiered(4).to_string(), "tiered:T=4");
+/// assert_eq!(Compaction::leveling(10).to_string(), "leveling:T=10");
+/// let lo1 = Compaction::parse("lo1")?; // any strategy of the registry
+/// assert_eq!(lo1.name(), "lo1");
+/// assert!(Compaction::parse("no-such-strategy").is_err());
+/// # Ok::<(), lamina::compaction::Error>(())
+/// ```
 pub type Compaction = CompactionSpec;
 
 /// Builds [`Options`]: one chainable setter per option, then

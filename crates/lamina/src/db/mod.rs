@@ -245,6 +245,15 @@ impl Drop for Snapshot {
 
 impl Db {
     /// Stores `key` → `value`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"v1")?;
+    /// db.put(b"k", b"v2")?; // replaces
+    /// assert_eq!(db.get(b"k")?, Some(b"v2".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
@@ -252,6 +261,15 @@ impl Db {
     }
 
     /// Deletes `key` (writes a tombstone).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"v")?;
+    /// db.delete(b"k")?;
+    /// assert_eq!(db.get(b"k")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
@@ -260,6 +278,18 @@ impl Db {
 
     /// Applies `batch` atomically. Its durability on return is given by
     /// [`Options::sync`] (see [`SyncMode`]).
+    ///
+    /// ```
+    /// use lamina::WriteBatch;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"from", b"0");
+    /// batch.put(b"to", b"100");
+    /// db.write(batch)?; // both or neither, even after a crash
+    /// assert_eq!(db.get(b"to")?, Some(b"100".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         if self.inner.opts.read_only {
             return Err(Error::ReadOnly);
@@ -274,6 +304,15 @@ impl Db {
     }
 
     /// The newest value of `key`, or `None` if absent or deleted.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"v")?;
+    /// assert_eq!(db.get(b"k")?, Some(b"v".to_vec()));
+    /// assert_eq!(db.get(b"absent")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
         let blocks = thread_blocks_read();
@@ -325,6 +364,21 @@ impl Db {
     }
 
     /// Live entries with keys within the bounds, in key order.
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     db.put(k, b"v")?;
+    /// }
+    /// let keys = db
+    ///     .scan(Bound::Included(b"b".as_slice()), Bound::Excluded(b"d".as_slice()))?
+    ///     .map(|e| e.map(|(k, _)| k))
+    ///     .collect::<lamina::Result<Vec<_>>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner
             .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
@@ -352,6 +406,17 @@ impl Db {
     }
 
     /// A consistent read view of the database as of now.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"old")?;
+    /// let snapshot = db.snapshot();
+    /// db.put(b"k", b"new")?;
+    /// assert_eq!(snapshot.get(b"k")?, Some(b"old".to_vec()));
+    /// assert_eq!(db.get(b"k")?, Some(b"new".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         let mut snaps = self.inner.snapshots.lock();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);

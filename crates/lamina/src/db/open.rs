@@ -34,6 +34,21 @@ impl Db {
     /// take every field the caller did not set from the newest one; in every
     /// case a spatial comparator other than the stored one is refused with
     /// [`Error::IncompatibleOption`].
+    ///
+    /// ```
+    /// use lamina::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::builder().write_buffer_size(1 << 20).build()?)?;
+    /// db.put(b"k", b"v")?;
+    /// db.close()?;
+    /// // Reopened, the data is there; `from_stored_options` keeps the
+    /// // 1 MiB buffer the first open stored in its OPTIONS file.
+    /// let opts = Options::builder().from_stored_options().build()?;
+    /// let db = Db::open(dir.path(), opts)?;
+    /// assert_eq!(db.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let mut opts = opts;
         let dir = path.as_ref().to_path_buf();
