@@ -1,7 +1,8 @@
 //! The database: its state and public API here; `open` (recovery, file
 //! ownership, read-only mode), `write` (group commit, log, memtable switches,
-//! stalls), `background` (flushes, compactions, obsolete files, statistics)
-//! and `iter` (lookups and iterators) in the submodules.
+//! stalls), `background` (flushes, compactions, obsolete files, statistics),
+//! `iter` (lookups and iterators) and `property` (`Db::property`) in the
+//! submodules.
 //!
 //! Locking: `wal` (held by the group-commit leader for a whole commit, and
 //! for memtable switches) is taken before `state`. Readers take neither: they
