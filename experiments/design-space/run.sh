@@ -14,7 +14,7 @@ STRATEGIES=${STRATEGIES:-"full lo1 lo2 rr cold old tsd tsa tier"}
 OUT=${OUT:-experiments/design-space/results}
 SCRATCH=$(mktemp -d)
 trap 'rm -rf "$SCRATCH"' EXIT
-cargo build --release -q -p lamina --example design_space
+cargo build --release -q -p lamina-lsm --example design_space
 mkdir -p "$OUT"
 for s in $STRATEGIES; do
   target/release/examples/design_space "$s:T=10,file=8388608" "$N" "$SCRATCH/db" > "$OUT/$s.json"

@@ -87,15 +87,13 @@ fn measure(
     scale: &Scale,
     threads: usize,
 ) -> Result<(f64, lamina::DbStats, f64, f64)> {
-    let opts = Options {
-        compaction: spec.parse()?,
-        write_buffer_size: scale.buffer,
-        target_file_size: scale.theta,
-        compaction_threads: threads,
-        sync: SyncMode::None,
-        block_cache_bytes: 8 << 20,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.compaction = spec.parse()?;
+    opts.write_buffer_size = scale.buffer;
+    opts.target_file_size = scale.theta;
+    opts.compaction_threads = threads;
+    opts.sync = SyncMode::None;
+    opts.block_cache_bytes = 8 << 20;
     let db = Db::open(dir, opts)?;
     let mut rng = StdRng::seed_from_u64(42);
     let mut value = vec![0u8; RECORD];

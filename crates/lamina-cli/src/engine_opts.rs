@@ -112,15 +112,13 @@ impl EngineOpts {
                 .ok_or_else(|| anyhow!("--buffer-pages {p} is too large"))?,
             (None, None) => 64 << 20,
         };
-        let mut o = Options {
-            write_buffer_size,
-            bloom_bits_per_level: self.bloom_bits_per_level.clone(),
-            bloom_monkey: self.bloom_monkey,
-            size_ratio: self.size_ratio,
-            compaction: self.compaction.clone(),
-            read_only: self.read_only,
-            ..Options::default()
-        };
+        let mut o = Options::default();
+        o.write_buffer_size = write_buffer_size;
+        o.bloom_bits_per_level = self.bloom_bits_per_level.clone();
+        o.bloom_monkey = self.bloom_monkey;
+        o.size_ratio = self.size_ratio;
+        o.compaction = self.compaction.clone();
+        o.read_only = self.read_only;
         if let Some(bits) = self.bloom_bits {
             o.bloom_bits_per_key = bits;
         }

@@ -59,6 +59,12 @@ enum What {
         /// Database directory.
         dir: PathBuf,
     },
+    /// The options a database was last opened with (its newest readable
+    /// OPTIONS file), one `name = value` per line.
+    Options {
+        /// Database directory.
+        dir: PathBuf,
+    },
 }
 
 struct Printer {
@@ -341,6 +347,25 @@ pub fn run(args: InspectArgs) -> Result<()> {
                 p.json(&m.tree)?;
             } else {
                 p.tree(&m.tree)?;
+            }
+        }
+        What::Options { dir } => {
+            let r = inspect::options(&vfs, dir)?;
+            if p.json {
+                let options: serde_json::Map<String, serde_json::Value> = r
+                    .options
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone().into()))
+                    .collect();
+                p.json(&json!({ "file": r.file, "skipped": r.skipped, "options": options }))?;
+            } else {
+                writeln!(p.out, "file: {}", r.file)?;
+                for s in &r.skipped {
+                    writeln!(p.out, "skipped: {s}")?;
+                }
+                for (k, v) in &r.options {
+                    writeln!(p.out, "{k} = {v}")?;
+                }
             }
         }
     }

@@ -21,10 +21,8 @@ pub struct RepairArgs {
 /// Rebuilds the database and prints what was kept and what was dropped;
 /// every replaced or unusable file is moved to `DIR/lost/`, none deleted.
 pub fn run(args: RepairArgs) -> Result<()> {
-    let opts = Options {
-        vfs: Arc::new(OsFs),
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.vfs = Arc::new(OsFs);
     let report = lamina::repair(&args.dir, &opts)
         .with_context(|| format!("repairing {}", args.dir.display()))?;
     println!("{report}");

@@ -34,12 +34,11 @@ fn hex(b: &[u8]) -> String {
 }
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 1 << 20,
-        block_size: 256,
-        sync: SyncMode::Always,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.write_buffer_size = 1 << 20;
+    o.block_size = 256;
+    o.sync = SyncMode::Always;
+    o
 }
 
 /// Keys with the bytes escaping must handle, each written once: puts of
@@ -270,13 +269,11 @@ fn wal_records_are_the_batches_and_a_torn_tail_is_found() {
 fn manifest_and_tree_list_the_live_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let db = Db::open(
-        &dir,
-        Options {
-            write_buffer_size: 16 << 10,
-            ..options()
-        },
-    )
+    let db = Db::open(&dir, {
+        let mut o = options();
+        o.write_buffer_size = 16 << 10;
+        o
+    })
     .unwrap();
     let mut model = BTreeMap::new();
     for i in 0u32..6000 {
@@ -352,4 +349,34 @@ fn a_directory_without_a_database_is_refused_and_left_alone() {
     let missing = inspect(&["tree"], &tmp.path().join("missing"));
     assert!(!missing.status.success());
     assert!(!tmp.path().join("missing").exists());
+}
+
+#[test]
+fn options_shows_what_the_database_was_opened_with() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut o = options();
+    o.compaction = lamina::Compaction::tiered(3);
+    Db::open(&dir, o).unwrap().close().unwrap();
+    let out = inspect(&["options"], &dir);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("file: OPTIONS-"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "compaction = tiered:T=3"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l == "block_size = 256"), "{text}");
+    assert!(text.lines().any(|l| l == "sync = always"), "{text}");
+    let out = inspect(&["options", "--json"], &dir);
+    let v = &json_lines(&out)[0];
+    assert_eq!(v["options"]["write_buffer_size"], (1 << 20).to_string());
+    assert_eq!(v["options"]["spatial"], "none");
+    assert!(v["file"].as_str().unwrap().starts_with("OPTIONS-"));
+    // A directory without one: a clear failure.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = inspect(&["options"], &empty);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no readable OPTIONS file"));
 }

@@ -68,10 +68,8 @@ fn bytes(rng: &mut StdRng, max_len: usize) -> Vec<u8> {
 /// overwrites and deletes), and its model.
 fn build(dir: &Path) -> Model {
     let mut rng = StdRng::seed_from_u64(20);
-    let opts = Options {
-        write_buffer_size: 16 << 10,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.write_buffer_size = 16 << 10;
     let db = Db::open(dir, opts).unwrap();
     let mut model = Model::new();
     let mut keys: Vec<Vec<u8>> = vec![b"".to_vec(), b"\\".to_vec(), b"\n".to_vec()];

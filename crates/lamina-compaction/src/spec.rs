@@ -411,6 +411,82 @@ pub enum CompactionSpec {
 }
 
 impl CompactionSpec {
+    /// Parses `name[:key=value,...]` or `toml:FILE` (the registry's
+    /// syntax, [`help_text`]), checking the name and parameters.
+    ///
+    /// ```
+    /// use lamina_compaction::CompactionSpec;
+    ///
+    /// let lo1 = CompactionSpec::parse("lo1:T=4")?;
+    /// assert_eq!(lo1.name(), "lo1");
+    /// assert!(CompactionSpec::parse("nosuch").is_err());
+    /// # Ok::<(), lamina_compaction::Error>(())
+    /// ```
+    pub fn parse(spec: &str) -> Result<Self> {
+        spec.parse()
+    }
+
+    /// A registry strategy by name, with its parameters in order. Checked
+    /// when the policy is built (`Options::validate`, `Db::open`).
+    pub fn named(name: &str, params: &[(&str, &str)]) -> Self {
+        CompactionSpec::Named {
+            name: name.to_string(),
+            params: params
+                .iter()
+                .map(|&(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// `leveling:T=t`: level 0 tiered, one run per deeper level, levels
+    /// `t` times apart (seed 004).
+    pub fn leveling(t: usize) -> Self {
+        Self::named("leveling", &[("T", &t.to_string())])
+    }
+
+    /// `tiered:T=t`: up to `t` runs per level, merged down whole into one
+    /// run of the next level (seed 004's tiered).
+    pub fn tiered(t: usize) -> Self {
+        Self::named("tiered", &[("T", &t.to_string())])
+    }
+
+    /// `lazy-leveling:T=t`: tiered levels, the deepest leveled (Dostoevsky).
+    pub fn lazy_leveling(t: usize) -> Self {
+        Self::named("lazy-leveling", &[("T", &t.to_string())])
+    }
+
+    /// `tiered:b=b`: one stack of runs where `b` runs of similar size merge
+    /// (size-tiered, seed 003).
+    pub fn size_tiered(b: usize) -> Self {
+        Self::named("tiered", &[("b", &b.to_string())])
+    }
+
+    /// `binomial:k=k`: at most `k` runs, on the binomial schedule.
+    pub fn binomial(k: usize) -> Self {
+        Self::named("binomial", &[("k", &k.to_string())])
+    }
+
+    /// `nomerge`: never compacts (a baseline).
+    pub fn nomerge() -> Self {
+        Self::named("nomerge", &[])
+    }
+
+    /// This spec with `key=value` added (or replaced), e.g. a target file
+    /// size: `CompactionSpec::tiered(10).with("file", 8 << 20)`.
+    pub fn with(self, key: &str, value: impl fmt::Display) -> Self {
+        match self {
+            CompactionSpec::Named { name, mut params } => {
+                let value = value.to_string();
+                match params.iter_mut().find(|(k, _)| k == key) {
+                    Some(p) => p.1 = value,
+                    None => params.push((key.to_string(), value)),
+                }
+                CompactionSpec::Named { name, params }
+            }
+            toml => toml,
+        }
+    }
+
     /// Builds the policy, taking unset sizes from `defaults`.
     pub fn build(&self, defaults: PolicyDefaults) -> Result<Box<dyn CompactionPolicy>> {
         policy_from_spec(&self.to_string(), defaults)
@@ -508,6 +584,35 @@ mod tests {
                 policy.spec()
             );
         }
+    }
+
+    #[test]
+    fn typed_constructors_are_the_registry_specs() {
+        for (spec, text) in [
+            (CompactionSpec::leveling(10), "leveling:T=10"),
+            (CompactionSpec::tiered(4), "tiered:T=4"),
+            (CompactionSpec::lazy_leveling(5), "lazy-leveling:T=5"),
+            (CompactionSpec::size_tiered(3), "tiered:b=3"),
+            (CompactionSpec::binomial(3), "binomial:k=3"),
+            (CompactionSpec::nomerge(), "nomerge"),
+            (
+                CompactionSpec::tiered(4).with("file", 1024).with("T", 6),
+                "tiered:T=6,file=1024",
+            ),
+        ] {
+            assert_eq!(spec.to_string(), text);
+            assert_eq!(CompactionSpec::parse(text).unwrap(), spec);
+            spec.build(PolicyDefaults::default()).unwrap();
+        }
+        // The two `tiered` families: T picks seed 004's, b the stack.
+        assert_eq!(
+            strategy("tiered", &[("T", "4")]).unwrap().family,
+            Family::DesignSpace
+        );
+        assert_eq!(
+            strategy("tiered", &[("b", "4")]).unwrap().family,
+            Family::Stack
+        );
     }
 
     #[test]

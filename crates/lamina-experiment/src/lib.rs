@@ -219,10 +219,8 @@ fn expand(spec: &Spec) -> Result<Vec<Run>> {
     if spec.strategies.is_empty() || spec.workloads.is_empty() {
         bail!("a spec needs at least one strategy and one [[workload]]");
     }
-    let mut base = Options {
-        sync: SyncMode::None,
-        ..Options::default()
-    };
+    let mut base = Options::default();
+    base.sync = SyncMode::None;
     for (k, v) in &spec.engine {
         set_param(&mut base, k, v).with_context(|| format!("[engine] {k}"))?;
     }

@@ -56,11 +56,15 @@ pub fn engine(e: lamina::Error) -> PyErr {
         lamina::Error::Io { .. } => IOError::new_err(msg),
         lamina::Error::Corruption { .. } => CorruptionError::new_err(msg),
         lamina::Error::Locked(_) => LockedError::new_err(msg),
-        lamina::Error::InvalidArgument(_) => InvalidArgumentError::new_err(msg),
+        lamina::Error::InvalidArgument(_) | lamina::Error::IncompatibleOption { .. } => {
+            InvalidArgumentError::new_err(msg)
+        }
         lamina::Error::NeedsRepair { .. } => NeedsRepairError::new_err(msg),
         lamina::Error::Closed => ClosedError::new_err(msg),
         lamina::Error::ReadOnly => ReadOnlyError::new_err(msg),
         lamina::Error::Background(_) => BackgroundError::new_err(msg),
+        // `lamina::Error` is non-exhaustive: kinds added later.
+        _ => Error::new_err(msg),
     }
 }
 

@@ -51,7 +51,7 @@
 //! The DSL keeps seed 004's numbering: `LVL1` is the in-memory buffer
 //! (memtables) and `LVLn` the engine's disk level `n - 2` (the engine, its
 //! statistics and `lamina bench` number disk levels from 0). The mapping
-//! lives in [`DslLevel`] and nowhere else.
+//! lives in `DslLevel` and nowhere else.
 //!
 //! # `s [N]`
 //!

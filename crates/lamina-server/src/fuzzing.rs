@@ -27,13 +27,11 @@ pub fn parse(data: &[u8]) {
 /// skipped: they read files of the real filesystem.
 pub fn command_loop(data: &[u8]) -> Vec<u8> {
     let fs = MemFs::new();
-    let opts = Options {
-        vfs: Arc::new(fs),
-        write_buffer_size: 4 * 1024,
-        target_file_size: 4 * 1024,
-        block_size: 512,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.vfs = Arc::new(fs);
+    opts.write_buffer_size = 4 * 1024;
+    opts.target_file_size = 4 * 1024;
+    opts.block_size = 512;
     let Ok(db) = Db::open("/db", opts) else {
         return Vec::new();
     };

@@ -12,10 +12,9 @@ use lamina::{Db, Options};
 use lamina_server::{run_client, run_local, ClientError, ClientOptions, Control, Server};
 
 fn small_opts() -> Options {
-    Options {
-        write_buffer_size: 16 * 1024,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.write_buffer_size = 16 * 1024;
+    o
 }
 
 fn open(dir: &Path) -> Db {

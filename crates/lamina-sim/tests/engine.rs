@@ -43,19 +43,18 @@ const VALUE_BYTES: usize = 300;
 const WRITE_BUFFER: usize = 1 << 20;
 
 fn options(fs: &MemFs, spec: &str, write_buffer: usize) -> Options {
-    Options {
-        vfs: Arc::new(fs.clone()),
-        write_buffer_size: write_buffer,
-        // One file per run, as in the model.
-        target_file_size: 1 << 40,
-        block_size: 1024,
-        block_cache_bytes: 256 * 1024,
-        compaction: spec.parse().unwrap(),
-        compaction_threads: 1,
-        // Stack policies bound runs themselves; a stall would only interfere.
-        level0_stop_runs: 0,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.vfs = Arc::new(fs.clone());
+    o.write_buffer_size = write_buffer;
+    // One file per run, as in the model.
+    o.target_file_size = 1 << 40;
+    o.block_size = 1024;
+    o.block_cache_bytes = 256 * 1024;
+    o.compaction = spec.parse().unwrap();
+    o.compaction_threads = 1;
+    // Stack policies bound runs themselves; a stall would only interfere.
+    o.level0_stop_runs = 0;
+    o
 }
 
 fn mix(mut z: u64) -> u64 {
@@ -358,13 +357,14 @@ fn dataset_index_levels_count_its_own_flushes() {
     let fs = MemFs::new();
     let spec = "leveled:b0=2,b=4,file=8192";
     let opts = DatasetOptions {
-        base: Options {
-            vfs: Arc::new(fs.clone()),
-            target_file_size: 8192,
-            block_size: 1024,
-            level0_stop_runs: 0,
-            compaction_threads: 1,
-            ..Options::default()
+        base: {
+            let mut o = Options::default();
+            o.vfs = Arc::new(fs.clone());
+            o.target_file_size = 8192;
+            o.block_size = 1024;
+            o.level0_stop_runs = 0;
+            o.compaction_threads = 1;
+            o
         },
         memory_budget: 64 << 10,
         comparator: Comparator::Hilbert,

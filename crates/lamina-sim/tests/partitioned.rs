@@ -30,15 +30,13 @@ fn mix(mut z: u64) -> u64 {
 /// the simulator on the engine's flush sizes.
 fn both(spec: &str, flushes: u64, keys: KeyModel) -> (DbStats, Summary) {
     let fs = MemFs::new();
-    let options = Options {
-        vfs: Arc::new(fs.clone()),
-        write_buffer_size: 1 << 20,
-        block_size: 1024,
-        compaction: spec.parse().unwrap(),
-        compaction_threads: 1,
-        level0_stop_runs: 0,
-        ..Options::default()
-    };
+    let mut options = Options::default();
+    options.vfs = Arc::new(fs.clone());
+    options.write_buffer_size = 1 << 20;
+    options.block_size = 1024;
+    options.compaction = spec.parse().unwrap();
+    options.compaction_threads = 1;
+    options.level0_stop_runs = 0;
     let db = Db::open("/db", options).unwrap();
     let mut sim = Simulator::from_spec(
         spec,

@@ -34,7 +34,10 @@ fn main() {
     };
     let buffer: usize = buffer.parse().expect("BUFFER must be a byte count");
     let puts: u64 = puts.parse().expect("PUTS must be a number");
-    let window: u64 = window.parse::<u64>().expect("WINDOW must be a number").max(1);
+    let window: u64 = window
+        .parse::<u64>()
+        .expect("WINDOW must be a number")
+        .max(1);
     // The run creates DIR and removes it at the end: it never touches a
     // directory it did not make.
     if std::path::Path::new(dir).exists() {

@@ -5,7 +5,7 @@
 //! strategy has nothing left to do, so that every compaction the inserts
 //! caused is counted. Prints `Db::stats()` as JSON.
 //!
-//! `cargo run --release -p lamina --example design_space -- SPEC NUM DIR`
+//! `cargo run --release -p lamina-lsm --example design_space -- SPEC NUM DIR`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -29,20 +29,17 @@ fn main() {
         eprintln!("{dir} exists; give a path this run may create and remove");
         std::process::exit(2);
     }
-    let db = Db::open(
-        dir,
-        Options {
-            compaction: spec,
-            write_buffer_size: 8 << 20,
-            target_file_size: 8 << 20,
-            size_ratio: 10,
-            bloom_bits_per_key: 10.0,
-            block_cache_bytes: 8 << 20,
-            compaction_threads: 1,
-            ..Options::default()
-        },
-    )
-    .expect("open");
+    let opts = Options::builder()
+        .compaction(spec)
+        .write_buffer_size(8 << 20)
+        .target_file_size(8 << 20)
+        .size_ratio(10)
+        .bloom_bits_per_key(10.0)
+        .block_cache_bytes(8 << 20)
+        .compaction_threads(1)
+        .build()
+        .expect("options");
+    let db = Db::open(dir, opts).expect("open");
     let mut rng = StdRng::seed_from_u64(2021);
     let mut value = [0u8; 124];
     let start = Instant::now();

@@ -3,7 +3,7 @@
 //! the seed: Simple about 6× faster than Hilbert and Z-order), against
 //! lamina's design, which encodes each point's key once and sorts bytes.
 //!
-//! `cargo run --release -p lamina --example spatial_sort -- [POINTS] [ROUNDS]`
+//! `cargo run --release -p lamina-lsm --example spatial_sort -- [POINTS] [ROUNDS]`
 //! (defaults 1,000,000 and 3; uniform lon/lat, fixed seed; medians).
 
 use std::time::Instant;

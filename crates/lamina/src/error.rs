@@ -10,8 +10,10 @@ use std::sync::Arc;
 /// Result alias used throughout the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors returned by the engine.
+/// Errors returned by the engine. New kinds may be added
+/// (`#[non_exhaustive]`): match the ones you handle and keep a catch-all.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O call failed.
     #[error("I/O error during {op} on {path}: {source}")]
@@ -49,6 +51,18 @@ pub enum Error {
         dir: PathBuf,
         /// What is missing.
         reason: String,
+    },
+    /// An option differs from the value the database was created with, and
+    /// the change would make the engine misread its files (the spatial
+    /// comparator sets the key order). Nothing was changed.
+    #[error("option {option} cannot change from the stored {stored} to {requested}: the data on disk is ordered by the stored value. Open with {option} = {stored} (or build the options with `Options::builder().from_stored_options()`), or copy the data into a new database")]
+    IncompatibleOption {
+        /// The `Options` field.
+        option: &'static str,
+        /// The value in the database's newest OPTIONS file.
+        stored: String,
+        /// The value the caller asked for.
+        requested: String,
     },
     /// The database has been closed.
     #[error("database is closed")]
@@ -92,7 +106,9 @@ impl Error {
     /// True when the error is an out-of-space condition (ENOSPC).
     pub fn is_no_space(&self) -> bool {
         match self {
-            Error::Io { source, .. } => source.raw_os_error() == Some(libc::ENOSPC),
+            Error::Io { source, .. } => {
+                source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error())
+            }
             Error::Background(e) => e.is_no_space(),
             _ => false,
         }
@@ -124,6 +140,15 @@ impl Error {
                 reason: reason.clone(),
             },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::IncompatibleOption {
+                option,
+                stored,
+                requested,
+            } => Error::IncompatibleOption {
+                option,
+                stored: stored.clone(),
+                requested: requested.clone(),
+            },
             Error::Closed => Error::Closed,
             Error::ReadOnly => Error::ReadOnly,
             Error::Background(e) => Error::Background(Arc::clone(e)),

@@ -5,6 +5,7 @@
 //! | write-ahead log `n` | `NNNNNN.log` (at least six digits) |
 //! | SST `n` | `NNNNNN.sst` |
 //! | manifest `n` | `MANIFEST-NNNNNN` |
+//! | options the database was opened with, `n` | `OPTIONS-NNNNNN` (written as `OPTIONS-NNNNNN.dbtmp`, then renamed) |
 //! | pointer to the live manifest | `CURRENT` (and `CURRENT.tmp` while it is replaced) |
 //! | the directory lock | `LOCK` |
 //! | the info log (events, for operators) | `LOG`, and `LOG.old` once it grew past 16 MiB |
@@ -22,7 +23,7 @@ pub const CURRENT: &str = "CURRENT";
 pub const CURRENT_TMP: &str = "CURRENT.tmp";
 /// Name of the directory lock.
 pub const LOCK: &str = "LOCK";
-/// Name of the info log ([`crate::info_log`]).
+/// Name of the info log (`DIR/LOG`: events for operators).
 pub const INFO_LOG: &str = "LOG";
 /// Name the info log is rotated to.
 pub const INFO_LOG_OLD: &str = "LOG.old";
@@ -36,6 +37,10 @@ pub enum FileKind {
     Table,
     /// A manifest.
     Manifest,
+    /// An OPTIONS file (docs/format.md).
+    Options,
+    /// An OPTIONS file being written, renamed to its final name once synced.
+    OptionsTemp,
 }
 
 /// Name of WAL number `n`.
@@ -53,12 +58,24 @@ pub fn manifest_name(n: u64) -> String {
     format!("MANIFEST-{n:06}")
 }
 
+/// Name of OPTIONS file number `n`.
+pub fn options_name(n: u64) -> String {
+    format!("OPTIONS-{n:06}")
+}
+
+/// Name OPTIONS file number `n` is written under before its rename.
+pub fn options_temp_name(n: u64) -> String {
+    format!("OPTIONS-{n:06}.dbtmp")
+}
+
 /// The name of numbered file `n` of `kind`.
 pub fn name_of(kind: FileKind, n: u64) -> String {
     match kind {
         FileKind::Wal => wal_name(n),
         FileKind::Table => sst_name(n),
         FileKind::Manifest => manifest_name(n),
+        FileKind::Options => options_name(n),
+        FileKind::OptionsTemp => options_temp_name(n),
     }
 }
 
@@ -69,6 +86,11 @@ pub fn parse(name: &str) -> Option<(FileKind, u64)> {
         (FileKind::Wal, d)
     } else if let Some(d) = name.strip_suffix(".sst") {
         (FileKind::Table, d)
+    } else if let Some(d) = name.strip_prefix("OPTIONS-") {
+        match d.strip_suffix(".dbtmp") {
+            Some(d) => (FileKind::OptionsTemp, d),
+            None => (FileKind::Options, d),
+        }
     } else {
         (FileKind::Manifest, name.strip_prefix("MANIFEST-")?)
     };
@@ -114,6 +136,11 @@ mod tests {
         assert_eq!(parse("000012.sst"), Some((FileKind::Table, 12)));
         assert_eq!(parse("000007.log"), Some((FileKind::Wal, 7)));
         assert_eq!(parse("MANIFEST-000003"), Some((FileKind::Manifest, 3)));
+        assert_eq!(parse("OPTIONS-000004"), Some((FileKind::Options, 4)));
+        assert_eq!(
+            parse("OPTIONS-000004.dbtmp"),
+            Some((FileKind::OptionsTemp, 4))
+        );
         assert_eq!(parse("1234567.sst"), Some((FileKind::Table, 1_234_567)));
         for not_ours in [
             "12.sst",
@@ -123,6 +150,10 @@ mod tests {
             "MANIFEST-",
             "MANIFEST-x",
             "MANIFEST-12",
+            "OPTIONS-12",
+            "OPTIONS-000012.tmp",
+            "OPTIONS-000012.dbtmp.old",
+            "OPTIONS",
             "CURRENT",
             "LOCK",
             "notes.txt",
@@ -131,7 +162,13 @@ mod tests {
         ] {
             assert_eq!(parse(not_ours), None, "{not_ours}");
         }
-        for kind in [FileKind::Wal, FileKind::Table, FileKind::Manifest] {
+        for kind in [
+            FileKind::Wal,
+            FileKind::Table,
+            FileKind::Manifest,
+            FileKind::Options,
+            FileKind::OptionsTemp,
+        ] {
             for n in [0, 1, 999_999, 1_000_000, u64::MAX] {
                 assert_eq!(parse(&name_of(kind, n)), Some((kind, n)));
             }

@@ -588,3 +588,26 @@ pub fn wal_record_entries(
     }
     Ok(n)
 }
+
+/// The options stored in a database directory (`OPTIONS-NNNNNN`).
+#[derive(Debug, Clone, Serialize)]
+pub struct OptionsReport {
+    /// The newest OPTIONS file that decodes.
+    pub file: String,
+    /// Newer OPTIONS files that did not decode, with why.
+    pub skipped: Vec<String>,
+    /// Every stored option, `(name, value)` in the order of `Options`.
+    pub options: Vec<(String, String)>,
+}
+
+/// The options the database in `dir` was last opened with.
+pub fn options(vfs: &Arc<dyn Vfs>, dir: &Path) -> Result<OptionsReport> {
+    let stored = crate::options_file::load(vfs.as_ref(), dir)?.ok_or_else(|| {
+        Error::InvalidArgument(format!("no readable OPTIONS file in {}", dir.display()))
+    })?;
+    Ok(OptionsReport {
+        options: stored.entries(),
+        file: stored.file,
+        skipped: stored.skipped,
+    })
+}

@@ -33,6 +33,7 @@ mod lru;
 mod manifest;
 mod memtable;
 mod options;
+pub mod options_file;
 mod record;
 mod repair;
 mod row_cache;
@@ -50,7 +51,10 @@ pub use db::{
     CheckpointReport, Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter,
 };
 pub use error::{Error, Result};
-pub use options::{InvalidOption, Options, SyncMode};
+pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode};
 pub use repair::{repair, RepairReport};
-pub use stats::{BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats, WindowStats};
+pub use stats::{
+    compaction_stats_table, BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats,
+    WindowStats,
+};
 pub use verify::{verify, VerifyReport};

@@ -75,6 +75,10 @@ impl Manifest {
         counters.stamp(&mut snapshot);
         append_record(file.as_mut(), &snapshot.encode())?;
         file.sync()?;
+        // The manifest's name must be durable before CURRENT can name it:
+        // a power loss may otherwise keep the rename below and lose the
+        // creation (tests/options_file.rs found it, crashing mid-open).
+        vfs.sync_dir(dir)?;
         let tmp = dir.join(CURRENT_TMP);
         let mut current = vfs.create(&tmp)?;
         current.append(format!("{name}\n").as_bytes())?;
@@ -200,6 +204,8 @@ pub(crate) fn refuse_orphaned_files(vfs: &dyn Vfs, dir: &Path) -> Result<Vec<Str
         let path = dir.join(&name);
         let empty = match kind {
             FileKind::Table => false,
+            // Settings, not data.
+            FileKind::Options | FileKind::OptionsTemp => true,
             FileKind::Wal => vfs.open_read(&path)?.is_empty(),
             FileKind::Manifest => {
                 let data = vfs.read_all(&path)?;

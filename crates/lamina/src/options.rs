@@ -69,7 +69,29 @@ impl fmt::Display for SyncMode {
 }
 
 /// Options of a database.
+///
+/// Build them with [`Options::builder`], which validates the combination,
+/// or start from [`Options::default`] and assign fields. The struct is
+/// `#[non_exhaustive]`: new options can be added without breaking callers,
+/// so it cannot be written as a struct literal outside this crate.
+///
+/// ```
+/// use lamina::{Compaction, Options, SyncMode};
+///
+/// let opts = Options::builder()
+///     .write_buffer_size(4 << 20)
+///     .compaction(Compaction::tiered(4))
+///     .sync(SyncMode::Always)
+///     .build()?;
+/// assert_eq!(opts.write_buffer_size, 4 << 20);
+///
+/// // Or mutate a default value (checked by `Db::open`).
+/// let mut opts = Options::default();
+/// opts.block_cache_bytes = 0;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Options {
     /// Filesystem used for every file operation.
     pub vfs: Arc<dyn Vfs>,
@@ -149,14 +171,20 @@ pub struct Options {
     /// Keys are points laid out by this comparator (a spatial index, the
     /// LSM R-tree of seed 000 ch. 4): tables keep the MBR of each block and
     /// file, and [`crate::Db::window`] answers window queries. `None` (the
-    /// default) for ordinary keys. Use the same comparator on every open;
-    /// [`crate::spatial::SpatialIndex`] records and checks it.
+    /// default) for ordinary keys. Use the same comparator on every open:
+    /// the OPTIONS file records it, and `Db::open` refuses another with
+    /// [`crate::Error::IncompatibleOption`].
     pub spatial: Option<Comparator>,
     /// Open for reads only: recovery replays the logs into memory but
     /// writes nothing (no new log, no manifest, no garbage collection, no
     /// flush or compaction), so a database on a full disk can still be read.
     /// Writes, `flush` and `compact_range` fail with `Error::ReadOnly`.
     pub read_only: bool,
+    /// Set by [`OptionsBuilder::from_stored_options`]: the fields the
+    /// builder set; `Db::open` takes every other stored field from the
+    /// database's newest OPTIONS file. `None`: these options are used as
+    /// they are.
+    pub(crate) explicit: Option<Vec<&'static str>>,
 }
 
 /// A setting [`Options::validate`] refuses: which field, and why.
@@ -267,7 +295,137 @@ impl Default for Options {
             plan_with_mean_flush: false,
             spatial: None,
             read_only: false,
+            explicit: None,
         }
+    }
+}
+
+/// The typed compaction strategy the builder takes: a registry name with
+/// parameters, e.g. `Compaction::tiered(4)`, `Compaction::leveling(10)` or
+/// `Compaction::parse("lo1")?` (an alias of
+/// [`crate::compaction::CompactionSpec`]).
+///
+/// ```
+/// use lamina::Compaction;
+///
+/// assert_eq!(Compaction::tiered(4).to_string(), "tiered:T=4");
+/// assert_eq!(Compaction::leveling(10).to_string(), "leveling:T=10");
+/// let lo1 = Compaction::parse("lo1")?; // any strategy of the registry
+/// assert_eq!(lo1.name(), "lo1");
+/// assert!(Compaction::parse("no-such-strategy").is_err());
+/// # Ok::<(), lamina::compaction::Error>(())
+/// ```
+pub type Compaction = CompactionSpec;
+
+/// Builds [`Options`]: one chainable setter per option, then
+/// [`OptionsBuilder::build`] checks the combination.
+///
+/// ```
+/// use lamina::{Compaction, Options};
+///
+/// let opts = Options::builder()
+///     .write_buffer_size(1 << 20)
+///     .size_ratio(4)
+///     .compaction(Compaction::leveling(4))
+///     .build()?;
+/// assert_eq!(opts.compaction.to_string(), "leveling:T=4");
+///
+/// // Combinations are checked: a 1-run size ratio is refused by name.
+/// let err = Options::builder().size_ratio(1).build().unwrap_err();
+/// assert_eq!(err.field, "size_ratio");
+/// # Ok::<(), lamina::InvalidOption>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+#[must_use]
+pub struct OptionsBuilder {
+    opts: Options,
+    /// Fields set, in order, each once.
+    set: Vec<&'static str>,
+    from_stored: bool,
+}
+
+impl Options {
+    /// A builder starting from [`Options::default`].
+    pub fn builder() -> OptionsBuilder {
+        OptionsBuilder::default()
+    }
+}
+
+macro_rules! setters {
+    ($($field:ident: $ty:ty),* $(,)?) => {
+        impl OptionsBuilder {
+            $(
+                #[doc = concat!("Sets [`Options::", stringify!($field), "`].")]
+                pub fn $field(mut self, value: $ty) -> Self {
+                    self.opts.$field = value;
+                    self.mark(stringify!($field))
+                }
+            )*
+        }
+    };
+}
+
+setters! {
+    create_if_missing: bool,
+    write_buffer_size: usize,
+    max_immutable_memtables: usize,
+    block_size: usize,
+    bloom_bits_per_key: f64,
+    bloom_bits_per_level: Vec<f64>,
+    bloom_monkey: bool,
+    memtable_bloom_bits_per_key: f64,
+    block_cache_bytes: usize,
+    size_ratio: usize,
+    target_file_size: u64,
+    compaction_fills_cache: bool,
+    compaction_readahead_bytes: usize,
+    compaction_warm_up: bool,
+    row_cache_bytes: usize,
+    compaction: Compaction,
+    compaction_threads: usize,
+    level0_stop_runs: usize,
+    sync: SyncMode,
+    write_ahead_log: bool,
+    plan_with_mean_flush: bool,
+    spatial: Option<Comparator>,
+    read_only: bool,
+}
+
+impl OptionsBuilder {
+    fn mark(mut self, field: &'static str) -> Self {
+        if !self.set.contains(&field) {
+            self.set.push(field);
+        }
+        self
+    }
+
+    /// Sets [`Options::vfs`].
+    pub fn vfs(mut self, vfs: Arc<dyn Vfs>) -> Self {
+        self.opts.vfs = vfs;
+        self.mark("vfs")
+    }
+
+    /// Takes every stored option this builder does not set from the
+    /// database's newest `OPTIONS-NNNNNN` file when [`crate::Db::open`]
+    /// opens it, as if the caller had set it to the stored value (RocksDB's
+    /// `LoadLatestOptions` followed by changes). A new database, or one
+    /// whose OPTIONS files are all unreadable, gets the builder's values.
+    /// Without this call, the built options are used as they are, and only
+    /// changes that would misread the data (the spatial comparator) are
+    /// refused ([`crate::Error::IncompatibleOption`]).
+    pub fn from_stored_options(mut self) -> Self {
+        self.from_stored = true;
+        self
+    }
+
+    /// The options, once [`Options::validate`] accepts them.
+    pub fn build(self) -> Result<Options, InvalidOption> {
+        let mut opts = self.opts;
+        opts.validate()?;
+        if self.from_stored {
+            opts.explicit = Some(self.set);
+        }
+        Ok(opts)
     }
 }
 
@@ -282,6 +440,45 @@ mod tests {
         }
         assert!("interval:0".parse::<SyncMode>().is_err());
         assert!("sometimes".parse::<SyncMode>().is_err());
+    }
+
+    #[test]
+    fn the_builder_sets_each_field_and_validates_the_whole() {
+        let o = Options::builder()
+            .write_buffer_size(4096)
+            .size_ratio(4)
+            .compaction(Compaction::tiered(4))
+            .sync(SyncMode::Always)
+            .spatial(Some(Comparator::Hilbert))
+            .build()
+            .unwrap();
+        assert_eq!(o.write_buffer_size, 4096);
+        assert_eq!(o.size_ratio, 4);
+        assert_eq!(o.compaction.to_string(), "tiered:T=4");
+        assert_eq!(o.sync, SyncMode::Always);
+        assert_eq!(o.spatial, Some(Comparator::Hilbert));
+        // Untouched fields keep their defaults; nothing is marked for
+        // reloading unless asked.
+        assert_eq!(o.block_size, Options::default().block_size);
+        assert_eq!(o.explicit, None);
+        let err = Options::builder()
+            .write_buffer_size(10)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.field, "write_buffer_size");
+        // A spec valid alone may be invalid with these sizes.
+        let err = Options::builder()
+            .compaction(Compaction::leveling(1))
+            .build()
+            .unwrap_err();
+        assert_eq!(err.field, "compaction");
+        let o = Options::builder()
+            .block_size(128)
+            .block_size(256)
+            .from_stored_options()
+            .build()
+            .unwrap();
+        assert_eq!(o.explicit, Some(vec!["block_size"]));
     }
 
     #[test]

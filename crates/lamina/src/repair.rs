@@ -167,6 +167,8 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
                 FileKind::Table => tables.push(n),
                 FileKind::Wal => wals.push(n),
                 FileKind::Manifest => manifests.push(n),
+                // Kept as they are: a repaired database reads them.
+                FileKind::Options | FileKind::OptionsTemp => {}
             }
         }
     }

@@ -886,10 +886,119 @@ pub struct WindowStats {
     pub latency: LatencySummary,
 }
 
+/// RocksDB's "Compaction Stats" table (`lamina bench`'s report and the
+/// `lamina.stats` property, [`crate::Db::property`]): per level (numbered from 0, as
+/// everywhere in lamina), its shape and what flushes and merges into it
+/// read, wrote and moved; then the sum.
+pub fn compaction_stats_table(levels: &[LevelStats]) -> String {
+    let mb = |b: u64| b as f64 / 1_048_576.0;
+    let mut out = String::from(
+        "** Compaction Stats **\nLevel   Runs  Files  Size(MB)  Read(MB)  Rlevel(MB)  Write(MB)  Moved(MB)  W-Amp  Comp(cnt)  Comp(sec)   Entries  Tombstones\n",
+    );
+    let mut sum = LevelStats::default();
+    for l in levels {
+        out.push_str(&format!(
+            "L{:<5} {:>5} {:>6} {:>9.1} {:>9.1} {:>11.1} {:>10.1} {:>10.1} {:>6.2} {:>10} {:>10.2} {:>9} {:>11}\n",
+            l.level,
+            l.runs,
+            l.files,
+            mb(l.bytes),
+            mb(l.bytes_read),
+            mb(l.bytes_read_level),
+            mb(l.bytes_written),
+            mb(l.bytes_moved),
+            l.write_amplification,
+            l.compactions,
+            l.compaction_seconds,
+            l.entries,
+            l.tombstones
+        ));
+        sum.runs += l.runs;
+        sum.files += l.files;
+        sum.bytes += l.bytes;
+        sum.bytes_read_level += l.bytes_read_level;
+        sum.bytes_written += l.bytes_written;
+        sum.bytes_moved += l.bytes_moved;
+        sum.compactions += l.compactions;
+        sum.compaction_seconds += l.compaction_seconds;
+        sum.entries += l.entries;
+        sum.tombstones += l.tombstones;
+    }
+    // What came in from outside the tree is what level 0 took in.
+    let ingested = levels.first().map_or(0, |l| l.bytes_read);
+    let wa = if ingested == 0 {
+        0.0
+    } else {
+        sum.bytes_written as f64 / ingested as f64
+    };
+    out.push_str(&format!(
+        "Sum    {:>5} {:>6} {:>9.1} {:>9.1} {:>11.1} {:>10.1} {:>10.1} {:>6.2} {:>10} {:>10.2} {:>9} {:>11}\n",
+        sum.runs,
+        sum.files,
+        mb(sum.bytes),
+        mb(ingested),
+        mb(sum.bytes_read_level),
+        mb(sum.bytes_written),
+        mb(sum.bytes_moved),
+        wa,
+        sum.compactions,
+        sum.compaction_seconds,
+        sum.entries,
+        sum.tombstones
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn compaction_stats_sum_the_levels() {
+        let mib = 1_048_576;
+        let levels = [
+            LevelStats {
+                level: 0,
+                runs: 2,
+                files: 2,
+                bytes: 2 * mib,
+                bytes_read: 10 * mib,
+                bytes_written: 10 * mib,
+                write_amplification: 1.0,
+                ..Default::default()
+            },
+            LevelStats {
+                level: 1,
+                runs: 1,
+                files: 3,
+                bytes: 8 * mib,
+                bytes_read: 8 * mib,
+                bytes_read_level: 4 * mib,
+                bytes_written: 12 * mib,
+                compactions: 4,
+                compaction_seconds: 0.5,
+                write_amplification: 1.5,
+                ..Default::default()
+            },
+        ];
+        let table = compaction_stats_table(&levels);
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 3, "{table}");
+        assert_eq!(rows[1][..4], ["L1", "1", "3", "8.0"]);
+        // Sum: 22 MB written for the 10 MB that came in: WA 2.20.
+        assert_eq!(
+            rows[2],
+            [
+                "Sum", "3", "5", "10.0", "10.0", "4.0", "22.0", "0.0", "2.20", "4", "0.50", "0",
+                "0"
+            ]
+        );
+    }
 
     #[test]
     fn histogram_quantiles_are_within_one_percent_and_never_above_the_max() {

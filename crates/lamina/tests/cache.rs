@@ -10,12 +10,11 @@ use lamina::vfs::mem::MemFs;
 use lamina::{Db, Options};
 
 fn options(fs: &MemFs, fills: bool) -> Options {
-    Options {
-        compaction: "leveling:T=3,l0=2".parse().unwrap(),
-        compaction_fills_cache: fills,
-        block_cache_bytes: 1 << 20,
-        ..tiny_options(fs)
-    }
+    let mut o = tiny_options(fs);
+    o.compaction = "leveling:T=3,l0=2".parse().unwrap();
+    o.compaction_fills_cache = fills;
+    o.block_cache_bytes = 1 << 20;
+    o
 }
 
 #[test]
@@ -79,13 +78,11 @@ fn warm_up_loads_the_merged_blocks_of_cached_ranges() {
     let mut misses_after = Vec::new();
     for warm in [false, true] {
         let fs = MemFs::new();
-        let db = Db::open(
-            "/db",
-            Options {
-                compaction_warm_up: warm,
-                ..options(&fs, false)
-            },
-        )
+        let db = Db::open("/db", {
+            let mut o = options(&fs, false);
+            o.compaction_warm_up = warm;
+            o
+        })
         .unwrap();
         let mut model = std::collections::BTreeMap::new();
         for round in 0..2u64 {
@@ -133,13 +130,11 @@ fn warm_up_loads_the_merged_blocks_of_cached_ranges() {
 #[test]
 fn row_cache_answers_like_the_model() {
     let fs = MemFs::new();
-    let db = Db::open(
-        "/db",
-        Options {
-            row_cache_bytes: 16 * 1024,
-            ..options(&fs, false)
-        },
-    )
+    let db = Db::open("/db", {
+        let mut o = options(&fs, false);
+        o.row_cache_bytes = 16 * 1024;
+        o
+    })
     .unwrap();
     let mut model = std::collections::BTreeMap::new();
     let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -181,13 +176,11 @@ fn row_cache_reads_never_go_back_in_time() {
     use std::sync::Arc;
     let fs = MemFs::new();
     let db = Arc::new(
-        Db::open(
-            "/db",
-            Options {
-                row_cache_bytes: 1 << 20,
-                ..options(&fs, false)
-            },
-        )
+        Db::open("/db", {
+            let mut o = options(&fs, false);
+            o.row_cache_bytes = 1 << 20;
+            o
+        })
         .unwrap(),
     );
     const KEYS: u64 = 4;

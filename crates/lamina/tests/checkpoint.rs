@@ -107,6 +107,21 @@ fn copy_taken_under_concurrent_writes_holds_every_acknowledged_write_as_a_prefix
     db.wait_for_compactions().unwrap();
     drop(db);
 
+    // The source's newest OPTIONS file travels with the copy.
+    let options_files = |dir: &std::path::Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("OPTIONS-") && !n.contains('.'))
+            .map(|n| (n.clone(), std::fs::read(dir.join(&n)).unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let copied = options_files(&dst);
+    assert_eq!(copied.len(), 1, "{copied:?}");
+    assert_eq!(options_files(&src).last(), copied.last());
+
     let copy = Db::open(&dst, options(Arc::new(OsFs))).unwrap();
     let got = dump(&copy);
     for (k, v) in &preloaded {

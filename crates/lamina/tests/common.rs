@@ -10,30 +10,29 @@ use lamina::{Db, Options};
 
 /// Options that make flushes and compactions happen after a few hundred writes.
 pub fn tiny_options(fs: &MemFs) -> Options {
-    Options {
-        vfs: Arc::new(fs.clone()),
-        write_buffer_size: 8 * 1024,
-        target_file_size: 4 * 1024,
-        block_size: 512,
-        block_cache_bytes: 64 * 1024,
-        compaction: "leveling:T=3,l0=2".parse().unwrap(),
-        level0_stop_runs: 0,
-        ..Options::default()
-    }
+    tiny_builder()
+        .vfs(Arc::new(fs.clone()))
+        .block_cache_bytes(64 * 1024)
+        .build()
+        .unwrap()
 }
 
 /// `tiny_options` on the real file system, for tests that look at the
 /// directory's files.
 pub fn disk_options() -> Options {
-    Options {
-        vfs: Arc::new(lamina::vfs::OsFs),
-        write_buffer_size: 8 * 1024,
-        target_file_size: 4 * 1024,
-        block_size: 512,
-        compaction: "leveling:T=3,l0=2".parse().unwrap(),
-        level0_stop_runs: 0,
-        ..Options::default()
-    }
+    tiny_builder()
+        .vfs(Arc::new(lamina::vfs::OsFs))
+        .build()
+        .unwrap()
+}
+
+fn tiny_builder() -> lamina::OptionsBuilder {
+    Options::builder()
+        .write_buffer_size(8 * 1024)
+        .target_file_size(4 * 1024)
+        .block_size(512)
+        .compaction(lamina::Compaction::parse("leveling:T=3,l0=2").unwrap())
+        .level0_stop_runs(0)
 }
 
 /// Every live pair of the database, by a full scan.

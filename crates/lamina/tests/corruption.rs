@@ -13,7 +13,7 @@ use std::path::Path;
 use common::{key, tiny_options};
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{Db, Options, SyncMode};
+use lamina::{Db, SyncMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -102,14 +102,10 @@ type WalOnly = (MemFs, String, Vec<(Vec<u8>, Vec<u8>)>);
 
 fn wal_only(n: u64) -> WalOnly {
     let fs = MemFs::new();
-    let opts = Options {
-        sync: SyncMode::Always,
-        ..tiny_options(&fs)
-    };
-    let opts = Options {
-        write_buffer_size: 1 << 20,
-        ..opts
-    };
+    let mut opts = tiny_options(&fs);
+    opts.sync = SyncMode::Always;
+    let mut opts = opts;
+    opts.write_buffer_size = 1 << 20;
     let db = Db::open("/db", opts).unwrap();
     let writes: Vec<_> = (0..n)
         .map(|i| (key(i), format!("v{i}").into_bytes()))

@@ -120,16 +120,15 @@ fn matching_prefix(history: &[Op], lo: usize, hi: usize, got: &Model) -> Option<
 }
 
 fn crash_options(fs: &MemFs, sync: SyncMode, compaction: &str) -> Options {
-    Options {
-        vfs: Arc::new(fs.clone()),
-        write_buffer_size: 4 * 1024,
-        target_file_size: 2 * 1024,
-        block_size: 256,
-        compaction: compaction.parse().unwrap(),
-        level0_stop_runs: 0,
-        sync,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.vfs = Arc::new(fs.clone());
+    o.write_buffer_size = 4 * 1024;
+    o.target_file_size = 2 * 1024;
+    o.block_size = 256;
+    o.compaction = compaction.parse().unwrap();
+    o.level0_stop_runs = 0;
+    o.sync = sync;
+    o
 }
 
 /// Runs a history with background flushes and compactions, cloning the disk
@@ -260,13 +259,11 @@ fn crash_child_writer() {
         return;
     };
     let seed: u64 = seed.parse().unwrap();
-    let opts = Options {
-        write_buffer_size: 16 * 1024,
-        target_file_size: 8 * 1024,
-        compaction: "leveling:T=3,l0=2".parse().unwrap(),
-        sync: SyncMode::Always,
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.write_buffer_size = 16 * 1024;
+    opts.target_file_size = 8 * 1024;
+    opts.compaction = "leveling:T=3,l0=2".parse().unwrap();
+    opts.sync = SyncMode::Always;
     let db = Db::open(&dir, opts).unwrap();
     let mut out = std::io::stdout().lock();
     for i in 0.. {

@@ -17,14 +17,15 @@ use rand::{Rng, SeedableRng};
 
 fn options(fs: &MemFs, c: Comparator, m: Maintenance, sync: SyncMode) -> DatasetOptions {
     DatasetOptions {
-        base: Options {
-            vfs: Arc::new(fs.clone()),
-            target_file_size: 4 * 1024,
-            block_size: 512,
-            block_cache_bytes: 64 * 1024,
-            level0_stop_runs: 0,
-            sync,
-            ..Options::default()
+        base: {
+            let mut o = Options::default();
+            o.vfs = Arc::new(fs.clone());
+            o.target_file_size = 4 * 1024;
+            o.block_size = 512;
+            o.block_cache_bytes = 64 * 1024;
+            o.level0_stop_runs = 0;
+            o.sync = sync;
+            o
         },
         memory_budget: 16 * 1024,
         comparator: c,

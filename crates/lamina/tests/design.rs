@@ -32,14 +32,12 @@ fn load(db: &Db, seed: u64, n: usize) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 fn open(fs: &MemFs, spec: &str) -> Db {
-    Db::open(
-        "/db",
-        lamina::Options {
-            compaction: spec.parse().unwrap(),
-            size_ratio: T,
-            ..tiny_options(fs)
-        },
-    )
+    Db::open("/db", {
+        let mut o = tiny_options(fs);
+        o.compaction = spec.parse().unwrap();
+        o.size_ratio = T;
+        o
+    })
     .unwrap()
 }
 
@@ -206,17 +204,15 @@ fn set_compaction_converges_both_ways_under_load() {
 fn per_level_bloom_bits_by_hand_and_by_monkey() {
     let levels_of = |bits_per_level: Vec<f64>, monkey: bool| {
         let fs = MemFs::new();
-        let db = Db::open(
-            "/db",
-            lamina::Options {
-                compaction: "lo1".parse().unwrap(),
-                size_ratio: T,
-                bloom_bits_per_level: bits_per_level,
-                bloom_monkey: monkey,
-                bloom_bits_per_key: 8.0,
-                ..tiny_options(&fs)
-            },
-        )
+        let db = Db::open("/db", {
+            let mut o = tiny_options(&fs);
+            o.compaction = "lo1".parse().unwrap();
+            o.size_ratio = T;
+            o.bloom_bits_per_level = bits_per_level;
+            o.bloom_monkey = monkey;
+            o.bloom_bits_per_key = 8.0;
+            o
+        })
         .unwrap();
         let model = load(&db, 9, 15_000);
         db.flush().unwrap();

@@ -55,13 +55,11 @@ fn direct_reads_return_the_bytes_and_bypass_the_page_cache() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     ranges_read_the_files_bytes(dir.path());
 
-    let opts = Options {
-        vfs: Arc::new(DirectReads),
-        write_buffer_size: 16 * 1024,
-        block_cache_bytes: 0,
-        compaction: "leveling:T=3,l0=2".parse().unwrap(),
-        ..Options::default()
-    };
+    let mut opts = Options::default();
+    opts.vfs = Arc::new(DirectReads);
+    opts.write_buffer_size = 16 * 1024;
+    opts.block_cache_bytes = 0;
+    opts.compaction = "leveling:T=3,l0=2".parse().unwrap();
     let db = Db::open(dir.path().join("db"), opts).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3_000u64 {

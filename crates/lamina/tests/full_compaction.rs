@@ -31,13 +31,11 @@ const SPECS: &[&str] = &[
 ];
 
 fn open(fs: &MemFs, spec: &str) -> Db {
-    Db::open(
-        "/db",
-        lamina::Options {
-            compaction: spec.parse().unwrap(),
-            ..tiny_options(fs)
-        },
-    )
+    Db::open("/db", {
+        let mut o = tiny_options(fs);
+        o.compaction = spec.parse().unwrap();
+        o
+    })
     .unwrap()
 }
 

@@ -2,7 +2,7 @@
 //! corpora (`fuzz/corpus/<target>/`), thousands of random mutations of
 //! them, and random bytes: the CI-sized stand-in for a libFuzzer run
 //! (`scripts/fuzz-smoke.sh`). Passing means no input panicked.
-//! `LAMINA_WRITE_CORPUS=1 cargo test -p lamina --test fuzz_corpus -- --ignored`
+//! `LAMINA_WRITE_CORPUS=1 cargo test -p lamina-lsm --test fuzz_corpus -- --ignored`
 //! regenerates the seeds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,7 +15,7 @@ use common::{key, record_starts, sst_layout, tiny_options};
 use lamina::fuzzing;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{Db, Options, SyncMode};
+use lamina::{Db, SyncMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -38,11 +38,9 @@ fn corpus_dir(target: &str) -> PathBuf {
 /// smallest SST, that SST's first data block, its WAL and its manifest.
 fn seeds(seed: u64) -> Vec<(&'static str, Vec<u8>)> {
     let fs = MemFs::new();
-    let opts = Options {
-        sync: SyncMode::Always,
-        block_size: 128,
-        ..tiny_options(&fs)
-    };
+    let mut opts = tiny_options(&fs);
+    opts.sync = SyncMode::Always;
+    opts.block_size = 128;
     let db = Db::open("/db", opts).unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     for i in 0..80u64 {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::{key, tiny_options};
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{Db, Options};
+use lamina::Db;
 
 fn log_text(fs: &MemFs, name: &str) -> String {
     String::from_utf8(fs.read_all(&Path::new("/db").join(name)).unwrap()).unwrap()
@@ -73,13 +73,11 @@ fn a_read_only_open_writes_no_log_and_a_long_log_rotates() {
     db.put(b"k", b"v").unwrap();
     db.close().unwrap();
     let before = log_text(&fs, "LOG");
-    let ro = Db::open(
-        "/db",
-        Options {
-            read_only: true,
-            ..tiny_options(&fs)
-        },
-    )
+    let ro = Db::open("/db", {
+        let mut o = tiny_options(&fs);
+        o.read_only = true;
+        o
+    })
     .unwrap();
     assert_eq!(ro.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     ro.close().unwrap();

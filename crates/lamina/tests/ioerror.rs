@@ -21,15 +21,14 @@ fn options(vfs: Arc<dyn lamina::vfs::Vfs>) -> Options {
 }
 
 fn options_with(vfs: Arc<dyn lamina::vfs::Vfs>, compaction: &str) -> Options {
-    Options {
-        vfs,
-        write_buffer_size: 2 * 1024,
-        target_file_size: 2 * 1024,
-        block_size: 256,
-        compaction: compaction.parse().unwrap(),
-        level0_stop_runs: 0,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.vfs = vfs;
+    o.write_buffer_size = 2 * 1024;
+    o.target_file_size = 2 * 1024;
+    o.block_size = 256;
+    o.compaction = compaction.parse().unwrap();
+    o.level0_stop_runs = 0;
+    o
 }
 
 const WRITES: u64 = 120;
@@ -171,12 +170,11 @@ fn a_full_disk_fails_writes_keeps_reads_and_recovers_when_space_returns() {
 }
 
 fn big_buffer_options(fs: &FaultFs, compaction: &str) -> Options {
-    Options {
-        // No flush unless asked: each test chooses which write hits the wall.
-        write_buffer_size: 1 << 20,
-        compaction: compaction.parse().unwrap(),
-        ..options(Arc::new(fs.clone()))
-    }
+    let mut o = options(Arc::new(fs.clone()));
+    // No flush unless asked: each test chooses which write hits the wall.
+    o.write_buffer_size = 1 << 20;
+    o.compaction = compaction.parse().unwrap();
+    o
 }
 
 fn value(i: u64) -> Vec<u8> {
@@ -339,13 +337,11 @@ fn a_full_disk_still_opens_read_only() {
     let err = Db::open("/db", options_with(Arc::new(fs.clone()), LEVELING)).unwrap_err();
     assert!(err.is_no_space(), "{err}");
     let files_before: Vec<(String, u64)> = listing(&mem);
-    let db = Db::open(
-        "/db",
-        Options {
-            read_only: true,
-            ..options_with(Arc::new(fs.clone()), LEVELING)
-        },
-    )
+    let db = Db::open("/db", {
+        let mut o = options_with(Arc::new(fs.clone()), LEVELING);
+        o.read_only = true;
+        o
+    })
     .unwrap();
     assert_eq!(dump(&db), model);
     assert_eq!(

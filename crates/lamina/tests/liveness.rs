@@ -20,16 +20,14 @@ use rand::{Rng, SeedableRng};
 /// Writes a random workload; returns the model of what it wrote.
 fn workload(spec: &str, seed: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Db) {
     let fs = MemFs::new();
-    let db = Db::open(
-        "/db",
-        Options {
-            compaction: spec.parse().unwrap(),
-            write_buffer_size: 4096,
-            // The engine's default trigger, which the bug hit.
-            level0_stop_runs: Options::default().level0_stop_runs,
-            ..tiny_options(&fs)
-        },
-    )
+    let db = Db::open("/db", {
+        let mut o = tiny_options(&fs);
+        o.compaction = spec.parse().unwrap();
+        o.write_buffer_size = 4096;
+        // The engine's default trigger, which the bug hit.
+        o.level0_stop_runs = Options::default().level0_stop_runs;
+        o
+    })
     .unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut model = BTreeMap::new();

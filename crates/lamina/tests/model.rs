@@ -84,10 +84,11 @@ fn check_scans(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>,
 fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
-    let options = || lamina::Options {
-        compaction: compaction.parse().unwrap(),
-        compaction_threads: threads,
-        ..tiny_options(&fs)
+    let options = || {
+        let mut o = tiny_options(&fs);
+        o.compaction = compaction.parse().unwrap();
+        o.compaction_threads = threads;
+        o
     };
     let mut db = Db::open("/db", options()).unwrap();
     let mut model = Model::new();
@@ -307,11 +308,12 @@ movement = ["rr"]
 #[test]
 fn model_on_the_real_filesystem() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = || lamina::Options {
-        write_buffer_size: 16 * 1024,
-        target_file_size: 8 * 1024,
-        compaction: "leveling:T=3,l0=2".parse().unwrap(),
-        ..lamina::Options::default()
+    let opts = || {
+        let mut o = lamina::Options::default();
+        o.write_buffer_size = 16 * 1024;
+        o.target_file_size = 8 * 1024;
+        o.compaction = "leveling:T=3,l0=2".parse().unwrap();
+        o
     };
     let mut model = Model::new();
     let mut rng = StdRng::seed_from_u64(99);
@@ -420,12 +422,10 @@ fn model_under_every_partitioner() {
 fn partitioned_merges_move_disjoint_files_and_split_the_rest() {
     for (name, semi_sequential) in [("semi-sequential", true), ("random", false)] {
         let fs = MemFs::new();
-        let options = lamina::Options {
-            compaction: "tiered:b=3,partition=global,theta=4096,subcompactions=2"
-                .parse()
-                .unwrap(),
-            ..tiny_options(&fs)
-        };
+        let mut options = tiny_options(&fs);
+        options.compaction = "tiered:b=3,partition=global,theta=4096,subcompactions=2"
+            .parse()
+            .unwrap();
         let db = Db::open("/db", options).unwrap();
         let mut model = Model::new();
         let mut rng = StdRng::seed_from_u64(9);
@@ -473,10 +473,8 @@ fn partitioned_merges_move_disjoint_files_and_split_the_rest() {
 #[test]
 fn blsm_levels_settle_split_and_within_capacity() {
     let fs = MemFs::new();
-    let opts = lamina::Options {
-        compaction: "blsm:T=3,l0=2,file=2048".parse().unwrap(),
-        ..tiny_options(&fs)
-    };
+    let mut opts = tiny_options(&fs);
+    opts.compaction = "blsm:T=3,l0=2,file=2048".parse().unwrap();
     let buffer = opts.write_buffer_size as u64;
     let db = Db::open("/db", opts).unwrap();
     let mut model = Model::new();
@@ -517,12 +515,13 @@ fn blsm_levels_settle_split_and_within_capacity() {
 #[test]
 fn lsbm_buffer_answers_reads_like_the_oracle() {
     let fs = MemFs::new();
-    let opts = |trim_ms: u64| lamina::Options {
-        compaction: format!("lsbm:T=3,l0=2,file=2048,trim={trim_ms},keep=0.5")
+    let opts = |trim_ms: u64| {
+        let mut o = tiny_options(&fs);
+        o.compaction = format!("lsbm:T=3,l0=2,file=2048,trim={trim_ms},keep=0.5")
             .parse()
-            .unwrap(),
-        block_cache_bytes: 256 * 1024,
-        ..tiny_options(&fs)
+            .unwrap();
+        o.block_cache_bytes = 256 * 1024;
+        o
     };
     let mut db = Db::open("/db", opts(5)).unwrap();
     let mut model = Model::new();

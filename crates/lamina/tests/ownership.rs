@@ -74,10 +74,8 @@ fn a_missing_current_is_refused_and_nothing_is_touched() {
     // The offline check says the same, and a read-only open too.
     let vfs = options().vfs;
     assert_needs_repair(lamina::verify(vfs, &dir).unwrap_err(), &dir);
-    let read_only = Options {
-        read_only: true,
-        ..options()
-    };
+    let mut read_only = options();
+    read_only.read_only = true;
     assert_needs_repair(Db::open(&dir, read_only.clone()).unwrap_err(), &dir);
     assert_eq!(snapshot(&dir), before);
     // No directory at all: no database, and nothing is created.

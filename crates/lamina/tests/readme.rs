@@ -1,7 +1,9 @@
-//! The README's Rust examples, run. Each ```rust block of the README is the
-//! body of one of the functions below between its `README:` and `END`
-//! markers, character for character (indentation aside); the test runs them
-//! in a fresh working directory, since the examples use relative paths.
+//! The README's Rust examples, run. Each ```rust block of the README is
+//! either the body of one of the functions below between its `README:` and
+//! `END` markers, character for character (indentation aside), or the
+//! builder example `examples/readme.rs` from its first `use` on; the test
+//! runs them all, the marked ones in a fresh working directory, since they
+//! use relative paths.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unused_variables)]
 
@@ -16,7 +18,7 @@ fn library() -> Res {
     use lamina::{Db, Options, SyncMode, WriteBatch};
     use std::ops::Bound;
 
-    let db = Db::open("demo-db", Options { sync: SyncMode::Always, ..Options::default() })?;
+    let db = Db::open("demo-db", Options::builder().sync(SyncMode::Always).build()?)?;
     db.put(b"apple", b"red")?;
     let mut batch = WriteBatch::new();
     batch.put(b"banana", b"yellow");
@@ -60,6 +62,20 @@ fn dataset() -> Res {
     Ok(())
 }
 
+mod builder_example {
+    include!("../examples/readme.rs");
+
+    pub fn run() -> Result<(), Box<dyn std::error::Error>> {
+        main()
+    }
+}
+
+/// The builder example as the README shows it.
+fn builder_example_text() -> String {
+    let example = include_str!("../examples/readme.rs");
+    example[example.find("use std::ops::Bound;").unwrap()..].to_string()
+}
+
 /// The marked examples of this file: (name, body without its indentation).
 fn examples() -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -99,7 +115,8 @@ fn readme_rust_blocks() -> Vec<String> {
 
 #[test]
 fn every_rust_block_of_the_readme_is_an_example_here() {
-    let examples = examples();
+    let mut examples = examples();
+    examples.push(("builder".to_string(), builder_example_text()));
     let blocks = readme_rust_blocks();
     assert!(!blocks.is_empty());
     for block in &blocks {
@@ -123,4 +140,5 @@ fn the_readme_rust_examples_run() {
     std::env::set_current_dir(tmp.path()).unwrap();
     library().unwrap();
     dataset().unwrap();
+    builder_example::run().unwrap();
 }

@@ -129,14 +129,12 @@ fn a_log_damaged_in_the_middle_keeps_exactly_the_records_before_it() {
     // Everything stays in the log: one put per record, in key order.
     let n = 2_000u64;
     {
-        let db = Db::open(
-            &dir,
-            Options {
-                write_buffer_size: 64 << 20,
-                sync: SyncMode::Always,
-                ..options()
-            },
-        )
+        let db = Db::open(&dir, {
+            let mut o = options();
+            o.write_buffer_size = 64 << 20;
+            o.sync = SyncMode::Always;
+            o
+        })
         .unwrap();
         for i in 0..n {
             db.put(&key(i), format!("value-{i}").as_bytes()).unwrap();
@@ -226,11 +224,12 @@ fn an_io_error_at_any_operation_of_repair_loses_nothing() {
     use lamina::vfs::mem::MemFs;
     use lamina::vfs::Vfs;
 
-    let options = |vfs: Arc<dyn Vfs>| Options {
-        vfs,
+    let options = |vfs: Arc<dyn Vfs>| {
+        let mut o = common::tiny_options(&MemFs::new());
+        o.vfs = vfs;
         // Every write durable, so that copies of the disk are exact.
-        sync: SyncMode::Always,
-        ..common::tiny_options(&MemFs::new())
+        o.sync = SyncMode::Always;
+        o
     };
     // A database with tables and a live log, and no CURRENT.
     let base = MemFs::new();
@@ -287,10 +286,11 @@ fn a_power_loss_at_any_point_of_repair_loses_nothing() {
     use lamina::vfs::Vfs;
     use rand::{Rng, SeedableRng};
 
-    let options = |vfs: Arc<dyn Vfs>| Options {
-        vfs,
-        sync: SyncMode::Always,
-        ..common::tiny_options(&MemFs::new())
+    let options = |vfs: Arc<dyn Vfs>| {
+        let mut o = common::tiny_options(&MemFs::new());
+        o.vfs = vfs;
+        o.sync = SyncMode::Always;
+        o
     };
     let base = MemFs::new();
     let model = {
@@ -342,9 +342,10 @@ fn a_power_loss_at_any_point_of_repair_loses_nothing() {
 fn repair_leaves_buffer_copies_out() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let opts = || Options {
-        compaction: "lsbm:T=2,l0=1,file=2048,trim=600000".parse().unwrap(),
-        ..options()
+    let opts = || {
+        let mut o = options();
+        o.compaction = "lsbm:T=2,l0=1,file=2048,trim=600000".parse().unwrap();
+        o
     };
     let db = Db::open(&dir, opts()).unwrap();
     for round in 0..6u64 {

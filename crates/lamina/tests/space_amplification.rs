@@ -41,13 +41,11 @@ fn every_layout_reports_disk_over_the_oldest_run() {
     for spec in ["tiered:b=4", "binomial:k=4", "leveling:T=3,l0=2"] {
         let fs = MemFs::new();
         let dir = Path::new("/db");
-        let opts = lamina::Options {
-            compaction: spec.parse().unwrap(),
-            // Only the flushes below, each settled before the next: the
-            // tree's shape does not depend on the machine's load.
-            write_buffer_size: 1 << 20,
-            ..tiny_options(&fs)
-        };
+        let mut opts = tiny_options(&fs);
+        opts.compaction = spec.parse().unwrap();
+        // Only the flushes below, each settled before the next: the
+        // tree's shape does not depend on the machine's load.
+        opts.write_buffer_size = 1 << 20;
         let db = Db::open(dir, opts.clone()).unwrap();
         // Every key written, then overwritten twice: newer runs repeat
         // keys the oldest holds.

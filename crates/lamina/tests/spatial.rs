@@ -26,17 +26,16 @@ const POLICIES: &[&str] = &[
 ];
 
 fn options(fs: &MemFs, comparator: Comparator, spec: &str) -> Options {
-    Options {
-        vfs: Arc::new(fs.clone()),
-        write_buffer_size: 8 * 1024,
-        target_file_size: 4 * 1024,
-        block_size: 512,
-        block_cache_bytes: 64 * 1024,
-        compaction: spec.parse().unwrap(),
-        level0_stop_runs: 0,
-        spatial: Some(comparator),
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.vfs = Arc::new(fs.clone());
+    o.write_buffer_size = 8 * 1024;
+    o.target_file_size = 4 * 1024;
+    o.block_size = 512;
+    o.block_cache_bytes = 64 * 1024;
+    o.compaction = spec.parse().unwrap();
+    o.level0_stop_runs = 0;
+    o.spatial = Some(comparator);
+    o
 }
 
 /// A point of a clustered world: most points near a few centres, as real
@@ -211,9 +210,10 @@ fn crash_keeps_windows_consistent_with_a_prefix() {
         // Stacks, and leveled tiles (whose merges make several runs in one
         // manifest edit).
         let spec = ["binomial:k=4", "leveled:b0=2,b=3,partition=str"][seed as usize % 2];
-        let opts = |fs: &MemFs| Options {
-            sync: SyncMode::Always,
-            ..options(fs, c, spec)
+        let opts = |fs: &MemFs| {
+            let mut o = options(fs, c, spec);
+            o.sync = SyncMode::Always;
+            o
         };
         let db = Db::open("/db", opts(&fs)).unwrap();
         let mut rng = StdRng::seed_from_u64(seed);

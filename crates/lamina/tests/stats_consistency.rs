@@ -136,10 +136,8 @@ fn per_level_compaction_figures_add_up_to_the_totals() {
         "binomial:k=3,partition=size,theta=4096",
     ] {
         let fs = MemFs::new();
-        let opts = lamina::Options {
-            compaction: spec.parse().unwrap(),
-            ..tiny_options(&fs)
-        };
+        let mut opts = tiny_options(&fs);
+        opts.compaction = spec.parse().unwrap();
         let db = Db::open("/db", opts).unwrap();
         let mut rng = StdRng::seed_from_u64(3);
         for i in 0..20_000u64 {

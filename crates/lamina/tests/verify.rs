@@ -15,7 +15,7 @@ use std::sync::Arc;
 use common::{key, record_holding, record_starts, sst_layout, tiny_options};
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{verify, Db, Error, Options, SyncMode};
+use lamina::{verify, Db, Error, SyncMode};
 
 const FLUSHED: u64 = 1_200;
 const IN_WAL: u64 = 40;
@@ -25,10 +25,8 @@ const IN_WAL: u64 = 40;
 /// so a crash clone is an exact copy.
 fn populated() -> MemFs {
     let fs = MemFs::new();
-    let opts = Options {
-        sync: SyncMode::Always,
-        ..tiny_options(&fs)
-    };
+    let mut opts = tiny_options(&fs);
+    opts.sync = SyncMode::Always;
     let db = Db::open("/db", opts).unwrap();
     for i in 0..FLUSHED {
         db.put(&key(i * 7 % FLUSHED), format!("value-{i}").as_bytes())

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::{dump, key, tiny_options};
 use lamina::vfs::fault::{FaultFs, OpKind};
 use lamina::vfs::mem::MemFs;
-use lamina::{Db, Error, Options};
+use lamina::{Db, Error};
 
 /// Six flushed runs of overlapping keys under `nomerge`; returns the oracle.
 fn six_runs(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -32,10 +32,8 @@ fn six_runs(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 #[test]
 fn returns_once_the_strategy_is_satisfied() {
     let fs = MemFs::new();
-    let opts = Options {
-        compaction: "nomerge".parse().unwrap(),
-        ..tiny_options(&fs)
-    };
+    let mut opts = tiny_options(&fs);
+    opts.compaction = "nomerge".parse().unwrap();
     let db = Db::open("/db", opts).unwrap();
     let oracle = six_runs(&db);
     // Constant merges everything into one run once there are more than k.
@@ -53,11 +51,9 @@ fn returns_once_the_strategy_is_satisfied() {
 #[test]
 fn reports_a_failing_compaction_and_recovers_after() {
     let fault = FaultFs::new(Arc::new(MemFs::new()));
-    let opts = Options {
-        vfs: Arc::new(fault.clone()),
-        compaction: "nomerge".parse().unwrap(),
-        ..tiny_options(&MemFs::new())
-    };
+    let mut opts = tiny_options(&MemFs::new());
+    opts.vfs = Arc::new(fault.clone());
+    opts.compaction = "nomerge".parse().unwrap();
     let db = Db::open("/db", opts).unwrap();
     let oracle = six_runs(&db);
     // Every file creation fails from now on: the merge cannot write output.

@@ -2,7 +2,7 @@
 //! partitioners (seed 000 §5.4.2–5.4.4) split in halves.
 //!
 //! * [`lambda`], for byte strings of any length: the seed's
-//!   λ(s) = Σ_{i≥1} (s[i] + 1) / 257^i, a number in [0, 1), scaled to
+//!   `λ(s) = Σ_{i≥1} (s[i] + 1) / 257^i`, a number in `[0, 1)`, scaled to
 //!   u64. The seed computes it in `long double` (64-bit mantissa); here it is
 //!   exact fixed-point arithmetic on u128 (119 fraction bits, Horner's rule
 //!   from the last byte), then truncated to 64 bits. Every step is monotone,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use super::Db;
 use crate::error::{Error, Result};
-use crate::filename::{manifest_name, sst_name};
+use crate::filename::{self, manifest_name, sst_name, FileKind};
 use crate::manifest::{Counters, Manifest};
 use crate::vfs::Vfs;
 
@@ -43,8 +43,8 @@ pub struct CheckpointReport {
 impl Db {
     /// Writes an openable copy of the database, as of now, to the new
     /// directory `dir` (which must not exist or must be empty): SSTs are
-    /// hard-linked (copied across file systems) and a fresh manifest
-    /// describes them. Writes may continue meanwhile; the copy holds every
+    /// hard-linked (copied across file systems), the newest `OPTIONS` file
+    /// copied, and a fresh manifest describes them. Writes may continue meanwhile; the copy holds every
     /// write acknowledged before the call. Open it with the options of the
     /// source database (a spatial comparator in particular).
     ///
@@ -96,6 +96,22 @@ impl Db {
             }
             report.files += 1;
             report.bytes += file.size;
+        }
+        // The options the source was opened with: the copy's first open
+        // can reload them (`OptionsBuilder::from_stored_options`), and its
+        // spatial comparator check applies to the copy too. This open's
+        // file was numbered before the tree's counters, so the copy can
+        // tell it is its own.
+        let newest_options = vfs
+            .list(&inner.dir)?
+            .into_iter()
+            .filter_map(|name| match filename::parse(&name) {
+                Some((FileKind::Options, n)) => Some((n, name)),
+                _ => None,
+            })
+            .max();
+        if let Some((_, name)) = newest_options {
+            copy(vfs, &inner.dir.join(&name), &target.join(&name))?;
         }
         vfs.sync_dir(target)?;
         // Numbers above every file of the tree: the copy's manifest, and the

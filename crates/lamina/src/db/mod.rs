@@ -1,7 +1,8 @@
 //! The database: its state and public API here; `open` (recovery, file
 //! ownership, read-only mode), `write` (group commit, log, memtable switches,
-//! stalls), `background` (flushes, compactions, obsolete files, statistics)
-//! and `iter` (lookups and iterators) in the submodules.
+//! stalls), `background` (flushes, compactions, obsolete files, statistics),
+//! `iter` (lookups and iterators) and `property` (`Db::property`) in the
+//! submodules.
 //!
 //! Locking: `wal` (held by the group-commit leader for a whole commit, and
 //! for memtable switches) is taken before `state`. Readers take neither: they
@@ -34,6 +35,7 @@ use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX
 use crate::manifest::{self, Counters, Manifest};
 use crate::memtable::MemTable;
 use crate::options::{Options, SyncMode};
+use crate::options_file;
 use crate::record::append_record;
 use crate::row_cache::RowCache;
 use crate::spatial::Rect;
@@ -51,6 +53,7 @@ mod background;
 mod checkpoint;
 mod iter;
 mod open;
+mod property;
 mod write;
 
 pub use checkpoint::CheckpointReport;
@@ -138,9 +141,46 @@ struct Inner {
 }
 
 /// An open database. Share it between threads with `Arc<Db>`.
+///
+/// Close it with [`Db::close`], which reports failures. Dropping it without
+/// closing syncs the write-ahead log and stops background work, but has no
+/// caller to return an error to: a failure is written to the info log
+/// (`DIR/LOG`) and to `tracing` at error level, never silently dropped.
+///
+/// ```
+/// use std::ops::Bound;
+/// use lamina::{Db, Options, WriteBatch};
+///
+/// let dir = tempfile::tempdir()?;
+/// let db = Db::open(dir.path(), Options::default())?;
+/// db.put(b"apple", b"red")?;
+/// db.put(b"banana", b"yellow")?;
+/// assert_eq!(db.get(b"apple")?, Some(b"red".to_vec()));
+///
+/// let mut batch = WriteBatch::new();
+/// batch.delete(b"apple");
+/// batch.put(b"cherry", b"dark red");
+/// db.write(batch)?; // atomically
+/// assert_eq!(db.get(b"apple")?, None);
+///
+/// let snapshot = db.snapshot();
+/// db.put(b"banana", b"green")?;
+/// assert_eq!(snapshot.get(b"banana")?, Some(b"yellow".to_vec()));
+///
+/// let keys: Vec<Vec<u8>> = db
+///     .scan(Bound::Included(b"b".as_slice()), Bound::Unbounded)?
+///     .map(|entry| entry.map(|(k, _)| k))
+///     .collect::<lamina::Result<_>>()?;
+/// assert_eq!(keys, [b"banana".to_vec(), b"cherry".to_vec()]);
+/// drop(snapshot);
+/// db.close()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Db {
     inner: Arc<Inner>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// `close` ran: `Drop` has nothing left to do.
+    closed: bool,
 }
 
 impl std::fmt::Debug for Db {
@@ -162,6 +202,14 @@ impl Snapshot {
     /// The value of `key` as of the snapshot.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.inner.get_at(key, self.seq)
+    }
+
+    /// The values of `keys` as of the snapshot, in the order of `keys`
+    /// (see [`Db::multi_get`]).
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter()
+            .map(|k| self.inner.get_at(k.as_ref(), self.seq))
+            .collect()
     }
 
     /// The records of a spatial index inside `window` as of the snapshot
@@ -200,6 +248,15 @@ impl Drop for Snapshot {
 
 impl Db {
     /// Stores `key` → `value`.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"v1")?;
+    /// db.put(b"k", b"v2")?; // replaces
+    /// assert_eq!(db.get(b"k")?, Some(b"v2".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
@@ -207,6 +264,15 @@ impl Db {
     }
 
     /// Deletes `key` (writes a tombstone).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"v")?;
+    /// db.delete(b"k")?;
+    /// assert_eq!(db.get(b"k")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
@@ -215,6 +281,18 @@ impl Db {
 
     /// Applies `batch` atomically. Its durability on return is given by
     /// [`Options::sync`] (see [`SyncMode`]).
+    ///
+    /// ```
+    /// use lamina::WriteBatch;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// let mut batch = WriteBatch::new();
+    /// batch.put(b"from", b"0");
+    /// batch.put(b"to", b"100");
+    /// db.write(batch)?; // both or neither, even after a crash
+    /// assert_eq!(db.get(b"to")?, Some(b"100".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         if self.inner.opts.read_only {
             return Err(Error::ReadOnly);
@@ -229,6 +307,15 @@ impl Db {
     }
 
     /// The newest value of `key`, or `None` if absent or deleted.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"v")?;
+    /// assert_eq!(db.get(b"k")?, Some(b"v".to_vec()));
+    /// assert_eq!(db.get(b"absent")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let start = Instant::now();
         let blocks = thread_blocks_read();
@@ -245,7 +332,56 @@ impl Db {
         r
     }
 
+    /// The newest values of `keys`, in the order of `keys` (`None` for an
+    /// absent or deleted key), all read at one sequence number: a write
+    /// that lands meanwhile is seen by all of them or by none (RocksDB's
+    /// `MultiGet`). It reads through a snapshot, so a compaction cannot
+    /// drop a version the later keys need; the row cache, which holds only
+    /// the newest values, is not consulted.
+    ///
+    /// ```
+    /// use lamina::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.put(b"c", b"3")?;
+    /// db.delete(b"c")?;
+    /// let values = db.multi_get(&[b"a", b"b", b"c"])?;
+    /// assert_eq!(values, vec![Some(b"1".to_vec()), None, None]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        let start = Instant::now();
+        let values = self.snapshot().multi_get(keys);
+        let elapsed = start.elapsed();
+        if let Ok(found) = &values {
+            // Each key counts as a get, at the mean latency.
+            let each = elapsed / u32::try_from(found.len().max(1)).unwrap_or(u32::MAX);
+            for v in found {
+                self.inner.stats.record(Op::Get, each);
+                self.inner.stats.count_get(v.is_some(), each);
+            }
+        }
+        values
+    }
+
     /// Live entries with keys within the bounds, in key order.
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     db.put(k, b"v")?;
+    /// }
+    /// let keys = db
+    ///     .scan(Bound::Included(b"b".as_slice()), Bound::Excluded(b"d".as_slice()))?
+    ///     .map(|e| e.map(|(k, _)| k))
+    ///     .collect::<lamina::Result<Vec<_>>>()?;
+    /// assert_eq!(keys, [b"b".to_vec(), b"c".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner
             .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
@@ -273,6 +409,17 @@ impl Db {
     }
 
     /// A consistent read view of the database as of now.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"k", b"old")?;
+    /// let snapshot = db.snapshot();
+    /// db.put(b"k", b"new")?;
+    /// assert_eq!(snapshot.get(b"k")?, Some(b"old".to_vec()));
+    /// assert_eq!(db.get(b"k")?, Some(b"new".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         let mut snaps = self.inner.snapshots.lock();
         let seq = self.inner.visible_seq.load(Ordering::Acquire);
@@ -346,12 +493,14 @@ impl Db {
         &self.inner.dir
     }
 
-    /// Flushes the memtable, stops background work and releases the
-    /// directory lock, reporting a failed flush or WAL sync (dropping a
-    /// `Db` does neither: its recent writes stay in the WAL for the next
-    /// open). A [`Snapshot`] still alive holds the database's state, so the
-    /// lock is released only when the last snapshot is dropped too.
-    pub fn close(self) -> Result<()> {
+    /// Flushes the memtable, syncs the write-ahead log, stops background
+    /// work and releases the directory lock. An error (a failed flush or
+    /// sync) means writes acknowledged before the call may not be durable
+    /// (see [`SyncMode`]); the directory lock is released either way, once
+    /// no [`Snapshot`] of the database is alive (a snapshot holds the
+    /// database's state).
+    pub fn close(mut self) -> Result<()> {
+        self.closed = true;
         if self.inner.opts.read_only {
             self.stop();
             return Ok(());
@@ -384,8 +533,39 @@ impl Db {
 }
 
 impl Drop for Db {
+    /// Without `close`: syncs the log (so the writes it holds are as
+    /// durable as `close` makes them, short of the flush) and stops
+    /// background work. A failure it cannot return, or a background error
+    /// still pending, goes to the info log and `tracing`.
     fn drop(&mut self) {
+        if self.closed {
+            return;
+        }
+        let synced = if self.inner.opts.read_only {
+            Ok(())
+        } else {
+            self.inner.wal.lock().file.sync()
+        };
         self.stop();
+        let pending = self.inner.state.lock().bg_error.clone();
+        let failure = match (synced, pending) {
+            (Err(e), _) => Some(e.to_string()),
+            (Ok(()), Some(e)) => Some(format!("pending background error: {e}")),
+            (Ok(()), None) => None,
+        };
+        match failure {
+            Some(e) => {
+                tracing::error!(target: "lamina", "dropped without close: {e}");
+                self.inner.info_log.log(
+                    "close",
+                    format_args!("dropped without close; failed: {e} (Db::close reports this)"),
+                );
+            }
+            None => self
+                .inner
+                .info_log
+                .log("close", format_args!("dropped without close; log synced")),
+        }
     }
 }
 

@@ -27,7 +27,30 @@ impl WritableFile for ReadOnlyFile {
 impl Db {
     /// Opens (or creates) the database in `path`, recovering from the
     /// manifest and replaying write-ahead logs.
+    ///
+    /// An open that writes stores the options in a new `OPTIONS-NNNNNN`
+    /// file. Options built with
+    /// [`OptionsBuilder::from_stored_options`](crate::OptionsBuilder::from_stored_options)
+    /// take every field the caller did not set from the newest one; in every
+    /// case a spatial comparator other than the stored one is refused with
+    /// [`Error::IncompatibleOption`].
+    ///
+    /// ```
+    /// use lamina::{Db, Options};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let db = Db::open(dir.path(), Options::builder().write_buffer_size(1 << 20).build()?)?;
+    /// db.put(b"k", b"v")?;
+    /// db.close()?;
+    /// // Reopened, the data is there; `from_stored_options` keeps the
+    /// // 1 MiB buffer the first open stored in its OPTIONS file.
+    /// let opts = Options::builder().from_stored_options().build()?;
+    /// let db = Db::open(dir.path(), opts)?;
+    /// assert_eq!(db.get(b"k")?, Some(b"v".to_vec()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let mut opts = opts;
         let dir = path.as_ref().to_path_buf();
         opts.validate()
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
@@ -46,6 +69,8 @@ impl Db {
             vfs.create_dir_all(&dir)?;
         }
         let lock = vfs.lock(&dir.join(filename::LOCK))?;
+        let (stored, unreadable) = options_file::load_with_failures(vfs.as_ref(), &dir)?;
+        let option_notes = options_file::reconcile(stored.as_ref(), &unreadable, &mut opts)?;
         let policy: Arc<dyn CompactionPolicy> =
             Arc::from(opts.compaction.build(opts.policy_defaults())?);
         let io = Arc::new(IoStats::default());
@@ -146,11 +171,24 @@ impl Db {
             let wal_number = alloc();
             let wal_file = vfs.create(&dir.join(wal_name(wal_number)))?;
             let manifest_number = alloc();
+            // Numbered below what the manifest records as issued, so the
+            // next open can prove it is this database's own file.
+            let options_number = alloc();
             counters.log_number = wal_number;
             counters.last_seq = last_seq;
             counters.next_file_number = numbers.peek();
             let manifest =
                 Manifest::create(vfs.as_ref(), &dir, manifest_number, &version, counters)?;
+            options_file::write(vfs.as_ref(), &dir, options_number, &opts)?;
+            // The newest two OPTIONS files stay: this one and the one
+            // before, the fallback should this one be damaged.
+            let previous_options = names
+                .iter()
+                .filter_map(|n| match filename::parse(n) {
+                    Some((FileKind::Options, n)) if n < issued => Some(n),
+                    _ => None,
+                })
+                .max();
 
             // Garbage is only what the manifest proves obsolete: tables and
             // manifests it numbered and no longer references, logs below its
@@ -166,6 +204,9 @@ impl Db {
                         n != wal_number && (n < old_log_number || wals.contains(&n))
                     }
                     Some((FileKind::Manifest, n)) => n < issued && n != manifest.number(),
+                    Some((FileKind::Options, n)) => n < issued && Some(n) != previous_options,
+                    // Left by an open that crashed before its rename.
+                    Some((FileKind::OptionsTemp, n)) => n < issued,
                     None => name == filename::CURRENT_TMP,
                 } || leftovers.contains(&name);
                 if obsolete {
@@ -183,6 +224,9 @@ impl Db {
         } else {
             InfoLog::open(vfs.as_ref(), &dir)
         };
+        for note in &option_notes {
+            info_log.log("options", format_args!("{note}"));
+        }
         info_log.log(
             "open",
             format_args!(
@@ -247,6 +291,7 @@ impl Db {
             return Ok(Db {
                 inner,
                 threads: Mutex::new(threads),
+                closed: false,
             });
         }
         let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
@@ -274,6 +319,7 @@ impl Db {
         Ok(Db {
             inner,
             threads: Mutex::new(threads),
+            closed: false,
         })
     }
 }

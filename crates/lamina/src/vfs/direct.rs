@@ -93,7 +93,9 @@ impl Vfs for DirectReads {
 
     fn open_read(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let (file, len) = open_sized(
-            OpenOptions::new().read(true).custom_flags(libc::O_DIRECT),
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32),
             path,
             "open (O_DIRECT)",
         )?;

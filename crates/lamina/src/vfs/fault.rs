@@ -170,7 +170,11 @@ impl Control {
 type Shared = Arc<Mutex<Control>>;
 
 fn injected(op: &'static str, path: &Path) -> Error {
-    Error::io(op, path, io::Error::from_raw_os_error(libc::EIO))
+    Error::io(
+        op,
+        path,
+        io::Error::from_raw_os_error(rustix::io::Errno::IO.raw_os_error()),
+    )
 }
 
 /// Counts an operation, failing it with `EIO` if the trigger says so.
@@ -309,7 +313,7 @@ impl WritableFile for FaultWritable {
                 return Err(Error::io(
                     "append",
                     &self.path,
-                    io::Error::from_raw_os_error(libc::ENOSPC),
+                    io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
                 ));
             }
             c.appended = total;
@@ -440,7 +444,7 @@ mod tests {
     }
 
     fn is_eio(err: &Error) -> bool {
-        matches!(err, Error::Io { source, .. } if source.raw_os_error() == Some(libc::EIO))
+        matches!(err, Error::Io { source, .. } if source.raw_os_error() == Some(rustix::io::Errno::IO.raw_os_error()))
     }
 
     #[test]

@@ -154,15 +154,17 @@ impl State {
         if self.dir_exists(parent(path)) {
             Ok(())
         } else {
-            Err(os_error(op, path, libc::ENOENT))
+            Err(os_error(op, path, rustix::io::Errno::NOENT.raw_os_error()))
         }
     }
 
     fn inode(&self, op: &'static str, path: &Path) -> Result<InodeRef> {
         match self.files.get(path) {
             Some(inode) => Ok(Arc::clone(inode)),
-            None if self.dir_exists(path) => Err(os_error(op, path, libc::EISDIR)),
-            None => Err(os_error(op, path, libc::ENOENT)),
+            None if self.dir_exists(path) => {
+                Err(os_error(op, path, rustix::io::Errno::ISDIR.raw_os_error()))
+            }
+            None => Err(os_error(op, path, rustix::io::Errno::NOENT.raw_os_error())),
         }
     }
 
@@ -171,7 +173,7 @@ impl State {
     fn link_new(&mut self, op: &'static str, path: &Path) -> Result<InodeRef> {
         self.check_parent(op, path)?;
         if self.dirs.contains(path) || is_root(path) {
-            return Err(os_error(op, path, libc::EISDIR));
+            return Err(os_error(op, path, rustix::io::Errno::ISDIR.raw_os_error()));
         }
         let inode = InodeRef::default();
         self.files.insert(path.to_path_buf(), Arc::clone(&inode));
@@ -436,7 +438,11 @@ impl Vfs for MemFs {
         let inode = st.inode("rename", from)?;
         st.check_parent("rename", to)?;
         if st.dirs.contains(to) || is_root(to) {
-            return Err(os_error("rename", to, libc::EISDIR));
+            return Err(os_error(
+                "rename",
+                to,
+                rustix::io::Errno::ISDIR.raw_os_error(),
+            ));
         }
         if from == to {
             // POSIX: renaming a file onto itself does nothing.
@@ -457,7 +463,11 @@ impl Vfs for MemFs {
         let inode = st.inode("link", from)?;
         st.check_parent("link", to)?;
         if st.files.contains_key(to) || st.dirs.contains(to) || is_root(to) {
-            return Err(os_error("link", to, libc::EEXIST));
+            return Err(os_error(
+                "link",
+                to,
+                rustix::io::Errno::EXIST.raw_os_error(),
+            ));
         }
         st.files.insert(to.to_path_buf(), Arc::clone(&inode));
         st.pending.push(NsOp::Link {
@@ -481,9 +491,9 @@ impl Vfs for MemFs {
         let st = self.state.lock();
         if !st.dir_exists(dir) {
             let code = if st.files.contains_key(dir) {
-                libc::ENOTDIR
+                rustix::io::Errno::NOTDIR.raw_os_error()
             } else {
-                libc::ENOENT
+                rustix::io::Errno::NOENT.raw_os_error()
             };
             return Err(os_error("readdir", dir, code));
         }
@@ -503,7 +513,11 @@ impl Vfs for MemFs {
         let mut missing = Vec::new();
         for d in dir.ancestors().filter(|d| !is_root(d)) {
             if st.files.contains_key(d) {
-                return Err(os_error("mkdir", d, libc::ENOTDIR));
+                return Err(os_error(
+                    "mkdir",
+                    d,
+                    rustix::io::Errno::NOTDIR.raw_os_error(),
+                ));
             }
             if !st.dirs.contains(d) {
                 missing.push(d.to_path_buf());
@@ -516,7 +530,11 @@ impl Vfs for MemFs {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let mut st = self.state.lock();
         if !st.dir_exists(dir) {
-            return Err(os_error("fsync", dir, libc::ENOENT));
+            return Err(os_error(
+                "fsync",
+                dir,
+                rustix::io::Errno::NOENT.raw_os_error(),
+            ));
         }
         let st = &mut *st;
         let pending = std::mem::take(&mut st.pending);
