@@ -33,6 +33,7 @@ mod lru;
 mod manifest;
 mod memtable;
 mod options;
+mod range_del;
 mod record;
 mod repair;
 mod row_cache;

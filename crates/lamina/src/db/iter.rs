@@ -4,6 +4,7 @@
 use super::*;
 use crate::iter::FilterIterator;
 use crate::key::user_key;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::spatial::Rect;
 
 impl Db {
@@ -62,11 +63,20 @@ impl Inner {
         Ok(found)
     }
 
+    /// The value of `key` as of `seq`. Sources are asked newest first; the
+    /// first holding a version decides, unless a range tombstone met on
+    /// the way (in that source or a newer one) is newer than the version.
     pub(super) fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
         let sv = Arc::clone(&self.sv.read());
+        // The newest visible range tombstone covering `key` met so far.
+        let mut tomb = 0;
+        let decide = |tomb: u64, (kind, s, v): (ValueKind, u64, Vec<u8>)| {
+            (kind == ValueKind::Put && s >= tomb).then_some(v)
+        };
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if let Some((kind, v)) = mem.get(key, seq) {
-                return Ok((kind == ValueKind::Put).then_some(v));
+            tomb = tomb.max(mem.range_del_seq(key, seq));
+            if let Some(found) = mem.get(key, seq) {
+                return Ok(decide(tomb, found));
             }
         }
         let now = now_ms();
@@ -74,11 +84,12 @@ impl Inner {
             if let Some(f) = run.file_for(key) {
                 f.touch(now);
                 let table = self.loader.table(f)?;
+                tomb = tomb.max(table.range_del_seq(key, seq));
                 // The host's index and filter gate its buffer (Alg. 3).
                 if let Some(buffer) = sv.version.buffers.get(&run.id) {
                     if table.may_contain(key) {
-                        if let Some((kind, v)) = self.buffer_get(buffer, key, seq)? {
-                            return Ok((kind == ValueKind::Put).then_some(v));
+                        if let Some(found) = self.buffer_get(buffer, key, seq, &mut tomb)? {
+                            return Ok(decide(tomb, found));
                         }
                     }
                 }
@@ -88,8 +99,8 @@ impl Inner {
                 self.stats.count_filter(level, filter);
                 self.stats
                     .count_level_cache(level, hits_after - hits, misses_after - misses);
-                if let Some((kind, _, v)) = found {
-                    return Ok((kind == ValueKind::Put).then_some(v));
+                if let Some(found) = found {
+                    return Ok(decide(tomb, found));
                 }
             }
         }
@@ -99,13 +110,15 @@ impl Inner {
     /// Seed 002's Algorithm 3 in one host's buffer: the newest table with
     /// a live file holding `key` answers; the first removed file covering
     /// it sends the lookup back to the host (`None`), as does a buffer that
-    /// does not hold the key.
+    /// does not hold the key. Range tombstones of the files asked raise
+    /// `tomb`.
     fn buffer_get(
         &self,
         buffer: &Buffer<Arc<FileMeta>>,
         key: &[u8],
         seq: u64,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        tomb: &mut u64,
+    ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
         for table in &buffer.tables {
             match table.slot_for(key) {
                 None => continue,
@@ -115,14 +128,15 @@ impl Inner {
                 }
                 Some(Slot::Live(f)) => {
                     let t = self.loader.table(f)?;
+                    *tomb = (*tomb).max(t.range_del_seq(key, seq));
                     let (hits, misses) = thread_data_cache();
                     let found = t.get(key, seq)?;
                     let (hits_after, misses_after) = thread_data_cache();
                     self.stats.buffer_cache_hits.add(hits_after - hits);
                     self.stats.buffer_cache_misses.add(misses_after - misses);
-                    if let Some((kind, _, v)) = found {
+                    if let Some(found) = found {
                         self.stats.buffer_gets.inc();
-                        return Ok(Some((kind, v)));
+                        return Ok(Some(found));
                     }
                 }
             }
@@ -133,14 +147,30 @@ impl Inner {
     /// The merged view of every memtable and sorted run of `sv`, for reads
     /// within `[lo, hi]` (`hi` `None`: unbounded): a run whose compaction
     /// buffer serves the range is read from the buffer's tables instead
-    /// (seed 002 Alg. 4).
+    /// (seed 002 Alg. 4). With it, the range tombstones of those sources
+    /// that overlap the range, as a reader at `seq` sees them.
     pub(super) fn merged(
         &self,
         sv: &SuperVersion,
         lo: &[u8],
         hi: Option<&[u8]>,
-    ) -> MergingIterator {
+        seq: u64,
+    ) -> Result<(MergingIterator, Fragments)> {
         let mut children = memtable_iters(sv);
+        let mut tombstones: Vec<RangeTombstone> = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .flat_map(|m| m.range_tombstones())
+            .collect();
+        let mut gather = |files: &[Arc<FileMeta>]| -> Result<()> {
+            for f in files {
+                let overlaps =
+                    hi.is_none_or(|h| f.smallest.as_slice() <= h) && lo <= f.largest.as_slice();
+                if overlaps {
+                    tombstones.extend_from_slice(self.loader.table(f)?.range_tombstones());
+                }
+            }
+            Ok(())
+        };
         let run_iter = |files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
             Box::new(RunIterator::new(files, Arc::clone(&self.loader), true))
         };
@@ -149,26 +179,34 @@ impl Inner {
                 Some(b) if b.serves_range(lo, hi) => {
                     self.stats.buffer_scans.inc();
                     for t in &b.tables {
-                        children.push(run_iter(
-                            t.slots.iter().filter_map(|s| s.live().cloned()).collect(),
-                        ));
+                        let files: Vec<_> =
+                            t.slots.iter().filter_map(|s| s.live().cloned()).collect();
+                        gather(&files)?;
+                        children.push(run_iter(files));
                     }
                 }
-                _ => children.push(run_iter(run.files.clone())),
+                _ => {
+                    gather(&run.files)?;
+                    children.push(run_iter(run.files.clone()));
+                }
             }
         }
-        MergingIterator::new(children)
+        Ok((
+            MergingIterator::new(children),
+            Fragments::new(&tombstones, seq),
+        ))
     }
 
-    /// The merged view of the current tree, positioned by `position`, with
-    /// the super version it pins; the positioning counts as the scan's
-    /// latency.
+    /// The merged view of the current tree as of `seq`, positioned by
+    /// `position`, with the super version it pins and the range tombstones
+    /// that apply; the positioning counts as the scan's latency.
     pub(super) fn positioned(
         &self,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
+        seq: u64,
         position: impl FnOnce(&mut MergingIterator) -> Result<()>,
-    ) -> Result<(Arc<SuperVersion>, MergingIterator)> {
+    ) -> Result<(Arc<SuperVersion>, MergingIterator, Fragments)> {
         let start = Instant::now();
         let sv = Arc::clone(&self.sv.read());
         let lo = match lo {
@@ -179,10 +217,10 @@ impl Inner {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         };
-        let mut merged = self.merged(&sv, lo, hi);
+        let (mut merged, ranges) = self.merged(&sv, lo, hi, seq)?;
         position(&mut merged)?;
         self.stats.record(Op::Scan, start.elapsed());
-        Ok((sv, merged))
+        Ok((sv, merged, ranges))
     }
 
     pub(super) fn scan_at(
@@ -191,13 +229,14 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbIterator> {
-        let (sv, merged) = self.positioned(lo, hi, |m| match lo {
+        let (sv, merged, ranges) = self.positioned(lo, hi, seq, |m| match lo {
             Bound::Included(k) | Bound::Excluded(k) => m.seek(&seek_key(k, seq)),
             Bound::Unbounded => m.seek_to_first(),
         })?;
         Ok(DbIterator {
             merged,
             seq,
+            ranges,
             hi: hi.map(<[u8]>::to_vec),
             // An excluded lower bound is skipped as if already returned.
             last_key: match lo {
@@ -260,6 +299,8 @@ impl Inner {
             live: DbIterator {
                 merged,
                 seq,
+                // A spatial index refuses range deletes.
+                ranges: Fragments::default(),
                 hi: Bound::Unbounded,
                 last_key: None,
                 done: false,
@@ -280,7 +321,7 @@ impl Inner {
     ) -> Result<DbRevIterator> {
         // The last version of the greatest user key in bounds, or (for an
         // excluded bound) the first version of `hi` itself, skipped below.
-        let (sv, merged) = self.positioned(lo, hi, |m| match hi {
+        let (sv, merged, ranges) = self.positioned(lo, hi, seq, |m| match hi {
             Bound::Included(k) => m.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete)),
             Bound::Excluded(k) => m.seek_for_prev(&seek_key(k, MAX_SEQ)),
             Bound::Unbounded => m.seek_to_last(),
@@ -288,6 +329,7 @@ impl Inner {
         Ok(DbRevIterator {
             merged,
             seq,
+            ranges,
             lo: lo.map(<[u8]>::to_vec),
             hi: hi.map(<[u8]>::to_vec),
             pending: PendingKey::default(),
@@ -412,6 +454,8 @@ impl Drop for WindowIter {
 pub struct DbIterator {
     merged: MergingIterator,
     seq: u64,
+    /// Range tombstones visible at `seq`.
+    ranges: Fragments,
     hi: Bound<Vec<u8>>,
     /// The user key last decided (its buffer reused from key to key).
     last_key: Option<Vec<u8>>,
@@ -436,8 +480,8 @@ impl DbIterator {
             let last = self.last_key.get_or_insert_with(Vec::new);
             last.clear();
             last.extend_from_slice(p.user_key);
-            let item = (p.kind == ValueKind::Put)
-                .then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
+            let live = p.kind == ValueKind::Put && !self.ranges.covers(p.user_key, p.seq);
+            let item = live.then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
             self.merged.next()?;
             if item.is_some() {
                 return Ok(item);
@@ -472,6 +516,8 @@ impl Iterator for DbIterator {
 pub struct DbRevIterator {
     merged: MergingIterator,
     seq: u64,
+    /// Range tombstones visible at `seq`.
+    ranges: Fragments,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     pending: PendingKey,
@@ -532,7 +578,12 @@ impl DbRevIterator {
             } else {
                 None
             };
-            self.pending.set(p.kind, p.user_key, self.merged.value());
+            let kind = if self.ranges.covers(p.user_key, p.seq) {
+                ValueKind::Delete
+            } else {
+                p.kind
+            };
+            self.pending.set(kind, p.user_key, self.merged.value());
             self.merged.prev()?;
             if decided.is_some() {
                 return Ok(decided);

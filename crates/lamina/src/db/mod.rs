@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Sender};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::batch::{decode_entries, encode_header, WriteBatch};
+use crate::batch::{decode_entries, encode_header, BatchOp, WriteBatch};
 use crate::clock::now_ms;
 use crate::compaction::buffer::{Buffer, BufferChange, Slot, TrimRule};
 use crate::compaction::partition::KeyImage;
@@ -211,6 +211,19 @@ impl Db {
         self.write(b)
     }
 
+    /// Deletes every key in `[start, end)` written before the call (a range
+    /// tombstone: one log entry, whatever the number of keys). Snapshots
+    /// taken before it still see the keys; compaction drops the covered
+    /// versions and, once nothing older can hold a key of the range, the
+    /// tombstone. An empty range (`start >= end`) does nothing. Refused with
+    /// `InvalidArgument` on a spatial index ([`Options::spatial`]), whose
+    /// window queries prune files by the points they hold.
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(b)
+    }
+
     /// Applies `batch` atomically. Its durability on return is given by
     /// [`Options::sync`] (see [`SyncMode`]).
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
@@ -219,6 +232,11 @@ impl Db {
         }
         if batch.is_empty() {
             return Ok(());
+        }
+        if self.inner.opts.spatial.is_some() && batch.has_range_deletes() {
+            return Err(Error::InvalidArgument(
+                "delete_range is not supported on a spatial index (Options::spatial)".into(),
+            ));
         }
         let start = Instant::now();
         let result = self.inner.write(batch);

@@ -1,0 +1,227 @@
+//! Range deletes (`Db::delete_range`, `WriteBatch::delete_range`): reads,
+//! snapshots, recovery and what compaction leaves on disk, each checked
+//! against a `BTreeMap` oracle or against the files themselves.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{dump, key, tiny_options};
+use lamina::vfs::mem::MemFs;
+use lamina::vfs::Vfs;
+use lamina::{Db, Error, Options, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn model_delete_range(m: &mut Model, lo: &[u8], hi: &[u8]) {
+    m.retain(|k, _| !(lo <= k.as_slice() && k.as_slice() < hi));
+}
+
+fn rev(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.scan_rev(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+fn check(db: &Db, model: &Model, what: &str) {
+    assert_eq!(&dump(db), model, "{what}: scan");
+    let want: Vec<_> = model
+        .iter()
+        .rev()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    assert_eq!(rev(db), want, "{what}: scan_rev");
+    for i in 0..220 {
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            model.get(&key(i)).cloned(),
+            "{what}: get {i}"
+        );
+    }
+}
+
+#[test]
+fn range_delete_hides_keys_in_memtable_tables_and_across_reopen() {
+    let fs = MemFs::new();
+    let opts = || Options {
+        row_cache_bytes: 1 << 20,
+        ..tiny_options(&fs)
+    };
+    let db = Db::open("/db", opts()).unwrap();
+    let mut model = Model::new();
+    for i in 0..200 {
+        let v = format!("v{i}").into_bytes();
+        db.put(&key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    // Fill the row cache, then delete from the memtable: no stale row.
+    for i in 0..200 {
+        db.get(&key(i)).unwrap();
+    }
+    let before = db.snapshot();
+    let old = model.clone();
+    db.delete_range(&key(10), &key(20)).unwrap();
+    model_delete_range(&mut model, &key(10), &key(20));
+    check(&db, &model, "memtable");
+    db.flush().unwrap();
+    check(&db, &model, "after flush");
+    // Deleted in tables, rewritten later: the new version is live.
+    db.delete_range(&key(50), &key(150)).unwrap();
+    model_delete_range(&mut model, &key(50), &key(150));
+    db.put(&key(60), b"again").unwrap();
+    model.insert(key(60), b"again".to_vec());
+    let mut b = WriteBatch::new();
+    b.put(&key(151), b"in batch");
+    b.delete_range(&key(150), &key(160));
+    b.put(&key(155), b"after the range delete");
+    b.delete_range(&key(30), &key(30)); // empty: nothing
+    db.write(b).unwrap();
+    model_delete_range(&mut model, &key(150), &key(160));
+    model.insert(key(155), b"after the range delete".to_vec());
+    check(&db, &model, "mixed");
+    db.compact_range(None, None).unwrap();
+    check(&db, &model, "after full compaction");
+    // The snapshot taken before any range delete still sees everything.
+    let all: Model = before
+        .scan(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(all, old, "snapshot scan");
+    assert_eq!(before.get(&key(15)).unwrap(), old.get(&key(15)).cloned());
+    assert_eq!(before.get(&key(100)).unwrap(), old.get(&key(100)).cloned());
+    drop(before);
+    // Bounded scans that start or end inside a deleted range.
+    let got: Vec<_> = db
+        .scan(Bound::Included(&key(15)), Bound::Excluded(&key(55)))
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    let want: Vec<_> = model
+        .range(key(15)..key(55))
+        .map(|(k, _)| k.clone())
+        .collect();
+    assert_eq!(got, want);
+    db.close().unwrap();
+    let db = Db::open("/db", opts()).unwrap();
+    check(&db, &model, "after reopen");
+    db.close().unwrap();
+}
+
+#[test]
+fn a_range_delete_only_in_the_log_survives_reopen() {
+    let fs = MemFs::new();
+    let opts = || Options {
+        write_buffer_size: 1 << 20,
+        ..tiny_options(&fs)
+    };
+    let db = Db::open("/db", opts()).unwrap();
+    for i in 0..100 {
+        db.put(&key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.delete_range(&key(20), &key(80)).unwrap();
+    // Dropped without close: the range delete is only in the WAL.
+    drop(db);
+    let db = Db::open("/db", opts()).unwrap();
+    let keys: Vec<_> = dump(&db).into_keys().collect();
+    let want: Vec<_> = (0..20).chain(80..100).map(key).collect();
+    assert_eq!(keys, want);
+    db.close().unwrap();
+}
+
+/// Every SST of `dir`, read through `lamina::inspect` (independent of the
+/// read path): point entries and range tombstones.
+fn on_disk(fs: &MemFs, dir: &str) -> (u64, u64) {
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    let (mut points, mut ranges) = (0, 0);
+    for name in fs.file_names(Path::new(dir)) {
+        if !name.ends_with(".sst") {
+            continue;
+        }
+        lamina::inspect::sst_entries(&vfs, &Path::new(dir).join(&name), |e| {
+            if e.range_end.is_some() {
+                ranges += 1;
+            } else {
+                points += 1;
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    (points, ranges)
+}
+
+#[test]
+fn full_compaction_leaves_no_range_tombstone_and_no_covered_entry() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", tiny_options(&fs)).unwrap();
+    for round in 0..3 {
+        for i in 0..300 {
+            db.put(&key(i), format!("v{round}.{i}").as_bytes()).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.delete_range(&key(100), &key(250)).unwrap();
+    db.delete_range(&key(0), &key(10)).unwrap();
+    db.flush().unwrap();
+    let (_, ranges) = on_disk(&fs, "/db");
+    assert!(ranges >= 2, "the flush wrote the range tombstones");
+    // A snapshot older than the tombstones keeps what it sees.
+    let snap = db.snapshot();
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(snap.get(&key(5)).unwrap(), None, "taken after the deletes");
+    drop(snap);
+    db.compact_range(None, None).unwrap();
+    db.wait_for_compactions().unwrap();
+    let live: Vec<u64> = (10..100).chain(250..300).collect();
+    let (points, ranges) = on_disk(&fs, "/db");
+    assert_eq!(ranges, 0, "range tombstones left after a full compaction");
+    assert_eq!(points, live.len() as u64, "covered or stale entries left");
+    let keys: Vec<_> = dump(&db).into_keys().collect();
+    assert_eq!(keys, live.into_iter().map(key).collect::<Vec<_>>());
+    db.close().unwrap();
+}
+
+#[test]
+fn a_snapshot_keeps_covered_versions_through_compaction() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", tiny_options(&fs)).unwrap();
+    for i in 0..200 {
+        db.put(&key(i), b"old").unwrap();
+    }
+    let snap = db.snapshot();
+    db.delete_range(&key(0), &key(200)).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(dump(&db).is_empty());
+    for i in 0..200 {
+        assert_eq!(snap.get(&key(i)).unwrap().as_deref(), Some(&b"old"[..]));
+    }
+    assert_eq!(
+        snap.scan(Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        200
+    );
+    db.close().unwrap();
+}
+
+#[test]
+fn spatial_databases_refuse_range_deletes() {
+    let fs = MemFs::new();
+    let opts = Options {
+        spatial: Some(lamina::spatial::Comparator::Hilbert),
+        ..tiny_options(&fs)
+    };
+    let db = Db::open("/db", opts).unwrap();
+    let err = db.delete_range(b"a", b"b").unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    db.close().unwrap();
+}
