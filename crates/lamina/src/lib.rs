@@ -47,7 +47,7 @@ pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter};
+pub use db::{Cursor, Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter};
 pub use error::{Error, Result};
 pub use options::{InvalidOption, Options, SyncMode};
 pub use repair::{repair, RepairReport};

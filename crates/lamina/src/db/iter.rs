@@ -5,6 +5,8 @@ use super::*;
 use crate::iter::FilterIterator;
 use crate::key::user_key;
 use crate::range_del::{Fragments, RangeTombstone};
+
+pub use super::cursor::Cursor;
 use crate::spatial::Rect;
 
 impl Db {
@@ -197,30 +199,51 @@ impl Inner {
         ))
     }
 
-    /// The merged view of the current tree as of `seq`, positioned by
-    /// `position`, with the super version it pins and the range tombstones
-    /// that apply; the positioning counts as the scan's latency.
-    pub(super) fn positioned(
-        &self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-        seq: u64,
-        position: impl FnOnce(&mut MergingIterator) -> Result<()>,
-    ) -> Result<(Arc<SuperVersion>, MergingIterator, Fragments)> {
-        let start = Instant::now();
+    /// A cursor over the current tree as of `seq`, within the bounds
+    /// (not positioned yet).
+    pub(super) fn cursor_at(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, seq: u64) -> Result<Cursor> {
         let sv = Arc::clone(&self.sv.read());
-        let lo = match lo {
-            Bound::Included(k) | Bound::Excluded(k) => k,
-            Bound::Unbounded => &[],
+        let lower = match lo {
+            Bound::Included(k) => Some(k.to_vec()),
+            Bound::Excluded(k) => Some(successor(k)),
+            Bound::Unbounded => None,
+        };
+        let upper = match hi {
+            Bound::Included(k) => Some(successor(k)),
+            Bound::Excluded(k) => Some(k.to_vec()),
+            Bound::Unbounded => None,
         };
         let hi = match hi {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         };
-        let (mut merged, ranges) = self.merged(&sv, lo, hi, seq)?;
-        position(&mut merged)?;
+        let (merged, ranges) = self.merged(&sv, lower.as_deref().unwrap_or_default(), hi, seq)?;
+        Ok(Cursor::new(merged, seq, ranges, lower, upper, sv))
+    }
+
+    /// A cursor over the keys starting with `prefix` as of `seq`,
+    /// positioned at the first.
+    pub(super) fn prefix_cursor(&self, prefix: &[u8], seq: u64) -> Result<Cursor> {
+        let end = prefix_end(prefix);
+        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut cursor = self.cursor_at(Bound::Included(prefix), hi, seq)?;
+        cursor.seek_to_first()?;
+        Ok(cursor)
+    }
+
+    /// A scan (forward, or backward with `!forward`) as of `seq`: a cursor
+    /// positioned at its first key, the positioning counted as the scan's
+    /// latency.
+    fn walk(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, seq: u64, forward: bool) -> Result<Walk> {
+        let start = Instant::now();
+        let mut cursor = self.cursor_at(lo, hi, seq)?;
+        if forward {
+            cursor.seek_to_first()?;
+        } else {
+            cursor.seek_to_last()?;
+        }
         self.stats.record(Op::Scan, start.elapsed());
-        Ok((sv, merged, ranges))
+        Ok(Walk::new(cursor, forward))
     }
 
     pub(super) fn scan_at(
@@ -229,23 +252,7 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbIterator> {
-        let (sv, merged, ranges) = self.positioned(lo, hi, seq, |m| match lo {
-            Bound::Included(k) | Bound::Excluded(k) => m.seek(&seek_key(k, seq)),
-            Bound::Unbounded => m.seek_to_first(),
-        })?;
-        Ok(DbIterator {
-            merged,
-            seq,
-            ranges,
-            hi: hi.map(<[u8]>::to_vec),
-            // An excluded lower bound is skipped as if already returned.
-            last_key: match lo {
-                Bound::Excluded(k) => Some(k.to_vec()),
-                _ => None,
-            },
-            done: false,
-            _sv: sv,
-        })
+        Ok(DbIterator(self.walk(lo, hi, seq, true)?))
     }
 
     /// The live records of a spatial index whose point lies in `window`,
@@ -293,19 +300,12 @@ impl Inner {
         self.stats.window_queries.inc();
         self.stats.window_components.add(components);
         self.stats.window_files_pruned.add(pruned);
-        let mut merged = MergingIterator::new(children);
-        merged.seek_to_first()?;
+        let merged = MergingIterator::new(children);
+        // A spatial index refuses range deletes.
+        let mut cursor = Cursor::new(merged, seq, Fragments::default(), None, None, sv);
+        cursor.seek_to_first()?;
         Ok(WindowIter {
-            live: DbIterator {
-                merged,
-                seq,
-                // A spatial index refuses range deletes.
-                ranges: Fragments::default(),
-                hi: Bound::Unbounded,
-                last_key: None,
-                done: false,
-                _sv: sv,
-            },
+            live: DbIterator(Walk::new(cursor, true)),
             components,
             inner: Arc::clone(self),
             start,
@@ -319,24 +319,29 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbRevIterator> {
-        // The last version of the greatest user key in bounds, or (for an
-        // excluded bound) the first version of `hi` itself, skipped below.
-        let (sv, merged, ranges) = self.positioned(lo, hi, seq, |m| match hi {
-            Bound::Included(k) => m.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete)),
-            Bound::Excluded(k) => m.seek_for_prev(&seek_key(k, MAX_SEQ)),
-            Bound::Unbounded => m.seek_to_last(),
-        })?;
-        Ok(DbRevIterator {
-            merged,
-            seq,
-            ranges,
-            lo: lo.map(<[u8]>::to_vec),
-            hi: hi.map(<[u8]>::to_vec),
-            pending: PendingKey::default(),
-            done: false,
-            _sv: sv,
-        })
+        Ok(DbRevIterator(self.walk(lo, hi, seq, false)?))
     }
+}
+
+/// The smallest key after `k` in bytewise order: an included bound as an
+/// excluded one and back.
+fn successor(k: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(k.len() + 1);
+    s.extend_from_slice(k);
+    s.push(0);
+    s
+}
+
+/// The exclusive upper bound of the keys starting with `prefix`: the
+/// prefix with its last byte below 0xff incremented (and the rest cut);
+/// `None` if every key from `prefix` on starts with it (all 0xff bytes).
+pub(super) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut end = prefix.get(..=last)?.to_vec();
+    if let Some(b) = end.last_mut() {
+        *b += 1;
+    }
+    Some(end)
 }
 
 /// The entries of one level or of the memtables, newest version per key
@@ -382,24 +387,6 @@ impl Iterator for LevelIter {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.advance().transpose()
-    }
-}
-
-/// True if `key` lies above the upper bound `hi`.
-fn past_hi(hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
-    match hi {
-        Bound::Included(h) => key > h.as_slice(),
-        Bound::Excluded(h) => key >= h.as_slice(),
-        Bound::Unbounded => false,
-    }
-}
-
-/// True if `key` lies below the lower bound `lo`.
-fn below_lo(lo: &Bound<Vec<u8>>, key: &[u8]) -> bool {
-    match lo {
-        Bound::Included(l) => key < l.as_slice(),
-        Bound::Excluded(l) => key <= l.as_slice(),
-        Bound::Unbounded => false,
     }
 }
 
@@ -450,162 +437,66 @@ impl Drop for WindowIter {
     }
 }
 
-/// Iterates live entries in key order (see [`Db::scan`]).
-pub struct DbIterator {
-    merged: MergingIterator,
-    seq: u64,
-    /// Range tombstones visible at `seq`.
-    ranges: Fragments,
-    hi: Bound<Vec<u8>>,
-    /// The user key last decided (its buffer reused from key to key).
-    last_key: Option<Vec<u8>>,
+/// A [`Cursor`] walked one way as a Rust iterator of owned pairs; an
+/// error is yielded once, then the walk ends.
+struct Walk {
+    cursor: Cursor,
+    forward: bool,
+    /// An error met while stepping past the last pair returned.
+    error: Option<Error>,
     done: bool,
-    _sv: Arc<SuperVersion>,
 }
 
-impl DbIterator {
-    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        while !self.done && self.merged.valid() {
-            let p = parse_internal_key(self.merged.key())
-                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            if past_hi(&self.hi, p.user_key) {
-                self.done = true;
-                break;
-            }
-            if p.seq > self.seq || self.last_key.as_deref() == Some(p.user_key) {
-                self.merged.next()?;
-                continue;
-            }
-            // The newest visible version of a new key decides it.
-            let last = self.last_key.get_or_insert_with(Vec::new);
-            last.clear();
-            last.extend_from_slice(p.user_key);
-            let live = p.kind == ValueKind::Put && !self.ranges.covers(p.user_key, p.seq);
-            let item = live.then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
-            self.merged.next()?;
-            if item.is_some() {
-                return Ok(item);
-            }
+impl Walk {
+    fn new(cursor: Cursor, forward: bool) -> Self {
+        Walk {
+            cursor,
+            forward,
+            error: None,
+            done: false,
         }
-        self.done = true;
-        Ok(None)
+    }
+
+    fn step(&mut self) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        if let Some(e) = self.error.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if self.done || !self.cursor.valid() {
+            self.done = true;
+            return None;
+        }
+        let item = (self.cursor.key().to_vec(), self.cursor.value().to_vec());
+        let moved = if self.forward {
+            self.cursor.next()
+        } else {
+            self.cursor.prev()
+        };
+        self.error = moved.err();
+        Some(Ok(item))
     }
 }
+
+/// Iterates live entries in key order (see [`Db::scan`]): a [`Cursor`]
+/// walked forward.
+pub struct DbIterator(Walk);
 
 impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.advance() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => None,
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        self.0.step()
     }
 }
 
-/// Iterates live entries in descending key order (see [`Db::scan_rev`]).
-///
-/// Going backward, the versions of a user key come oldest first, so the
-/// newest version visible at the snapshot is the last one met before the
-/// user key changes: a key is decided only once the cursor has moved past
-/// all of its versions.
-pub struct DbRevIterator {
-    merged: MergingIterator,
-    seq: u64,
-    /// Range tombstones visible at `seq`.
-    ranges: Fragments,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
-    pending: PendingKey,
-    done: bool,
-    _sv: Arc<SuperVersion>,
-}
-
-/// The user key a [`DbRevIterator`] is deciding: its newest visible version
-/// met so far.
-#[derive(Default)]
-struct PendingKey {
-    /// `Some(kind)` of that version while a key is being decided.
-    kind: Option<ValueKind>,
-    key: Vec<u8>,
-    value: Vec<u8>,
-}
-
-impl PendingKey {
-    /// Ends the decision: the entry, if its newest version is a put.
-    fn take(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
-        (self.kind.take() == Some(ValueKind::Put)).then(|| {
-            (
-                std::mem::take(&mut self.key),
-                std::mem::take(&mut self.value),
-            )
-        })
-    }
-
-    /// True while deciding a user key other than `user_key`.
-    fn is_other(&self, user_key: &[u8]) -> bool {
-        self.kind.is_some() && self.key != user_key
-    }
-
-    fn set(&mut self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        self.kind = Some(kind);
-        self.key.clear();
-        self.key.extend_from_slice(user_key);
-        self.value.clear();
-        self.value.extend_from_slice(value);
-    }
-}
-
-impl DbRevIterator {
-    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        while !self.done && self.merged.valid() {
-            let p = parse_internal_key(self.merged.key())
-                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            if below_lo(&self.lo, p.user_key) {
-                break;
-            }
-            if past_hi(&self.hi, p.user_key) || p.seq > self.seq {
-                self.merged.prev()?;
-                continue;
-            }
-            // A smaller user key: the pending one has seen all its versions.
-            let decided = if self.pending.is_other(p.user_key) {
-                self.pending.take()
-            } else {
-                None
-            };
-            let kind = if self.ranges.covers(p.user_key, p.seq) {
-                ValueKind::Delete
-            } else {
-                p.kind
-            };
-            self.pending.set(kind, p.user_key, self.merged.value());
-            self.merged.prev()?;
-            if decided.is_some() {
-                return Ok(decided);
-            }
-        }
-        self.done = true;
-        Ok(self.pending.take())
-    }
-}
+/// Iterates live entries in descending key order (see [`Db::scan_rev`]):
+/// a [`Cursor`] walked backward.
+pub struct DbRevIterator(Walk);
 
 impl Iterator for DbRevIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.advance() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => None,
-            Err(e) => {
-                self.done = true;
-                self.pending = PendingKey::default();
-                Some(Err(e))
-            }
-        }
+        self.0.step()
     }
 }

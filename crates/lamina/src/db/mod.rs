@@ -48,11 +48,12 @@ use crate::vfs::{DirLock, Vfs, WritableFile};
 use crate::wal::replay_wal;
 
 mod background;
+mod cursor;
 mod iter;
 mod open;
 mod write;
 
-pub use iter::{DbIterator, DbRevIterator, LevelIter, WindowIter};
+pub use iter::{Cursor, DbIterator, DbRevIterator, LevelIter, WindowIter};
 
 /// What a reader pins: memtables and the tree at one instant.
 #[derive(Debug)]
@@ -173,6 +174,18 @@ impl Snapshot {
         self.inner.scan_at(lo, hi, self.seq)
     }
 
+    /// A cursor over the keys within the bounds as of the snapshot (see
+    /// [`Db::iter`]).
+    pub fn iter(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<Cursor> {
+        self.inner.cursor_at(lo, hi, self.seq)
+    }
+
+    /// A cursor over the keys starting with `prefix` as of the snapshot,
+    /// at the first of them (see [`Db::prefix_iter`]).
+    pub fn prefix_iter(&self, prefix: &[u8]) -> Result<Cursor> {
+        self.inner.prefix_cursor(prefix, self.seq)
+    }
+
     /// Like [`Snapshot::scan`], in descending key order.
     pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
         self.inner.scan_rev_at(lo, hi, self.seq)
@@ -265,6 +278,25 @@ impl Db {
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner
             .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A double-ended [`Cursor`] over the live keys within the bounds, as of
+    /// now; not positioned until one of its seeks. The bounds hold for
+    /// every move (`seek_to_first` goes to the first key within them).
+    /// `scan` and `scan_rev` are this cursor walked one way.
+    pub fn iter(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<Cursor> {
+        self.inner
+            .cursor_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A [`Cursor`] over the live keys that start with `prefix`, positioned
+    /// at the first of them: the bounds `[prefix, next)` where `next` is
+    /// the prefix with its last byte below 0xff incremented and the bytes
+    /// after it dropped (unbounded above if the prefix is all 0xff bytes),
+    /// so the cursor never leaves the prefix in either direction.
+    pub fn prefix_iter(&self, prefix: &[u8]) -> Result<Cursor> {
+        self.inner
+            .prefix_cursor(prefix, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
     /// Live entries with keys within the bounds, in descending key order.
