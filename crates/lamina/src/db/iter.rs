@@ -345,7 +345,8 @@ pub(super) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The entries of one level or of the memtables, newest version per key
-/// (see [`Db::level_iter`]); it pins the tree it started on.
+/// (see [`Db::level_iter`]); it pins the tree it started on. A view of the
+/// stored point entries: range tombstones are not applied to it.
 pub struct LevelIter {
     iter: MergingIterator,
     last_key: Option<Vec<u8>>,
