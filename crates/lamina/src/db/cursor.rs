@@ -171,6 +171,9 @@ impl Cursor {
     }
 
     /// Moves to the next live key.
+    // Not `Iterator::next`: a cursor's items borrow from it, which
+    // `Iterator` cannot express; `Db::scan` is the iterator.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {
             return Ok(());
