@@ -9,8 +9,10 @@
 //! than that version hides it. LevelDB's `DBIter` shape:
 //!
 //! * Moving forward, the merged iterator sits on the entry that decided the
-//!   current key, so `key()` and `value()` borrow from it (a cached block or
-//!   the memtable iterator's batch): no copy per entry.
+//!   current key, so `value()` borrows from it (a cached block or the
+//!   memtable iterator's batch); the key is copied into a buffer the cursor
+//!   reuses, which is also the key the next step skips past (cheaper than
+//!   asking the merged iterator's children for it again).
 //! * Moving backward, a key is decided only after all its versions have
 //!   been passed (they come oldest first), so the merged iterator sits just
 //!   before them and the current key and value are copied into two buffers
@@ -48,7 +50,8 @@ pub struct Cursor {
     upper: Option<Vec<u8>>,
     direction: Direction,
     valid: bool,
-    /// Forward: the user key being skipped. Backward: the current key.
+    /// The current key; moving forward, also the key whose older
+    /// versions are skipped.
     saved_key: Vec<u8>,
     /// Backward: the current value.
     saved_value: Vec<u8>,
@@ -62,6 +65,14 @@ impl std::fmt::Debug for Cursor {
             .field("valid", &self.valid)
             .finish()
     }
+}
+
+/// The merged iterator's current entry, parsed (a free function, so the
+/// parts borrow only the merged iterator and the cursor's buffers stay
+/// writable).
+fn parse(merged: &MergingIterator) -> Result<crate::key::ParsedKey<'_>> {
+    parse_internal_key(merged.key())
+        .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))
 }
 
 impl Cursor {
@@ -94,10 +105,10 @@ impl Cursor {
 
     /// The current key (empty when invalid).
     pub fn key(&self) -> &[u8] {
-        match (self.valid, self.direction) {
-            (false, _) => &[],
-            (true, Direction::Forward) => user_key(self.merged.key()),
-            (true, Direction::Backward) => &self.saved_key,
+        if self.valid {
+            &self.saved_key
+        } else {
+            &[]
         }
     }
 
@@ -199,11 +210,6 @@ impl Cursor {
         res
     }
 
-    fn parse(&self) -> Result<crate::key::ParsedKey<'_>> {
-        parse_internal_key(self.merged.key())
-            .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))
-    }
-
     fn step_next(&mut self) -> Result<()> {
         if self.direction == Direction::Backward {
             // The merged iterator is just before the current key's
@@ -215,9 +221,7 @@ impl Cursor {
                 self.merged.seek_to_first()?;
             }
         } else {
-            let uk = user_key(self.merged.key());
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(uk);
+            // `saved_key` holds the current key: skip its older versions.
             self.merged.next()?;
         }
         self.find_next(true)
@@ -226,10 +230,8 @@ impl Cursor {
     fn step_prev(&mut self) -> Result<()> {
         if self.direction == Direction::Forward {
             // The merged iterator is on the current key's deciding
-            // version: back off past all its versions.
-            let uk = user_key(self.merged.key());
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(uk);
+            // version (the key is in `saved_key`): back off past all its
+            // versions.
             loop {
                 self.merged.prev()?;
                 if !self.merged.valid() || user_key(self.merged.key()) < self.saved_key.as_slice() {
@@ -241,32 +243,27 @@ impl Cursor {
         self.find_prev()
     }
 
-    /// True if version `seq` of `key` is hidden by a range tombstone.
-    fn covered(&self, key: &[u8], seq: u64) -> bool {
-        self.ranges.covers(key, seq)
-    }
-
     /// Forward from the merged iterator's position to the first entry that
     /// decides a live key; with `skipping`, the versions of keys up to
     /// `saved_key` are hidden (already passed, or deleted).
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
         while self.merged.valid() {
-            let p = self.parse()?;
+            let p = parse(&self.merged)?;
             if self.upper.as_deref().is_some_and(|u| p.user_key >= u) {
                 break;
             }
             if p.seq <= self.seq {
                 let hidden = skipping && p.user_key <= self.saved_key.as_slice();
                 if !hidden {
-                    if p.kind == ValueKind::Put && !self.covered(p.user_key, p.seq) {
+                    let live = p.kind == ValueKind::Put && !self.ranges.covers(p.user_key, p.seq);
+                    // Live: the current key. Deleted: its older versions
+                    // are hidden too.
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(p.user_key);
+                    if live {
                         self.valid = true;
                         return Ok(());
                     }
-                    // Deleted: its older versions are hidden too.
-                    let uk = p.user_key.len();
-                    let key = self.merged.key();
-                    self.saved_key.clear();
-                    self.saved_key.extend_from_slice(&key[..uk]);
                     skipping = true;
                 }
             }
@@ -283,7 +280,7 @@ impl Cursor {
     fn find_prev(&mut self) -> Result<()> {
         let mut live = false;
         while self.merged.valid() {
-            let p = self.parse()?;
+            let p = parse(&self.merged)?;
             if self.lower.as_deref().is_some_and(|l| p.user_key < l) {
                 break;
             }
@@ -291,11 +288,10 @@ impl Cursor {
                 if live && p.user_key < self.saved_key.as_slice() {
                     break;
                 }
-                live = p.kind == ValueKind::Put && !self.covered(p.user_key, p.seq);
+                live = p.kind == ValueKind::Put && !self.ranges.covers(p.user_key, p.seq);
                 if live {
-                    let uk = p.user_key.len();
                     self.saved_key.clear();
-                    self.saved_key.extend_from_slice(&self.merged.key()[..uk]);
+                    self.saved_key.extend_from_slice(p.user_key);
                     self.saved_value.clear();
                     self.saved_value.extend_from_slice(self.merged.value());
                 }
