@@ -12,9 +12,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{dump, key, tiny_options};
+use lamina::vfs::fault::FaultFs;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
 use lamina::{Db, Error, Options, WriteBatch};
+use rand::SeedableRng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -257,4 +259,102 @@ fn verify_and_repair_understand_range_tombstones() {
     let db = Db::open("/db", tiny_options(&fs)).unwrap();
     check(&db, &model, "after repair");
     db.close().unwrap();
+}
+
+/// Puts keys 0..100, then range deletes (with flushes and a full
+/// compaction between them) through `fs`; returns which puts and which
+/// range deletes were acknowledged, and which may have been applied
+/// despite an error.
+#[allow(clippy::type_complexity)]
+fn range_workload(fs: &FaultFs) -> (Vec<u64>, Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    let (mut puts, mut acked, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
+    let opts = Options {
+        vfs: Arc::new(fs.clone()),
+        write_buffer_size: 2 * 1024,
+        target_file_size: 2 * 1024,
+        block_size: 256,
+        level0_stop_runs: 0,
+        ..Options::default()
+    };
+    let Ok(db) = Db::open("/db", opts) else {
+        return (puts, acked, unknown);
+    };
+    for i in 0..100 {
+        if db.put(&key(i), b"v").is_ok() {
+            puts.push(i);
+        }
+    }
+    let _ = db.flush();
+    for (n, r) in [(20, 40), (60, 70), (35, 65), (90, 200)]
+        .into_iter()
+        .enumerate()
+    {
+        match db.delete_range(&key(r.0), &key(r.1)) {
+            Ok(()) => acked.push(r),
+            Err(Error::Background(_)) | Err(Error::Closed) => {}
+            Err(_) => unknown.push(r),
+        }
+        if n % 2 == 1 {
+            let _ = db.flush();
+        }
+    }
+    let _ = db.compact_range(None, None);
+    let _ = db.close();
+    (puts, acked, unknown)
+}
+
+#[test]
+fn an_io_error_at_any_operation_loses_no_acknowledged_range_delete() {
+    let clean = FaultFs::new(Arc::new(MemFs::new()));
+    let (puts, acked, _) = range_workload(&clean);
+    assert_eq!((puts.len(), acked.len()), (100, 4));
+    let total = clean.ops();
+    let inside = |rs: &[(u64, u64)], i: u64| rs.iter().any(|&(a, b)| a <= i && i < b);
+    for n in 0..total {
+        let mem = MemFs::new();
+        let fs = FaultFs::new(Arc::new(mem.clone()));
+        fs.fail_once_at(n);
+        let (puts, acked, unknown) = range_workload(&fs);
+        let db = Db::open("/db", tiny_options(&mem))
+            .unwrap_or_else(|e| panic!("failure at op {n}: reopen failed: {e}"));
+        let got = dump(&db);
+        for i in 0..100 {
+            let present = got.contains_key(&key(i));
+            if inside(&acked, i) {
+                assert!(
+                    !present,
+                    "failure at op {n}: key {i} survived its range delete"
+                );
+            } else if puts.contains(&i) && !inside(&unknown, i) {
+                assert!(present, "failure at op {n}: acknowledged key {i} lost");
+            }
+        }
+        db.close().unwrap();
+    }
+}
+
+#[test]
+fn a_synced_range_delete_survives_power_loss() {
+    let fs = MemFs::new();
+    let opts = |fs: &MemFs| Options {
+        sync: lamina::SyncMode::Always,
+        ..tiny_options(fs)
+    };
+    let db = Db::open("/db", opts(&fs)).unwrap();
+    for i in 0..150 {
+        db.put(&key(i), b"v").unwrap();
+    }
+    db.flush().unwrap();
+    db.delete_range(&key(10), &key(140)).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    // Unsynced bytes lost, whatever the fraction kept of them.
+    for keep in [0.0, 0.5, 1.0] {
+        let clone = fs.crash_clone(&mut rng, keep);
+        let db = Db::open("/db", opts(&clone)).unwrap();
+        let keys: Vec<_> = dump(&db).into_keys().collect();
+        let want: Vec<_> = (0..10).chain(140..150).map(key).collect();
+        assert_eq!(keys, want, "kept {keep} of the unsynced bytes");
+        db.close().unwrap();
+    }
+    drop(db);
 }
