@@ -99,11 +99,13 @@ impl Cursor {
     }
 
     /// True while the cursor is on a live key.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.valid
     }
 
     /// The current key (empty when invalid).
+    #[inline]
     pub fn key(&self) -> &[u8] {
         if self.valid {
             &self.saved_key
@@ -113,6 +115,7 @@ impl Cursor {
     }
 
     /// The current value (empty when invalid).
+    #[inline]
     pub fn value(&self) -> &[u8] {
         match (self.valid, self.direction) {
             (false, _) => &[],
@@ -185,6 +188,7 @@ impl Cursor {
     // Not `Iterator::next`: a cursor's items borrow from it, which
     // `Iterator` cannot express; `Db::scan` is the iterator.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {
             return Ok(());
@@ -210,6 +214,7 @@ impl Cursor {
         res
     }
 
+    #[inline]
     fn step_next(&mut self) -> Result<()> {
         if self.direction == Direction::Backward {
             // The merged iterator is just before the current key's
@@ -246,6 +251,7 @@ impl Cursor {
     /// Forward from the merged iterator's position to the first entry that
     /// decides a live key; with `skipping`, the versions of keys up to
     /// `saved_key` are hidden (already passed, or deleted).
+    #[inline]
     fn find_next(&mut self, mut skipping: bool) -> Result<()> {
         while self.merged.valid() {
             let p = parse(&self.merged)?;

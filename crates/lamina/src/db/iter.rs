@@ -458,6 +458,7 @@ impl Walk {
         }
     }
 
+    #[inline]
     fn step(&mut self) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
         if let Some(e) = self.error.take() {
             self.done = true;
