@@ -88,12 +88,19 @@ impl Printer {
             return self.json(&json!({
                 "key": to_hex(e.key),
                 "seq": e.seq,
-                "kind": if e.put { "put" } else { "delete" },
+                "kind": match (e.put, e.range_end) {
+                    (true, _) => "put",
+                    (false, None) => "delete",
+                    (false, Some(_)) => "delete_range",
+                },
                 "value": to_hex(e.value),
             }));
         }
         let key = self.key(e.key);
-        if e.put {
+        if let Some(end) = e.range_end {
+            let end = self.key(end);
+            writeln!(self.out, "{indent}{key} @{} delete_range to {end}", e.seq)?;
+        } else if e.put {
             let value = self.key(e.value);
             writeln!(self.out, "{indent}{key} @{} put {value}", e.seq)?;
         } else {
@@ -203,6 +210,13 @@ fn sst(p: &mut Printer, vfs: &Arc<dyn Vfs>, file: &Path, scan: bool) -> Result<(
             r.properties_block.size,
             r.properties_block.offset
         )?;
+        if let Some(h) = &r.range_deletions {
+            writeln!(
+                o,
+                "range deletions: {} tombstones, {} B at {}",
+                r.range_tombstones, h.size, h.offset
+            )?;
+        }
         if let Some([x0, y0, x1, y1]) = r.mbr {
             writeln!(o, "MBR [{x0}, {y0}, {x1}, {y1}]")?;
         }

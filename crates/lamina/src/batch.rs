@@ -1,4 +1,4 @@
-//! Write batches: an atomic group of puts and deletes.
+//! Write batches: an atomic group of puts, deletes and range deletes.
 //!
 //! A batch is kept in the same encoding the write-ahead log stores, so a
 //! group commit concatenates batches without re-encoding:
@@ -7,7 +7,8 @@
 //! +-------------+---------------+----------------------------------------+
 //! | seq: u64 LE | count: u32 LE | entries...                             |
 //! +-------------+---------------+----------------------------------------+
-//! entry = kind: u8 (0 delete, 1 put) | varint klen | key | [varint vlen | value]
+//! entry = kind: u8 (0 delete, 1 put, 2 range delete) | varint klen | key
+//!         | [varint vlen | value]   (puts: the value; range deletes: the end key)
 //! ```
 //! `seq` is the sequence number of the first entry; entry *i* gets `seq + i`.
 
@@ -17,12 +18,25 @@ use crate::key::ValueKind;
 /// Bytes of the batch header.
 pub(crate) const BATCH_HEADER: usize = 12;
 
+/// The kind byte of a range delete (`key` is the start, `value` the end).
+const RANGE_DELETE: u8 = 2;
+
+/// What a batch entry does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchOp {
+    /// A put (`ValueKind::Put`) or a point delete (`ValueKind::Delete`).
+    Point(ValueKind),
+    /// Deletes `[key, value)`.
+    DeleteRange,
+}
+
 /// An atomic group of writes. All of it is applied, or none of it.
 #[derive(Debug, Clone)]
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
     user_bytes: u64,
+    has_range_deletes: bool,
 }
 
 impl Default for WriteBatch {
@@ -38,6 +52,7 @@ impl WriteBatch {
             rep: vec![0; BATCH_HEADER],
             count: 0,
             user_bytes: 0,
+            has_range_deletes: false,
         }
     }
 
@@ -58,6 +73,26 @@ impl WriteBatch {
         self.user_bytes += key.len() as u64;
     }
 
+    /// Adds a delete of every key in `[start, end)` (a range tombstone);
+    /// keys written later in the same batch or after it are not affected.
+    /// An empty range (`start >= end`) adds nothing.
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
+        if start >= end {
+            return;
+        }
+        self.has_range_deletes = true;
+        self.rep.push(RANGE_DELETE);
+        put_bytes(&mut self.rep, start);
+        put_bytes(&mut self.rep, end);
+        self.count += 1;
+        self.user_bytes += (start.len() + end.len()) as u64;
+    }
+
+    /// True if the batch holds a range delete.
+    pub(crate) fn has_range_deletes(&self) -> bool {
+        self.has_range_deletes
+    }
+
     /// Number of operations.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -73,6 +108,7 @@ impl WriteBatch {
         self.rep.truncate(BATCH_HEADER);
         self.count = 0;
         self.user_bytes = 0;
+        self.has_range_deletes = false;
     }
 
     /// User key + value bytes in the batch.
@@ -99,7 +135,7 @@ pub(crate) fn encode_header(dst: &mut Vec<u8>, seq: u64, count: u32) {
 /// One decoded batch entry.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct BatchEntry<'a> {
-    pub kind: ValueKind,
+    pub op: BatchOp,
     pub key: &'a [u8],
     pub value: &'a [u8],
 }
@@ -122,13 +158,16 @@ pub(crate) fn decode_entries(mut data: &[u8]) -> impl Iterator<Item = Option<Bat
         let entry = (|| {
             let (&kind, rest) = data.split_first()?;
             data = rest;
-            let kind = ValueKind::from_byte(kind)?;
-            let key = get_bytes(&mut data)?;
-            let value = match kind {
-                ValueKind::Put => get_bytes(&mut data)?,
-                ValueKind::Delete => &[][..],
+            let op = match kind {
+                RANGE_DELETE => BatchOp::DeleteRange,
+                k => BatchOp::Point(ValueKind::from_byte(k)?),
             };
-            Some(BatchEntry { kind, key, value })
+            let key = get_bytes(&mut data)?;
+            let value = match op {
+                BatchOp::Point(ValueKind::Delete) => &[][..],
+                _ => get_bytes(&mut data)?,
+            };
+            Some(BatchEntry { op, key, value })
         })();
         failed = entry.is_none();
         Some(entry)
@@ -168,7 +207,7 @@ mod tests {
         assert_eq!(
             got[0],
             BatchEntry {
-                kind: ValueKind::Put,
+                op: BatchOp::Point(ValueKind::Put),
                 key: b"k1",
                 value: b"v1"
             }
@@ -176,13 +215,25 @@ mod tests {
         assert_eq!(
             got[1],
             BatchEntry {
-                kind: ValueKind::Delete,
+                op: BatchOp::Point(ValueKind::Delete),
                 key: b"k2",
                 value: b""
             }
         );
         assert_eq!(got[2].key, b"");
         assert_eq!(b.user_bytes(), 6);
+        b.delete_range(b"a", b"c");
+        b.delete_range(b"c", b"a");
+        assert_eq!(b.len(), 4);
+        let last = decode_entries(b.entries()).last().unwrap().unwrap();
+        assert_eq!(
+            last,
+            BatchEntry {
+                op: BatchOp::DeleteRange,
+                key: b"a",
+                value: b"c"
+            }
+        );
         b.clear();
         assert!(b.is_empty());
         assert_eq!(decode_entries(b.entries()).count(), 0);
@@ -194,6 +245,8 @@ mod tests {
         let got: Vec<_> = decode_entries(&bad).collect();
         assert_eq!(got, vec![None]);
         let bad_kind = [9u8, 0];
+        // A range delete without its end key.
+        assert_eq!(decode_entries(&[2u8, 1, b'a']).next(), Some(None));
         assert_eq!(decode_entries(&bad_kind).next(), Some(None));
     }
 }

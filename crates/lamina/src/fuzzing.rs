@@ -138,15 +138,27 @@ fn with_valid_checksums(data: &[u8]) -> Vec<u8> {
         filter: handle(0),
         index: handle(1),
         properties: handle(2),
+        // Both versions read: version 1, or 2 (range deletions possible).
+        version: 1 + u32::from(data.get(footer_at + 48).is_some_and(|b| b & 1 == 1)),
     };
     for h in [footer.filter, footer.index, footer.properties] {
         fix_trailer(&mut bytes, h, footer_at);
     }
+    let props = usize::try_from(footer.properties.offset)
+        .ok()
+        .zip(usize::try_from(footer.properties.size).ok())
+        .and_then(|(start, size)| bytes.get(start..start.checked_add(size)?))
+        .and_then(|c| crate::sst::decode_properties(c).ok());
+    let range_del = props.and_then(|p| p.range_del);
+    if let Some(h) = range_del {
+        fix_trailer(&mut bytes, h, footer_at);
+    }
+    let data_end = range_del.map_or(footer.filter.offset, |h| h.offset);
     let index_contents = usize::try_from(footer.index.offset)
         .ok()
         .zip(usize::try_from(footer.index.size).ok())
         .and_then(|(start, size)| bytes.get(start..start.checked_add(size)?));
-    if let Some(Ok(index)) = index_contents.map(|c| decode_index(c, footer.filter.offset)) {
+    if let Some(Ok(index)) = index_contents.map(|c| decode_index(c, data_end)) {
         for i in 0..index.len() {
             if let Some(h) = index.handle(i) {
                 fix_trailer(&mut bytes, h, footer_at);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
-use crate::batch::{decode_entries, decode_header};
+use crate::batch::{decode_entries, decode_header, BatchOp};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::ValueKind;
@@ -87,6 +87,8 @@ pub struct SstReport {
     pub entries: u64,
     /// Tombstones.
     pub tombstones: u64,
+    /// Range tombstones (not counted in `entries`).
+    pub range_tombstones: u64,
     /// Smallest sequence number.
     pub smallest_seq: u64,
     /// Largest sequence number.
@@ -118,6 +120,8 @@ pub struct SstReport {
     pub index: Extent,
     /// The properties block.
     pub properties_block: Extent,
+    /// The range-deletion block, if the table has one.
+    pub range_deletions: Option<Extent>,
     /// MBR of the table's points (spatial tables).
     pub mbr: Option<RectArray>,
     /// The data blocks, in key order.
@@ -140,8 +144,11 @@ pub struct Entry<'a> {
     pub seq: u64,
     /// False for a tombstone.
     pub put: bool,
-    /// The value (empty for a tombstone).
+    /// The value (empty for a tombstone; the end key for a range
+    /// tombstone).
     pub value: &'a [u8],
+    /// For a range tombstone, which deletes `[key, end)`: its end.
+    pub range_end: Option<&'a [u8]>,
 }
 
 fn open_table(vfs: &Arc<dyn Vfs>, path: &Path) -> Result<Arc<Table>> {
@@ -203,6 +210,7 @@ pub fn sst(vfs: &Arc<dyn Vfs>, path: &Path) -> Result<SstReport> {
         file_size: p.file_size,
         entries: p.entries,
         tombstones: p.tombstones,
+        range_tombstones: p.range_tombstones,
         smallest_seq: p.smallest_seq,
         largest_seq: p.largest_seq,
         created_ms: p.creation_time,
@@ -218,25 +226,39 @@ pub fn sst(vfs: &Arc<dyn Vfs>, path: &Path) -> Result<SstReport> {
         filter: extent(footer.filter),
         index: extent(footer.index),
         properties_block: extent(footer.properties),
+        range_deletions: p.range_del.map(extent),
         blocks,
     })
 }
 
-/// Calls `f` with every entry of the SST at `path`, in key order; a bad
-/// block ends the scan with its [`Error::Corruption`].
+/// Calls `f` with every entry of the SST at `path`, in key order, then
+/// with each of its range tombstones (sorted by start; `range_end` set); a
+/// bad block ends the scan with its [`Error::Corruption`].
 pub fn sst_entries(
     vfs: &Arc<dyn Vfs>,
     path: &Path,
     mut f: impl FnMut(Entry<'_>) -> Result<()>,
 ) -> Result<()> {
-    open_table(vfs, path)?.for_each_entry(|key, seq, kind, value| {
+    let table = open_table(vfs, path)?;
+    table.for_each_entry(|key, seq, kind, value| {
         f(Entry {
             key,
             seq,
             put: kind == ValueKind::Put,
             value,
+            range_end: None,
         })
-    })
+    })?;
+    for t in table.range_tombstones() {
+        f(Entry {
+            key: &t.start,
+            seq: t.seq,
+            put: false,
+            value: &t.end,
+            range_end: Some(&t.end),
+        })?;
+    }
+    Ok(())
 }
 
 /// One file of the tree.
@@ -581,8 +603,9 @@ pub fn wal_record_entries(
         f(Entry {
             key: e.key,
             seq: rec.first_seq.saturating_add(u64::from(n)),
-            put: e.kind == ValueKind::Put,
+            put: e.op == BatchOp::Point(ValueKind::Put),
             value: e.value,
+            range_end: (e.op == BatchOp::DeleteRange).then_some(e.value),
         })?;
         n = n.saturating_add(1);
     }

@@ -34,6 +34,7 @@ mod manifest;
 mod memtable;
 mod options;
 pub mod options_file;
+mod range_del;
 mod record;
 mod repair;
 mod row_cache;
@@ -48,7 +49,8 @@ mod wal;
 
 pub use batch::WriteBatch;
 pub use db::{
-    CheckpointReport, Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot, WindowIter,
+    CheckpointReport, Cursor, Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot,
+    WindowIter,
 };
 pub use error::{Error, Result};
 pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode};

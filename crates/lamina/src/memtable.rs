@@ -22,11 +22,13 @@ use std::collections::BTreeSet;
 
 use parking_lot::RwLock;
 
+use crate::batch::BatchOp;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{
     append_internal_key, compare_internal, parse_internal_key, seek_key, user_key_prefix, ValueKind,
 };
+use crate::range_del::{self, RangeTombstone};
 use crate::sst::{key_hash, num_probes};
 
 /// Per-entry bookkeeping charged on top of key and value bytes (skiplist node,
@@ -172,6 +174,9 @@ impl KeyFilter {
 #[derive(Debug)]
 pub struct MemTable {
     map: RwLock<BTreeSet<Entry>>,
+    /// Range tombstones, sorted by start (then newest first); few, so a
+    /// sorted vector (written under the same group-commit discipline).
+    ranges: RwLock<Vec<RangeTombstone>>,
     filter: Option<KeyFilter>,
     entries: AtomicUsize,
     approx_bytes: AtomicUsize,
@@ -195,6 +200,7 @@ impl MemTable {
     pub fn with_filter(wal_number: u64, buffer_bytes: usize, bits_per_key: f64) -> Self {
         MemTable {
             map: RwLock::new(BTreeSet::new()),
+            ranges: RwLock::new(Vec::new()),
             filter: KeyFilter::new(buffer_bytes / (ENTRY_OVERHEAD + 8), bits_per_key),
             entries: AtomicUsize::new(0),
             approx_bytes: AtomicUsize::new(0),
@@ -204,19 +210,53 @@ impl MemTable {
     }
 
     /// Inserts one entry.
+    #[cfg(test)]
     pub fn add(&self, seq: u64, kind: ValueKind, key: &[u8], value: &[u8], now_ms: u64) {
-        self.add_all(std::iter::once((seq, kind, key, value)), now_ms);
+        self.add_all(
+            std::iter::once((seq, BatchOp::Point(kind), key, value)),
+            now_ms,
+        );
     }
 
-    /// Inserts entries `(seq, kind, key, value)` under one lock.
+    /// Inserts one decoded batch entry (log replay).
+    pub(crate) fn add_entry(&self, seq: u64, e: &crate::batch::BatchEntry<'_>, now_ms: u64) {
+        self.add_all(std::iter::once((seq, e.op, e.key, e.value)), now_ms);
+    }
+
+    /// Inserts entries `(seq, op, key, value)` under one lock (a range
+    /// delete's `key` and `value` are its start and end).
     pub fn add_all<'a>(
         &self,
-        entries: impl Iterator<Item = (u64, ValueKind, &'a [u8], &'a [u8])>,
+        entries: impl Iterator<Item = (u64, BatchOp, &'a [u8], &'a [u8])>,
         now_ms: u64,
     ) {
         let mut map = self.map.write();
         let (mut bytes, mut count) = (0, 0);
-        for (seq, kind, key, value) in entries {
+        for (seq, op, key, value) in entries {
+            let kind = match op {
+                BatchOp::Point(kind) => kind,
+                BatchOp::DeleteRange => {
+                    let _ = self.first_tombstone_ms.compare_exchange(
+                        0,
+                        now_ms.max(1),
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                    bytes += key.len() + value.len() + 8 + ENTRY_OVERHEAD;
+                    count += 1;
+                    let t = RangeTombstone {
+                        start: key.to_vec(),
+                        end: value.to_vec(),
+                        seq,
+                    };
+                    let mut ranges = self.ranges.write();
+                    let at = ranges.partition_point(|r| {
+                        r.start.as_slice() < key || (r.start == key && r.seq > seq)
+                    });
+                    ranges.insert(at, t);
+                    continue;
+                }
+            };
             if kind == ValueKind::Delete {
                 let _ = self.first_tombstone_ms.compare_exchange(
                     0,
@@ -241,8 +281,10 @@ impl MemTable {
         self.entries.fetch_add(count, Ordering::Relaxed);
     }
 
-    /// The newest version of `user_key` visible at `snapshot_seq`.
-    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(ValueKind, Vec<u8>)> {
+    /// The newest version of `user_key` visible at `snapshot_seq`:
+    /// `(kind, seq, value)`. Range tombstones are not consulted (see
+    /// [`MemTable::range_del_seq`]).
+    pub fn get(&self, user_key: &[u8], snapshot_seq: u64) -> Option<(ValueKind, u64, Vec<u8>)> {
         if self
             .filter
             .as_ref()
@@ -256,7 +298,18 @@ impl MemTable {
         let map = self.map.read();
         let e = map.range(target..).next()?;
         let parsed = parse_internal_key(e.key())?;
-        (parsed.user_key == user_key).then(|| (parsed.kind, e.value().to_vec()))
+        (parsed.user_key == user_key).then(|| (parsed.kind, parsed.seq, e.value().to_vec()))
+    }
+
+    /// The newest range tombstone covering `user_key` visible at
+    /// `snapshot_seq` (its sequence number; 0 if none).
+    pub fn range_del_seq(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        range_del::covering_seq(&self.ranges.read(), user_key, snapshot_seq)
+    }
+
+    /// The range tombstones, sorted by start (then newest first).
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        self.ranges.read().clone()
     }
 
     /// Approximate memory used by entries.
@@ -264,7 +317,7 @@ impl MemTable {
         self.approx_bytes.load(Ordering::Relaxed)
     }
 
-    /// Number of entries (versions).
+    /// Number of entries (versions and range tombstones).
     pub fn len(&self) -> usize {
         self.entries.load(Ordering::Relaxed)
     }
@@ -439,12 +492,20 @@ mod tests {
         m.add(1, ValueKind::Put, b"a", b"1", 0);
         m.add(2, ValueKind::Put, b"a", b"2", 0);
         m.add(3, ValueKind::Delete, b"a", b"", 5);
-        assert_eq!(m.get(b"a", 1), Some((ValueKind::Put, b"1".to_vec())));
-        assert_eq!(m.get(b"a", 2), Some((ValueKind::Put, b"2".to_vec())));
+        assert_eq!(m.get(b"a", 1), Some((ValueKind::Put, 1, b"1".to_vec())));
+        assert_eq!(m.get(b"a", 2), Some((ValueKind::Put, 2, b"2".to_vec())));
         assert_eq!(m.get(b"a", 9).map(|x| x.0), Some(ValueKind::Delete));
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"b", 9), None);
         assert_eq!(m.first_tombstone_ms(), Some(5));
+        m.add_all(
+            [(4, BatchOp::DeleteRange, &b"a"[..], &b"c"[..])].into_iter(),
+            0,
+        );
+        assert_eq!(m.range_del_seq(b"a", 9), 4);
+        assert_eq!(m.range_del_seq(b"b", 3), 0);
+        assert_eq!(m.range_del_seq(b"c", 9), 0);
+        assert_eq!(m.len(), 4);
     }
 
     #[test]

@@ -230,7 +230,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
         let end = salvage_prefix(&data, &name, |payload| {
             decode_record(payload, |seq, e| {
                 if seq > covered_seq {
-                    mem.add(seq, e.kind, e.key, e.value, now);
+                    mem.add_entry(seq, &e, now);
                     applied += 1;
                     last_seq = last_seq.max(seq);
                 }

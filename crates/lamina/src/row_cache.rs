@@ -123,10 +123,24 @@ impl RowCache {
         self.usage.fetch_sub(freed, Ordering::Relaxed);
     }
 
-    /// Drops `keys` and holds their shards busy until the guard is dropped,
-    /// which the writer does once the writes are visible.
-    pub fn begin_writes<'a>(&'a self, keys: impl Iterator<Item = &'a [u8]>) -> WriteGuard<'a> {
+    /// Drops `keys` and the keys of the `[start, end)` `ranges` (range
+    /// deletes, which reach every shard) and holds their shards busy until
+    /// the guard is dropped, which the writer does once the writes are
+    /// visible.
+    pub fn begin_writes<'a>(
+        &'a self,
+        keys: impl Iterator<Item = &'a [u8]>,
+        ranges: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> WriteGuard<'a> {
         let mut busy = [false; SHARDS];
+        let mut mark = |s: &mut Shard, shard: usize| {
+            if let Some(b) = busy.get_mut(shard) {
+                if !*b {
+                    *b = true;
+                    s.writing += 1;
+                }
+            }
+        };
         for key in keys {
             let shard = self.shard_of(key);
             let Some(m) = self.shards.get(shard) else {
@@ -136,11 +150,20 @@ impl RowCache {
             if let Some((_, c)) = s.lru.remove(key) {
                 self.usage.fetch_sub(c, Ordering::Relaxed);
             }
-            if let Some(b) = busy.get_mut(shard) {
-                if !*b {
-                    *b = true;
-                    s.writing += 1;
-                }
+            mark(&mut s, shard);
+        }
+        let ranges: Vec<(&[u8], &[u8])> = ranges.collect();
+        if !ranges.is_empty() {
+            for (shard, m) in self.shards.iter().enumerate() {
+                let mut s = m.lock();
+                let gone = s.lru.remove_where(|k| {
+                    ranges
+                        .iter()
+                        .any(|(lo, hi)| *lo <= k.as_slice() && k.as_slice() < *hi)
+                });
+                let freed: usize = gone.iter().map(|(_, c)| c).sum();
+                self.usage.fetch_sub(freed, Ordering::Relaxed);
+                mark(&mut s, shard);
             }
         }
         WriteGuard { cache: self, busy }
@@ -179,7 +202,7 @@ mod tests {
         c.fill(t, b"k", b"v1");
         assert_eq!(c.lookup(b"k"), Ok(b"v1".to_vec()));
         assert_eq!(c.usage(), b"k".len() + b"v1".len() + ENTRY_OVERHEAD);
-        drop(c.begin_writes([&b"k"[..]].into_iter()));
+        drop(c.begin_writes([&b"k"[..]].into_iter(), std::iter::empty()));
         assert!(c.lookup(b"k").is_err());
         assert_eq!(c.usage(), 0);
     }
@@ -189,12 +212,12 @@ mod tests {
         let c = RowCache::new(1 << 20);
         // Ticket before the write began, fill after it ended.
         let t = c.lookup(b"k").unwrap_err().unwrap();
-        drop(c.begin_writes([&b"k"[..]].into_iter()));
+        drop(c.begin_writes([&b"k"[..]].into_iter(), std::iter::empty()));
         c.fill(t, b"k", b"old");
         assert!(c.lookup(b"k").is_err());
         // Ticket before, fill while the write is in flight.
         let t = c.lookup(b"k").unwrap_err().unwrap();
-        let w = c.begin_writes([&b"k"[..]].into_iter());
+        let w = c.begin_writes([&b"k"[..]].into_iter(), std::iter::empty());
         c.fill(t, b"k", b"old");
         // No ticket while in flight.
         assert!(matches!(c.lookup(b"k"), Err(None)));

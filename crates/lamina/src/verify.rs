@@ -189,8 +189,9 @@ fn verify_table(loader: &TableCache, meta: &FileMeta) -> Result<u64> {
         && p.smallest_key == meta.smallest
         && p.largest_key == meta.largest;
     if !agrees {
-        // The properties block sits after the data, filter and index blocks.
-        let offset = p.data_bytes + p.filter_bytes + p.index_bytes;
+        // The properties block sits after the data, range-deletion, filter
+        // and index blocks.
+        let offset = table.footer().properties.offset;
         return Err(Error::corruption(
             name,
             offset,

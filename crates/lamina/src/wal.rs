@@ -28,7 +28,7 @@ pub(crate) fn replay_wal(
     let now = now_ms();
     let end = read_records(&data, &name, |offset, payload| {
         decode_record(payload, |seq, e| {
-            mem.add(seq, e.kind, e.key, e.value, now);
+            mem.add_entry(seq, &e, now);
             max_seq = max_seq.max(seq);
         })
         .map(|_| ())

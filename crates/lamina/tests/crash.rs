@@ -26,16 +26,21 @@ enum Op {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    DeleteRange(Vec<u8>, Vec<u8>),
 }
 
 fn op(seed: u64, i: u64, space: u64) -> Op {
     let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(1_000_003).wrapping_add(i));
-    match rng.gen_range(0..10) {
-        0..=5 => Op::Put(
+    match rng.gen_range(0..20) {
+        0 => {
+            let start = rng.gen_range(0..space);
+            Op::DeleteRange(key(start), key(start + rng.gen_range(1..40)))
+        }
+        1..=11 => Op::Put(
             key(rng.gen_range(0..space)),
             format!("v{i}-{}", "x".repeat(rng.gen_range(0..60))).into_bytes(),
         ),
-        6..=7 => Op::Delete(key(rng.gen_range(0..space))),
+        12..=15 => Op::Delete(key(rng.gen_range(0..space))),
         _ => Op::Batch(
             (0..rng.gen_range(1..6))
                 .map(|j| {
@@ -51,6 +56,7 @@ fn apply_db(db: &Db, op: &Op) -> lamina::Result<()> {
     match op {
         Op::Put(k, v) => db.put(k, v),
         Op::Delete(k) => db.delete(k),
+        Op::DeleteRange(lo, hi) => db.delete_range(lo, hi),
         Op::Batch(items) => {
             let mut b = WriteBatch::new();
             for (k, v) in items {
@@ -74,6 +80,16 @@ fn apply_model(m: &mut Model, op: &Op) -> Vec<Vec<u8>> {
         Op::Delete(k) => {
             m.remove(k);
             vec![k.clone()]
+        }
+        Op::DeleteRange(lo, hi) => {
+            let gone: Vec<Vec<u8>> = m
+                .range(lo.clone()..hi.clone())
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in &gone {
+                m.remove(k);
+            }
+            gone
         }
         Op::Batch(items) => {
             for (k, v) in items {

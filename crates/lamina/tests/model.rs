@@ -61,6 +61,26 @@ fn expected_range(
         .collect()
 }
 
+/// A range to delete: mostly short, sometimes long, sometimes starting or
+/// ending between keys.
+fn range(rng: &mut StdRng, space: u64) -> (Vec<u8>, Vec<u8>) {
+    let start = rng.gen_range(0..space);
+    let len = if rng.gen_bool(0.1) {
+        rng.gen_range(0..space / 4 + 1)
+    } else {
+        rng.gen_range(0..8)
+    };
+    let mut lo = key(start);
+    if rng.gen_bool(0.2) {
+        lo.push(0);
+    }
+    (lo, key(start + len))
+}
+
+fn model_delete_range(model: &mut Model, lo: &[u8], hi: &[u8]) {
+    model.retain(|k, _| !(lo <= k.as_slice() && k.as_slice() < hi));
+}
+
 const LEVELING: &str = "leveling:T=3,l0=2";
 
 /// A scan of `[lo, hi]` both ways equals the oracle's range.
@@ -97,10 +117,15 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
     let (mut flushes, mut compactions, mut errors) = (0, 0, 0);
     for step in 0..ops {
         match rng.gen_range(0..100) {
-            0..=39 => {
+            0..=37 => {
                 let (k, v) = (key(rng.gen_range(0..space)), value(&mut rng));
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
+            }
+            38 | 39 => {
+                let (lo, hi) = range(&mut rng, space);
+                db.delete_range(&lo, &hi).unwrap();
+                model_delete_range(&mut model, &lo, &hi);
             }
             40..=49 => {
                 let k = key(rng.gen_range(0..space));
@@ -111,7 +136,11 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
                 let mut batch = WriteBatch::new();
                 for _ in 0..rng.gen_range(1..20) {
                     let k = key(rng.gen_range(0..space));
-                    if rng.gen_bool(0.3) {
+                    if rng.gen_bool(0.05) {
+                        let (lo, hi) = range(&mut rng, space);
+                        batch.delete_range(&lo, &hi);
+                        model_delete_range(&mut model, &lo, &hi);
+                    } else if rng.gen_bool(0.3) {
                         batch.delete(&k);
                         model.remove(&k);
                     } else {

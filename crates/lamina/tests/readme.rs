@@ -5,7 +5,7 @@
 //! runs them all, the marked ones in a fresh working directory, since they
 //! use relative paths.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, unused_variables)]
+#![allow(clippy::unwrap_used, clippy::expect_used, unused_variables, unused_mut)]
 
 use std::error::Error;
 
@@ -34,6 +34,14 @@ fn library() -> Res {
     for kv in db.scan_rev(Bound::Unbounded, Bound::Excluded(&b"b"[..]))? {
         let (k, v) = kv?;                               // descending key order
     }
+    db.delete_range(b"a", b"b")?;                       // every key in [a, b): one range tombstone
+    let mut c = db.iter(Bound::Unbounded, Bound::Unbounded)?;  // double-ended cursor
+    c.seek(b"b")?;                                      // also seek_for_prev, seek_to_first/last
+    while c.valid() {
+        let (k, v) = (c.key(), c.value());              // borrowed: no copy per entry
+        c.prev()?;                                      // or next(); turn at will
+    }
+    let mut p = db.prefix_iter(b"ban")?;                // the keys starting with "ban", at the first
     db.compact_range(None, None)?;
     println!("{}", serde_json::to_string(&db.stats())?); // write amplification, runs per level, ...
     db.close()?;

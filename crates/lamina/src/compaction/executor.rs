@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memtable::MemTable;
+use crate::range_del::{self, Fragments, RangeTombstone};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::tables::{sst_name, RunIterator, TableCache};
 use crate::version::{AddedFile, FileMeta, NewRun, RemovedFile, Run, Version, VersionEdit};
@@ -182,6 +183,22 @@ pub(crate) fn execute(
             .iter()
             .any(|r| r.file_for(uk).is_some_and(|f| !input_ids.contains(&f.id)))
     };
+    // The same for any key of `[lo, hi]`, for range tombstones.
+    let older_may_overlap = |lo: &[u8], hi: &[u8]| {
+        older.iter().any(|r| {
+            let from = r.files.partition_point(|f| f.largest.as_slice() < lo);
+            r.files
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|f| f.smallest.as_slice() <= hi)
+                .any(|f| !input_ids.contains(&f.id))
+        })
+    };
+    let older = Older {
+        may_hold: &older_may_hold,
+        may_overlap: &older_may_overlap,
+    };
 
     let in_output_level = |i: usize| {
         plan.inputs
@@ -233,13 +250,13 @@ pub(crate) fn execute(
         .clamp(1, jobs.len().max(1));
     let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Vec<FileMeta>> {
         if let Some(rule) = plan.partitioning.and_then(|p| p.partition.tile_rule()) {
-            return merge_tiles(ctx, &plan, files, &older_may_hold, rule);
+            return merge_tiles(ctx, &plan, files, older.may_hold, rule);
         }
         let cutter = match plan.partitioning {
             Some(p) => Some(cutter_for(ctx, p, files)?),
             None => None,
         };
-        merge_files(ctx, &plan, files, &older_may_hold, cutter)
+        merge_files(ctx, &plan, files, &older, cutter)
     };
     let results: Vec<Result<Vec<FileMeta>>> = if threads <= 1 {
         jobs.iter().map(|files| sub_merge(files)).collect()
@@ -296,6 +313,31 @@ pub(crate) fn execute(
     Ok(outcome)
 }
 
+/// What older runs outside a merge may hold: a key, or any key of a range.
+struct Older<'a> {
+    may_hold: &'a (dyn Fn(&[u8]) -> bool + Sync),
+    may_overlap: &'a (dyn Fn(&[u8], &[u8]) -> bool + Sync),
+}
+
+/// The range tombstones of a merge's inputs: those that survive it (kept
+/// while a snapshot may need them or older runs may hold keys they cover)
+/// and, as fragments, those every snapshot sees, whose covered versions the
+/// merge drops.
+fn merge_tombstones(
+    all: Vec<RangeTombstone>,
+    smallest_snapshot: u64,
+    older_may_overlap: &dyn Fn(&[u8], &[u8]) -> bool,
+) -> (Vec<RangeTombstone>, Fragments) {
+    let hiding = Fragments::new(&all, smallest_snapshot);
+    let mut kept: Vec<RangeTombstone> = all
+        .into_iter()
+        .filter(|t| t.seq > smallest_snapshot || older_may_overlap(&t.start, &t.end))
+        .collect();
+    range_del::sort(&mut kept);
+    kept.dedup();
+    (kept, hiding)
+}
+
 /// Merges `files` (of several runs; any two overlapping files of the plan
 /// are both here) into new files cut by `cutter`, or every
 /// `plan.target_file_size` bytes without one.
@@ -303,12 +345,18 @@ fn merge_files(
     ctx: &CompactionContext<'_>,
     plan: &plan::Plan,
     files: &[Arc<FileMeta>],
-    older_may_hold: &(dyn Fn(&[u8]) -> bool + Sync),
+    older: &Older<'_>,
     cutter: Option<Box<dyn FileCutter>>,
 ) -> Result<Vec<FileMeta>> {
     let mut merged = merged_input(ctx, plan, files);
+    let mut tombstones = Vec::new();
+    for f in files {
+        tombstones.extend_from_slice(ctx.loader.table(f)?.range_tombstones());
+    }
+    let (kept, hiding) = merge_tombstones(tombstones, ctx.smallest_snapshot, older.may_overlap);
     let oldest_tombstone = files.iter().filter_map(|f| f.oldest_tombstone_ms).min();
     let mut writer = OutputWriter::new(ctx, plan.target_file_size, oldest_tombstone, cutter);
+    writer.tombstones = kept.into();
     let result = (|| -> Result<()> {
         merged.seek_to_first()?;
         let mut filter = VersionFilter::new(ctx.smallest_snapshot);
@@ -316,12 +364,14 @@ fn merge_files(
             let parsed = parse_internal_key(merged.key()).ok_or_else(|| {
                 Error::corruption("compaction input", 0, "malformed internal key")
             })?;
-            if filter.keep(parsed.user_key, parsed.seq, parsed.kind, older_may_hold) {
+            if filter.keep(parsed.user_key, parsed.seq, parsed.kind, older.may_hold)
+                && !hiding.covers(parsed.user_key, parsed.seq)
+            {
                 writer.add(merged.key(), parsed.user_key, merged.value())?;
             }
             merged.next()?;
         }
-        writer.finish_current()
+        writer.finish_last()
     })();
     match result {
         Ok(()) => Ok(std::mem::take(&mut writer.done)),
@@ -355,6 +405,13 @@ fn merge_tiles(
                 .into(),
         )
     })?;
+    for f in files {
+        if !ctx.loader.table(f)?.range_tombstones().is_empty() {
+            return Err(Error::InvalidArgument(
+                "a spatially tiled merge cannot place range tombstones".into(),
+            ));
+        }
+    }
     let bytes: u64 = files.iter().map(|f| f.size).sum();
     let parts = usize::try_from(bytes.div_ceil(plan.target_file_size.max(1)))
         .unwrap_or(usize::MAX)
@@ -410,7 +467,7 @@ fn merge_tiles(
             }
             merged.next()?;
         }
-        writers.iter_mut().try_for_each(|w| w.finish_current())
+        writers.iter_mut().try_for_each(|w| w.finish_last())
     })();
     match result {
         Ok(()) => {
@@ -574,6 +631,13 @@ struct OutputWriter<'a> {
     builder: Option<(u64, TableBuilder)>,
     last_user_key: Vec<u8>,
     done: Vec<FileMeta>,
+    /// Range tombstones still to write, sorted by start. Each goes whole
+    /// into the file open when the keys pass its start, and no file is
+    /// cut inside one: a file's key range spans its tombstones, so the
+    /// files of a run stay disjoint.
+    tombstones: std::collections::VecDeque<RangeTombstone>,
+    /// The largest end of the open file's tombstones.
+    cover_end: Option<Vec<u8>>,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -591,12 +655,52 @@ impl<'a> OutputWriter<'a> {
             builder: None,
             last_user_key: Vec::new(),
             done: Vec::new(),
+            tombstones: std::collections::VecDeque::new(),
+            cover_end: None,
         }
+    }
+
+    /// The open file's builder, opening a file if none is.
+    fn builder(&mut self) -> Result<&mut TableBuilder> {
+        if self.builder.is_none() {
+            let id = (self.ctx.alloc_id)();
+            let file = self.ctx.loader.vfs.create(&self.ctx.loader.path(id))?;
+            self.builder = Some((
+                id,
+                TableBuilder::new(file, self.ctx.table_options.clone(), sst_name(id)),
+            ));
+        }
+        match &mut self.builder {
+            Some((_, b)) => Ok(b),
+            None => Err(Error::InvalidArgument("no open output file".into())),
+        }
+    }
+
+    /// Writes the pending tombstones that start before `key` (all of them
+    /// without one) into the open file.
+    fn write_tombstones(&mut self, key: Option<&[u8]>) -> Result<()> {
+        while let Some(t) = self
+            .tombstones
+            .front()
+            .filter(|t| key.is_none_or(|k| t.start.as_slice() < k))
+        {
+            if self.cover_end.as_ref().is_none_or(|e| *e < t.end) {
+                self.cover_end = Some(t.end.clone());
+            }
+            let t = t.clone();
+            self.tombstones.pop_front();
+            self.builder()?.add_range_tombstone(t)?;
+        }
+        Ok(())
     }
 
     fn add(&mut self, ikey: &[u8], user_key: &[u8], value: &[u8]) -> Result<()> {
         let open = self.builder.as_ref().map(|(_, b)| b.estimated_size());
         let new_key = open.is_none() || self.last_user_key != user_key;
+        // Tombstones starting before the key belong to the file before any
+        // cut, and a file that reaches the key through one is not cut.
+        self.write_tombstones(Some(user_key))?;
+        let inside_tombstone = self.cover_end.as_deref().is_some_and(|end| end >= user_key);
         let cut = match &mut self.cutter {
             // Asked at every new key, so range bounds advance with the keys.
             Some(cutter) if new_key => cutter.cut_before(
@@ -607,26 +711,18 @@ impl<'a> OutputWriter<'a> {
             Some(_) => false,
             None => new_key && open.is_some_and(|size| size >= self.target),
         };
-        if cut {
+        if cut && !inside_tombstone {
             self.finish_current()?;
         }
-        if self.builder.is_none() {
-            let id = (self.ctx.alloc_id)();
-            let file = self.ctx.loader.vfs.create(&self.ctx.loader.path(id))?;
-            self.builder = Some((
-                id,
-                TableBuilder::new(file, self.ctx.table_options.clone(), sst_name(id)),
-            ));
-        }
-        if let Some((_, b)) = &mut self.builder {
-            b.add(ikey, value)?;
-        }
+        self.builder()?.add(ikey, value)?;
         self.last_user_key.clear();
         self.last_user_key.extend_from_slice(user_key);
         Ok(())
     }
 
+    /// Finishes the open file, if any.
     fn finish_current(&mut self) -> Result<()> {
+        self.cover_end = None;
         if let Some((id, b)) = self.builder.take() {
             let props = b.finish(self.ctx.now_ms, self.oldest_tombstone)?;
             self.done
@@ -635,9 +731,15 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
+    /// Writes the tombstones left and finishes the last file.
+    fn finish_last(&mut self) -> Result<()> {
+        self.write_tombstones(None)?;
+        self.finish_current()
+    }
+
     /// Finishes the last file and makes the new names durable.
     fn finish(&mut self) -> Result<Vec<FileMeta>> {
-        self.finish_current()?;
+        self.finish_last()?;
         if !self.done.is_empty() {
             self.ctx.loader.vfs.sync_dir(self.ctx.loader.dir())?;
         }
@@ -673,15 +775,21 @@ pub(crate) fn flush_memtable(
         Some(p) => Some(flush_cutter(mem, p)?),
         None => None,
     };
-    // Flushes keep tombstones: older runs may hold the key.
+    // Flushes keep tombstones, range tombstones too: older runs may hold
+    // the keys.
     let keep_tombstones = |_: &[u8]| true;
+    let (kept, hiding) =
+        merge_tombstones(mem.range_tombstones(), ctx.smallest_snapshot, &|_, _| true);
     let mut filter = VersionFilter::new(ctx.smallest_snapshot);
     let mut writer = OutputWriter::new(ctx, u64::MAX, mem.first_tombstone_ms(), cutter);
+    writer.tombstones = kept.into();
     // The memtable is immutable now: walk it in place rather than copying.
     let result = mem.for_each(|ikey, value| {
         let parsed = parse_internal_key(ikey)
             .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))?;
-        if filter.keep(parsed.user_key, parsed.seq, parsed.kind, &keep_tombstones) {
+        if filter.keep(parsed.user_key, parsed.seq, parsed.kind, &keep_tombstones)
+            && !hiding.covers(parsed.user_key, parsed.seq)
+        {
             writer.add(ikey, parsed.user_key, value)?;
         }
         Ok(())

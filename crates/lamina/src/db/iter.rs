@@ -4,6 +4,9 @@
 use super::*;
 use crate::iter::FilterIterator;
 use crate::key::user_key;
+use crate::range_del::{Fragments, RangeTombstone};
+
+pub use super::cursor::Cursor;
 use crate::spatial::Rect;
 
 impl Db {
@@ -62,11 +65,20 @@ impl Inner {
         Ok(found)
     }
 
+    /// The value of `key` as of `seq`. Sources are asked newest first; the
+    /// first holding a version decides, unless a range tombstone met on
+    /// the way (in that source or a newer one) is newer than the version.
     pub(super) fn get_at(&self, key: &[u8], seq: u64) -> Result<Option<Vec<u8>>> {
         let sv = Arc::clone(&self.sv.read());
+        // The newest visible range tombstone covering `key` met so far.
+        let mut tomb = 0;
+        let decide = |tomb: u64, (kind, s, v): (ValueKind, u64, Vec<u8>)| {
+            (kind == ValueKind::Put && s >= tomb).then_some(v)
+        };
         for mem in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            if let Some((kind, v)) = mem.get(key, seq) {
-                return Ok((kind == ValueKind::Put).then_some(v));
+            tomb = tomb.max(mem.range_del_seq(key, seq));
+            if let Some(found) = mem.get(key, seq) {
+                return Ok(decide(tomb, found));
             }
         }
         let now = now_ms();
@@ -74,11 +86,12 @@ impl Inner {
             if let Some(f) = run.file_for(key) {
                 f.touch(now);
                 let table = self.loader.table(f)?;
+                tomb = tomb.max(table.range_del_seq(key, seq));
                 // The host's index and filter gate its buffer (Alg. 3).
                 if let Some(buffer) = sv.version.buffers.get(&run.id) {
                     if table.may_contain(key) {
-                        if let Some((kind, v)) = self.buffer_get(buffer, key, seq)? {
-                            return Ok((kind == ValueKind::Put).then_some(v));
+                        if let Some(found) = self.buffer_get(buffer, key, seq, &mut tomb)? {
+                            return Ok(decide(tomb, found));
                         }
                     }
                 }
@@ -88,8 +101,8 @@ impl Inner {
                 self.stats.count_filter(level, filter);
                 self.stats
                     .count_level_cache(level, hits_after - hits, misses_after - misses);
-                if let Some((kind, _, v)) = found {
-                    return Ok((kind == ValueKind::Put).then_some(v));
+                if let Some(found) = found {
+                    return Ok(decide(tomb, found));
                 }
             }
         }
@@ -99,13 +112,15 @@ impl Inner {
     /// Seed 002's Algorithm 3 in one host's buffer: the newest table with
     /// a live file holding `key` answers; the first removed file covering
     /// it sends the lookup back to the host (`None`), as does a buffer that
-    /// does not hold the key.
+    /// does not hold the key. Range tombstones of the files asked raise
+    /// `tomb`.
     fn buffer_get(
         &self,
         buffer: &Buffer<Arc<FileMeta>>,
         key: &[u8],
         seq: u64,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        tomb: &mut u64,
+    ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
         for table in &buffer.tables {
             match table.slot_for(key) {
                 None => continue,
@@ -115,14 +130,15 @@ impl Inner {
                 }
                 Some(Slot::Live(f)) => {
                     let t = self.loader.table(f)?;
+                    *tomb = (*tomb).max(t.range_del_seq(key, seq));
                     let (hits, misses) = thread_data_cache();
                     let found = t.get(key, seq)?;
                     let (hits_after, misses_after) = thread_data_cache();
                     self.stats.buffer_cache_hits.add(hits_after - hits);
                     self.stats.buffer_cache_misses.add(misses_after - misses);
-                    if let Some((kind, _, v)) = found {
+                    if let Some(found) = found {
                         self.stats.buffer_gets.inc();
-                        return Ok(Some((kind, v)));
+                        return Ok(Some(found));
                     }
                 }
             }
@@ -133,14 +149,30 @@ impl Inner {
     /// The merged view of every memtable and sorted run of `sv`, for reads
     /// within `[lo, hi]` (`hi` `None`: unbounded): a run whose compaction
     /// buffer serves the range is read from the buffer's tables instead
-    /// (seed 002 Alg. 4).
+    /// (seed 002 Alg. 4). With it, the range tombstones of those sources
+    /// that overlap the range, as a reader at `seq` sees them.
     pub(super) fn merged(
         &self,
         sv: &SuperVersion,
         lo: &[u8],
         hi: Option<&[u8]>,
-    ) -> MergingIterator {
+        seq: u64,
+    ) -> Result<(MergingIterator, Fragments)> {
         let mut children = memtable_iters(sv);
+        let mut tombstones: Vec<RangeTombstone> = std::iter::once(&sv.mem)
+            .chain(sv.imms.iter())
+            .flat_map(|m| m.range_tombstones())
+            .collect();
+        let mut gather = |files: &[Arc<FileMeta>]| -> Result<()> {
+            for f in files {
+                let overlaps =
+                    hi.is_none_or(|h| f.smallest.as_slice() <= h) && lo <= f.largest.as_slice();
+                if overlaps {
+                    tombstones.extend_from_slice(self.loader.table(f)?.range_tombstones());
+                }
+            }
+            Ok(())
+        };
         let run_iter = |files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
             Box::new(RunIterator::new(files, Arc::clone(&self.loader), true))
         };
@@ -149,40 +181,69 @@ impl Inner {
                 Some(b) if b.serves_range(lo, hi) => {
                     self.stats.buffer_scans.inc();
                     for t in &b.tables {
-                        children.push(run_iter(
-                            t.slots.iter().filter_map(|s| s.live().cloned()).collect(),
-                        ));
+                        let files: Vec<_> =
+                            t.slots.iter().filter_map(|s| s.live().cloned()).collect();
+                        gather(&files)?;
+                        children.push(run_iter(files));
                     }
                 }
-                _ => children.push(run_iter(run.files.clone())),
+                _ => {
+                    gather(&run.files)?;
+                    children.push(run_iter(run.files.clone()));
+                }
             }
         }
-        MergingIterator::new(children)
+        Ok((
+            MergingIterator::new(children),
+            Fragments::new(&tombstones, seq),
+        ))
     }
 
-    /// The merged view of the current tree, positioned by `position`, with
-    /// the super version it pins; the positioning counts as the scan's
-    /// latency.
-    pub(super) fn positioned(
-        &self,
-        lo: Bound<&[u8]>,
-        hi: Bound<&[u8]>,
-        position: impl FnOnce(&mut MergingIterator) -> Result<()>,
-    ) -> Result<(Arc<SuperVersion>, MergingIterator)> {
-        let start = Instant::now();
+    /// A cursor over the current tree as of `seq`, within the bounds
+    /// (not positioned yet).
+    pub(super) fn cursor_at(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, seq: u64) -> Result<Cursor> {
         let sv = Arc::clone(&self.sv.read());
-        let lo = match lo {
-            Bound::Included(k) | Bound::Excluded(k) => k,
-            Bound::Unbounded => &[],
+        let lower = match lo {
+            Bound::Included(k) => Some(k.to_vec()),
+            Bound::Excluded(k) => Some(successor(k)),
+            Bound::Unbounded => None,
+        };
+        let upper = match hi {
+            Bound::Included(k) => Some(successor(k)),
+            Bound::Excluded(k) => Some(k.to_vec()),
+            Bound::Unbounded => None,
         };
         let hi = match hi {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         };
-        let mut merged = self.merged(&sv, lo, hi);
-        position(&mut merged)?;
+        let (merged, ranges) = self.merged(&sv, lower.as_deref().unwrap_or_default(), hi, seq)?;
+        Ok(Cursor::new(merged, seq, ranges, lower, upper, sv))
+    }
+
+    /// A cursor over the keys starting with `prefix` as of `seq`,
+    /// positioned at the first.
+    pub(super) fn prefix_cursor(&self, prefix: &[u8], seq: u64) -> Result<Cursor> {
+        let end = prefix_end(prefix);
+        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut cursor = self.cursor_at(Bound::Included(prefix), hi, seq)?;
+        cursor.seek_to_first()?;
+        Ok(cursor)
+    }
+
+    /// A scan (forward, or backward with `!forward`) as of `seq`: a cursor
+    /// positioned at its first key, the positioning counted as the scan's
+    /// latency.
+    fn walk(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, seq: u64, forward: bool) -> Result<Walk> {
+        let start = Instant::now();
+        let mut cursor = self.cursor_at(lo, hi, seq)?;
+        if forward {
+            cursor.seek_to_first()?;
+        } else {
+            cursor.seek_to_last()?;
+        }
         self.stats.record(Op::Scan, start.elapsed());
-        Ok((sv, merged))
+        Ok(Walk::new(cursor, forward))
     }
 
     pub(super) fn scan_at(
@@ -191,22 +252,7 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbIterator> {
-        let (sv, merged) = self.positioned(lo, hi, |m| match lo {
-            Bound::Included(k) | Bound::Excluded(k) => m.seek(&seek_key(k, seq)),
-            Bound::Unbounded => m.seek_to_first(),
-        })?;
-        Ok(DbIterator {
-            merged,
-            seq,
-            hi: hi.map(<[u8]>::to_vec),
-            // An excluded lower bound is skipped as if already returned.
-            last_key: match lo {
-                Bound::Excluded(k) => Some(k.to_vec()),
-                _ => None,
-            },
-            done: false,
-            _sv: sv,
-        })
+        Ok(DbIterator(self.walk(lo, hi, seq, true)?))
     }
 
     /// The live records of a spatial index whose point lies in `window`,
@@ -254,17 +300,12 @@ impl Inner {
         self.stats.window_queries.inc();
         self.stats.window_components.add(components);
         self.stats.window_files_pruned.add(pruned);
-        let mut merged = MergingIterator::new(children);
-        merged.seek_to_first()?;
+        let merged = MergingIterator::new(children);
+        // A spatial index refuses range deletes.
+        let mut cursor = Cursor::new(merged, seq, Fragments::default(), None, None, sv);
+        cursor.seek_to_first()?;
         Ok(WindowIter {
-            live: DbIterator {
-                merged,
-                seq,
-                hi: Bound::Unbounded,
-                last_key: None,
-                done: false,
-                _sv: sv,
-            },
+            live: DbIterator(Walk::new(cursor, true)),
             components,
             inner: Arc::clone(self),
             start,
@@ -278,27 +319,34 @@ impl Inner {
         hi: Bound<&[u8]>,
         seq: u64,
     ) -> Result<DbRevIterator> {
-        // The last version of the greatest user key in bounds, or (for an
-        // excluded bound) the first version of `hi` itself, skipped below.
-        let (sv, merged) = self.positioned(lo, hi, |m| match hi {
-            Bound::Included(k) => m.seek_for_prev(&make_internal_key(k, 0, ValueKind::Delete)),
-            Bound::Excluded(k) => m.seek_for_prev(&seek_key(k, MAX_SEQ)),
-            Bound::Unbounded => m.seek_to_last(),
-        })?;
-        Ok(DbRevIterator {
-            merged,
-            seq,
-            lo: lo.map(<[u8]>::to_vec),
-            hi: hi.map(<[u8]>::to_vec),
-            pending: PendingKey::default(),
-            done: false,
-            _sv: sv,
-        })
+        Ok(DbRevIterator(self.walk(lo, hi, seq, false)?))
     }
 }
 
+/// The smallest key after `k` in bytewise order: an included bound as an
+/// excluded one and back.
+fn successor(k: &[u8]) -> Vec<u8> {
+    let mut s = Vec::with_capacity(k.len() + 1);
+    s.extend_from_slice(k);
+    s.push(0);
+    s
+}
+
+/// The exclusive upper bound of the keys starting with `prefix`: the
+/// prefix with its last byte below 0xff incremented (and the rest cut);
+/// `None` if every key from `prefix` on starts with it (all 0xff bytes).
+pub(super) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut end = prefix.get(..=last)?.to_vec();
+    if let Some(b) = end.last_mut() {
+        *b += 1;
+    }
+    Some(end)
+}
+
 /// The entries of one level or of the memtables, newest version per key
-/// (see [`Db::level_iter`]); it pins the tree it started on.
+/// (see [`Db::level_iter`]); it pins the tree it started on. A view of the
+/// stored point entries: range tombstones are not applied to it.
 pub struct LevelIter {
     iter: MergingIterator,
     last_key: Option<Vec<u8>>,
@@ -340,24 +388,6 @@ impl Iterator for LevelIter {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.advance().transpose()
-    }
-}
-
-/// True if `key` lies above the upper bound `hi`.
-fn past_hi(hi: &Bound<Vec<u8>>, key: &[u8]) -> bool {
-    match hi {
-        Bound::Included(h) => key > h.as_slice(),
-        Bound::Excluded(h) => key >= h.as_slice(),
-        Bound::Unbounded => false,
-    }
-}
-
-/// True if `key` lies below the lower bound `lo`.
-fn below_lo(lo: &Bound<Vec<u8>>, key: &[u8]) -> bool {
-    match lo {
-        Bound::Included(l) => key < l.as_slice(),
-        Bound::Excluded(l) => key <= l.as_slice(),
-        Bound::Unbounded => false,
     }
 }
 
@@ -408,153 +438,67 @@ impl Drop for WindowIter {
     }
 }
 
-/// Iterates live entries in key order (see [`Db::scan`]).
-pub struct DbIterator {
-    merged: MergingIterator,
-    seq: u64,
-    hi: Bound<Vec<u8>>,
-    /// The user key last decided (its buffer reused from key to key).
-    last_key: Option<Vec<u8>>,
+/// A [`Cursor`] walked one way as a Rust iterator of owned pairs; an
+/// error is yielded once, then the walk ends.
+struct Walk {
+    cursor: Cursor,
+    forward: bool,
+    /// An error met while stepping past the last pair returned.
+    error: Option<Error>,
     done: bool,
-    _sv: Arc<SuperVersion>,
 }
 
-impl DbIterator {
-    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        while !self.done && self.merged.valid() {
-            let p = parse_internal_key(self.merged.key())
-                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            if past_hi(&self.hi, p.user_key) {
-                self.done = true;
-                break;
-            }
-            if p.seq > self.seq || self.last_key.as_deref() == Some(p.user_key) {
-                self.merged.next()?;
-                continue;
-            }
-            // The newest visible version of a new key decides it.
-            let last = self.last_key.get_or_insert_with(Vec::new);
-            last.clear();
-            last.extend_from_slice(p.user_key);
-            let item = (p.kind == ValueKind::Put)
-                .then(|| (p.user_key.to_vec(), self.merged.value().to_vec()));
-            self.merged.next()?;
-            if item.is_some() {
-                return Ok(item);
-            }
+impl Walk {
+    fn new(cursor: Cursor, forward: bool) -> Self {
+        Walk {
+            cursor,
+            forward,
+            error: None,
+            done: false,
         }
-        self.done = true;
-        Ok(None)
+    }
+
+    #[inline]
+    fn step(&mut self) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        if let Some(e) = self.error.take() {
+            self.done = true;
+            return Some(Err(e));
+        }
+        if self.done || !self.cursor.valid() {
+            self.done = true;
+            return None;
+        }
+        let item = (self.cursor.key().to_vec(), self.cursor.value().to_vec());
+        let moved = if self.forward {
+            self.cursor.next()
+        } else {
+            self.cursor.prev()
+        };
+        self.error = moved.err();
+        Some(Ok(item))
     }
 }
+
+/// Iterates live entries in key order (see [`Db::scan`]): a [`Cursor`]
+/// walked forward.
+pub struct DbIterator(Walk);
 
 impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.advance() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => None,
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        self.0.step()
     }
 }
 
-/// Iterates live entries in descending key order (see [`Db::scan_rev`]).
-///
-/// Going backward, the versions of a user key come oldest first, so the
-/// newest version visible at the snapshot is the last one met before the
-/// user key changes: a key is decided only once the cursor has moved past
-/// all of its versions.
-pub struct DbRevIterator {
-    merged: MergingIterator,
-    seq: u64,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
-    pending: PendingKey,
-    done: bool,
-    _sv: Arc<SuperVersion>,
-}
-
-/// The user key a [`DbRevIterator`] is deciding: its newest visible version
-/// met so far.
-#[derive(Default)]
-struct PendingKey {
-    /// `Some(kind)` of that version while a key is being decided.
-    kind: Option<ValueKind>,
-    key: Vec<u8>,
-    value: Vec<u8>,
-}
-
-impl PendingKey {
-    /// Ends the decision: the entry, if its newest version is a put.
-    fn take(&mut self) -> Option<(Vec<u8>, Vec<u8>)> {
-        (self.kind.take() == Some(ValueKind::Put)).then(|| {
-            (
-                std::mem::take(&mut self.key),
-                std::mem::take(&mut self.value),
-            )
-        })
-    }
-
-    /// True while deciding a user key other than `user_key`.
-    fn is_other(&self, user_key: &[u8]) -> bool {
-        self.kind.is_some() && self.key != user_key
-    }
-
-    fn set(&mut self, kind: ValueKind, user_key: &[u8], value: &[u8]) {
-        self.kind = Some(kind);
-        self.key.clear();
-        self.key.extend_from_slice(user_key);
-        self.value.clear();
-        self.value.extend_from_slice(value);
-    }
-}
-
-impl DbRevIterator {
-    fn advance(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        while !self.done && self.merged.valid() {
-            let p = parse_internal_key(self.merged.key())
-                .ok_or_else(|| Error::corruption("scan", 0, "malformed internal key"))?;
-            if below_lo(&self.lo, p.user_key) {
-                break;
-            }
-            if past_hi(&self.hi, p.user_key) || p.seq > self.seq {
-                self.merged.prev()?;
-                continue;
-            }
-            // A smaller user key: the pending one has seen all its versions.
-            let decided = if self.pending.is_other(p.user_key) {
-                self.pending.take()
-            } else {
-                None
-            };
-            self.pending.set(p.kind, p.user_key, self.merged.value());
-            self.merged.prev()?;
-            if decided.is_some() {
-                return Ok(decided);
-            }
-        }
-        self.done = true;
-        Ok(self.pending.take())
-    }
-}
+/// Iterates live entries in descending key order (see [`Db::scan_rev`]):
+/// a [`Cursor`] walked backward.
+pub struct DbRevIterator(Walk);
 
 impl Iterator for DbRevIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self.advance() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => None,
-            Err(e) => {
-                self.done = true;
-                self.pending = PendingKey::default();
-                Some(Err(e))
-            }
-        }
+        self.0.step()
     }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, Sender};
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::batch::{decode_entries, encode_header, WriteBatch};
+use crate::batch::{decode_entries, encode_header, BatchOp, WriteBatch};
 use crate::clock::now_ms;
 use crate::compaction::buffer::{Buffer, BufferChange, Slot, TrimRule};
 use crate::compaction::partition::KeyImage;
@@ -51,13 +51,14 @@ use crate::wal::replay_wal;
 
 mod background;
 mod checkpoint;
+mod cursor;
 mod iter;
 mod open;
 mod property;
 mod write;
 
 pub use checkpoint::CheckpointReport;
-pub use iter::{DbIterator, DbRevIterator, LevelIter, WindowIter};
+pub use iter::{Cursor, DbIterator, DbRevIterator, LevelIter, WindowIter};
 
 /// What a reader pins: memtables and the tree at one instant.
 #[derive(Debug)]
@@ -223,6 +224,18 @@ impl Snapshot {
         self.inner.scan_at(lo, hi, self.seq)
     }
 
+    /// A cursor over the keys within the bounds as of the snapshot (see
+    /// [`Db::iter`]).
+    pub fn iter(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<Cursor> {
+        self.inner.cursor_at(lo, hi, self.seq)
+    }
+
+    /// A cursor over the keys starting with `prefix` as of the snapshot,
+    /// at the first of them (see [`Db::prefix_iter`]).
+    pub fn prefix_iter(&self, prefix: &[u8]) -> Result<Cursor> {
+        self.inner.prefix_cursor(prefix, self.seq)
+    }
+
     /// Like [`Snapshot::scan`], in descending key order.
     pub fn scan_rev(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbRevIterator> {
         self.inner.scan_rev_at(lo, hi, self.seq)
@@ -279,6 +292,19 @@ impl Db {
         self.write(b)
     }
 
+    /// Deletes every key in `[start, end)` written before the call (a range
+    /// tombstone: one log entry, whatever the number of keys). Snapshots
+    /// taken before it still see the keys; compaction drops the covered
+    /// versions and, once nothing older can hold a key of the range, the
+    /// tombstone. An empty range (`start >= end`) does nothing. Refused with
+    /// `InvalidArgument` on a spatial index ([`Options::spatial`]), whose
+    /// window queries prune files by the points they hold.
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write(b)
+    }
+
     /// Applies `batch` atomically. Its durability on return is given by
     /// [`Options::sync`] (see [`SyncMode`]).
     ///
@@ -299,6 +325,11 @@ impl Db {
         }
         if batch.is_empty() {
             return Ok(());
+        }
+        if self.inner.opts.spatial.is_some() && batch.has_range_deletes() {
+            return Err(Error::InvalidArgument(
+                "delete_range is not supported on a spatial index (Options::spatial)".into(),
+            ));
         }
         let start = Instant::now();
         let result = self.inner.write(batch);
@@ -385,6 +416,25 @@ impl Db {
     pub fn scan(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<DbIterator> {
         self.inner
             .scan_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A double-ended [`Cursor`] over the live keys within the bounds, as of
+    /// now; not positioned until one of its seeks. The bounds hold for
+    /// every move (`seek_to_first` goes to the first key within them).
+    /// `scan` and `scan_rev` are this cursor walked one way.
+    pub fn iter(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> Result<Cursor> {
+        self.inner
+            .cursor_at(lo, hi, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A [`Cursor`] over the live keys that start with `prefix`, positioned
+    /// at the first of them: the bounds `[prefix, next)` where `next` is
+    /// the prefix with its last byte below 0xff incremented and the bytes
+    /// after it dropped (unbounded above if the prefix is all 0xff bytes),
+    /// so the cursor never leaves the prefix in either direction.
+    pub fn prefix_iter(&self, prefix: &[u8]) -> Result<Cursor> {
+        self.inner
+            .prefix_cursor(prefix, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
     /// Live entries with keys within the bounds, in descending key order.

@@ -100,7 +100,7 @@ fn options(fs: &MemFs) -> Options {
 /// reduce (newest version per user key, tombstones dropped) to `model`.
 fn internal_entries(db: &Db, model: &Model) -> (MergingIterator, Entries) {
     let sv = Arc::clone(&db.inner.sv.read());
-    let mut merged = db.inner.merged(&sv, &[], None);
+    let mut merged = db.inner.merged(&sv, &[], None, u64::MAX).unwrap().0;
     merged.seek_to_first().unwrap();
     let mut entries = Entries::new();
     let mut live = Model::new();
@@ -122,7 +122,10 @@ fn internal_entries(db: &Db, model: &Model) -> (MergingIterator, Entries) {
         entries.windows(2).all(|w| w[0].0 != w[1].0),
         "an internal key appears twice in the tree"
     );
-    (db.inner.merged(&sv, &[], None), entries)
+    (
+        db.inner.merged(&sv, &[], None, u64::MAX).unwrap().0,
+        entries,
+    )
 }
 
 /// Runs `ops`; returns the number of levels of the final tree.

@@ -77,18 +77,25 @@ impl Inner {
         }
         // Rows of the group's keys leave the row cache until they are visible.
         let _rows = self.row_cache.as_ref().map(|rows| {
-            rows.begin_writes(
+            let entries = || {
                 group
                     .iter()
                     .flat_map(|p| decode_entries(p.batch.entries()).flatten())
+            };
+            rows.begin_writes(
+                entries()
+                    .filter(|e| e.op != BatchOp::DeleteRange)
                     .map(|e| e.key),
+                entries()
+                    .filter(|e| e.op == BatchOp::DeleteRange)
+                    .map(|e| (e.key, e.value)),
             )
         });
         let entries = group
             .iter()
             .flat_map(|p| decode_entries(p.batch.entries()).flatten())
             .zip(first_seq..)
-            .map(|(e, seq)| (seq, e.kind, e.key, e.value));
+            .map(|(e, seq)| (seq, e.op, e.key, e.value));
         mem.add_all(entries, now_ms());
         let bytes: u64 = group.iter().map(|p| p.batch.user_bytes()).sum();
         let last = first_seq + u64::from(count) - 1;

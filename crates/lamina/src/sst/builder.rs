@@ -14,9 +14,10 @@ use super::block::BlockBuilder;
 use super::bloom::{build_filter, key_hash};
 use super::format::{
     block_trailer, encode_index, encode_properties, BlockHandle, Footer, IndexEntry,
-    BLOCK_TRAILER_LEN,
+    BLOCK_TRAILER_LEN, FORMAT_VERSION,
 };
 use super::{TableOptions, TableProperties};
+use crate::range_del::{self, RangeTombstone};
 use crate::spatial::Rect;
 
 /// Streams sorted entries into a new table file.
@@ -38,6 +39,8 @@ pub struct TableBuilder {
     /// The MBRs of the open block and of the table so far (spatial tables).
     block_mbr: Rect,
     table_mbr: Rect,
+    /// Range tombstones, written in their own block at finish.
+    range_tombstones: Vec<RangeTombstone>,
     /// Set after a write failed: the file is in an unknown state, so further
     /// use is refused rather than producing a table with a hole in it.
     failed: bool,
@@ -86,6 +89,8 @@ impl TableBuilder {
             raw_value_bytes: 0,
             histogram: None,
             mbr: None,
+            range_del: None,
+            range_tombstones: 0,
         };
         let histogram = opts.histogram.map(|image| (image, StreamHist::default()));
         TableBuilder {
@@ -102,6 +107,7 @@ impl TableBuilder {
             histogram,
             block_mbr: Rect::EMPTY,
             table_mbr: Rect::EMPTY,
+            range_tombstones: Vec::new(),
             failed: false,
         }
     }
@@ -182,6 +188,19 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Adds a range tombstone (any order; an empty range is refused).
+    pub fn add_range_tombstone(&mut self, t: RangeTombstone) -> Result<()> {
+        self.check_usable()?;
+        if t.start >= t.end || t.seq > crate::key::MAX_SEQ {
+            return Err(Error::InvalidArgument(format!(
+                "{}: empty range tombstone or sequence number out of range",
+                self.file_name
+            )));
+        }
+        self.range_tombstones.push(t);
+        Ok(())
+    }
+
     /// Appends `contents` and its trailer, returning the block's handle.
     fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
         let handle = BlockHandle {
@@ -237,6 +256,47 @@ impl TableBuilder {
         self.props.entries
     }
 
+    /// Writes the range-deletion block after the data blocks (if there are
+    /// tombstones) and widens the key and sequence ranges to them.
+    fn finish_range_tombstones(&mut self) -> Result<()> {
+        if self.range_tombstones.is_empty() {
+            return Ok(());
+        }
+        let mut list = std::mem::take(&mut self.range_tombstones);
+        range_del::sort(&mut list);
+        list.dedup();
+        let contents = range_del::encode_block(&list);
+        let handle = self.write_block(&contents)?;
+        let p = &mut self.props;
+        let points = p.entries > 0;
+        // Sorted by start: the first starts first.
+        let start = list.first().map(|t| t.start.clone()).unwrap_or_default();
+        let end = list
+            .iter()
+            .map(|t| &t.end)
+            .max()
+            .cloned()
+            .unwrap_or_default();
+        if !points || start < p.smallest_key {
+            p.smallest_key = start;
+        }
+        if !points || end > p.largest_key {
+            p.largest_key = end;
+        }
+        let (lo, hi) = list
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t.seq), hi.max(t.seq)));
+        if points {
+            p.smallest_seq = p.smallest_seq.min(lo);
+            p.largest_seq = p.largest_seq.max(hi);
+        } else {
+            (p.smallest_seq, p.largest_seq) = (lo, hi);
+        }
+        p.range_del = Some(handle);
+        p.range_tombstones = list.len() as u64;
+        Ok(())
+    }
+
     /// Writes the last data block, filter, index, properties and footer, then
     /// syncs the file. Times are unix milliseconds chosen by the caller (so
     /// tests and simulations control the clock).
@@ -248,6 +308,7 @@ impl TableBuilder {
         self.check_usable()?;
         self.flush_block()?;
         self.props.data_bytes = self.offset;
+        self.finish_range_tombstones()?;
 
         let filter = if self.opts.bloom_bits_per_key > 0.0 {
             build_filter(&self.bloom_hashes, self.opts.bloom_bits_per_key)
@@ -272,6 +333,7 @@ impl TableBuilder {
             filter: filter_handle,
             index: index_handle,
             properties: props_handle,
+            version: FORMAT_VERSION,
         }
         .encode();
         self.file.append(&footer)?;

@@ -18,8 +18,12 @@ use super::TableProperties;
 
 /// Magic number at the very end of every table ("lamSST01" in spirit).
 pub const MAGIC: u64 = 0x4c41_4d53_5354_3031;
-/// Version of the layout described in `docs/format.md`.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the layout written, described in `docs/format.md`. Version 2
+/// added the range-deletion block (found through the properties' tag 3);
+/// version 1 tables, which cannot have one, are still read.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version still read.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Bytes after each block: compression type (1) + masked CRC32C (4).
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the footer at the end of the file.
@@ -100,6 +104,8 @@ pub struct Footer {
     pub index: BlockHandle,
     /// The properties block.
     pub properties: BlockHandle,
+    /// The table's format version.
+    pub version: u32,
 }
 
 impl Footer {
@@ -109,7 +115,7 @@ impl Footer {
         self.filter.encode_fixed(&mut out);
         self.index.encode_fixed(&mut out);
         self.properties.encode_fixed(&mut out);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version.to_le_bytes());
         let crc = masked_crc(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out.extend_from_slice(&MAGIC.to_le_bytes());
@@ -136,13 +142,14 @@ impl Footer {
         let index = BlockHandle::decode_fixed(&mut cur).ok_or("short footer")?;
         let properties = BlockHandle::decode_fixed(&mut cur).ok_or("short footer")?;
         let version = get_u32(&mut cur).ok_or("short footer")?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err("unsupported format version");
         }
         Ok(Footer {
             filter,
             index,
             properties,
+            version,
         })
     }
 }
@@ -412,6 +419,12 @@ pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
         out.push(MBR_TAG);
         put_rect(&mut out, r);
     }
+    if let Some(h) = &p.range_del {
+        out.push(RANGE_DEL_TAG);
+        put_varint(&mut out, h.offset);
+        put_varint(&mut out, h.size);
+        put_varint(&mut out, p.range_tombstones);
+    }
     out
 }
 
@@ -419,6 +432,9 @@ pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
 const HISTOGRAM_TAG: u8 = 1;
 /// Tag of the properties' optional MBR of the whole table.
 const MBR_TAG: u8 = 2;
+/// Tag of the properties' optional range-deletion block: its handle and
+/// how many tombstones it holds (format version 2).
+const RANGE_DEL_TAG: u8 = 3;
 
 fn decode_histogram(c: &mut &[u8]) -> Option<StreamHist> {
     let n = usize::try_from(get_varint(c)?).ok()?;
@@ -459,7 +475,7 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
     let bloom_bits_per_key = f64::from_bits(get_u64(c).ok_or(bad)?);
     let raw_key_bytes = get_varint(c).ok_or(bad)?;
     let raw_value_bytes = get_varint(c).ok_or(bad)?;
-    let (mut histogram, mut mbr) = (None, None);
+    let (mut histogram, mut mbr, mut range_del, mut range_tombstones) = (None, None, None, 0);
     // Sections come in increasing tag order, each at most once.
     let mut last_tag = 0;
     while let Some((&tag, rest)) = c.split_first() {
@@ -473,6 +489,16 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
                 histogram = Some(decode_histogram(c).ok_or("malformed key histogram")?)
             }
             MBR_TAG => mbr = Some(get_rect(c).ok_or("malformed table MBR")?),
+            RANGE_DEL_TAG => {
+                let bad = "malformed range-deletion handle";
+                let offset = get_varint(c).ok_or(bad)?;
+                let size = get_varint(c).ok_or(bad)?;
+                range_tombstones = get_varint(c).ok_or(bad)?;
+                if range_tombstones == 0 {
+                    return Err(bad);
+                }
+                range_del = Some(BlockHandle { offset, size });
+            }
             _ => return Err("unknown section in properties"),
         }
     }
@@ -500,6 +526,8 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
         raw_value_bytes,
         histogram,
         mbr,
+        range_del,
+        range_tombstones,
     })
 }
 
@@ -522,10 +550,16 @@ mod tests {
                 offset: 47,
                 size: 9,
             },
+            version: FORMAT_VERSION,
         };
         let raw = f.encode();
         assert_eq!(raw.len(), FOOTER_LEN);
         assert_eq!(Footer::decode(&raw), Ok(f));
+        // Version 1 tables still open; unknown versions do not.
+        let v1 = Footer { version: 1, ..f };
+        assert_eq!(Footer::decode(&v1.encode()), Ok(v1));
+        let v3 = Footer { version: 3, ..f };
+        assert!(Footer::decode(&v3.encode()).is_err());
         for i in 0..raw.len() {
             let mut bad = raw.clone();
             bad[i] ^= 0x10;
@@ -621,8 +655,19 @@ mod tests {
             raw_value_bytes: 700,
             histogram: None,
             mbr: None,
+            range_del: None,
+            range_tombstones: 0,
         };
         assert_eq!(decode_properties(&encode_properties(&p)), Ok(p.clone()));
+        let ranged = TableProperties {
+            range_del: Some(BlockHandle {
+                offset: 900,
+                size: 40,
+            }),
+            range_tombstones: 3,
+            ..p.clone()
+        };
+        assert_eq!(decode_properties(&encode_properties(&ranged)), Ok(ranged));
         // With the optional histogram section; a table without it (as every
         // table written before it existed) decodes to `None` above.
         let mut h = StreamHist::default();

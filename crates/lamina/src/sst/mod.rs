@@ -2,8 +2,8 @@
 //! values, written once by [`TableBuilder`] and read by [`Table`].
 //!
 //! ```text
-//! [data block | trailer]*  [filter | trailer]  [index | trailer]
-//! [properties | trailer]   [footer, 64 bytes]
+//! [data block | trailer]*  [range deletions | trailer]?  [filter | trailer]
+//! [index | trailer]  [properties | trailer]  [footer, 64 bytes]
 //! ```
 //!
 //! The layout, byte by byte, is in `docs/format.md` (section "SSTable").
@@ -29,8 +29,8 @@ pub(crate) use block::BlockIter;
 pub(crate) use bloom::{key_hash, num_probes, BloomFilter};
 pub use builder::TableBuilder;
 pub(crate) use format::{
-    block_trailer, decode_index, decode_properties, get_rect, put_rect, BlockHandle, Footer,
-    FOOTER_LEN,
+    block_trailer, decode_index, decode_properties, get_rect, put_rect, BlockHandle, DecodeResult,
+    Footer, FOOTER_LEN,
 };
 use lamina_compaction::partition::{KeyImage, StreamHist};
 pub use reader::{thread_blocks_read, thread_data_cache, Table, TableIterator};
@@ -70,9 +70,11 @@ impl Default for TableOptions {
 /// reading the data.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TableProperties {
-    /// Smallest user key (empty for an empty table).
+    /// Smallest user key (empty for an empty table), or range tombstone
+    /// start if smaller.
     pub smallest_key: Vec<u8>,
-    /// Largest user key (empty for an empty table).
+    /// Largest user key (empty for an empty table), or range tombstone end
+    /// if larger.
     pub largest_key: Vec<u8>,
     /// Number of entries (all versions, tombstones included).
     pub entries: u64,
@@ -106,4 +108,13 @@ pub struct TableProperties {
     /// The MBR of the table's points, if the writer kept MBRs.
     #[serde(skip)]
     pub mbr: Option<Rect>,
+    /// Where the range-deletion block is, if the table has range
+    /// tombstones (format version 2).
+    #[serde(skip)]
+    pub range_del: Option<BlockHandle>,
+    /// Range tombstones stored (not counted in `entries`); they widen
+    /// `smallest_key`/`largest_key` (a tombstone `[s, e)` claims `s` and
+    /// `e`) and the sequence range.
+    #[serde(default)]
+    pub range_tombstones: u64,
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
+use crate::range_del::{self, RangeTombstone};
 use crate::spatial::Rect;
 use crate::sst::cache::{BlockCache, Lookup};
 use crate::stats::{BlockKind, FilterOutcome, IoStats};
@@ -55,6 +56,8 @@ pub struct Table {
     index: FenceIndex,
     filter: Option<BloomFilter>,
     props: TableProperties,
+    /// The range-deletion block, decoded at open (sorted by start).
+    range_tombstones: Vec<RangeTombstone>,
 }
 
 impl fmt::Debug for Table {
@@ -164,10 +167,32 @@ impl Table {
             decode_properties(&props_raw).map_err(|r| corrupt(footer.properties.offset, r))?;
         props.file_size = len;
 
+        // The range-deletion block, if any, sits between the data blocks
+        // and the filter; version 1 tables have none.
+        let (data_end, range_tombstones) = match props.range_del {
+            None => (footer.filter.offset, Vec::new()),
+            Some(h) => {
+                if footer.version < 2 || h.end() != Some(footer.filter.offset) {
+                    return Err(corrupt(
+                        footer.properties.offset,
+                        "range-deletion block misplaced (or in a version 1 table)",
+                    ));
+                }
+                let raw = read_checked(file.as_ref(), &file_name, &stats, h)?;
+                let list = range_del::decode_block(&raw).map_err(|r| corrupt(h.offset, r))?;
+                if list.len() as u64 != props.range_tombstones {
+                    return Err(corrupt(h.offset, "range tombstone count disagrees"));
+                }
+                (h.offset, list)
+            }
+        };
+
         let index_raw = read_checked(file.as_ref(), &file_name, &stats, footer.index)?;
         stats.cache_misses[kind_idx(BlockKind::Index)].inc();
-        let index = decode_index(&index_raw, footer.filter.offset)
-            .and_then(|index| check_index_against_props(&index, &props).map(|()| index))
+        let index = decode_index(&index_raw, data_end)
+            .and_then(|index| {
+                check_index_against_props(&index, &range_tombstones, &props).map(|()| index)
+            })
             .map_err(|r| corrupt(footer.index.offset, r))?;
 
         let filter_raw = read_checked(file.as_ref(), &file_name, &stats, footer.filter)?;
@@ -188,7 +213,19 @@ impl Table {
             index,
             filter,
             props,
+            range_tombstones,
         }))
+    }
+
+    /// The table's range tombstones, sorted by start (then newest first).
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
+    }
+
+    /// The newest range tombstone of the table covering `user_key` visible
+    /// at `snapshot_seq` (its sequence number; 0 if none).
+    pub fn range_del_seq(&self, user_key: &[u8], snapshot_seq: u64) -> u64 {
+        range_del::covering_seq(&self.range_tombstones, user_key, snapshot_seq)
     }
 
     /// The table's properties (with `file_size` = the file's length).
@@ -523,10 +560,26 @@ impl Table {
         for handle in [footer.filter, footer.index, footer.properties] {
             read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
         }
+        let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
+        if let Some(h) = self.props.range_del {
+            let raw = read_checked(self.file.as_ref(), &self.file_name, &self.stats, h)?;
+            let list = range_del::decode_block(&raw)
+                .map_err(|r| Error::corruption(self.file_name.as_str(), h.offset, r))?;
+            if list != self.range_tombstones {
+                return Err(Error::corruption(
+                    self.file_name.as_str(),
+                    h.offset,
+                    "range-deletion block changed since open",
+                ));
+            }
+            for t in &list {
+                min_seq = min_seq.min(t.seq);
+                max_seq = max_seq.max(t.seq);
+            }
+        }
 
         let mut prev: Option<Vec<u8>> = None;
         let (mut entries, mut tombstones) = (0u64, 0u64);
-        let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
         for i in 0..self.index.len() {
             let (mut it, handle) = self.read_block_at_first(i)?;
             let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
@@ -561,7 +614,8 @@ impl Table {
             }
         }
         let p = &self.props;
-        let seqs_ok = entries == 0 || (p.smallest_seq == min_seq && p.largest_seq == max_seq);
+        let seqs_ok = (entries == 0 && self.range_tombstones.is_empty())
+            || (p.smallest_seq == min_seq && p.largest_seq == max_seq);
         if entries != p.entries || tombstones != p.tombstones || !seqs_ok {
             return Err(Error::corruption(
                 self.file_name.as_str(),
@@ -684,17 +738,35 @@ pub fn thread_blocks_read() -> u64 {
 /// A stored version of a key: `(kind, seq, value)`.
 pub type Entry = (ValueKind, u64, Vec<u8>);
 
-/// Cross-checks the index against the properties block (each checksummed on
-/// its own, so a disagreement means a bad writer or a crafted file).
-fn check_index_against_props(index: &FenceIndex, props: &TableProperties) -> DecodeResult<()> {
+/// Cross-checks the index and range tombstones against the properties
+/// block (each checksummed on its own, so a disagreement means a bad writer
+/// or a crafted file): the key range is exactly the points' and the
+/// tombstones' extent.
+fn check_index_against_props(
+    index: &FenceIndex,
+    ranges: &[RangeTombstone],
+    props: &TableProperties,
+) -> DecodeResult<()> {
     let n = index.len();
-    let ok = if n == 0 {
-        props.entries == 0
-    } else {
-        props.entries >= n as u64
-            && crate::key::user_key(index.first_key(0)) == props.smallest_key.as_slice()
-            && crate::key::user_key(index.last_key(n - 1)) == props.largest_key.as_slice()
+    let points = n.checked_sub(1).map(|last| {
+        (
+            crate::key::user_key(index.first_key(0)),
+            crate::key::user_key(index.last_key(last)),
+        )
+    });
+    let tombs = ranges.first().map(|first| {
+        let end = ranges.iter().map(|t| t.end.as_slice()).max();
+        (first.start.as_slice(), end.unwrap_or_default())
+    });
+    let extent = match (points, tombs) {
+        (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+        (p, t) => p.or(t),
     };
+    let ok = (props.entries >= n as u64)
+        && (n > 0 || props.entries == 0)
+        && extent.is_none_or(|(lo, hi)| {
+            lo == props.smallest_key.as_slice() && hi == props.largest_key.as_slice()
+        });
     if ok {
         Ok(())
     } else {

@@ -434,6 +434,7 @@ fn garbage_and_absurd_lengths_are_corrupt() {
             offset: 3 << 40,
             size: 10,
         },
+        version: format::FORMAT_VERSION,
     };
     check_damaged(footer.encode(), &Oracle::new(), true, "huge handles");
 }
@@ -711,4 +712,118 @@ fn readahead_reads_chunks_of_blocks_and_yields_the_same_entries() {
             "a compaction's reads stay out of the cache"
         );
     }
+}
+
+/// `small_table`'s entries plus range tombstones, some reaching beyond
+/// the points on both sides.
+fn table_with_range_tombstones() -> (Vec<u8>, Oracle, Vec<crate::range_del::RangeTombstone>) {
+    use crate::range_del::RangeTombstone;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(7);
+    let data = random_data(&mut rng, 25);
+    let opts = TableOptions {
+        block_size: 128,
+        restart_interval: 4,
+        ..TableOptions::default()
+    };
+    let t = |s: &[u8], e: &[u8], seq| RangeTombstone {
+        start: s.to_vec(),
+        end: e.to_vec(),
+        seq,
+    };
+    let tombs = vec![
+        t(b"c", b"e", 40),
+        t(b"A", b"b", 7),
+        t(b"c", b"d", 3),
+        t(b"g", b"zz", 900),
+    ];
+    let file = OsFs.create(&dir.path().join("r.sst")).unwrap();
+    let mut b = TableBuilder::new(file, opts, "r.sst".into());
+    for tomb in &tombs {
+        b.add_range_tombstone(tomb.clone()).unwrap();
+    }
+    assert!(b.add_range_tombstone(t(b"b", b"b", 1)).is_err());
+    for (k, v) in &data {
+        b.add(k.as_bytes(), v).unwrap();
+    }
+    let props = b.finish(1_000, Some(500)).unwrap();
+    assert_eq!(props.range_tombstones, 4);
+    assert_eq!(props.smallest_key, b"A");
+    assert_eq!(props.largest_key, b"zz");
+    assert_eq!(props.largest_seq, 900);
+    let mut sorted = tombs;
+    crate::range_del::sort(&mut sorted);
+    (
+        std::fs::read(dir.path().join("r.sst")).unwrap(),
+        data,
+        sorted,
+    )
+}
+
+#[test]
+fn range_tombstones_round_trip_and_every_flip_is_detected() {
+    let (bytes, data, tombs) = table_with_range_tombstones();
+    let open_bytes = |b: Vec<u8>| {
+        Table::open(
+            Arc::new(VecFile(b)),
+            9,
+            "r.sst".into(),
+            None,
+            Arc::new(IoStats::default()),
+        )
+    };
+    let table = open_bytes(bytes.clone()).unwrap();
+    assert_eq!(table.range_tombstones(), &tombs[..]);
+    assert_eq!(table.range_del_seq(b"cc", u64::MAX), 40);
+    assert_eq!(table.range_del_seq(b"cc", 39), 3);
+    assert_eq!(table.range_del_seq(b"e", u64::MAX), 0);
+    table.verify().unwrap();
+    check_damaged(bytes.clone(), &data, false, "pristine");
+    for pos in 0..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[pos] ^= 0x01;
+        if let Ok(t) = open_bytes(bad.clone()) {
+            assert_eq!(t.range_tombstones(), &tombs[..], "flip at {pos}");
+        }
+        check_damaged(bad, &data, true, &format!("flip at {pos}"));
+    }
+}
+
+/// Rewrites a table's footer with format version `version` (checksum
+/// recomputed), as an older or newer writer would have left it.
+fn with_footer_version(mut bytes: Vec<u8>, version: u32) -> Vec<u8> {
+    let at = bytes.len() - FOOTER_LEN;
+    let footer = Footer {
+        version,
+        ..super::format::Footer::decode(&bytes[at..]).unwrap()
+    };
+    bytes[at..].copy_from_slice(&footer.encode());
+    bytes
+}
+
+#[test]
+fn version_1_tables_still_read_and_cannot_hold_range_tombstones() {
+    let (bytes, data) = small_table();
+    let v1 = with_footer_version(bytes, 1);
+    check_damaged(v1.clone(), &data, false, "version 1");
+    let t = Table::open(
+        Arc::new(VecFile(v1)),
+        9,
+        "v1.sst".into(),
+        None,
+        Arc::new(IoStats::default()),
+    )
+    .unwrap();
+    t.verify().unwrap();
+    assert!(t.range_tombstones().is_empty());
+    let (bytes, _, _) = table_with_range_tombstones();
+    let err = Table::open(
+        Arc::new(VecFile(with_footer_version(bytes, 1))),
+        9,
+        "v1r.sst".into(),
+        None,
+        Arc::new(IoStats::default()),
+    )
+    .unwrap_err();
+    assert!(err.is_corruption(), "{err}");
 }
