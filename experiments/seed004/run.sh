@@ -31,7 +31,7 @@ else
     F2_PUTS=50000000 F2_BUFFERS="524288 1048576 2097152 4194304" F2_LARGE=268435456
     F5_OPS=200000 F6_PUTS=4000000 F6_GETS=2000000
 fi
-cargo build --release -q -p lamina --example cs265_ingest
+cargo build --release -q -p lamina-lsm --example cs265_ingest
 cargo build --release -q -p lamina-cli --bin lamina
 L=target/release/lamina
 mkdir -p "$OUT"

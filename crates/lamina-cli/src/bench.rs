@@ -15,8 +15,10 @@
 //!
 //! Beyond db_bench's names, `ycsb-load` and `ycsb-a` ... `ycsb-f` run the
 //! YCSB generators of `lamina-workload`. Every benchmark drives a
-//! [`Store`], so `--engine fjall` (feature `peer-fjall`) runs the same code
-//! on the fjall peer.
+//! [`Store`], so `--engine fjall|rocksdb|leveldb` (features `peer-fjall`,
+//! `peer-rocksdb`, `peer-leveldb`) runs the same code on a peer engine,
+//! configured from the same flags (`crate::peer`), after printing how each
+//! flag maps onto the peer's options.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -117,7 +119,8 @@ pub struct BenchArgs {
     #[arg(long = "sync", value_name = "BOOL", num_args = 0..=1,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub sync: bool,
-    /// Accepted for db_bench compatibility; lamina always writes its WAL.
+    /// Write no WAL: writes reach only the memtable until it is flushed
+    /// (lamina's `write_ahead_log = false`, RocksDB's `disableWAL`).
     #[arg(long = "disable_wal", value_name = "BOOL", num_args = 0..=1,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub disable_wal: bool,
@@ -190,8 +193,9 @@ pub struct BenchArgs {
     /// cached blocks) to FILE.
     #[arg(long = "timeseries", value_name = "FILE")]
     pub timeseries: Option<PathBuf>,
-    /// Engine under test: lamina, or fjall (a peer; needs the binary built
-    /// with `--features peer-fjall`).
+    /// Engine under test: lamina, or a peer, each needing the binary built
+    /// with its feature: fjall (`peer-fjall`), rocksdb (`peer-rocksdb`),
+    /// leveldb (`peer-leveldb`).
     #[arg(long = "engine", value_name = "NAME", default_value = "lamina")]
     pub engine: String,
 }
@@ -231,9 +235,6 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    if args.disable_wal {
-        eprintln!("WARNING: --disable_wal is ignored: lamina always writes its WAL");
-    }
     if args.compression_type != "none" {
         eprintln!(
             "WARNING: --compression_type={} is ignored: lamina does not compress",
@@ -244,7 +245,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     match args.engine.as_str() {
         "lamina" => run_lamina(&args, &benchmarks),
         "fjall" => run_fjall(&args, &benchmarks),
-        other => bail!("unknown --engine {other:?} (lamina, fjall)"),
+        "rocksdb" => run_rocksdb(&args, &benchmarks),
+        "leveldb" => run_leveldb(&args, &benchmarks),
+        other => bail!("unknown --engine {other:?} (lamina, fjall, rocksdb, leveldb)"),
     }
 }
 
@@ -269,6 +272,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.row_cache_bytes = args.row_cache_size;
     opts.compaction_warm_up = args.compaction_warm_up;
     opts.compaction = args.compaction.clone();
+    opts.write_ahead_log = !args.disable_wal;
     opts.sync = if args.sync {
         SyncMode::Always
     } else {
@@ -303,7 +307,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
-         block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} \
+         block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
          compaction_threads={} threads={} read_miss_latency_us={} direct_io={}",
         opts.compaction,
         opts.write_buffer_size,
@@ -314,6 +318,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.row_cache_bytes,
         opts.compaction_warm_up,
         opts.sync,
+        opts.write_ahead_log,
         opts.compaction_threads,
         args.threads,
         args.read_miss_latency_us,
@@ -343,41 +348,111 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     Ok(())
 }
 
-#[cfg(feature = "peer-fjall")]
-fn run_fjall(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
-    use crate::fjall_peer::{prepare_dir, FjallOptions, FjallStore};
-    prepare_dir(&args.db, args.use_existing_db, args.destroy_db)?;
-    if args.stats_json.is_some() {
-        eprintln!("WARNING: --stats-json is lamina's statistics; ignored for fjall");
+/// Runs `benchmarks` on a peer engine: prepares `--db` (deleting only a
+/// directory the bench created), opens the peer with the settings derived
+/// from the flags, prints the option mapping, runs, closes. `stats` is the
+/// peer's own statistics text for the `stats` benchmark.
+#[cfg(any(
+    feature = "peer-fjall",
+    feature = "peer-rocksdb",
+    feature = "peer-leveldb"
+))]
+fn run_peer<S: Store>(
+    args: &BenchArgs,
+    benchmarks: &[&str],
+    engine: &str,
+    open: impl FnOnce(
+        &std::path::Path,
+        &crate::peer::PeerSettings,
+    ) -> Result<(S, crate::peer::OptionMap)>,
+    stats: impl Fn(&S) -> String,
+    close: impl FnOnce(S) -> Result<()>,
+) -> Result<()> {
+    use crate::peer::{prepare_dir, PeerSettings};
+    for (set, flag) in [
+        (args.stats_json.is_some(), "--stats-json"),
+        (args.row_cache_size > 0, "--row_cache_size"),
+        (args.compaction_warm_up, "--compaction_warm_up"),
+        (args.read_miss_latency_us > 0, "--read_miss_latency_us"),
+        (args.direct_io, "--direct_io"),
+    ] {
+        if set {
+            bail!("{flag} is lamina's; {engine} has no equivalent in this bench");
+        }
     }
+    let settings = PeerSettings::from_args(args)?;
+    prepare_dir(&args.db, args.use_existing_db, args.destroy_db)?;
+    let (store, map) = open(&args.db, &settings)?;
     print_header(args);
-    println!("fjall:      write_buffer_size={} bloom_bits={} block_size={} cache_size={} sync={} threads={}",
-        args.write_buffer_size, args.bloom_bits, args.block_size, args.cache_size, args.sync, args.threads);
+    print!("{}", map.render(engine));
+    println!("threads (benchmark clients): {}", args.threads);
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");
-    let store = FjallStore::open(
-        &args.db,
-        &FjallOptions {
-            write_buffer_size: args.write_buffer_size,
-            cache_size: args.cache_size,
-            block_size: args.block_size,
-            bloom_bits: args.bloom_bits,
-            sync: args.sync,
-        },
-    )?;
     run_benchmarks(
         args,
         benchmarks,
         &store,
-        &|| println!("** fjall: no statistics **"),
+        &|| println!("** {engine} stats **\n{}", stats(&store)),
         &|_| {},
     )?;
-    store.close()
+    close(store)
+}
+
+#[cfg(feature = "peer-fjall")]
+fn run_fjall(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
+    use crate::fjall_peer::FjallStore;
+    run_peer(
+        args,
+        benchmarks,
+        "fjall",
+        FjallStore::open,
+        |_| "(fjall keeps no statistics)".into(),
+        FjallStore::close,
+    )
 }
 
 #[cfg(not(feature = "peer-fjall"))]
 fn run_fjall(_: &BenchArgs, _: &[&str]) -> Result<()> {
     bail!("--engine fjall needs a lamina built with `--features peer-fjall`")
+}
+
+#[cfg(feature = "peer-rocksdb")]
+fn run_rocksdb(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
+    use crate::rocksdb_peer::RocksStore;
+    run_peer(
+        args,
+        benchmarks,
+        "rocksdb",
+        RocksStore::open,
+        RocksStore::stats_text,
+        RocksStore::close,
+    )
+}
+
+#[cfg(not(feature = "peer-rocksdb"))]
+fn run_rocksdb(_: &BenchArgs, _: &[&str]) -> Result<()> {
+    bail!("--engine rocksdb needs a lamina built with `--features peer-rocksdb`")
+}
+
+#[cfg(feature = "peer-leveldb")]
+fn run_leveldb(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
+    use crate::leveldb_peer::LevelStore;
+    run_peer(
+        args,
+        benchmarks,
+        "leveldb",
+        LevelStore::open,
+        LevelStore::stats_text,
+        |store| {
+            drop(store);
+            Ok(())
+        },
+    )
+}
+
+#[cfg(not(feature = "peer-leveldb"))]
+fn run_leveldb(_: &BenchArgs, _: &[&str]) -> Result<()> {
+    bail!("--engine leveldb needs a lamina built with `--features peer-leveldb`")
 }
 
 /// Runs `benchmarks` in order on `store`; `stats` calls `print_stats`,

@@ -15,38 +15,8 @@ use fjall::{
     CompressionType, Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode,
 };
 
+use crate::peer::{OptionMap, PeerSettings};
 use lamina_experiment::kvops::{visit_first, Store};
-
-/// The file `lamina bench` leaves in a fjall directory it created: only
-/// such a directory may be deleted (`--destroy_db`).
-const CREATED_BY_BENCH: &str = "LAMINA-BENCH-CREATED";
-
-/// Prepares `dir` for a fjall run: an absent or empty directory is created
-/// and marked as the bench's; a non-empty one is reused with
-/// `use_existing`, deleted with `destroy` only if the bench created it, and
-/// refused otherwise.
-pub fn prepare_dir(dir: &Path, use_existing: bool, destroy: bool) -> Result<()> {
-    let empty = match std::fs::read_dir(dir) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    if !empty {
-        if use_existing {
-            return Ok(());
-        }
-        if !(destroy && dir.join(CREATED_BY_BENCH).is_file()) {
-            bail!(
-                "{} is not empty and was not created by lamina bench; pass --use_existing_db, or pick another --db",
-                dir.display()
-            );
-        }
-        std::fs::remove_dir_all(dir).with_context(|| format!("deleting {}", dir.display()))?;
-    }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::write(dir.join(CREATED_BY_BENCH), b"")
-        .with_context(|| format!("marking {}", dir.display()))
-}
 
 /// One fjall partition of a keyspace in `--db`.
 pub struct FjallStore {
@@ -55,44 +25,87 @@ pub struct FjallStore {
     sync: bool,
 }
 
-/// fjall's settings for a benchmark run.
-pub struct FjallOptions {
-    /// Memtable and write-buffer bytes.
-    pub write_buffer_size: usize,
-    /// Block cache bytes.
-    pub cache_size: usize,
-    /// Data block bytes.
-    pub block_size: usize,
-    /// Bloom bits per key (0: none).
-    pub bloom_bits: f64,
-    /// fdatasync the journal per write.
-    pub sync: bool,
-}
-
 impl FjallStore {
-    /// Opens (or creates) the keyspace in `dir`.
-    pub fn open(dir: &Path, o: &FjallOptions) -> Result<FjallStore> {
+    /// Opens (or creates) the keyspace in `dir` with `s`'s settings and
+    /// returns it with the option mapping.
+    pub fn open(dir: &Path, s: &PeerSettings) -> Result<(FjallStore, OptionMap)> {
+        if s.disable_wal {
+            bail!("--disable_wal: fjall always writes its journal");
+        }
+        let mut m = OptionMap::default();
+        m.row(
+            format!("--write_buffer_size={}", s.write_buffer_size),
+            format!(
+                "max_memtable_size={0}, keyspace max_write_buffer_size={0}",
+                s.write_buffer_size
+            ),
+            "",
+        );
+        m.row(
+            format!("--cache_size={}", s.cache_size),
+            format!("cache_size={}", s.cache_size),
+            "",
+        );
+        m.row(
+            format!("--block_size={}", s.block_size),
+            format!("block_size={}", s.block_size),
+            "",
+        );
+        let bits = (s.bloom_bits.round() > 0.0).then(|| s.bloom_bits.round().min(255.0) as u8);
+        m.row(
+            format!("--bloom_bits={}", s.bloom_bits),
+            format!("bloom_filter_bits={bits:?}"),
+            "",
+        );
+        m.row(
+            format!("--compression_type={}", s.compression),
+            "CompressionType::None",
+            "",
+        );
+        m.row(
+            format!("--sync={}", s.sync),
+            if s.sync {
+                "persist(SyncData) after every write"
+            } else {
+                "journal buffered in user space"
+            },
+            if s.sync {
+                ""
+            } else {
+                "differs: lamina write()s every commit"
+            },
+        );
+        m.row(
+            format!(
+                "--compaction=leveling l0={} T={}",
+                s.l0_trigger, s.size_ratio
+            ),
+            "fjall's default leveled compaction",
+            "differs: not configured",
+        );
         let keyspace = Config::new(dir)
-            .cache_size(o.cache_size as u64)
-            .max_write_buffer_size(o.write_buffer_size as u64)
+            .cache_size(s.cache_size as u64)
+            .max_write_buffer_size(s.write_buffer_size as u64)
             .open()
             .with_context(|| format!("opening fjall keyspace {}", dir.display()))?;
-        let bits = (o.bloom_bits.round() > 0.0).then(|| o.bloom_bits.round().min(255.0) as u8);
         let part = keyspace
             .open_partition(
                 "bench",
                 PartitionCreateOptions::default()
-                    .max_memtable_size(u32::try_from(o.write_buffer_size).unwrap_or(u32::MAX))
-                    .block_size(u32::try_from(o.block_size).unwrap_or(u32::MAX))
+                    .max_memtable_size(u32::try_from(s.write_buffer_size).unwrap_or(u32::MAX))
+                    .block_size(u32::try_from(s.block_size).unwrap_or(u32::MAX))
                     .bloom_filter_bits(bits)
                     .compression(CompressionType::None),
             )
             .context("opening the fjall partition")?;
-        Ok(FjallStore {
-            keyspace,
-            part,
-            sync: o.sync,
-        })
+        Ok((
+            FjallStore {
+                keyspace,
+                part,
+                sync: s.sync,
+            },
+            m,
+        ))
     }
 
     fn persist(&self) -> Result<()> {

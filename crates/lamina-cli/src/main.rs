@@ -15,8 +15,13 @@ mod fjall_peer;
 mod gen;
 mod inspect;
 mod kv;
+#[cfg(feature = "peer-leveldb")]
+mod leveldb_peer;
 mod mixedhot;
+mod peer;
 mod repair;
+#[cfg(feature = "peer-rocksdb")]
+mod rocksdb_peer;
 mod serve;
 mod sim;
 mod spatial;

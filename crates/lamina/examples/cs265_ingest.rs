@@ -7,7 +7,7 @@
 //! CSV (`puts,seconds,window_puts_per_sec`) and prints `Db::stats()` as
 //! JSON with `ingest_seconds` and `settled_seconds`.
 //!
-//! `cargo run --release -p lamina --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES`
+//! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Options are set on a default (they are `#[non_exhaustive]` for callers).

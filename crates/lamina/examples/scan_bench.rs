@@ -1,5 +1,5 @@
 //! Scan throughput and allocations over ~1M entries on disk:
-//! `cargo run --release -p lamina --example scan_bench [ENTRIES]`.
+//! `cargo run --release -p lamina-lsm --example scan_bench [ENTRIES]`.
 //!
 //! Loads ENTRIES (default 1,000,000) keys of 13 bytes with 32-byte values,
 //! flushes and lets compaction settle, then times full scans forward

@@ -35,6 +35,18 @@ use crate::sst::{key_hash, num_probes};
 /// tower pointers, allocation headers), so the size estimate tracks memory.
 const ENTRY_OVERHEAD: usize = 64;
 
+/// Keys a memtable's filter is sized for: the most entries a buffer of
+/// `buffer_bytes` holds (8-byte keys, empty values).
+fn filter_keys(buffer_bytes: usize) -> usize {
+    buffer_bytes / (ENTRY_OVERHEAD + 8)
+}
+
+/// Bytes of the key filter of a memtable of `buffer_bytes` at
+/// `bits_per_key` (0 without a filter).
+pub(crate) fn key_filter_bytes(buffer_bytes: usize, bits_per_key: f64) -> usize {
+    KeyFilter::blocks(filter_keys(buffer_bytes), bits_per_key).map_or(0, |b| b * BLOCK_WORDS * 8)
+}
+
 /// One entry: the internal key and the value in a single allocation, with
 /// the first 8 bytes of the user key inline (big-endian, zero padded) so most
 /// comparisons are decided without touching the heap.
@@ -110,14 +122,7 @@ struct KeyFilter {
 impl KeyFilter {
     /// A filter of `bits_per_key` bits for `keys` keys; `None` if either is 0.
     fn new(keys: usize, bits_per_key: f64) -> Option<KeyFilter> {
-        let bits = (keys as f64 * bits_per_key).ceil();
-        // Also false for NaN.
-        if bits.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
-            return None;
-        }
-        // An `as` cast saturates; a filter this large would fail to allocate
-        // long before, and the memtable it serves would too.
-        let blocks = (bits as usize).div_ceil(BLOCK_WORDS * 64);
+        let blocks = Self::blocks(keys, bits_per_key)?;
         Some(KeyFilter {
             words: (0..blocks * BLOCK_WORDS)
                 .map(|_| AtomicU64::new(0))
@@ -125,6 +130,19 @@ impl KeyFilter {
             // Nine hash bits per probe: at most seven probes from one hash.
             probes: num_probes(bits_per_key).min(7),
         })
+    }
+
+    /// Blocks of a filter of `bits_per_key` bits for `keys` keys; `None` if
+    /// it has no bit.
+    fn blocks(keys: usize, bits_per_key: f64) -> Option<usize> {
+        let bits = (keys as f64 * bits_per_key).ceil();
+        // Also false for NaN.
+        if bits.partial_cmp(&1.0).is_none_or(|o| o.is_lt()) {
+            return None;
+        }
+        // An `as` cast saturates; a filter this large would fail to allocate
+        // long before, and the memtable it serves would too.
+        Some((bits as usize).div_ceil(BLOCK_WORDS * 64))
     }
 
     /// The words of `user_key`'s block and its probes' bits in the block.
@@ -201,7 +219,7 @@ impl MemTable {
         MemTable {
             map: RwLock::new(BTreeSet::new()),
             ranges: RwLock::new(Vec::new()),
-            filter: KeyFilter::new(buffer_bytes / (ENTRY_OVERHEAD + 8), bits_per_key),
+            filter: KeyFilter::new(filter_keys(buffer_bytes), bits_per_key),
             entries: AtomicUsize::new(0),
             approx_bytes: AtomicUsize::new(0),
             wal_number,

@@ -198,6 +198,14 @@ pub struct InvalidOption {
 }
 
 impl Options {
+    /// Bytes each memtable allocates for its key filter
+    /// (`memtable_bloom_bits_per_key` bits for the most entries a
+    /// `write_buffer_size` buffer holds): what a peer engine's memtable
+    /// filter is given in a comparison.
+    pub fn memtable_filter_bytes(&self) -> usize {
+        crate::memtable::key_filter_bytes(self.write_buffer_size, self.memtable_bloom_bits_per_key)
+    }
+
     /// Checks every setting, in one place: `Db::open` refuses what this
     /// refuses, and front ends (the CLI) call it to name their own flag.
     pub fn validate(&self) -> Result<(), InvalidOption> {
@@ -479,6 +487,18 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(o.explicit, Some(vec!["block_size"]));
+    }
+
+    #[test]
+    fn memtable_filter_is_about_a_57th_of_the_buffer_at_ten_bits() {
+        let o = Options::default();
+        let ratio = o.write_buffer_size as f64 / o.memtable_filter_bytes() as f64;
+        assert!((57.0..58.0).contains(&ratio), "{ratio}");
+        let off = Options::builder()
+            .memtable_bloom_bits_per_key(0.0)
+            .build()
+            .unwrap();
+        assert_eq!(off.memtable_filter_bytes(), 0);
     }
 
     #[test]

@@ -1,0 +1,340 @@
+//! RocksDB as a `lamina bench` peer: `lamina bench --engine rocksdb`, built
+//! with the `peer-rocksdb` feature (the `rocksdb` crate's bundled RocksDB,
+//! compiled optimised with `NDEBUG`, without its compression libraries).
+//!
+//! [`configure`] sets every RocksDB option the comparison depends on to the
+//! value lamina runs with and records each choice in an [`OptionMap`] that
+//! the bench prints before it starts; bench/README.md lists what still
+//! differs.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, ReadOptions, WriteOptions, DB,
+};
+
+use crate::peer::{OptionMap, PeerSettings};
+use lamina_experiment::kvops::Store;
+
+/// RocksDB's largest memtable Bloom filter, as a fraction of the write
+/// buffer (it clamps `memtable_prefix_bloom_size_ratio` to this).
+const MAX_MEMTABLE_BLOOM_RATIO: f64 = 0.25;
+
+/// A RocksDB database in `--db`.
+pub struct RocksStore {
+    db: DB,
+    write: WriteOptions,
+    read: ReadOptions,
+}
+
+/// RocksDB's database and write options for `s`, and the mapping that
+/// explains them.
+pub fn configure(s: &PeerSettings) -> (rocksdb::Options, WriteOptions, OptionMap) {
+    let mut m = OptionMap::default();
+    let mut o = rocksdb::Options::default();
+    o.create_if_missing(true);
+
+    o.set_write_buffer_size(s.write_buffer_size);
+    m.row(
+        format!("--write_buffer_size={}", s.write_buffer_size),
+        format!("write_buffer_size={}", s.write_buffer_size),
+        "",
+    );
+    // lamina stalls writes when this many full memtables wait for a flush;
+    // RocksDB counts the mutable one too.
+    let buffers = s.max_immutable_memtables + 1;
+    o.set_max_write_buffer_number(as_c_int(buffers));
+    o.set_min_write_buffer_number_to_merge(1);
+    m.row(
+        format!(
+            "max_immutable_memtables={} (lamina default)",
+            s.max_immutable_memtables
+        ),
+        format!("max_write_buffer_number={buffers}, min_write_buffer_number_to_merge=1"),
+        "",
+    );
+
+    let mut t = BlockBasedOptions::default();
+    if s.bloom_bits > 0.0 {
+        // Full (whole-file) filters, as lamina's one filter per table.
+        t.set_bloom_filter(s.bloom_bits, false);
+        t.set_whole_key_filtering(true);
+        m.row(
+            format!("--bloom_bits={}", s.bloom_bits),
+            format!(
+                "filter_policy=bloom({}) full filters, whole_key_filtering=true",
+                s.bloom_bits
+            ),
+            "",
+        );
+    } else {
+        m.row("--bloom_bits=0", "no filter_policy", "");
+    }
+    let ratio = if s.write_buffer_size == 0 {
+        0.0
+    } else {
+        (s.memtable_filter_bytes as f64 / s.write_buffer_size as f64).min(MAX_MEMTABLE_BLOOM_RATIO)
+    };
+    o.set_memtable_whole_key_filtering(ratio > 0.0);
+    o.set_memtable_prefix_bloom_ratio(ratio);
+    m.row(
+        format!("--memtable_bloom_bits={}", s.memtable_bloom_bits),
+        format!(
+            "memtable_whole_key_filtering={}, memtable_prefix_bloom_size_ratio={ratio:.5}",
+            ratio > 0.0
+        ),
+        &format!(
+            "{} filter bytes per memtable, as lamina allocates",
+            s.memtable_filter_bytes
+        ),
+    );
+    let cache = Cache::new_lru_cache(s.cache_size);
+    t.set_block_cache(&cache);
+    m.row(
+        format!("--cache_size={}", s.cache_size),
+        format!("block_cache=NewLRUCache({})", s.cache_size),
+        "",
+    );
+    // lamina holds every open table's index and filter in memory, outside
+    // its block cache: RocksDB's default.
+    t.set_cache_index_and_filter_blocks(false);
+    o.set_max_open_files(-1);
+    m.row(
+        "index and filters held by open tables",
+        "cache_index_and_filter_blocks=false, max_open_files=-1",
+        "",
+    );
+    t.set_block_size(s.block_size);
+    m.row(
+        format!("--block_size={}", s.block_size),
+        format!("block_size={}", s.block_size),
+        "",
+    );
+    o.set_block_based_table_factory(&t);
+
+    o.set_compression_type(DBCompressionType::None);
+    o.set_bottommost_compression_type(DBCompressionType::None);
+    m.row(
+        format!("--compression_type={}", s.compression),
+        "compression=kNoCompression, bottommost_compression=kNoCompression",
+        "",
+    );
+
+    let mut write = WriteOptions::default();
+    write.set_sync(s.sync);
+    o.set_use_fsync(false);
+    m.row(
+        format!("--sync={}", s.sync),
+        format!("WriteOptions::sync={}, use_fsync=false (fdatasync)", s.sync),
+        "",
+    );
+    write.disable_wal(s.disable_wal);
+    m.row(
+        format!("--disable_wal={}", s.disable_wal),
+        format!("WriteOptions::disableWAL={}", s.disable_wal),
+        "",
+    );
+
+    // lamina runs one flush thread and `compaction_threads` compaction
+    // threads; RocksDB gives one of its background jobs to flushes below
+    // eight jobs.
+    let jobs = s.compaction_threads + 1;
+    o.set_max_background_jobs(as_c_int(jobs));
+    o.set_max_subcompactions(1);
+    m.row(
+        format!(
+            "--compaction_threads={} (+1 flush thread)",
+            s.compaction_threads
+        ),
+        format!(
+            "max_background_jobs={jobs} (1 flush + {}), max_subcompactions=1",
+            jobs - 1
+        ),
+        "",
+    );
+
+    o.set_compaction_style(DBCompactionStyle::Level);
+    o.set_level_zero_file_num_compaction_trigger(as_c_int(s.l0_trigger));
+    m.row(
+        format!("--compaction=leveling l0={}", s.l0_trigger),
+        format!(
+            "compaction_style=kCompactionStyleLevel, level0_file_num_compaction_trigger={}",
+            s.l0_trigger
+        ),
+        "",
+    );
+    // lamina's level i (>= 1) holds write_buffer_size * T^i bytes: static
+    // level sizes, so RocksDB's dynamic level sizing is off.
+    let base = (s.write_buffer_size as u64).saturating_mul(s.size_ratio);
+    o.set_level_compaction_dynamic_level_bytes(false);
+    o.set_max_bytes_for_level_base(base);
+    o.set_max_bytes_for_level_multiplier(s.size_ratio as f64);
+    m.row(
+        format!("leveling T={} (L1 = write_buffer_size x T)", s.size_ratio),
+        format!(
+            "max_bytes_for_level_base={base}, max_bytes_for_level_multiplier={}, level_compaction_dynamic_level_bytes=false",
+            s.size_ratio
+        ),
+        "",
+    );
+    o.set_target_file_size_base(s.target_file_size);
+    o.set_target_file_size_multiplier(1);
+    m.row(
+        format!("target_file_size={} (lamina default)", s.target_file_size),
+        format!(
+            "target_file_size_base={}, target_file_size_multiplier=1",
+            s.target_file_size
+        ),
+        "",
+    );
+    // lamina stops writes at `level0_stop_runs` level-0 runs and never slows
+    // them down before; RocksDB's slowdown may not exceed its stop.
+    o.set_level_zero_stop_writes_trigger(as_c_int(s.level0_stop_runs));
+    o.set_level_zero_slowdown_writes_trigger(as_c_int(s.level0_stop_runs));
+    m.row(
+        format!("level0_stop_runs={} (lamina default)", s.level0_stop_runs),
+        format!(
+            "level0_stop_writes_trigger={0}, level0_slowdown_writes_trigger={0}",
+            s.level0_stop_runs
+        ),
+        "no slowdown before the stop, as lamina",
+    );
+    m.row(
+        "reads verify block checksums",
+        "ReadOptions::verify_checksums=true (default)",
+        "",
+    );
+    m.row(
+        "scans do not fill the block cache",
+        "ReadOptions::fill_cache=true (default)",
+        "differs: RocksDB iterators cache the blocks they read",
+    );
+    (o, write, m)
+}
+
+/// A count as the C `int` RocksDB takes, saturating (never above what a
+/// `usize` flag can hold, and RocksDB refuses nonsense itself).
+fn as_c_int(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+impl RocksStore {
+    /// Opens (or creates) the database in `dir` with `s`'s settings and
+    /// returns it with the option mapping.
+    pub fn open(dir: &Path, s: &PeerSettings) -> Result<(RocksStore, OptionMap)> {
+        let (opts, write, map) = configure(s);
+        let db = DB::open(&opts, dir)
+            .with_context(|| format!("opening RocksDB in {}", dir.display()))?;
+        Ok((
+            RocksStore {
+                db,
+                write,
+                read: ReadOptions::default(),
+            },
+            map,
+        ))
+    }
+
+    /// RocksDB's statistics (the `rocksdb.stats` property).
+    pub fn stats_text(&self) -> String {
+        match self.db.property_value("rocksdb.stats") {
+            Ok(Some(s)) => s,
+            Ok(None) => "(no rocksdb.stats)".into(),
+            Err(e) => format!("(rocksdb.stats: {e})"),
+        }
+    }
+
+    /// Flushes the WAL to disk and closes the database.
+    pub fn close(self) -> Result<()> {
+        self.db.flush_wal(true).context("syncing RocksDB's WAL")?;
+        Ok(())
+    }
+}
+
+impl Store for RocksStore {
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.db.put_opt(key, value, &self.write)?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.db.get_pinned_opt(key, &self.read)?.map(|v| v.len()))
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        Ok(self.db.delete_opt(key, &self.write)?)
+    }
+
+    fn scan(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        if limit == 0 {
+            return Ok(0);
+        }
+        let mut read = ReadOptions::default();
+        if let Some(e) = end {
+            read.set_iterate_upper_bound(e);
+        }
+        let mut it = self.db.raw_iterator_opt(read);
+        match start {
+            Some(s) => it.seek(s),
+            None => it.seek_to_first(),
+        }
+        let mut n = 0;
+        while n < limit {
+            let Some((k, v)) = it.item() else { break };
+            visit(k, v);
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        Ok(n)
+    }
+
+    fn scan_rev(
+        &self,
+        end: Option<&[u8]>,
+        limit: u64,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<u64> {
+        if limit == 0 {
+            return Ok(0);
+        }
+        let mut it = self.db.raw_iterator_opt(ReadOptions::default());
+        match end {
+            Some(e) => it.seek_for_prev(e),
+            None => it.seek_to_last(),
+        }
+        let mut n = 0;
+        while n < limit {
+            let Some((k, v)) = it.item() else { break };
+            visit(k, v);
+            n += 1;
+            it.prev();
+        }
+        it.status()?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::peer::check_store_against_a_model;
+
+    #[test]
+    fn rocksdb_meets_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        // Small buffers, so that the scans cross flushed tables too.
+        let args =
+            PeerSettings::from_args(&crate::peer::args(&["--write_buffer_size=4096"])).unwrap();
+        let (store, _) = RocksStore::open(dir.path(), &args).unwrap();
+        check_store_against_a_model(&store);
+        store.close().unwrap();
+    }
+}
