@@ -16,6 +16,7 @@ mod gen;
 mod inspect;
 mod kv;
 mod mixedhot;
+mod progress;
 mod repair;
 mod serve;
 mod sim;
