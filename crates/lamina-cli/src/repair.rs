@@ -25,8 +25,13 @@ pub fn run(args: RepairArgs) -> Result<()> {
         vfs: Arc::new(OsFs),
         ..Options::default()
     };
-    let report = lamina::repair(&args.dir, &opts)
-        .with_context(|| format!("repairing {}", args.dir.display()))?;
+    // The engine's repair reports nothing while it works: a spinner shows
+    // it is alive.
+    let spinner = crate::progress::spinner("repair");
+    spinner.set_message(args.dir.display().to_string());
+    let report = lamina::repair(&args.dir, &opts);
+    spinner.finish_and_clear();
+    let report = report.with_context(|| format!("repairing {}", args.dir.display()))?;
     println!("{report}");
     Ok(())
 }
