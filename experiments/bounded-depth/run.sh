@@ -131,7 +131,7 @@ fig() {
         if [ "$tag" != c ]; then specs+=(--policy "leveled:b0=2,b=$lb"); fi
         log "Fig. 3.12$tag: k=$k, $n flushes"
         "$LAMINA" sim "${specs[@]}" --wa paper --flushes "$n" --every $((n / 100)) --time \
-            --plot "$RESULTS/fig3.12$tag.png" --plot-log >"$RESULTS/fig3.12$tag.csv"
+            --plot "$RESULTS/fig3.12$tag.svg" --plot-log >"$RESULTS/fig3.12$tag.csv"
         if [ "$tag" = c ]; then
             log "Fig. 3.12c: leveled:b0=2,b=$lb for 100000 flushes"
             "$LAMINA" sim --policy "leveled:b0=2,b=$lb" --wa paper --flushes 100000 --every 1000 --time \

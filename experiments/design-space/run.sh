@@ -4,8 +4,9 @@
 # 124-byte values), T = 10, 8 MiB buffer and output files, 10 bits per key,
 # 8 MiB block cache, one compaction thread (crates/lamina/examples/
 # design_space.rs, which also waits for the compactions to settle). Writes
-# one stats JSON per strategy and summarizes them (summarize.py:
-# results/results.md, results/fig4.svg).
+# one stats JSON per strategy, tabulates them (summarize.py:
+# results/results.md) and draws Fig. 4 (design_space_report:
+# results/fig4.svg).
 # Usage: experiments/design-space/run.sh [INSERTS]   (default 2000000)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,3 +22,4 @@ for s in $STRATEGIES; do
   echo "$s done"
 done
 python3 experiments/design-space/summarize.py "$OUT" "$N"
+cargo run --release -q -p lamina-cli --example design_space_report -- "$OUT"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Summarizes experiments/design-space/results/*.json (Db::stats of each
 strategy after its inserts have been flushed and compacted) as a Markdown table next to seed 001's
-published figures, and draws Fig. 4(a)-(d) as one SVG (no plotting
-library needed). Usage: summarize.py RESULTS_DIR INSERTS"""
+published figures. Fig. 4 is drawn by the plotting module of lamina-sim:
+cargo run --release -p lamina-cli --example design_space_report RESULTS_DIR.
+Usage: summarize.py RESULTS_DIR INSERTS"""
 
 import json
 import os
@@ -74,46 +75,12 @@ def table(rows, n):
     return "\n".join(out) + "\n"
 
 
-def svg(rows, path):
-    panels = [
-        ("(a) data movement / ingested", lambda r: r["movement"]),
-        ("(b) compactions", lambda r: r["compactions"]),
-        ("(c) mean compaction latency (ms)", lambda r: r["mean_ms"]),
-        ("(d) max write latency (ms)", lambda r: r["put_max_ms"]),
-    ]
-    w, h, pad = 420, 260, 40
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{2 * h}" '
-        'font-family="sans-serif" font-size="11">',
-        f'<rect width="{2 * w}" height="{2 * h}" fill="white"/>',
-    ]
-    for i, (title, f) in enumerate(panels):
-        ox, oy = (i % 2) * w, (i // 2) * h
-        vals = [f(r) for r in rows]
-        top = max(vals + [1e-9])
-        bw = (w - 2 * pad) / max(len(rows), 1)
-        parts.append(f'<text x="{ox + w / 2}" y="{oy + 18}" text-anchor="middle" font-size="13">{title}</text>')
-        base = oy + h - pad
-        parts.append(f'<line x1="{ox + pad}" y1="{base}" x2="{ox + w - pad}" y2="{base}" stroke="black"/>')
-        for j, (r, v) in enumerate(zip(rows, vals)):
-            bh = (h - 2 * pad - 10) * v / top
-            x = ox + pad + j * bw + 3
-            color = "#c44" if r["name"] == "full" else ("#48c" if r["name"] == "tier" else "#888")
-            parts.append(f'<rect x="{x:.1f}" y="{base - bh:.1f}" width="{bw - 6:.1f}" height="{bh:.1f}" fill="{color}"/>')
-            parts.append(f'<text x="{x + (bw - 6) / 2:.1f}" y="{base - bh - 3:.1f}" text-anchor="middle" font-size="9">{v:.3g}</text>')
-            parts.append(f'<text x="{x + (bw - 6) / 2:.1f}" y="{base + 14}" text-anchor="middle">{r["name"]}</text>')
-    parts.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(parts) + "\n")
-
-
 def main():
     results, n = sys.argv[1], int(sys.argv[2])
     rows = [row(k, v) for k, v in load(results).items()]
     md = table(rows, n)
     with open(os.path.join(results, "results.md"), "w") as f:
         f.write(md)
-    svg(rows, os.path.join(results, "fig4.svg"))
     print(md)
 
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use lamina_sim::plot::{plot_lines, Curve, LinesOptions};
+use lamina_sim::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
 
 /// One second of a series.
 struct Sample {
@@ -150,28 +150,38 @@ fn main() -> Result<()> {
                     .iter()
                     .filter_map(|s| y(s).map(|v| (s.second, v)))
                     .collect(),
+                band: Vec::new(),
             };
             charts[0].push(curve(&|s| s.hit_ratio));
             charts[1].push(curve(&|s| Some(s.read_qps)));
-            charts[2].push(curve(&|s| Some(s.db_bytes / 1e6)));
+            charts[2].push(curve(&|s| Some(s.db_bytes)));
         }
-        for ((name, y_desc), curves) in [
-            ("hit_ratio", "block-cache hit ratio (data blocks)"),
-            ("read_qps", "reads per second"),
-            ("db_mb", "database size on disk (MB)"),
+        for ((name, y), curves) in [
+            (
+                "hit_ratio",
+                Axis::new("block-cache hit ratio (data blocks)", Unit::Plain),
+            ),
+            (
+                "read_qps",
+                Axis::new("reads per second (ops/s)", Unit::Count),
+            ),
+            (
+                "db_mb",
+                Axis::new("database size on disk (bytes)", Unit::Bytes),
+            ),
         ]
         .into_iter()
         .zip(&charts)
         {
+            let title = format!("{dist}: {}", y.title);
             let opts = LinesOptions {
-                x_desc: "time (s)".into(),
-                y_desc: y_desc.into(),
-                log_x: false,
-                width: 900,
+                x: Axis::new("time (s)", Unit::Count).log(false),
+                y: y.log(false),
+                width: 1000,
                 height: 500,
             };
             let path = dir.join(format!("fig-{dist}-{name}.svg"));
-            plot_lines(&path, &format!("{dist}: {y_desc}"), curves, &opts)
+            plot_lines(&path, &title, curves, &opts)
                 .with_context(|| format!("plotting {}", path.display()))?;
         }
     }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use lamina_sim::plot::{plot_lines, Curve, LinesOptions};
+use lamina_sim::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
 use serde_json::Value;
 
 fn num(v: &Value, key: &str) -> f64 {
@@ -164,6 +164,7 @@ fn main() -> Result<()> {
                 .map(|(label, pts)| Curve {
                     label: label.clone(),
                     points: pts.iter().map(|p| (p.0, pick(p))).collect(),
+                    band: Vec::new(),
                 })
                 .collect();
             plot_lines(
@@ -171,10 +172,10 @@ fn main() -> Result<()> {
                 &format!("{data}: {metric} by selectivity 10^-σ"),
                 &lines,
                 &LinesOptions {
-                    x_desc: "σ (window = 360·10^-σ × 180·10^-σ degrees)".into(),
-                    y_desc: y_desc.into(),
-                    log_x: false,
-                    width: 900,
+                    x: Axis::new("σ (window = 360·10^-σ × 180·10^-σ degrees)", Unit::Plain)
+                        .log(false),
+                    y: Axis::new(y_desc, Unit::Plain),
+                    width: 1000,
                     height: 560,
                 },
             )?;

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
+use crate::progress;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use lamina::compaction::CompactionSpec;
@@ -631,14 +632,21 @@ impl<'a> Bench<'a> {
             },
         };
         let threads = self.args.threads;
+        // Operations all threads will do (a scan's entries for readseq).
+        let total = match work {
+            Work::FillSeq | Work::FillRandom | Work::DeleteRandom => self.args.num * threads as u64,
+            Work::Ycsb(YcsbWorkload::Load) => self.args.num,
+            _ => self.reads * threads as u64,
+        };
+        let bar = progress::bar(total, name);
         let barrier = Barrier::new(threads);
         let results: Vec<Result<ThreadStats>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|tid| {
-                    let barrier = &barrier;
+                    let (barrier, bar) = (&barrier, &bar);
                     s.spawn(move || {
                         barrier.wait();
-                        self.worker(work, tid)
+                        self.worker(work, tid, &mut progress::Ticker::new(bar))
                     })
                 })
                 .collect();
@@ -650,6 +658,7 @@ impl<'a> Bench<'a> {
                 })
                 .collect()
         });
+        bar.finish_and_clear();
         let stats = results
             .into_iter()
             .collect::<Result<Vec<_>>>()
@@ -668,15 +677,16 @@ impl<'a> Bench<'a> {
         SmallRng::seed_from_u64(self.args.seed.wrapping_add(n))
     }
 
-    fn worker(&self, work: Work, tid: usize) -> Result<ThreadStats> {
+    /// Runs thread `tid`'s share of `work`, counting operations on `t`.
+    fn worker(&self, work: Work, tid: usize, t: &mut progress::Ticker) -> Result<ThreadStats> {
         match work {
-            Work::FillSeq | Work::FillRandom => self.fill(work == Work::FillRandom, tid),
-            Work::ReadRandom => self.read_random(),
-            Work::ReadSeq => self.read_seq(false),
-            Work::ReadReverse => self.read_seq(true),
-            Work::SeekRandom => self.seek_random(),
-            Work::DeleteRandom => self.delete_random(),
-            Work::Ycsb(w) => self.ycsb(w, tid),
+            Work::FillSeq | Work::FillRandom => self.fill(work == Work::FillRandom, tid, t),
+            Work::ReadRandom => self.read_random(t),
+            Work::ReadSeq => self.read_seq(false, t),
+            Work::ReadReverse => self.read_seq(true, t),
+            Work::SeekRandom => self.seek_random(t),
+            Work::DeleteRandom => self.delete_random(t),
+            Work::Ycsb(w) => self.ycsb(w, tid, t),
         }
     }
 
@@ -684,7 +694,7 @@ impl<'a> Bench<'a> {
     /// among the threads; `ycsb-a`...`ycsb-f` run `reads` transactions per
     /// thread, each thread inserting its own record numbers. "found" counts
     /// reads, scans and read-modify-writes that found data.
-    fn ycsb(&self, w: YcsbWorkload, tid: usize) -> Result<ThreadStats> {
+    fn ycsb(&self, w: YcsbWorkload, tid: usize, t: &mut progress::Ticker) -> Result<ThreadStats> {
         let (num, threads) = (self.args.num, self.args.threads as u64);
         let seed = self.rng().next_u64();
         let spec = if w == YcsbWorkload::Load {
@@ -707,6 +717,7 @@ impl<'a> Bench<'a> {
         for op in ops {
             let out = apply(self.db, op, &mut key, &mut values)?;
             n += 1;
+            t.tick();
             found += u64::from(out.found);
             bytes += out.bytes;
         }
@@ -717,7 +728,7 @@ impl<'a> Bench<'a> {
         Ok(st)
     }
 
-    fn fill(&self, random: bool, tid: usize) -> Result<ThreadStats> {
+    fn fill(&self, random: bool, tid: usize, t: &mut progress::Ticker) -> Result<ThreadStats> {
         let num = self.args.num;
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
@@ -728,6 +739,7 @@ impl<'a> Bench<'a> {
             let k = if random { rng.next_u64() % num } else { i };
             encode_key(&mut key, k);
             self.db.put(&key, values.next_value())?;
+            t.tick();
         }
         st.finish = Instant::now();
         st.ops = num;
@@ -736,7 +748,7 @@ impl<'a> Bench<'a> {
     }
 
     /// `reads` gets of random keys.
-    fn read_random(&self) -> Result<ThreadStats> {
+    fn read_random(&self, t: &mut progress::Ticker) -> Result<ThreadStats> {
         let num = self.args.num;
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
@@ -751,6 +763,7 @@ impl<'a> Bench<'a> {
                 bytes += (key.len() + v) as u64;
             }
             ops += 1;
+            t.tick();
         }
         st.finish = Instant::now();
         st.ops = ops;
@@ -761,10 +774,13 @@ impl<'a> Bench<'a> {
 
     /// One full scan of at most `reads` entries, in key order or (readreverse)
     /// in descending key order.
-    fn read_seq(&self, reverse: bool) -> Result<ThreadStats> {
+    fn read_seq(&self, reverse: bool, t: &mut progress::Ticker) -> Result<ThreadStats> {
         let mut st = ThreadStats::new();
         let mut bytes = 0u64;
-        let mut visit = |k: &[u8], v: &[u8]| bytes += (k.len() + v.len()) as u64;
+        let mut visit = |k: &[u8], v: &[u8]| {
+            bytes += (k.len() + v.len()) as u64;
+            t.tick();
+        };
         let ops = if reverse {
             self.db.scan_rev(None, self.reads, &mut visit)?
         } else {
@@ -776,7 +792,7 @@ impl<'a> Bench<'a> {
         Ok(st)
     }
 
-    fn seek_random(&self) -> Result<ThreadStats> {
+    fn seek_random(&self, t: &mut progress::Ticker) -> Result<ThreadStats> {
         let num = self.args.num;
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
@@ -802,6 +818,7 @@ impl<'a> Bench<'a> {
                     i += 1;
                 },
             )?;
+            t.tick();
         }
         st.finish = Instant::now();
         st.ops = self.reads;
@@ -810,7 +827,7 @@ impl<'a> Bench<'a> {
         Ok(st)
     }
 
-    fn delete_random(&self) -> Result<ThreadStats> {
+    fn delete_random(&self, t: &mut progress::Ticker) -> Result<ThreadStats> {
         let num = self.args.num;
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
@@ -818,6 +835,7 @@ impl<'a> Bench<'a> {
         for _ in 0..num {
             encode_key(&mut key, rng.next_u64() % num);
             self.db.delete(&key)?;
+            t.tick();
         }
         st.finish = Instant::now();
         st.ops = num;
@@ -862,6 +880,7 @@ impl<'a> Bench<'a> {
     /// keys until they finish; the report covers the readers only.
     fn read_while_writing(&self) -> Result<Report> {
         let threads = self.args.threads;
+        let bar = progress::bar(self.reads * threads as u64, "readwhilewriting");
         let barrier = Barrier::new(threads + 1);
         let done = AtomicBool::new(false);
         let (writer, readers) = std::thread::scope(|s| {
@@ -884,10 +903,10 @@ impl<'a> Bench<'a> {
             };
             let readers: Vec<_> = (0..threads)
                 .map(|_| {
-                    let barrier = &barrier;
+                    let (barrier, bar) = (&barrier, &bar);
                     s.spawn(move || {
                         barrier.wait();
-                        self.read_random()
+                        self.read_random(&mut progress::Ticker::new(bar))
                     })
                 })
                 .collect();
@@ -904,6 +923,7 @@ impl<'a> Bench<'a> {
                 .unwrap_or_else(|_| Err(anyhow!("writer thread panicked")));
             (writer, readers)
         });
+        bar.finish_and_clear();
         let writes = writer.context("readwhilewriting writer")?;
         let stats = readers
             .into_iter()

@@ -4,7 +4,7 @@ use std::io::{self, BufWriter};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use lamina_server::run_local;
+use lamina_server::{run_session, Mode, Session};
 
 use crate::engine_opts::EngineOpts;
 
@@ -19,7 +19,21 @@ pub struct ExecArgs {
 pub fn run(args: ExecArgs) -> Result<()> {
     let db = args.engine.open()?;
     let out = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-    let result = run_local(&db, io::stdin().lock(), out).context("exec failed");
+    // One bar per `l` load: made when it starts, cleared when it ends.
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let session =
+        Session::new(&db, Mode::Local).with_load_progress(Box::new(move |done, total| {
+            if done == 0 {
+                bar = Some(crate::progress::bar(total, "load"));
+            }
+            if let Some(b) = &bar {
+                b.set_position(done);
+                if done >= total {
+                    b.finish_and_clear();
+                }
+            }
+        }));
+    let result = run_session(session, io::stdin().lock(), out).context("exec failed");
     db.close().context("closing the database failed")?;
     result.map(|_| ())
 }

@@ -16,11 +16,11 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::progress;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use lamina_experiment::{Cell, Experiment, PlotSpec, Run, Spec};
-use lamina_sim::plot::{plot_lines, Curve, LinesOptions};
+use lamina_sim::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
 
 /// Flags of `lamina experiment`.
 #[derive(Debug, Args)]
@@ -161,13 +161,7 @@ fn sweep(
     }
     let mut json_out = open_append(json_path)?;
     let total_ops: u64 = todo.iter().map(|r| r.ops()).sum();
-    let bar = ProgressBar::new(total_ops);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta_precise} {msg}",
-        )
-        .map_err(|e| anyhow!("progress bar template: {e}"))?,
-    );
+    let bar = progress::bar(total_ops, "");
     let work = args.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     for (i, run) in todo.iter().enumerate() {
         bar.set_prefix(format!("run {}/{}", i + 1, todo.len()));
@@ -190,11 +184,7 @@ fn sweep(
             measured.ops as f64 / measured.seconds.max(1e-9),
             measured.stats.write_amplification
         );
-        if bar.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            bar.println(line);
-        }
+        progress::println(&bar, line);
     }
     bar.finish_and_clear();
     Ok(())
@@ -233,7 +223,7 @@ fn draw_plot(spec: &Spec, p: &PlotSpec, csv_path: &Path, path: &Path) -> Result<
         .map(|(k, _)| Ok((k.clone(), col(k)?)))
         .collect::<Result<_>>()?;
     let many_workloads = p.workload.is_none() && spec.workloads.len() > 1;
-    let mut sums: BTreeMap<String, BTreeMap<u64, (f64, f64, u32)>> = BTreeMap::new();
+    let mut sums: BTreeMap<String, BTreeMap<u64, Repeats>> = BTreeMap::new();
     for rec in rd.records() {
         let rec = rec?;
         let get = |i: usize| rec.get(i).unwrap_or_default();
@@ -257,19 +247,33 @@ fn draw_plot(spec: &Spec, p: &PlotSpec, csv_path: &Path, path: &Path) -> Result<
             .entry(label)
             .or_default()
             .entry(x.to_bits())
-            .or_insert((x, 0.0, 0));
-        e.1 += y;
-        e.2 += 1;
+            .or_insert(Repeats {
+                x,
+                sum: 0.0,
+                n: 0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+            });
+        e.sum += y;
+        e.n += 1;
+        e.min = e.min.min(y);
+        e.max = e.max.max(y);
     }
     let curves: Vec<Curve> = sums
         .into_iter()
         .map(|(label, pts)| {
-            let mut points: Vec<(f64, f64)> = pts
-                .into_values()
-                .map(|(x, y, n)| (x, y / f64::from(n)))
-                .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Curve { label, points }
+            let mut pts: Vec<Repeats> = pts.into_values().collect();
+            pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+            // Repeated runs (rounds, repeats) show their spread.
+            let band = match pts.iter().any(|r| r.n > 1) {
+                true => pts.iter().map(|r| (r.x, r.min, r.max)).collect(),
+                false => Vec::new(),
+            };
+            Curve {
+                label,
+                points: pts.iter().map(|r| (r.x, r.sum / f64::from(r.n))).collect(),
+                band,
+            }
         })
         .collect();
     let title = match (&spec.title, &p.workload) {
@@ -282,12 +286,37 @@ fn draw_plot(spec: &Spec, p: &PlotSpec, csv_path: &Path, path: &Path) -> Result<
         &title,
         &curves,
         &LinesOptions {
-            x_desc: p.x.clone(),
-            y_desc: p.y.clone(),
-            log_x: p.log_x,
-            width: 1000,
+            x: axis(&p.x).log(p.log_x),
+            y: axis(&p.y),
+            width: 1100,
             height: 700,
         },
     )?;
     Ok(())
+}
+
+/// The y values of one point of a curve over its repeated runs.
+struct Repeats {
+    x: f64,
+    sum: f64,
+    n: u32,
+    min: f64,
+    max: f64,
+}
+
+/// An axis for a grid parameter or results column, titled with its unit.
+fn axis(name: &str) -> Axis {
+    if name.ends_with("_size") || name.ends_with("_bytes") {
+        Axis::new(format!("{name} (bytes)"), Unit::Bytes)
+    } else if name.ends_with("_per_sec") {
+        Axis::new(format!("{name} (ops/s)"), Unit::Count)
+    } else if name.contains("amplification") || name.ends_with("_ratio") {
+        Axis::new(format!("{name} (ratio)"), Unit::Plain)
+    } else if name.ends_with("_us") {
+        Axis::new(format!("{name} (µs)"), Unit::Count)
+    } else if name.ends_with("_seconds") || name.ends_with("_secs") {
+        Axis::new(format!("{name} (s)"), Unit::Plain)
+    } else {
+        Axis::new(name, Unit::Count)
+    }
 }

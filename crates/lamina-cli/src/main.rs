@@ -19,6 +19,7 @@ mod kv;
 mod leveldb_peer;
 mod mixedhot;
 mod peer;
+mod progress;
 mod repair;
 #[cfg(feature = "peer-rocksdb")]
 mod rocksdb_peer;

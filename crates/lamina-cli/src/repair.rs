@@ -23,8 +23,13 @@ pub struct RepairArgs {
 pub fn run(args: RepairArgs) -> Result<()> {
     let mut opts = Options::default();
     opts.vfs = Arc::new(OsFs);
-    let report = lamina::repair(&args.dir, &opts)
-        .with_context(|| format!("repairing {}", args.dir.display()))?;
+    // The engine's repair reports nothing while it works: a spinner shows
+    // it is alive.
+    let spinner = crate::progress::spinner("repair");
+    spinner.set_message(args.dir.display().to_string());
+    let report = lamina::repair(&args.dir, &opts);
+    spinner.finish_and_clear();
+    let report = report.with_context(|| format!("repairing {}", args.dir.display()))?;
     println!("{report}");
     Ok(())
 }

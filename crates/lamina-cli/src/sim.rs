@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::progress;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use lamina::compaction::CompactionSpec;
@@ -69,7 +70,7 @@ pub struct SimArgs {
     /// CSV: print every Nth flush (and the last).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub every: u64,
-    /// Draw write amplification and sorted runs over flushes to FILE.png|svg.
+    /// Draw write amplification and sorted runs over flushes to FILE.svg.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Plot write amplification on a logarithmic axis.
@@ -269,6 +270,8 @@ pub fn run(args: SimArgs) -> Result<()> {
             .map(|_| Series::new(label.clone(), flushes));
         let started = Instant::now();
         let mut last: Option<FlushRecord> = None;
+        let bar = progress::bar(flushes, label.clone());
+        let mut ticker = progress::Ticker::new(&bar);
         for size in sizes
             .iter()
             .take(usize::try_from(flushes).unwrap_or(usize::MAX))
@@ -287,7 +290,10 @@ pub fn run(args: SimArgs) -> Result<()> {
                 c.push(&r);
             }
             last = Some(r);
+            ticker.tick();
         }
+        drop(ticker);
+        bar.finish_and_clear();
         if args.time {
             eprintln!(
                 "{label}: {flushes} flushes simulated in {:.3} s",

@@ -17,7 +17,7 @@ write_buffer_size = [32768, 131072]
 name = "inserts"
 kv = { inserts = 3000, update_ratio = 0.5, point_lookups = 500, key_size = 8, entry_size = 40 }
 [[plot]]
-file = "wa.png"
+file = "wa-ratio.svg"
 x = "write_buffer_size"
 y = "write_amplification"
 [[plot]]
@@ -122,10 +122,19 @@ fn tiny_sweep_writes_one_row_per_run_and_plots() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         assert!(v["stats"]["levels"].is_array());
     }
-    let png = std::fs::read(dir.path().join("wa.png")).unwrap();
-    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    let svg = std::fs::read_to_string(dir.path().join("wa.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("tiered:b=4"));
+    for (file, y_title) in [
+        ("wa-ratio.svg", "write_amplification (ratio)"),
+        ("wa.svg", "compaction_bytes_written"),
+    ] {
+        let svg = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("tiered:b=4"));
+        let titles = lamina_sim::plot::axis_titles(&svg);
+        assert!(
+            titles.contains(&"write_buffer_size (bytes)".to_string())
+                && titles.contains(&y_title.to_string()),
+            "{file}: {titles:?}"
+        );
+    }
 }
 
 #[test]
@@ -200,7 +209,7 @@ fn bad_specs_fail_before_running() {
             SPEC.replace("write_buffer_size = [", "buffer = ["),
             "unknown engine parameter",
         ),
-        (SPEC.replace("wa.png", "wa.gif"), "wa.gif"),
+        (SPEC.replace("wa.svg", "wa.png"), "wa.png"),
         (
             SPEC.replace("update_ratio = 0.5", "update_ratio = -1.0"),
             "update_ratio",

@@ -6,6 +6,7 @@
 //! Capacity of level *i* ≥ 1 is `buffer × T^i`.
 
 use super::design::layout::{destination, Layout};
+use super::index::Below;
 use super::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TaskInput, TreeView};
 use crate::error::{Error, Result};
 
@@ -98,22 +99,17 @@ impl Leveling {
     fn push_one_file(&self, view: &TreeView, level: usize, score: f64) -> Option<CompactionTask> {
         let run = view.level(level).runs.first()?;
         let below = view.level(level + 1).runs.first();
-        let overlap = |lo: &[u8], hi: &[u8]| -> Option<u64> {
-            let Some(below) = below else { return Some(0) };
-            let files = below.overlapping(lo, hi);
-            if files.iter().any(|f| f.busy) {
-                return None;
-            }
-            Some(files.iter().map(|f| f.size).sum())
-        };
-        let (file, _) = run
-            .files
-            .iter()
-            .filter(|f| !f.busy)
-            .filter_map(|f| {
-                overlap(&f.smallest, &f.largest).map(|o| (f, o as f64 / f.size.max(1) as f64))
-            })
-            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        // The index offers files by least overlap; the first one free to
+        // move, with nothing busy under it, goes.
+        let file = view.by_least_overlap(level, run, level + 1, Below::Newest, |f| {
+            let blocked = f.busy
+                || below.is_some_and(|b| {
+                    b.overlapping(&f.smallest, &f.largest)
+                        .iter()
+                        .any(|o| o.busy)
+                });
+            (!blocked).then_some(f)
+        })?;
         let mut inputs = vec![TaskInput {
             level,
             run_id: run.id,
@@ -159,7 +155,7 @@ impl CompactionPolicy for Leveling {
                 // merged down whole: leveling keeps one run per level.
                 f64::INFINITY
             } else {
-                level.bytes() as f64 / self.capacity(view.buffer_bytes, i) as f64
+                view.level_bytes(i) as f64 / self.capacity(view.buffer_bytes, i) as f64
             };
             if score >= 1.0 {
                 scored.push((score, i));

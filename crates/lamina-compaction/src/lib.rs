@@ -15,6 +15,7 @@ pub mod buffer;
 pub mod design;
 pub mod error;
 pub mod geometry;
+pub mod index;
 mod leveling;
 pub mod partition;
 pub mod plan;
@@ -194,6 +195,9 @@ pub struct TreeView {
     pub now_ms: u64,
     /// Compaction buffers (seed 002) by host run id.
     pub buffers: buffer::Buffers<FileView>,
+    /// Least-overlap rankings of runs, kept up to date by
+    /// [`plan::apply`] (see [`index`]); a new view starts with none.
+    pub index: index::OverlapIndex,
 }
 
 impl TreeView {

@@ -446,14 +446,36 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
 /// existing run in key order, or one tile run per file named after it —
 /// and runs left empty disappear, as do empty levels at the bottom.
 pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_id: u64) {
+    // Key ranges that changed, per level, for the view's index.
+    let mut changed: Vec<(usize, &[u8], &[u8])> = Vec::new();
+    let spans = plan
+        .inputs
+        .iter()
+        .map(|i| (i.level, i.files.as_slice()))
+        .chain(std::iter::once((plan.output_level, outputs.as_slice())));
+    for (level, files) in spans {
+        let lo = files.iter().map(|f| f.smallest.as_slice()).min();
+        let hi = files.iter().map(|f| f.largest.as_slice()).max();
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            continue;
+        };
+        match changed.iter_mut().find(|c| c.0 == level) {
+            Some(c) => *c = (level, c.1.min(lo), c.2.max(hi)),
+            None => changed.push((level, lo, hi)),
+        }
+    }
+    let changed: Vec<(usize, Vec<u8>, Vec<u8>)> = changed
+        .into_iter()
+        .map(|(l, lo, hi)| (l, lo.to_vec(), hi.to_vec()))
+        .collect();
+    let output_bytes: u64 = outputs.iter().map(|f| f.size).sum();
     for input in &plan.inputs {
         if let Some(run) = view
             .levels
             .get_mut(input.level)
             .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
         {
-            run.files
-                .retain(|f| !input.files.iter().any(|i| i.id == f.id));
+            remove_files(&mut run.files, &input.files);
         }
     }
     while view.levels.len() <= plan.output_level {
@@ -504,6 +526,49 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
     });
     while view.levels.len() > 1 && view.levels.last().is_some_and(|l| l.runs.is_empty()) {
         view.levels.pop();
+    }
+    for (level, lo, hi) in &changed {
+        view.changed(*level, lo, hi);
+    }
+    for input in &plan.inputs {
+        let added = match plan.destination {
+            Destination::Existing(id) if id == input.run_id => output_bytes,
+            _ => 0,
+        };
+        view.run_bytes_changed(input.level, input.run_id, input.bytes(), added);
+    }
+    if let Destination::Existing(id) = plan.destination {
+        if !plan.inputs.iter().any(|i| i.run_id == id) {
+            view.run_bytes_changed(plan.output_level, id, 0, output_bytes);
+        }
+    }
+}
+
+/// Removes `gone` (sorted by key, as a plan's input files are) from `files`
+/// (sorted, disjoint): by binary search, so a merge of a few files does not
+/// visit every file of a large run.
+fn remove_files(files: &mut Vec<FileView>, gone: &[FileView]) {
+    let mut at: Vec<usize> = gone
+        .iter()
+        .filter_map(|g| {
+            let i = placement::file_slot(files, &g.smallest);
+            files.get(i).is_some_and(|f| f.id == g.id).then_some(i)
+        })
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    let contiguous = at.windows(2).all(|w| w[1] == w[0] + 1);
+    match (at.first(), at.last()) {
+        _ if at.len() < gone.len() || !contiguous => {
+            // Not found by key (a run whose files overlap, as in the
+            // engine's tests): by id.
+            let ids: std::collections::HashSet<u64> = gone.iter().map(|g| g.id).collect();
+            files.retain(|f| !ids.contains(&f.id));
+        }
+        (Some(&first), Some(&last)) => {
+            files.drain(first..=last);
+        }
+        _ => {}
     }
 }
 

@@ -93,7 +93,7 @@ fn default_value_size() -> usize {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlotSpec {
-    /// Output file, relative to the output directory (.png or .svg).
+    /// Output file, relative to the output directory (.svg).
     pub file: String,
     /// A grid parameter.
     pub x: String,

@@ -140,6 +140,11 @@ pub enum LoadAccess {
 /// Writes a part of a reply out while the reply is still being produced.
 pub type ReplySink<'a> = Box<dyn FnMut(&[u8]) -> io::Result<()> + 'a>;
 
+/// Told `(records loaded, records in the file)` when an `l` load starts
+/// (0) and after each batch it writes (`lamina exec` draws a progress bar
+/// with it).
+pub type LoadProgress<'a> = Box<dyn FnMut(u64, u64) + 'a>;
+
 /// One client's execution state over a shared [`Db`].
 pub struct Session<'a> {
     db: &'a Db,
@@ -157,6 +162,8 @@ pub struct Session<'a> {
     broken: Option<io::Error>,
     /// Part of the current command's reply was already written out.
     streamed: bool,
+    /// Told of each batch a load writes.
+    load_progress: Option<LoadProgress<'a>>,
 }
 
 /// Appends `ERROR <msg>\n`.
@@ -214,7 +221,14 @@ impl<'a> Session<'a> {
             sink: None,
             broken: None,
             streamed: false,
+            load_progress: None,
         }
+    }
+
+    /// Tells `progress` how each `l` load advances.
+    pub fn with_load_progress(mut self, progress: LoadProgress<'a>) -> Self {
+        self.load_progress = Some(progress);
+        self
     }
 
     /// Sets which files `l` may read.
@@ -472,6 +486,9 @@ impl<'a> Session<'a> {
         let mut file = file.take(len);
         let mut buf = vec![0u8; LOAD_BATCH * 8];
         let mut loaded: u64 = 0;
+        if let Some(progress) = &mut self.load_progress {
+            progress(0, len / 8);
+        }
         loop {
             if self
                 .cancel
@@ -501,6 +518,9 @@ impl<'a> Session<'a> {
                 .write(batch)
                 .map_err(|e| format!("load failed after {loaded} records: {e}"))?;
             loaded += (n / 8) as u64;
+            if let Some(progress) = &mut self.load_progress {
+                progress(loaded, len / 8);
+            }
         }
     }
 

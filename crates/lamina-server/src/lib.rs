@@ -38,7 +38,7 @@ pub mod stream;
 pub use client::{run_client, ClientError, ClientOptions};
 pub use exec::{Control, LoadAccess, Mode, Session};
 pub use server::{run_console, Server, ServerConfig, ShutdownHandle};
-pub use stream::{run_local, serve_connection, ConnectionConfig};
+pub use stream::{run_local, run_session, serve_connection, ConnectionConfig};
 
 /// Sent by the client after its last line.
 pub const END_MARKER: &[u8] = b"@end\n";

@@ -264,8 +264,17 @@ pub(crate) fn linger(stream: &TcpStream) {
 
 /// Runs DSL from `input` to `output` (as `lamina exec` does) until end of
 /// input, `quit` or `@end`. An unterminated last line is executed.
-pub fn run_local<R: Read, W: Write>(db: &Db, mut input: R, mut output: W) -> io::Result<Control> {
-    let mut session = Session::new(db, Mode::Local);
+pub fn run_local<R: Read, W: Write>(db: &Db, input: R, output: W) -> io::Result<Control> {
+    run_session(Session::new(db, Mode::Local), input, output)
+}
+
+/// [`run_local`] with a session set up by the caller (e.g. with a load
+/// progress hook).
+pub fn run_session<R: Read, W: Write>(
+    mut session: Session<'_>,
+    mut input: R,
+    mut output: W,
+) -> io::Result<Control> {
     let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
     let mut out = Vec::with_capacity(64 * 1024);
     let result = run_local_inner(&mut session, &mut lines, &mut out, &mut input, &mut output);

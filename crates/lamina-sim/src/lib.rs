@@ -673,6 +673,8 @@ impl Simulator {
                 files,
             },
         );
+        // The only edit of the model tree outside `plan::apply`.
+        self.view.changed(0, &key(lo), &key(hi));
         self.flush_bytes += bytes;
         self.total_bytes += bytes;
         self.step_files.clear();

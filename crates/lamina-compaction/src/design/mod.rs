@@ -237,11 +237,14 @@ impl Composed {
             .filter(|f| !f.busy)
             .filter(|f| fired.marked.as_ref().is_none_or(|m| m.contains(&f.id)))
             .collect();
-        let ranked = movement::rank_with(&plan.movement, ctx, &candidates);
         let n = plan.granularity.file_count(run.files.len());
         let dest_layout = self.plan(level + 1, ctx.deepest).layout;
-        ranked.iter().find_map(|anchor| {
-            let at = run.files.iter().position(|f| f.id == anchor.id)?;
+        movement::find_ranked(&plan.movement, ctx, run, &candidates, |anchor| {
+            // Files are sorted and disjoint: find the anchor by key.
+            let at = crate::placement::file_slot(&run.files, &anchor.smallest);
+            if run.files.get(at).is_none_or(|f| f.id != anchor.id) {
+                return None;
+            }
             let window = run.files.get(granularity::file_window(&run.files, at, n))?;
             if window.iter().any(|f| f.busy) {
                 return None;

@@ -4,11 +4,13 @@
 //! that the next policy of a prioritized list decides (TSD and TSA fall back
 //! to least overlap).
 
+use std::collections::HashSet;
 use std::str::FromStr;
 
 use super::trigger::{tombstone_density, tombstone_expired};
 use super::LevelCtx;
 use crate::error::{Error, Result};
+use crate::index::Below;
 use crate::FileView;
 
 /// One file-picking policy.
@@ -34,15 +36,9 @@ pub enum Movement {
     ExpiredTombstones(u64),
 }
 
-/// Bytes of level `level`'s files that overlap `f`'s key range.
-fn overlap_bytes(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> u64 {
-    ctx.view
-        .level(level)
-        .runs
-        .iter()
-        .flat_map(|r| r.overlapping(&f.smallest, &f.largest).iter())
-        .map(|o| o.size)
-        .sum()
+/// `f`'s least-overlap score against level `level` (every run of it).
+fn overlap_score(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> f64 {
+    crate::index::overlap_score(&ctx.view.levels, level, Below::All, f)
 }
 
 /// The largest key the last compaction out of `ctx.level` wrote into the
@@ -97,16 +93,9 @@ impl Movement {
                     .copied()
                     .collect()
             }
-            Movement::LeastOverlapParent => ranked_by(candidates, |f| {
-                overlap_bytes(ctx, ctx.level + 1, f) as f64 / f.size.max(1) as f64
-            }),
-            Movement::LeastOverlapGrandparent => {
-                if ctx.view.level(ctx.level + 2).runs.is_empty() {
-                    return None;
-                }
-                ranked_by(candidates, |f| {
-                    overlap_bytes(ctx, ctx.level + 2, f) as f64 / f.size.max(1) as f64
-                })
+            Movement::LeastOverlapParent | Movement::LeastOverlapGrandparent => {
+                let target = self.overlap_target(ctx)?;
+                ranked_by(candidates, |f| overlap_score(ctx, target, f))
             }
             Movement::Coldest => ranked_by(candidates, |f| f.last_read_ms),
             Movement::Oldest => ranked_by(candidates, |f| f.smallest_seq),
@@ -129,6 +118,56 @@ impl Movement {
         };
         (!ranked.is_empty()).then_some(ranked)
     }
+}
+
+impl Movement {
+    /// The level whose overlap a least-overlap policy counts; `None` for
+    /// other policies, and for `lo2` without a grandparent level.
+    fn overlap_target(&self, ctx: &LevelCtx<'_>) -> Option<usize> {
+        match self {
+            Movement::LeastOverlapParent => Some(ctx.level + 1),
+            Movement::LeastOverlapGrandparent => {
+                (!ctx.view.level(ctx.level + 2).runs.is_empty()).then_some(ctx.level + 2)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Offers `candidates` (files of `run`, in key order) to `accept` in the
+/// order [`rank_with`] ranks them, and returns the first thing it accepts.
+/// Least-overlap policies take their order from the view's index (see
+/// [`crate::index`]) instead of scoring every candidate.
+pub fn find_ranked<'a, T>(
+    policies: &[Movement],
+    ctx: &LevelCtx<'a>,
+    run: &'a crate::RunView,
+    candidates: &[&'a FileView],
+    mut accept: impl FnMut(&'a FileView) -> Option<T>,
+) -> Option<T> {
+    if candidates.is_empty() {
+        return None;
+    }
+    for m in policies {
+        if let Some(target) = m.overlap_target(ctx) {
+            // Candidates are a subset of the run's files: all of them, or
+            // those a trigger marked (and not busy).
+            let all = candidates.len() == run.files.len();
+            let ids: HashSet<u64> = match all {
+                true => HashSet::new(),
+                false => candidates.iter().map(|f| f.id).collect(),
+            };
+            return ctx
+                .view
+                .by_least_overlap(ctx.level, run, target, Below::All, |f| {
+                    (all || ids.contains(&f.id)).then(|| accept(f)).flatten()
+                });
+        }
+        if let Some(ranked) = m.rank(ctx, candidates) {
+            return ranked.into_iter().find_map(accept);
+        }
+    }
+    candidates.iter().copied().find_map(accept)
 }
 
 /// Ranks with the first policy of `policies` that has an opinion; key

@@ -96,10 +96,9 @@ impl Trigger {
         let above_deepest = ctx.level < ctx.deepest;
         match *self {
             Trigger::Saturation => {
-                whole(level.bytes() as f64 / ctx.capacity.max(1) as f64).filter(|_| {
-                    // An empty level never saturates (a zero capacity would).
-                    level.bytes() > 0
-                })
+                let bytes = ctx.view.level_bytes(ctx.level);
+                // An empty level never saturates (a zero capacity would).
+                whole(bytes as f64 / ctx.capacity.max(1) as f64).filter(|_| bytes > 0)
             }
             Trigger::SaturationFiles => {
                 let files: usize = level.runs.iter().map(|r| r.files.len()).sum();
@@ -112,8 +111,10 @@ impl Trigger {
                 (age > ttl).then(|| age as f64 / ttl.max(1) as f64)
             }),
             Trigger::SpaceAmp(threshold) if above_deepest && !level.runs.is_empty() => {
-                let total: u64 = ctx.view.levels.iter().map(|l| l.bytes()).sum();
-                let last = ctx.view.level(ctx.deepest).bytes().max(1);
+                let total: u64 = (0..ctx.view.levels.len())
+                    .map(|l| ctx.view.level_bytes(l))
+                    .sum();
+                let last = ctx.view.level_bytes(ctx.deepest).max(1);
                 let amp = total.saturating_sub(last) as f64 / last as f64;
                 (amp > threshold).then(|| Fired {
                     score: amp / threshold.max(f64::MIN_POSITIVE),

@@ -49,6 +49,7 @@ pub(crate) fn view_of_version(
             .iter()
             .map(|(&host, b)| (host, b.map(|f| file_view(f, busy))))
             .collect(),
+        index: Default::default(),
     }
 }
 

@@ -1,0 +1,364 @@
+//! Least-overlap picking without visiting every file.
+//!
+//! Leveling and the `lo1`/`lo2` movement policies push the file of a run
+//! whose key range overlaps the fewest bytes of a deeper level per byte of
+//! its own. Scoring every file at every pick made a simulation quadratic in
+//! its flushes (a level holds a growing number of files, and about one file
+//! is pushed out of it per flush). An [`OverlapIndex`] keeps each queried
+//! run's files ordered by that score and is told by [`crate::plan::apply`]
+//! (and whoever else edits a [`TreeView`]) which key ranges of which level
+//! changed, so a pick costs a lookup plus the files a change touched.
+//!
+//! The index lives in the view it ranks: a fresh view (the engine builds
+//! one per pick) starts empty and ranks a run on first use, at the cost of
+//! the old scan; a view edited in place by `apply` (the simulator's model
+//! tree) keeps it up to date. A ranking whose run or target level changed
+//! shape without a notice is rebuilt, so a forgotten notice costs time, not
+//! correctness; busy flags are read live at each pick.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::{FileView, LevelView, RunView, TreeView};
+
+/// Which runs of the target level a file's overlap counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Below {
+    /// Only the newest run (leveling keeps one run per level).
+    Newest,
+    /// Every run of the level.
+    All,
+}
+
+/// A file's overlapping bytes in the target level per byte of its own; ties
+/// go to the file with the smaller keys.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Score(f64);
+
+impl Eq for Score {}
+
+impl PartialOrd for Score {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Score {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key {
+    level: usize,
+    run: u64,
+    target: usize,
+    below: Below,
+}
+
+fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] {
+    let runs = levels.get(target).map_or(&[][..], |l| l.runs.as_slice());
+    match below {
+        Below::Newest => &runs[..runs.len().min(1)],
+        Below::All => runs,
+    }
+}
+
+/// Bytes of `target`'s runs (by `below`) overlapping `f`'s key range.
+pub(crate) fn overlap_bytes(
+    levels: &[LevelView],
+    target: usize,
+    below: Below,
+    f: &FileView,
+) -> u64 {
+    target_runs(levels, target, below)
+        .iter()
+        .flat_map(|r| r.overlapping(&f.smallest, &f.largest))
+        .map(|o| o.size)
+        .sum()
+}
+
+/// The least-overlap score of `f`: overlapping bytes per byte of `f`.
+pub(crate) fn overlap_score(
+    levels: &[LevelView],
+    target: usize,
+    below: Below,
+    f: &FileView,
+) -> f64 {
+    overlap_bytes(levels, target, below, f) as f64 / f.size.max(1) as f64
+}
+
+/// What a ranking was built from: its run's file count and the target
+/// runs' ids and file counts (a cheap check for unnoticed edits).
+fn shape(levels: &[LevelView], key: Key, run: &RunView) -> (usize, u64) {
+    let target = target_runs(levels, key.target, key.below)
+        .iter()
+        .fold(0u64, |h, r| {
+            h.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(r.id ^ ((r.files.len() as u64) << 40))
+        });
+    (run.files.len(), target)
+}
+
+/// One run's files ordered by score.
+#[derive(Debug)]
+struct Ranking {
+    key: Key,
+    shape: (usize, u64),
+    /// Smallest key → (largest key, size, score).
+    by_key: BTreeMap<Vec<u8>, (Vec<u8>, u64, Score)>,
+    by_score: BTreeSet<(Score, Vec<u8>)>,
+}
+
+impl Ranking {
+    fn build(levels: &[LevelView], key: Key, run: &RunView, work: &AtomicU64) -> Ranking {
+        let mut r = Ranking {
+            key,
+            shape: shape(levels, key, run),
+            by_key: BTreeMap::new(),
+            by_score: BTreeSet::new(),
+        };
+        for f in &run.files {
+            r.insert(levels, f);
+        }
+        work.fetch_add(run.files.len() as u64, AtomicOrdering::Relaxed);
+        r
+    }
+
+    fn insert(&mut self, levels: &[LevelView], f: &FileView) {
+        let score = Score(overlap_score(levels, self.key.target, self.key.below, f));
+        self.by_score.insert((score, f.smallest.clone()));
+        self.by_key
+            .insert(f.smallest.clone(), (f.largest.clone(), f.size, score));
+    }
+
+    /// Smallest keys of the ranked files intersecting `[lo, hi]` (the files
+    /// are disjoint: walking down from `hi`, the first one ending below
+    /// `lo` ends the walk).
+    fn intersecting(&self, lo: &[u8], hi: &[u8]) -> Vec<Vec<u8>> {
+        self.by_key
+            .range::<[u8], _>((Bound::Unbounded, Bound::Included(hi)))
+            .rev()
+            .take_while(|(_, (largest, _, _))| largest.as_slice() >= lo)
+            .map(|(smallest, _)| smallest.clone())
+            .collect()
+    }
+
+    /// The run's files in `[lo, hi]` changed: drop what was ranked there and
+    /// rank what is there now.
+    fn refresh(&mut self, levels: &[LevelView], run: &RunView, lo: &[u8], hi: &[u8]) -> u64 {
+        let stale = self.intersecting(lo, hi);
+        for smallest in &stale {
+            if let Some((_, _, score)) = self.by_key.remove(smallest) {
+                self.by_score.remove(&(score, smallest.clone()));
+            }
+        }
+        let fresh = run.overlapping(lo, hi);
+        for f in fresh {
+            self.insert(levels, f);
+        }
+        (stale.len() + fresh.len()) as u64
+    }
+
+    /// The target level changed in `[lo, hi]`: rescore the files over it.
+    fn rescore(&mut self, levels: &[LevelView], lo: &[u8], hi: &[u8]) -> u64 {
+        let touched = self.intersecting(lo, hi);
+        for smallest in &touched {
+            let Some(entry) = self.by_key.get_mut(smallest) else {
+                continue;
+            };
+            let probe = FileView {
+                smallest: smallest.clone(),
+                largest: entry.0.clone(),
+                size: entry.1,
+                ..FileView::default()
+            };
+            let score = Score(overlap_score(
+                levels,
+                self.key.target,
+                self.key.below,
+                &probe,
+            ));
+            self.by_score.remove(&(entry.2, smallest.clone()));
+            self.by_score.insert((score, smallest.clone()));
+            entry.2 = score;
+        }
+        touched.len() as u64
+    }
+}
+
+/// A run's bytes, with what it was summed from: the run's file count and
+/// first and last file ids (a check for unnoticed edits).
+#[derive(Debug, Clone, Copy)]
+struct RunBytes {
+    sig: (usize, u64, u64),
+    bytes: u64,
+}
+
+fn run_sig(run: &RunView) -> (usize, u64, u64) {
+    (
+        run.files.len(),
+        run.files.first().map_or(0, |f| f.id),
+        run.files.last().map_or(0, |f| f.id),
+    )
+}
+
+/// Per-run least-overlap rankings and byte counts of a [`TreeView`]; see
+/// the module docs.
+#[derive(Debug, Default)]
+pub struct OverlapIndex {
+    rankings: Mutex<Vec<Ranking>>,
+    /// Bytes by run id.
+    bytes: Mutex<HashMap<u64, RunBytes>>,
+    /// Files ranked, rescored or visited so far (for tests that bound it).
+    work: AtomicU64,
+}
+
+impl Clone for OverlapIndex {
+    /// A copy starts empty: the copy may be edited without notices.
+    fn clone(&self) -> Self {
+        OverlapIndex::default()
+    }
+}
+
+impl OverlapIndex {
+    fn lock(&self) -> MutexGuard<'_, Vec<Ranking>> {
+        // A panic while ranking leaves at worst a stale ranking, which the
+        // shape check or the caller's own checks catch.
+        self.rankings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl TreeView {
+    /// Bytes of `run`, a run of this view: summed once, then kept by
+    /// [`crate::plan::apply`]'s notices (policies ask for every level at
+    /// every pick; summing every file made that linear in the tree).
+    pub fn run_bytes(&self, run: &RunView) -> u64 {
+        let mut cache = self.index.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        let sig = run_sig(run);
+        match cache.get(&run.id) {
+            Some(e) if e.sig == sig => e.bytes,
+            _ => {
+                let bytes = run.bytes();
+                self.index
+                    .work
+                    .fetch_add(run.files.len() as u64, AtomicOrdering::Relaxed);
+                cache.insert(run.id, RunBytes { sig, bytes });
+                bytes
+            }
+        }
+    }
+
+    /// Bytes of level `level` (by [`TreeView::run_bytes`]).
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.level(level)
+            .runs
+            .iter()
+            .map(|r| self.run_bytes(r))
+            .sum()
+    }
+
+    /// Tells the byte counts that run `run_id` lost `removed` and gained
+    /// `added` bytes (it is gone if no run of `level` has that id).
+    pub(crate) fn run_bytes_changed(&self, level: usize, run_id: u64, removed: u64, added: u64) {
+        let mut cache = self.index.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        let run = self.level(level).runs.iter().find(|r| r.id == run_id);
+        match (run, cache.get_mut(&run_id)) {
+            (Some(run), Some(e)) => {
+                e.bytes = (e.bytes + added).saturating_sub(removed);
+                e.sig = run_sig(run);
+            }
+            (None, Some(_)) => {
+                cache.remove(&run_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Offers the files of `run` (a run of `level`) to `accept` in order of
+    /// least overlap with `target`'s runs (`below`) per byte, ties in key
+    /// order, and returns the first thing it accepts. `accept` must not
+    /// call this again (the ranking is locked meanwhile).
+    pub fn by_least_overlap<'v, T>(
+        &'v self,
+        level: usize,
+        run: &'v RunView,
+        target: usize,
+        below: Below,
+        mut accept: impl FnMut(&'v FileView) -> Option<T>,
+    ) -> Option<T> {
+        let key = Key {
+            level,
+            run: run.id,
+            target,
+            below,
+        };
+        let index = &self.index;
+        let mut rankings = index.lock();
+        let at = match rankings.iter().position(|r| r.key == key) {
+            Some(i) if rankings[i].shape == shape(&self.levels, key, run) => i,
+            Some(i) => {
+                rankings[i] = Ranking::build(&self.levels, key, run, &index.work);
+                i
+            }
+            None => {
+                rankings.push(Ranking::build(&self.levels, key, run, &index.work));
+                rankings.len() - 1
+            }
+        };
+        let mut visited = 0;
+        let mut found = None;
+        for (_, smallest) in &rankings[at].by_score {
+            visited += 1;
+            let i = run
+                .files
+                .partition_point(|f| f.smallest.as_slice() < smallest.as_slice());
+            let Some(f) = run.files.get(i).filter(|f| &f.smallest == smallest) else {
+                continue;
+            };
+            if let Some(t) = accept(f) {
+                found = Some(t);
+                break;
+            }
+        }
+        index.work.fetch_add(visited, AtomicOrdering::Relaxed);
+        found
+    }
+
+    /// Tells the view's index that files of `level` within `[lo, hi]` were
+    /// added or removed. [`crate::plan::apply`] calls it; so must anything
+    /// else that edits `levels` in place between picks.
+    pub fn changed(&self, level: usize, lo: &[u8], hi: &[u8]) {
+        let index = &self.index;
+        let mut rankings = index.lock();
+        let levels = &self.levels;
+        rankings.retain_mut(|r| {
+            let Some(run) = levels
+                .get(r.key.level)
+                .and_then(|l| l.runs.iter().find(|run| run.id == r.key.run))
+            else {
+                return false;
+            };
+            let work = if r.key.level == level {
+                r.refresh(levels, run, lo, hi)
+            } else if r.key.target == level {
+                r.rescore(levels, lo, hi)
+            } else {
+                0
+            };
+            index.work.fetch_add(work, AtomicOrdering::Relaxed);
+            r.shape = shape(levels, r.key, run);
+            true
+        });
+    }
+
+    /// Files the least-overlap index has ranked, rescored or visited in
+    /// this view so far: a measure of picking work that tests bound.
+    pub fn overlap_work(&self) -> u64 {
+        self.index.work.load(AtomicOrdering::Relaxed)
+    }
+}
