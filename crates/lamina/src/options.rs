@@ -373,29 +373,42 @@ macro_rules! setters {
     };
 }
 
+/// Calls `$m!` with every option that describes the database (all but the
+/// per-open `vfs`, `create_if_missing` and `read_only`): the builder's
+/// setters and the OPTIONS file (`options_file.rs`) are generated from
+/// this one list, so a new option cannot be left out of either.
+macro_rules! with_database_options {
+    ($m:ident) => {
+        $m! {
+            write_buffer_size: usize,
+            max_immutable_memtables: usize,
+            block_size: usize,
+            bloom_bits_per_key: f64,
+            bloom_bits_per_level: Vec<f64>,
+            bloom_monkey: bool,
+            memtable_bloom_bits_per_key: f64,
+            block_cache_bytes: usize,
+            size_ratio: usize,
+            target_file_size: u64,
+            compaction_fills_cache: bool,
+            compaction_readahead_bytes: usize,
+            compaction_warm_up: bool,
+            row_cache_bytes: usize,
+            compaction: crate::compaction::CompactionSpec,
+            compaction_threads: usize,
+            level0_stop_runs: usize,
+            sync: SyncMode,
+            write_ahead_log: bool,
+            plan_with_mean_flush: bool,
+            spatial: Option<Comparator>,
+        }
+    };
+}
+pub(crate) use with_database_options;
+
+with_database_options!(setters);
 setters! {
     create_if_missing: bool,
-    write_buffer_size: usize,
-    max_immutable_memtables: usize,
-    block_size: usize,
-    bloom_bits_per_key: f64,
-    bloom_bits_per_level: Vec<f64>,
-    bloom_monkey: bool,
-    memtable_bloom_bits_per_key: f64,
-    block_cache_bytes: usize,
-    size_ratio: usize,
-    target_file_size: u64,
-    compaction_fills_cache: bool,
-    compaction_readahead_bytes: usize,
-    compaction_warm_up: bool,
-    row_cache_bytes: usize,
-    compaction: Compaction,
-    compaction_threads: usize,
-    level0_stop_runs: usize,
-    sync: SyncMode,
-    write_ahead_log: bool,
-    plan_with_mean_flush: bool,
-    spatial: Option<Comparator>,
     read_only: bool,
 }
 

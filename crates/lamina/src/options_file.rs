@@ -133,29 +133,7 @@ macro_rules! persisted {
 // Every option but the per-open ones (`vfs`, `create_if_missing`,
 // `read_only`), which describe how this process opens the database rather
 // than the database.
-persisted! {
-    write_buffer_size: usize,
-    max_immutable_memtables: usize,
-    block_size: usize,
-    bloom_bits_per_key: f64,
-    bloom_bits_per_level: Vec<f64>,
-    bloom_monkey: bool,
-    memtable_bloom_bits_per_key: f64,
-    block_cache_bytes: usize,
-    size_ratio: usize,
-    target_file_size: u64,
-    compaction_fills_cache: bool,
-    compaction_readahead_bytes: usize,
-    compaction_warm_up: bool,
-    row_cache_bytes: usize,
-    compaction: CompactionSpec,
-    compaction_threads: usize,
-    level0_stop_runs: usize,
-    sync: SyncMode,
-    write_ahead_log: bool,
-    plan_with_mean_flush: bool,
-    spatial: Option<Comparator>,
-}
+crate::options::with_database_options!(persisted);
 
 #[derive(Serialize, Deserialize)]
 struct FileBody {
