@@ -30,7 +30,8 @@ pub mod snapshot;
 pub mod store;
 pub mod types;
 
-
 pub use error::{ClusterError, Result};
 
+pub use config::{ClusterConfig, NodeConfig, RaftTiming};
+pub use node::{run_until, ClusterNode, NodeOptions};
 pub use types::{LaminaNode, NodeId, Op, Request, Response, TypeConfig};

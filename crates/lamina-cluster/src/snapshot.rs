@@ -28,7 +28,8 @@ fn corrupt(why: impl Into<String>) -> ClusterError {
 /// archive, in name order.
 pub fn pack_dir(dir: &Path) -> Result<Vec<u8>> {
     let mut names = Vec::new();
-    let rd = fs::read_dir(dir).map_err(|e| ClusterError::io(format!("read {}", dir.display()), e))?;
+    let rd =
+        fs::read_dir(dir).map_err(|e| ClusterError::io(format!("read {}", dir.display()), e))?;
     for ent in rd {
         let ent = ent.map_err(|e| ClusterError::io(format!("read {}", dir.display()), e))?;
         let ft = ent
@@ -77,8 +78,8 @@ pub fn parse(archive: &[u8]) -> Result<Vec<(&str, &[u8])>> {
         let (len, r) = take(r, 8)?;
         let mut b = [0u8; 8];
         b.copy_from_slice(len);
-        let data_len = usize::try_from(u64::from_be_bytes(b))
-            .map_err(|_| corrupt("file length overflows"))?;
+        let data_len =
+            usize::try_from(u64::from_be_bytes(b)).map_err(|_| corrupt("file length overflows"))?;
         let (data, r) = take(r, data_len)?;
         if files.iter().any(|(n, _)| *n == name) {
             return Err(corrupt(format!("file {name:?} twice")));
@@ -91,7 +92,10 @@ pub fn parse(archive: &[u8]) -> Result<Vec<(&str, &[u8])>> {
 
 fn take(b: &[u8], n: usize) -> Result<(&[u8], &[u8])> {
     if b.len() < n {
-        return Err(corrupt(format!("truncated: need {n} bytes, {} left", b.len())));
+        return Err(corrupt(format!(
+            "truncated: need {n} bytes, {} left",
+            b.len()
+        )));
     }
     Ok(b.split_at(n))
 }

@@ -165,7 +165,12 @@ impl LogStore {
         }
     }
 
-    fn delete_range(&self, lo: u64, hi: Option<u64>, extra: Option<(&[u8], Vec<u8>)>) -> Result<()> {
+    fn delete_range(
+        &self,
+        lo: u64,
+        hi: Option<u64>,
+        extra: Option<(&[u8], Vec<u8>)>,
+    ) -> Result<()> {
         let lo_key = log_key(lo);
         let hi_key: Vec<u8> = match hi {
             Some(h) => log_key(h).to_vec(),
@@ -454,8 +459,10 @@ impl StateMachine {
             .ok_or_else(|| corrupt("truncated"))?;
         let len = u32::from_be_bytes(len_bytes) as usize;
         let meta_end = len.checked_add(4).ok_or_else(|| corrupt("length"))?;
-        let meta: SnapshotMeta =
-            from_json("snapshot meta", bytes.get(4..meta_end).ok_or_else(|| corrupt("truncated"))?)?;
+        let meta: SnapshotMeta = from_json(
+            "snapshot meta",
+            bytes.get(4..meta_end).ok_or_else(|| corrupt("truncated"))?,
+        )?;
         let archive = bytes.split_off(meta_end);
         Ok(Some((meta, archive)))
     }
@@ -553,9 +560,8 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
     async fn applied_state(
         &mut self,
     ) -> std::result::Result<(Option<LogId>, StoredMembership), StorageError> {
-        Self::applied(&self.db()).map_err(|e| {
-            StorageIOError::read_state_machine(AnyError::new(&e)).into()
-        })
+        Self::applied(&self.db())
+            .map_err(|e| StorageIOError::read_state_machine(AnyError::new(&e)).into())
     }
 
     async fn apply<I>(&mut self, entries: I) -> std::result::Result<Vec<Response>, StorageError>
