@@ -2,7 +2,7 @@
 //! into one byte string that openraft sends to a lagging follower in
 //! chunks.
 //!
-//! Format: the magic `LAMSNAP1`, then per file `u32` name length, the name
+//! Format: the magic `LAMSNAP1`, `u32` file count, then per file `u32` name length, the name
 //! (a plain file name: no `/`, not `.` or `..`), `u64` length, the bytes;
 //! all integers big-endian. Unpacking checks every length against what is
 //! left, so a truncated or hostile archive is an error, never a panic.
@@ -45,6 +45,8 @@ pub fn pack_dir(dir: &Path) -> Result<Vec<u8>> {
     }
     names.sort();
     let mut out = MAGIC.to_vec();
+    let count = u32::try_from(names.len()).map_err(|_| corrupt("too many files"))?;
+    out.extend_from_slice(&count.to_be_bytes());
     for name in names {
         let path = dir.join(&name);
         let bytes =
@@ -63,8 +65,11 @@ pub fn parse(archive: &[u8]) -> Result<Vec<(&str, &[u8])>> {
     let mut rest = archive
         .strip_prefix(MAGIC.as_slice())
         .ok_or_else(|| corrupt("bad magic"))?;
+    let (count, r) = take(rest, 4)?;
+    let count = u32::from_be_bytes([count[0], count[1], count[2], count[3]]);
+    rest = r;
     let mut files = Vec::new();
-    while !rest.is_empty() {
+    for _ in 0..count {
         let (len, r) = take(rest, 4)?;
         let name_len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
         if name_len == 0 || name_len > MAX_NAME {
@@ -86,6 +91,9 @@ pub fn parse(archive: &[u8]) -> Result<Vec<(&str, &[u8])>> {
         }
         files.push((name, data));
         rest = r;
+    }
+    if !rest.is_empty() {
+        return Err(corrupt(format!("{} bytes after the last file", rest.len())));
     }
     Ok(files)
 }
@@ -141,24 +149,29 @@ mod tests {
         assert_eq!(fs::read(dst.join("a")).unwrap(), b"hello");
         assert_eq!(fs::read(dst.join("b.sst")).unwrap(), vec![7u8; 10_000]);
         assert!(!dst.join("sub").exists());
+        let mut longer = archive.clone();
+        longer.push(0);
+        assert!(parse(&longer).is_err());
 
         // Every truncation is refused, none panics.
         for cut in 0..archive.len() {
-            let r = parse(&archive[..cut]);
-            assert!(cut == MAGIC.len() || r.is_err(), "cut {cut}");
+            assert!(parse(&archive[..cut]).is_err(), "cut {cut}");
         }
         // Path escapes and absurd lengths are refused.
         let mut evil = MAGIC.to_vec();
+        evil.extend_from_slice(&1u32.to_be_bytes());
         evil.extend_from_slice(&2u32.to_be_bytes());
         evil.extend_from_slice(b"..");
         evil.extend_from_slice(&0u64.to_be_bytes());
         assert!(parse(&evil).is_err());
         let mut evil = MAGIC.to_vec();
+        evil.extend_from_slice(&1u32.to_be_bytes());
         evil.extend_from_slice(&3u32.to_be_bytes());
         evil.extend_from_slice(b"a/b");
         evil.extend_from_slice(&0u64.to_be_bytes());
         assert!(parse(&evil).is_err());
         let mut evil = MAGIC.to_vec();
+        evil.extend_from_slice(&1u32.to_be_bytes());
         evil.extend_from_slice(&1u32.to_be_bytes());
         evil.extend_from_slice(b"x");
         evil.extend_from_slice(&u64::MAX.to_be_bytes());
