@@ -14,7 +14,8 @@
 //! | `@sync` | `@sync` |
 //! | `quit` | `@bye`, then the connection closes |
 //!
-//! Errors are one `ERROR ...` line. On a member that is not the leader,
+//! Errors are one `ERROR ...` line (a line over [`MAX_LINE`] bytes is
+//! skipped and answered `ERROR line longer than 4096 bytes`). On a member that is not the leader,
 //! writes and linearizable reads answer `ERROR not leader; leader is
 //! HOST:PORT` (the leader's client address) or `ERROR not leader; leader
 //! unknown`. Only `OK` acknowledges a write: after any `ERROR` other than
@@ -121,9 +122,26 @@ async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
             return Ok(());
         }
         if line.last() != Some(&b'\n') && line.len() > MAX_LINE {
+            // Skip the rest of the line without holding it, then go on.
+            loop {
+                let buf = r.fill_buf().await?;
+                if buf.is_empty() {
+                    return Ok(());
+                }
+                match buf.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        r.consume(i + 1);
+                        break;
+                    }
+                    None => {
+                        let n = buf.len();
+                        r.consume(n);
+                    }
+                }
+            }
             w.write_all(format!("ERROR line longer than {MAX_LINE} bytes\n").as_bytes())
                 .await?;
-            return Ok(());
+            continue;
         }
         let text = line.trim_ascii();
         let reply = match text {

@@ -264,6 +264,13 @@ async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
             "ERROR not supported in cluster mode"
         );
         assert!(c.call("p x 1").await.starts_with("ERROR "));
+        // An overlong line is refused, skipped, and the connection goes on.
+        let mut hostile = Client::connect(&cl.client_addr(leader)).await;
+        assert_eq!(
+            hostile.call(&"9".repeat(10_000)).await,
+            "ERROR line longer than 4096 bytes"
+        );
+        assert_eq!(hostile.call("g 1").await, model[&1].to_string());
         drop(f);
         drop(c);
 
