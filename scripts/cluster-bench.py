@@ -5,6 +5,10 @@ sending `p K V` and waiting for `OK` before the next. Prints one line:
 `C clients, N writes, S s, W writes/s, p50 X ms, p99 Y ms`.
 
     scripts/cluster-bench.py --addr 127.0.0.1:7101 --clients 16 --writes 20000
+
+With --serve, the target is a single-node `lamina serve` (whose puts have
+no reply): each put is followed by `@sync`, answered once the put is
+applied (and fsynced under `--sync always`), the same acknowledgement.
 """
 import argparse
 import socket
@@ -17,6 +21,7 @@ def main():
     ap.add_argument("--addr", required=True, help="the leader's client HOST:PORT")
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--writes", type=int, default=20000, help="in total")
+    ap.add_argument("--serve", action="store_true", help="target is `lamina serve`")
     args = ap.parse_args()
     host, port = args.addr.rsplit(":", 1)
     per = args.writes // args.clients
@@ -30,11 +35,11 @@ def main():
         for j in range(per):
             k = i * per + j
             t = time.perf_counter()
-            f.write(f"p {k} {k}\n")
+            f.write(f"p {k} {k}\n@sync\n" if args.serve else f"p {k} {k}\n")
             f.flush()
             r = f.readline().strip()
             lat[i].append(time.perf_counter() - t)
-            if r != "OK":
+            if r != ("@sync" if args.serve else "OK"):
                 errors.append(r)
                 break
         s.close()
