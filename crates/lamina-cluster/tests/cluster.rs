@@ -29,6 +29,12 @@ impl Cluster {
     /// Binds two listeners per member on port 0, writes the cluster file
     /// from their addresses, starts every member, initializes on member 1.
     async fn start(n: u64, timing: RaftTiming) -> Cluster {
+        Self::start_with_voters(n, n, timing).await
+    }
+
+    /// As [`Cluster::start`], with only members `1..=voters` in the initial
+    /// membership (the others run, outside the group, until added).
+    async fn start_with_voters(n: u64, voters: u64, timing: RaftTiming) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_path_buf();
         let mut listeners = BTreeMap::new();
@@ -61,7 +67,13 @@ impl Cluster {
             config,
             nodes,
         };
-        c.node(1).initialize().await.unwrap();
+        let initial: BTreeMap<NodeId, lamina_cluster::LaminaNode> = c
+            .config
+            .members()
+            .into_iter()
+            .filter(|(id, _)| *id <= voters)
+            .collect();
+        c.node(1).raft().initialize(initial).await.unwrap();
         c
     }
 
@@ -89,7 +101,20 @@ impl Cluster {
     async fn leader(&self) -> NodeId {
         let deadline = Instant::now() + WAIT;
         loop {
-            let live: Vec<&ClusterNode> = self.nodes.values().flatten().collect();
+            let live: Vec<&ClusterNode> = self
+                .nodes
+                .values()
+                .flatten()
+                .filter(|n| {
+                    n.raft()
+                        .metrics()
+                        .borrow()
+                        .membership_config
+                        .membership()
+                        .get_node(&n.id())
+                        .is_some()
+                })
+                .collect();
             let views: Vec<Option<NodeId>> = live
                 .iter()
                 .map(|n| n.raft().metrics().borrow().current_leader)
@@ -354,6 +379,44 @@ async fn lagging_member_catches_up_by_snapshot() {
         cl.restart(lagging).await;
         wait_applied(cl.node(lagging), target).await;
         assert_eq!(local_contents(cl.node(lagging)), model);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_change_adds_a_member_and_removes_one() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // Members 1-3 form the group; 4 runs outside it.
+        let mut cl = Cluster::start_with_voters(4, 3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..60, 5).await;
+
+        // 4 joins as a learner (the call returns once it has caught up),
+        // then replaces a follower as a voter.
+        let raft = cl.node(leader).raft().clone();
+        let four = cl.config.members()[&4].clone();
+        raft.add_learner(4, four, true).await.unwrap();
+        let removed = (1..=3).find(|&i| i != leader).unwrap();
+        let voters: std::collections::BTreeSet<NodeId> =
+            [1, 2, 3, 4].into_iter().filter(|&i| i != removed).collect();
+        raft.change_membership(voters.clone(), false).await.unwrap();
+        let m = raft.metrics().borrow().membership_config.clone();
+        let now: std::collections::BTreeSet<NodeId> = m.membership().voter_ids().collect();
+        assert_eq!(now, voters);
+
+        // The removed member can go; the group still commits (2 of 3 of
+        // the new voters), and 4 holds everything.
+        cl.kill(removed).await;
+        write_all(&mut c, &mut model, 60..90, 6).await;
+        check_reads(&mut c, &model, -5..95).await;
+        drop(c);
+        let target = applied_index(cl.node(leader));
+        wait_applied(cl.node(4), target).await;
+        assert_eq!(local_contents(cl.node(4)), model);
         cl.shutdown().await;
     })
     .await
