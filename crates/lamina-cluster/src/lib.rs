@@ -4,7 +4,7 @@
 //! A node keeps two lamina databases under its data directory:
 //!
 //! * `raft-log/`: the Raft log (`l` + big-endian index → JSON entry), the
-//!   vote, the committed log id and the last purged log id. Opened with
+//!   vote and the last purged log id. Opened with
 //!   [`lamina::SyncMode::Always`], so every append and vote is fsynced by
 //!   the engine's WAL before openraft is told it is durable.
 //! * `sm/gen-N/`: the state machine. User data lives under the `d` prefix;
