@@ -7,7 +7,7 @@
 //!
 //! | command | reply |
 //! | --- | --- |
-//! | `p K V`, `d K` | `OK` once the write is committed by a majority and applied |
+//! | `p K V`, `d K` | `OK` once the write is committed by a majority and applied (writes from all connections that arrive while a proposal is in flight go together as one log entry: group commit) |
 //! | `g K` | the value, or an empty line |
 //! | `r LO HI` | `K:V` pairs of `[LO, HI)` separated by spaces (maybe empty) |
 //! | `@follower-reads on` / `off` | `OK`; on, `g`/`r` read this member's state machine without asking the leader (may be stale) |
@@ -28,6 +28,7 @@ use lamina_server::parse::{parse_line, Command};
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use crate::store::StateMachine;
@@ -70,6 +71,12 @@ fn not_leader(f: &ForwardToLeader<NodeId, LaminaNode>) -> String {
     }
 }
 
+/// Most writes proposed as one log entry by the [`write_batcher`].
+pub const MAX_WRITE_BATCH: usize = 256;
+
+/// A write waiting for the batcher, with where its reply line goes.
+pub type PendingWrite = (Op, oneshot::Sender<String>);
+
 /// What a connection needs.
 #[derive(Clone)]
 pub struct ClientContext {
@@ -77,6 +84,25 @@ pub struct ClientContext {
     pub raft: Raft,
     /// This member's state machine.
     pub sm: StateMachine,
+    /// The [`write_batcher`]'s queue.
+    pub writes: mpsc::Sender<PendingWrite>,
+}
+
+/// Group commit: takes the writes that queued up while the previous
+/// proposal was in flight (at most [`MAX_WRITE_BATCH`]), proposes them as
+/// one log entry (one [`Request`], applied as one `WriteBatch`) and gives
+/// every writer the same reply line. Runs until the queue closes or the
+/// task is aborted.
+pub async fn write_batcher(raft: Raft, mut queue: mpsc::Receiver<PendingWrite>) {
+    let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
+    while queue.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
+        let (ops, waiters): (Vec<Op>, Vec<oneshot::Sender<String>>) = batch.drain(..).unzip();
+        let reply = propose(&raft, Request { ops }).await;
+        for w in waiters {
+            // A writer that went away needs no reply.
+            let _ = w.send(reply.clone());
+        }
+    }
 }
 
 /// Serves clients from `listener` until the task is aborted (which aborts
@@ -221,10 +247,21 @@ async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
     }
 }
 
-/// Proposes one write; the reply line.
+/// Queues one write for the batcher; its reply line.
 async fn write(ctx: &ClientContext, op: Op) -> String {
-    let req = Request { ops: vec![op] };
-    match tokio::time::timeout(REQUEST_TIMEOUT, ctx.raft.client_write(req)).await {
+    let (tx, rx) = oneshot::channel();
+    if ctx.writes.send((op, tx)).await.is_err() {
+        return "ERROR shutting down\n".to_string();
+    }
+    match rx.await {
+        Ok(reply) => reply,
+        Err(_) => "ERROR shutting down; the write may or may not be committed\n".to_string(),
+    }
+}
+
+/// Proposes `req` through Raft; the reply line for each of its writers.
+async fn propose(raft: &Raft, req: Request) -> String {
+    match tokio::time::timeout(REQUEST_TIMEOUT, raft.client_write(req)).await {
         Err(_) => "ERROR timeout; the write may or may not be committed\n".to_string(),
         Ok(Ok(_)) => "OK\n".to_string(),
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => not_leader(&f),

@@ -9,7 +9,7 @@ use lamina::Options;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::client::{serve_clients, ClientContext};
+use crate::client::{serve_clients, write_batcher, ClientContext, MAX_WRITE_BATCH};
 use crate::config::ClusterConfig;
 use crate::error::{ClusterError, Result};
 use crate::network::{serve_raft, Network};
@@ -76,13 +76,16 @@ impl ClusterNode {
         let raft = Raft::new(opts.id, config, Network::default(), log.clone(), sm.clone())
             .await
             .map_err(|e| ClusterError::Raft(e.to_string()))?;
+        let (writes, queue) = tokio::sync::mpsc::channel(4 * MAX_WRITE_BATCH);
         let tasks = vec![
             tokio::spawn(serve_raft(raft_listener, raft.clone())),
+            tokio::spawn(write_batcher(raft.clone(), queue)),
             tokio::spawn(serve_clients(
                 client_listener,
                 ClientContext {
                     raft: raft.clone(),
                     sm: sm.clone(),
+                    writes,
                 },
             )),
         ];
