@@ -422,3 +422,42 @@ async fn membership_change_adds_a_member_and_removes_one() {
     .await
     .expect("test within 60 s");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_are_all_acknowledged_and_applied() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let leader = cl.leader().await;
+        let addr = cl.client_addr(leader);
+        // 8 connections write disjoint keys at once (the batcher may put
+        // several connections' writes in one entry).
+        let mut tasks = Vec::new();
+        for w in 0..8i32 {
+            let addr = addr.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::connect(&addr).await;
+                let mut mine = Model::new();
+                for k in (w * 1000)..(w * 1000 + 100) {
+                    assert_eq!(c.call(&format!("p {k} {}", k + w)).await, "OK");
+                    mine.insert(k, k + w);
+                }
+                mine
+            }));
+        }
+        let mut model = Model::new();
+        for t in tasks {
+            model.extend(t.await.unwrap());
+        }
+        let mut c = Client::connect(&addr).await;
+        assert_eq!(c.call("r -1 1000000").await, render(&model, -1, 1000000));
+        let target = applied_index(cl.node(leader));
+        for id in 1..=3 {
+            wait_applied(cl.node(id), target).await;
+            assert_eq!(local_contents(cl.node(id)), model, "node {id}");
+        }
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
