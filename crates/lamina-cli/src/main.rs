@@ -6,6 +6,7 @@
 mod bench;
 mod bytefmt;
 mod client;
+mod cluster;
 mod dbdir;
 mod engine_opts;
 mod exec;
@@ -70,6 +71,8 @@ enum Command {
     Experiment(experiment::ExperimentArgs),
     /// Spatial datasets: a primary index and an LSM R-tree (seed 000 ch. 4).
     Spatial(spatial::SpatialArgs),
+    /// Run one member of a replicated (Raft) group of lamina databases.
+    Cluster(cluster::ClusterArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1
@@ -133,6 +136,7 @@ fn error_chain(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Cluster(args) => cluster::run(args),
         Command::Client(args) => client::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Gen(args) => gen::run(args),

@@ -1,0 +1,298 @@
+//! Raft RPCs over TCP: length-prefixed JSON frames on 127.0.0.1 (or any
+//! address in the cluster file).
+//!
+//! A frame is a big-endian `u32` length then that many bytes of JSON; a
+//! length over [`MAX_FRAME`] closes the connection. Each request gets one
+//! reply on the same connection, in order. A client keeps one connection
+//! per target and reconnects after any error; a malformed request closes
+//! the connection, it never panics the server.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use crate::types::{LaminaNode, NodeId, Raft, TypeConfig};
+
+/// Largest frame accepted or sent (snapshot chunks are configured well
+/// below it; JSON spends up to 4 bytes per byte of a chunk).
+pub const MAX_FRAME: usize = 32 << 20;
+
+/// A Raft RPC.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RpcRequest {
+    /// AppendEntries.
+    Append(AppendEntriesRequest<TypeConfig>),
+    /// RequestVote.
+    Vote(VoteRequest<NodeId>),
+    /// One chunk of InstallSnapshot.
+    Snapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+/// The reply to an [`RpcRequest`] of the same kind.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RpcReply {
+    /// To [`RpcRequest::Append`].
+    Append(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    /// To [`RpcRequest::Vote`].
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    /// To [`RpcRequest::Snapshot`].
+    Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+}
+
+/// Writes one frame.
+pub async fn write_frame<W, T>(w: &mut W, msg: &T) -> io::Result<()>
+where
+    W: AsyncWriteExt + Unpin,
+    T: Serialize,
+{
+    let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
+    if body.len() > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("frame of {} bytes over the limit", body.len()),
+        ));
+    }
+    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(&body);
+    w.write_all(&buf).await?;
+    w.flush().await
+}
+
+/// Reads one frame; `Ok(None)` at a clean end of stream.
+pub async fn read_frame<R, T>(r: &mut R) -> io::Result<Option<T>>
+where
+    R: AsyncReadExt + Unpin,
+    T: DeserializeOwned,
+{
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {len} bytes over the limit"),
+        ));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).await?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Serves Raft RPCs from `listener` to `raft` until the task is aborted
+/// (which aborts every connection too).
+pub async fn serve_raft(listener: TcpListener, raft: Raft) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                match accepted {
+                    Ok((stream, _)) => {
+                        let raft = raft.clone();
+                        conns.spawn(async move {
+                            if let Err(e) = serve_raft_conn(stream, raft).await {
+                                tracing::debug!("raft connection closed: {e}");
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!("raft accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+async fn serve_raft_conn(mut stream: TcpStream, raft: Raft) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    while let Some(req) = read_frame::<_, RpcRequest>(&mut stream).await? {
+        let reply = match req {
+            RpcRequest::Append(r) => RpcReply::Append(raft.append_entries(r).await),
+            RpcRequest::Vote(r) => RpcReply::Vote(raft.vote(r).await),
+            RpcRequest::Snapshot(r) => RpcReply::Snapshot(raft.install_snapshot(r).await),
+        };
+        write_frame(&mut stream, &reply).await?;
+    }
+    Ok(())
+}
+
+/// Makes [`Connection`]s to the members.
+#[derive(Clone, Default)]
+pub struct Network {}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = Connection;
+
+    async fn new_client(&mut self, target: NodeId, node: &LaminaNode) -> Connection {
+        Connection {
+            target,
+            node: node.clone(),
+            stream: None,
+        }
+    }
+}
+
+/// One member's RPC client: a connection made on first use and after
+/// every failure.
+pub struct Connection {
+    target: NodeId,
+    node: LaminaNode,
+    stream: Option<TcpStream>,
+}
+
+impl Connection {
+    async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> io::Result<RpcReply> {
+        let res = tokio::time::timeout(ttl, self.call_inner(req)).await;
+        let res = match res {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")),
+        };
+        if res.is_err() {
+            // The stream may hold half a frame: never reuse it.
+            self.stream = None;
+        }
+        res
+    }
+
+    async fn call_inner(&mut self, req: &RpcRequest) -> io::Result<RpcReply> {
+        let stream = match &mut self.stream {
+            Some(s) => s,
+            None => {
+                let addr: SocketAddr = self.node.raft.parse().map_err(|e| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{}: {e}", self.node.raft),
+                    )
+                })?;
+                let s = TcpStream::connect(addr).await?;
+                s.set_nodelay(true)?;
+                self.stream.insert(s)
+            }
+        };
+        write_frame(stream, req).await?;
+        read_frame(stream)
+            .await?
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"))
+    }
+
+    fn unexpected<E: std::error::Error>(&self) -> RPCError<NodeId, LaminaNode, E> {
+        RPCError::Network(NetworkError::new(&io::Error::new(
+            io::ErrorKind::InvalidData,
+            "reply of the wrong kind",
+        )))
+    }
+}
+
+fn unreachable<E: std::error::Error>(e: &io::Error) -> RPCError<NodeId, LaminaNode, E> {
+    RPCError::Unreachable(Unreachable::new(e))
+}
+
+impl RaftNetwork<TypeConfig> for Connection {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, LaminaNode, RaftError<NodeId>>>
+    {
+        match self.call(&RpcRequest::Append(rpc), option.hard_ttl()).await {
+            Ok(RpcReply::Append(r)) => r.map_err(|e| {
+                RPCError::RemoteError(RemoteError::new_with_node(
+                    self.target,
+                    self.node.clone(),
+                    e,
+                ))
+            }),
+            Ok(_) => Err(self.unexpected()),
+            Err(e) => Err(unreachable(&e)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<
+        InstallSnapshotResponse<NodeId>,
+        RPCError<NodeId, LaminaNode, RaftError<NodeId, InstallSnapshotError>>,
+    > {
+        match self
+            .call(&RpcRequest::Snapshot(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(RpcReply::Snapshot(r)) => r.map_err(|e| {
+                RPCError::RemoteError(RemoteError::new_with_node(
+                    self.target,
+                    self.node.clone(),
+                    e,
+                ))
+            }),
+            Ok(_) => Err(self.unexpected()),
+            Err(e) => Err(unreachable(&e)),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, LaminaNode, RaftError<NodeId>>> {
+        match self.call(&RpcRequest::Vote(rpc), option.hard_ttl()).await {
+            Ok(RpcReply::Vote(r)) => r.map_err(|e| {
+                RPCError::RemoteError(RemoteError::new_with_node(
+                    self.target,
+                    self.node.clone(),
+                    e,
+                ))
+            }),
+            Ok(_) => Err(self.unexpected()),
+            Err(e) => Err(unreachable(&e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_are_bounded_and_checked() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        write_frame(&mut a, &vec![1u32, 2, 3]).await.unwrap();
+        let got: Option<Vec<u32>> = read_frame(&mut b).await.unwrap();
+        assert_eq!(got, Some(vec![1, 2, 3]));
+        // An oversized length is refused before anything is allocated.
+        a.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+        assert!(read_frame::<_, Vec<u32>>(&mut b).await.is_err());
+        // Garbage JSON is an error, not a panic.
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&3u32.to_be_bytes()).await.unwrap();
+        a.write_all(b"{{{").await.unwrap();
+        assert!(read_frame::<_, RpcRequest>(&mut b).await.is_err());
+        drop(a);
+        assert!(read_frame::<_, RpcRequest>(&mut b).await.unwrap().is_none());
+    }
+}

@@ -1,0 +1,464 @@
+//! A 3-member cluster in one process on 127.0.0.1 ports chosen at run
+//! time, checked against a `BTreeMap` model: replication, redirects,
+//! linearizable and follower reads, leader failover without losing an
+//! acknowledged write, catch-up of a restarted member by log replay and by
+//! snapshot. Every wait polls against a deadline.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use lamina_cluster::{ClusterConfig, ClusterNode, NodeConfig, NodeId, NodeOptions, RaftTiming};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+
+type Model = BTreeMap<i32, i32>;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Cluster {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    config: ClusterConfig,
+    nodes: BTreeMap<NodeId, Option<ClusterNode>>,
+}
+
+impl Cluster {
+    /// Binds two listeners per member on port 0, writes the cluster file
+    /// from their addresses, starts every member, initializes on member 1.
+    async fn start(n: u64, timing: RaftTiming) -> Cluster {
+        Self::start_with_voters(n, n, timing).await
+    }
+
+    /// As [`Cluster::start`], with only members `1..=voters` in the initial
+    /// membership (the others run, outside the group, until added).
+    async fn start_with_voters(n: u64, voters: u64, timing: RaftTiming) -> Cluster {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let mut listeners = BTreeMap::new();
+        let mut members = Vec::new();
+        for id in 1..=n {
+            let r = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            members.push(NodeConfig {
+                id,
+                raft: r.local_addr().unwrap().to_string(),
+                client: c.local_addr().unwrap().to_string(),
+            });
+            listeners.insert(id, (r, c));
+        }
+        let config = ClusterConfig {
+            node: members,
+            raft: timing,
+        };
+        config.check().unwrap();
+        let mut nodes = BTreeMap::new();
+        for (id, (r, c)) in listeners {
+            let node = ClusterNode::start_with(opts(&root, &config, id), r, c)
+                .await
+                .unwrap();
+            nodes.insert(id, Some(node));
+        }
+        let c = Cluster {
+            _tmp: tmp,
+            root,
+            config,
+            nodes,
+        };
+        let initial: BTreeMap<NodeId, lamina_cluster::LaminaNode> = c
+            .config
+            .members()
+            .into_iter()
+            .filter(|(id, _)| *id <= voters)
+            .collect();
+        c.node(1).raft().initialize(initial).await.unwrap();
+        c
+    }
+
+    fn node(&self, id: NodeId) -> &ClusterNode {
+        self.nodes[&id].as_ref().unwrap()
+    }
+
+    fn client_addr(&self, id: NodeId) -> String {
+        self.config.member(id).unwrap().client.clone()
+    }
+
+    async fn kill(&mut self, id: NodeId) {
+        let node = self.nodes.get_mut(&id).unwrap().take().unwrap();
+        node.shutdown(Duration::from_secs(10)).await.unwrap();
+    }
+
+    async fn restart(&mut self, id: NodeId) {
+        let node = ClusterNode::start(opts(&self.root, &self.config, id))
+            .await
+            .unwrap();
+        self.nodes.insert(id, Some(node));
+    }
+
+    /// The member that all live members agree leads, once they do.
+    async fn leader(&self) -> NodeId {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let live: Vec<&ClusterNode> = self
+                .nodes
+                .values()
+                .flatten()
+                .filter(|n| {
+                    n.raft()
+                        .metrics()
+                        .borrow()
+                        .membership_config
+                        .membership()
+                        .get_node(&n.id())
+                        .is_some()
+                })
+                .collect();
+            let views: Vec<Option<NodeId>> = live
+                .iter()
+                .map(|n| n.raft().metrics().borrow().current_leader)
+                .collect();
+            if let Some(Some(l)) = views.first() {
+                let agreed = views.iter().all(|v| *v == Some(*l));
+                let alive = self.nodes.get(l).is_some_and(|n| n.is_some());
+                if agreed && alive {
+                    let m = self.node(*l).raft().metrics().borrow().clone();
+                    if m.state == openraft::ServerState::Leader {
+                        return *l;
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "no leader agreed on: {views:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn shutdown(mut self) {
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for id in ids {
+            if self.nodes[&id].is_some() {
+                self.kill(id).await;
+            }
+        }
+    }
+}
+
+fn opts(root: &std::path::Path, config: &ClusterConfig, id: NodeId) -> NodeOptions {
+    let engine = {
+        let mut o = lamina::Options::default();
+        o.write_buffer_size = 256 << 10;
+        o
+    };
+    NodeOptions {
+        id,
+        cluster: config.clone(),
+        dir: root.join(format!("node{id}")),
+        engine,
+    }
+}
+
+struct Client {
+    r: BufReader<OwnedReadHalf>,
+    w: OwnedWriteHalf,
+}
+
+impl Client {
+    async fn connect(addr: &str) -> Client {
+        let s = TcpStream::connect(addr).await.unwrap();
+        let (r, w) = s.into_split();
+        Client {
+            r: BufReader::new(r),
+            w,
+        }
+    }
+
+    /// One command, one reply line (without the newline).
+    async fn call(&mut self, line: &str) -> String {
+        self.w
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let mut reply = String::new();
+        tokio::time::timeout(WAIT, self.r.read_line(&mut reply))
+            .await
+            .expect("reply in time")
+            .unwrap();
+        assert!(reply.ends_with('\n'), "reply {reply:?} to {line:?}");
+        reply.pop();
+        reply
+    }
+}
+
+fn render(model: &Model, lo: i32, hi: i32) -> String {
+    model
+        .range(lo..hi)
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes through `c` (the leader's client), each acknowledged.
+async fn write_all(c: &mut Client, model: &mut Model, keys: std::ops::Range<i32>, salt: i32) {
+    for k in keys {
+        let v = k.wrapping_mul(31).wrapping_add(salt);
+        assert_eq!(c.call(&format!("p {k} {v}")).await, "OK");
+        model.insert(k, v);
+        if k % 7 == 0 {
+            assert_eq!(c.call(&format!("d {k}")).await, "OK");
+            model.remove(&k);
+        }
+    }
+}
+
+/// Every key of the model, and a full range, read linearizably through `c`.
+async fn check_reads(c: &mut Client, model: &Model, keys: std::ops::Range<i32>) {
+    for k in keys {
+        let want = model.get(&k).map(|v| v.to_string()).unwrap_or_default();
+        assert_eq!(c.call(&format!("g {k}")).await, want, "g {k}");
+    }
+    assert_eq!(
+        c.call("r -1000000 1000000").await,
+        render(model, -1000000, 1000000)
+    );
+}
+
+/// Polls until `node` has applied at least `index`.
+async fn wait_applied(node: &ClusterNode, index: u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let applied = node.raft().metrics().borrow().last_applied.map(|l| l.index);
+        if applied.is_some_and(|a| a >= index) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {} applied {applied:?} < {index}",
+            node.id()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn local_contents(node: &ClusterNode) -> Model {
+    let lo = lamina_cluster::client::encode_i32(i32::MIN);
+    let hi = lamina_cluster::client::encode_i32(i32::MAX);
+    let mut m = Model::new();
+    for (k, v) in node.state_machine().range(&lo, &hi).unwrap() {
+        let k = lamina_cluster::client::decode_i32(&k).unwrap();
+        let v = lamina_cluster::client::decode_i32(&v).unwrap();
+        m.insert(k, v);
+    }
+    m
+}
+
+fn applied_index(node: &ClusterNode) -> u64 {
+    node.raft()
+        .metrics()
+        .borrow()
+        .last_applied
+        .map(|l| l.index)
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut cl = Cluster::start(3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..120, 1).await;
+        check_reads(&mut c, &model, -5..125).await;
+
+        // A follower redirects writes and linearizable reads to the leader.
+        let follower = (1..=3).find(|&i| i != leader).unwrap();
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        let redirect = format!("ERROR not leader; leader is {}", cl.client_addr(leader));
+        assert_eq!(f.call("p 5 5").await, redirect);
+        assert_eq!(f.call("g 5").await, redirect);
+        assert_eq!(f.call("r 0 10").await, redirect);
+        // Follower reads are opt-in and catch up with the leader.
+        assert_eq!(f.call("@follower-reads on").await, "OK");
+        wait_applied(cl.node(follower), applied_index(cl.node(leader))).await;
+        assert_eq!(
+            f.call("r -1000000 1000000").await,
+            render(&model, -1000000, 1000000)
+        );
+        assert_eq!(
+            c.call("l \"/etc/passwd\"").await,
+            "ERROR not supported in cluster mode"
+        );
+        assert!(c.call("p x 1").await.starts_with("ERROR "));
+        // An overlong line is refused, skipped, and the connection goes on.
+        let mut hostile = Client::connect(&cl.client_addr(leader)).await;
+        assert_eq!(
+            hostile.call(&"9".repeat(10_000)).await,
+            "ERROR line longer than 4096 bytes"
+        );
+        assert_eq!(hostile.call("g 1").await, model[&1].to_string());
+        drop(f);
+        drop(c);
+
+        // The leader dies; a new one is elected and has every write.
+        cl.kill(leader).await;
+        let second = cl.leader().await;
+        assert_ne!(second, leader);
+        let mut c = Client::connect(&cl.client_addr(second)).await;
+        check_reads(&mut c, &model, -5..125).await;
+        write_all(&mut c, &mut model, 100..200, 2).await;
+        drop(c);
+
+        // The old leader comes back as a follower and replays what it missed.
+        cl.restart(leader).await;
+        let target = applied_index(cl.node(second));
+        wait_applied(cl.node(leader), target).await;
+        assert_eq!(local_contents(cl.node(leader)), model);
+        for id in 1..=3 {
+            wait_applied(cl.node(id), target).await;
+            assert_eq!(local_contents(cl.node(id)), model, "node {id}");
+        }
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lagging_member_catches_up_by_snapshot() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let timing = RaftTiming {
+            snapshot_logs: 30,
+            keep_logs: 0,
+            ..RaftTiming::default()
+        };
+        let mut cl = Cluster::start(3, timing).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let lagging = (1..=3).find(|&i| i != leader).unwrap();
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..10, 1).await;
+        let before = applied_index(cl.node(leader));
+        wait_applied(cl.node(lagging), before).await;
+        cl.kill(lagging).await;
+
+        write_all(&mut c, &mut model, 10..150, 3).await;
+        // The leader snapshots and purges its log past what `lagging` has.
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let purged = cl
+                .node(leader)
+                .raft()
+                .metrics()
+                .borrow()
+                .purged
+                .map(|l| l.index);
+            if purged.is_some_and(|p| p > before + 1) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "leader never purged: {purged:?}");
+            cl.node(leader).raft().trigger().snapshot().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        cl.restart(lagging).await;
+        let target = applied_index(cl.node(leader));
+        wait_applied(cl.node(lagging), target).await;
+        let snap = cl.node(lagging).raft().metrics().borrow().snapshot;
+        assert!(
+            snap.is_some_and(|s| s.index > before),
+            "caught up without a snapshot: {snap:?}"
+        );
+        assert_eq!(local_contents(cl.node(lagging)), model);
+
+        // It keeps replicating after the install, and survives a restart.
+        write_all(&mut c, &mut model, 150..170, 4).await;
+        drop(c);
+        let target = applied_index(cl.node(leader));
+        wait_applied(cl.node(lagging), target).await;
+        cl.kill(lagging).await;
+        cl.restart(lagging).await;
+        wait_applied(cl.node(lagging), target).await;
+        assert_eq!(local_contents(cl.node(lagging)), model);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_change_adds_a_member_and_removes_one() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // Members 1-3 form the group; 4 runs outside it.
+        let mut cl = Cluster::start_with_voters(4, 3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..60, 5).await;
+
+        // 4 joins as a learner (the call returns once it has caught up),
+        // then replaces a follower as a voter.
+        let raft = cl.node(leader).raft().clone();
+        let four = cl.config.members()[&4].clone();
+        raft.add_learner(4, four, true).await.unwrap();
+        let removed = (1..=3).find(|&i| i != leader).unwrap();
+        let voters: std::collections::BTreeSet<NodeId> =
+            [1, 2, 3, 4].into_iter().filter(|&i| i != removed).collect();
+        raft.change_membership(voters.clone(), false).await.unwrap();
+        let m = raft.metrics().borrow().membership_config.clone();
+        let now: std::collections::BTreeSet<NodeId> = m.membership().voter_ids().collect();
+        assert_eq!(now, voters);
+
+        // The removed member can go; the group still commits (2 of 3 of
+        // the new voters), and 4 holds everything.
+        cl.kill(removed).await;
+        write_all(&mut c, &mut model, 60..90, 6).await;
+        check_reads(&mut c, &model, -5..95).await;
+        drop(c);
+        let target = applied_index(cl.node(leader));
+        wait_applied(cl.node(4), target).await;
+        assert_eq!(local_contents(cl.node(4)), model);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_are_all_acknowledged_and_applied() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let leader = cl.leader().await;
+        let addr = cl.client_addr(leader);
+        // 8 connections write disjoint keys at once (the batcher may put
+        // several connections' writes in one entry).
+        let mut tasks = Vec::new();
+        for w in 0..8i32 {
+            let addr = addr.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut c = Client::connect(&addr).await;
+                let mut mine = Model::new();
+                for k in (w * 1000)..(w * 1000 + 100) {
+                    assert_eq!(c.call(&format!("p {k} {}", k + w)).await, "OK");
+                    mine.insert(k, k + w);
+                }
+                mine
+            }));
+        }
+        let mut model = Model::new();
+        for t in tasks {
+            model.extend(t.await.unwrap());
+        }
+        let mut c = Client::connect(&addr).await;
+        assert_eq!(c.call("r -1 1000000").await, render(&model, -1, 1000000));
+        let target = applied_index(cl.node(leader));
+        for id in 1..=3 {
+            wait_applied(cl.node(id), target).await;
+            assert_eq!(local_contents(cl.node(id)), model, "node {id}");
+        }
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
