@@ -29,7 +29,6 @@ use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, Raf
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
 
 use crate::store::StateMachine;
 use crate::types::{LaminaNode, NodeId, Op, Raft, Request};
@@ -108,28 +107,10 @@ pub async fn write_batcher(raft: Raft, mut queue: mpsc::Receiver<PendingWrite>) 
 /// Serves clients from `listener` until the task is aborted (which aborts
 /// every connection too).
 pub async fn serve_clients(listener: TcpListener, ctx: ClientContext) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                match accepted {
-                    Ok((stream, _)) => {
-                        let ctx = ctx.clone();
-                        conns.spawn(async move {
-                            if let Err(e) = serve_client(stream, ctx).await {
-                                tracing::debug!("client connection closed: {e}");
-                            }
-                        });
-                    }
-                    Err(e) => {
-                        tracing::warn!("client accept: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
+    crate::network::accept_loop(listener, "client", move |stream| {
+        serve_client(stream, ctx.clone())
+    })
+    .await
 }
 
 async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {

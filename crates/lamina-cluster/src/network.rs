@@ -100,24 +100,29 @@ where
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// Serves Raft RPCs from `listener` to `raft` until the task is aborted
-/// (which aborts every connection too).
-pub async fn serve_raft(listener: TcpListener, raft: Raft) {
+/// Accepts connections on `listener` and serves each with `serve` until
+/// the task is aborted (which aborts every connection too); a failed accept
+/// is logged and retried after 50 ms. `what` names the port in logs.
+pub(crate) async fn accept_loop<F, Fut>(listener: TcpListener, what: &'static str, serve: F)
+where
+    F: Fn(TcpStream) -> Fut,
+    Fut: std::future::Future<Output = io::Result<()>> + Send + 'static,
+{
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 match accepted {
                     Ok((stream, _)) => {
-                        let raft = raft.clone();
+                        let conn = serve(stream);
                         conns.spawn(async move {
-                            if let Err(e) = serve_raft_conn(stream, raft).await {
-                                tracing::debug!("raft connection closed: {e}");
+                            if let Err(e) = conn.await {
+                                tracing::debug!("{what} connection closed: {e}");
                             }
                         });
                     }
                     Err(e) => {
-                        tracing::warn!("raft accept: {e}");
+                        tracing::warn!("{what} accept: {e}");
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
@@ -125,6 +130,15 @@ pub async fn serve_raft(listener: TcpListener, raft: Raft) {
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
+}
+
+/// Serves Raft RPCs from `listener` to `raft` until the task is aborted
+/// (which aborts every connection too).
+pub async fn serve_raft(listener: TcpListener, raft: Raft) {
+    accept_loop(listener, "raft", move |stream| {
+        serve_raft_conn(stream, raft.clone())
+    })
+    .await
 }
 
 async fn serve_raft_conn(mut stream: TcpStream, raft: Raft) -> io::Result<()> {
