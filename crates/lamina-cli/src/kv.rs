@@ -3,7 +3,7 @@
 //!
 //! Keys and values are given and shown escaped or, with `--hex`, as hex
 //! ([`crate::bytefmt`]). `get`, `scan` and `count` open the database read
-//! only; `put` and `delete` sync their write; `checkpoint` writes a copy.
+//! only; `put`, `delete` and `delete-range` sync their write; `checkpoint` writes a copy.
 //! No action creates a database: a directory without one is refused
 //! untouched.
 
@@ -28,8 +28,8 @@ pub const NOT_FOUND: u8 = 3;
 #[derive(Debug, Args)]
 #[command(
     mut_arg("dir", |a| a.help("Database directory (an existing database; never created)")),
-    mut_arg("sync", |a| a.help("WAL sync mode: ignored, put and delete always sync")),
-    mut_arg("read_only", |a| a.help("Refuse put and delete (get, scan and count always open the database read only)")),
+    mut_arg("sync", |a| a.help("WAL sync mode: ignored, writes always sync")),
+    mut_arg("read_only", |a| a.help("Refuse put, delete and delete-range (get, scan and count always open the database read only)")),
     after_help = "Keys and values are escaped: printable ASCII as is, `\\\\` for a backslash, \
                   `\\xNN` for any other byte (input also takes upper-case hex digits and any \
                   other character as its UTF-8 bytes); with --hex, two hex digits per byte \
@@ -65,6 +65,15 @@ pub enum Action {
     Delete {
         /// The key.
         key: String,
+    },
+    /// Delete every key in [FROM, TO) with one range tombstone (like
+    /// `ldb deleterange`), synced to the log before returning; an empty
+    /// range (FROM >= TO) deletes nothing.
+    DeleteRange {
+        /// First key deleted (inclusive).
+        from: String,
+        /// End of the range (exclusive).
+        to: String,
     },
     /// Print the live entries of a key range in key order, one per line:
     /// KEY, a tab, VALUE.
@@ -129,6 +138,11 @@ pub fn run(args: KvArgs) -> Result<ExitCode> {
         Action::Delete { key } => {
             let key = fmt.parse(&key).context("bad KEY")?;
             write(&args.engine, |db| db.delete(&key))?;
+        }
+        Action::DeleteRange { from, to } => {
+            let from = fmt.parse(&from).context("bad FROM")?;
+            let to = fmt.parse(&to).context("bad TO")?;
+            write(&args.engine, |db| db.delete_range(&from, &to))?;
         }
         Action::Scan { range, reverse } => {
             let span = range.parse(fmt)?;

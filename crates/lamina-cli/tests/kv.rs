@@ -225,6 +225,29 @@ fn put_and_delete_are_read_back_by_the_library() {
     ok(&dir, &["delete", "--hex", &show(&present, true)]);
     model.remove(&present);
     ok(&dir, &["delete", "never-there"]);
+    // One range tombstone over [from, to): a slice of the model's keys.
+    let from = model.keys().nth(200).unwrap().clone();
+    let to = model.keys().nth(260).unwrap().clone();
+    ok(
+        &dir,
+        &[
+            "delete-range",
+            "--hex",
+            &show(&from, true),
+            &show(&to, true),
+        ],
+    );
+    model.retain(|k, _| *k < from || *k >= to);
+    // An empty range deletes nothing.
+    ok(
+        &dir,
+        &[
+            "delete-range",
+            "--hex",
+            &show(&to, true),
+            &show(&from, true),
+        ],
+    );
     // A key starting with `-` after `--`.
     ok(&dir, &["put", "--", "-k", "-v"]);
     model.insert(b"-k".to_vec(), b"-v".to_vec());
@@ -310,10 +333,11 @@ fn directories_without_a_database_are_refused_untouched() {
     std::fs::create_dir(&orphans).unwrap();
     std::fs::write(orphans.join("000007.sst"), "junk").unwrap();
     let before = listing(tmp.path());
-    let actions: [&[&str]; 5] = [
+    let actions: [&[&str]; 6] = [
         &["get", "k"],
         &["put", "k", "v"],
         &["delete", "k"],
+        &["delete-range", "a", "b"],
         &["scan"],
         &["count", "--from", "a"],
     ];
