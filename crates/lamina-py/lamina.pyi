@@ -68,11 +68,13 @@ def open(
     InvalidArgumentError."""
 
 class WriteBatch:
-    """Puts and deletes applied together by `Db.write`."""
+    """Puts, deletes and range deletes applied together by `Db.write`."""
 
     def __init__(self) -> None: ...
     def put(self, key: bytes, value: bytes) -> None: ...
     def delete(self, key: bytes) -> None: ...
+    def delete_range(self, start: bytes, end: bytes) -> None:
+        """Adds a delete of every key with start <= key < end."""
     def clear(self) -> None: ...
     def __len__(self) -> int: ...
 
@@ -107,6 +109,9 @@ class Db:
     def get(self, key: bytes) -> Optional[bytes]:
         """The value of `key`, or None."""
     def delete(self, key: bytes) -> None: ...
+    def delete_range(self, start: bytes, end: bytes) -> None:
+        """Deletes every key with start <= key < end (one range tombstone;
+        nothing when start >= end)."""
     def write(self, batch: WriteBatch) -> None:
         """Applies `batch` atomically; the batch keeps its operations."""
     def scan(

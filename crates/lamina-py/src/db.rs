@@ -162,6 +162,12 @@ impl PyDb {
         with_db(py, &self.shared, |db| db.delete(key))
     }
 
+    /// Deletes every key with `start <= key < end` (one range tombstone,
+    /// whatever the number of keys; nothing when `start >= end`).
+    fn delete_range(&self, py: Python<'_>, start: &[u8], end: &[u8]) -> PyResult<()> {
+        with_db(py, &self.shared, |db| db.delete_range(start, end))
+    }
+
     /// Applies `batch` atomically; the batch keeps its operations.
     fn write(&self, py: Python<'_>, batch: PyRef<'_, PyWriteBatch>) -> PyResult<()> {
         let batch = batch.batch.clone();
@@ -283,7 +289,7 @@ fn bounds<'a>(
     )
 }
 
-/// Puts and deletes applied together by `Db.write`.
+/// Puts, deletes and range deletes applied together by `Db.write`.
 #[pyclass(module = "lamina", name = "WriteBatch")]
 #[derive(Default)]
 pub struct PyWriteBatch {
@@ -305,6 +311,11 @@ impl PyWriteBatch {
     /// Adds a delete of `key`.
     fn delete(&mut self, key: &[u8]) {
         self.batch.delete(key);
+    }
+
+    /// Adds a delete of every key with `start <= key < end`.
+    fn delete_range(&mut self, start: &[u8], end: &[u8]) {
+        self.batch.delete_range(start, end);
     }
 
     /// Removes every operation.

@@ -71,6 +71,18 @@ def test_random_operations_match_a_dict(db_path, compaction):
             elif op < 0.75:
                 db.delete(key)
                 model.pop(key, None)
+            elif op < 0.77:
+                # A range delete, in the Db or in a batch: the dict drops
+                # every key of [start, end).
+                start, end = sorted((random_key(rng), random_key(rng)))
+                if rng.random() < 0.5:
+                    db.delete_range(start, end)
+                else:
+                    batch = lamina.WriteBatch()
+                    batch.delete_range(start, end)
+                    db.write(batch)
+                for k in [k for k in model if start <= k < end]:
+                    del model[k]
             elif op < 0.85:
                 batch = lamina.WriteBatch()
                 for _ in range(rng.randrange(1, 8)):
