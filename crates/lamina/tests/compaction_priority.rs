@@ -93,7 +93,7 @@ fn writes_never_overtake_pending_compactions() {
     for (spec, bound) in cases {
         let fs = MemFs::new();
         let db = open(&fs, spec, true);
-        let (model, excess) = write_checked(&db, 3_000, bound);
+        let (model, excess) = write_checked(&db, 2_000, bound);
         assert_eq!(excess, 0, "{spec}: a flush overtook a pending compaction");
         assert_eq!(dump(&db), model, "{spec}");
         let st = db.stats();
