@@ -1,27 +1,148 @@
-//! Seed 001 Fig. 4's ingestion experiment for one strategy: `NUM` uniform
-//! random inserts of 4-byte keys and 124-byte values into an empty
-//! database (T = 10, 8 MiB buffer and files, 10 bits per key, 8 MiB block
-//! cache, one compaction thread), then a flush and a wait until the
-//! strategy has nothing left to do, so that every compaction the inserts
-//! caused is counted. Prints `Db::stats()` as JSON.
+//! Seed 001's experiments for one strategy: `NUM` uniform random inserts of
+//! 4-byte keys and 124-byte values into an empty database (T = 10, 10 bits
+//! per key, 8 MiB block cache, one compaction thread; buffer and file size
+//! 8 MiB unless set), then a flush and a wait until the strategy has
+//! nothing left to do, so that every compaction the inserts caused is
+//! counted. Optional `KEY=VALUE` arguments add the other figures' knobs:
 //!
-//! `cargo run --release -p lamina-lsm --example design_space -- SPEC NUM DIR`
+//! * `buffer=BYTES`: memtable size (the spec's `file=` sets the files);
+//! * `cache=BYTES`: block cache size;
+//! * `priority=1`: compactions have priority over writes
+//!   (`Options::writes_wait_for_compactions`, the paper's setup);
+//! * `updates=R`: R updates of an existing key per insert (Fig. 8(a)–(c));
+//! * `deletes=F`: a fraction F of the operations delete an existing key
+//!   (Fig. 8(d)–(f)); `persist_ms=MS` is the delete-persistence threshold
+//!   counted (default: half the ingestion time);
+//! * `lookups=N`: after ingestion, N point lookups at each α (fraction of
+//!   empty lookups) of 0, 0.2, 0.4, 0.6, 0.8, 1 (Fig. 4(e), (f), (h)), or
+//!   only at `alpha=A`;
+//! * `scans=N`: N range scans at each selectivity of 0.001%, 0.01%, 0.1%
+//!   and 1% of the key space (Fig. 4(g));
+//! * `interleave=N`: N existing-key lookups spread over the second half of
+//!   the ingestion (Fig. 5).
+//!
+//! Prints `Db::stats()` as JSON with the run's own measurements added:
+//! `disk_levels`, `valid_bytes` (the database's size after a full
+//! compaction, measured after the stats), `deletes`, `lookups`, `scans`.
+//!
+//! `cargo run --release -p lamina-lsm --example design_space -- SPEC NUM DIR [KEY=VALUE...]`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Instant;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::time::{Duration, Instant};
 
 use lamina::{Db, Options};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+const ALPHAS: [f64; 6] = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0];
+const SELECTIVITIES: [f64; 4] = [0.00001, 0.0001, 0.001, 0.01];
+
+/// Mean and percentiles of latencies in microseconds (exact: sorted).
+fn summary(mut us: Vec<f64>) -> Value {
+    us.sort_by(f64::total_cmp);
+    let q = |p: f64| us.get(((us.len() as f64 * p) as usize).min(us.len().saturating_sub(1)));
+    json!({
+        "count": us.len(),
+        "mean_us": us.iter().sum::<f64>() / us.len().max(1) as f64,
+        "p50_us": q(0.5), "p90_us": q(0.9), "p99_us": q(0.99), "max_us": us.last(),
+    })
+}
+
+/// CPU time of the calling thread: per-operation cost that does not grow
+/// with the machine's load, unlike wall time.
+fn cpu_time() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// The block reads and cache misses of the lookups between two stats.
+fn io_delta(before: &lamina::DbStats, after: &lamina::DbStats, n: usize) -> Value {
+    let per = |a: u64, b: u64| (a - b) as f64 / n.max(1) as f64;
+    json!({
+        "read_amplification": per(after.get_blocks_read, before.get_blocks_read),
+        "filter_misses": per(after.cache_misses.filter, before.cache_misses.filter),
+        "index_misses": per(after.cache_misses.index, before.cache_misses.index),
+        "data_misses": per(after.cache_misses.data, before.cache_misses.data),
+    })
+}
+
+/// Live keys: a vector to pick from at random and each key's position.
+#[derive(Default)]
+struct Keys {
+    list: Vec<u32>,
+    at: HashMap<u32, usize>,
+}
+
+impl Keys {
+    fn insert(&mut self, k: u32) {
+        if !self.at.contains_key(&k) {
+            self.at.insert(k, self.list.len());
+            self.list.push(k);
+        }
+    }
+    fn remove_random(&mut self, rng: &mut StdRng) -> Option<u32> {
+        if self.list.is_empty() {
+            return None;
+        }
+        let i = rng.gen_range(0..self.list.len());
+        let k = self.list.swap_remove(i);
+        self.at.remove(&k);
+        if let Some(&moved) = self.list.get(i) {
+            self.at.insert(moved, i);
+        }
+        Some(k)
+    }
+    fn random(&self, rng: &mut StdRng) -> u32 {
+        self.list[rng.gen_range(0..self.list.len())]
+    }
+    /// A key no operation wrote (4-byte keys: most random ones are).
+    fn absent(&self, rng: &mut StdRng) -> u32 {
+        loop {
+            let k: u32 = rng.gen();
+            if !self.at.contains_key(&k) {
+                return k;
+            }
+        }
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, spec, num, dir] = args.as_slice() else {
-        eprintln!("usage: design_space SPEC NUM DIR");
-        std::process::exit(2);
+    let (spec, num, dir, knobs) = match args.as_slice() {
+        [_, spec, num, dir, knobs @ ..] => (spec, num, dir, knobs),
+        _ => {
+            eprintln!("usage: design_space SPEC NUM DIR [KEY=VALUE...]");
+            std::process::exit(2);
+        }
     };
     let num: u64 = num.parse().expect("NUM must be a number");
+    let knob: HashMap<&str, f64> = knobs
+        .iter()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("KEY=VALUE");
+            (k, v.parse().expect("a number"))
+        })
+        .collect();
+    for k in knob.keys() {
+        let known = [
+            "buffer",
+            "cache",
+            "priority",
+            "updates",
+            "deletes",
+            "persist_ms",
+            "lookups",
+            "alpha",
+            "scans",
+            "interleave",
+        ];
+        assert!(known.contains(k), "unknown knob {k} (known: {known:?})");
+    }
+    let get = |k: &str, d: f64| knob.get(k).copied().unwrap_or(d);
     let spec: lamina::compaction::CompactionSpec = spec.parse().expect("SPEC");
     // The run creates DIR and removes it at the end: it never touches a
     // directory it did not make.
@@ -29,32 +150,170 @@ fn main() {
         eprintln!("{dir} exists; give a path this run may create and remove");
         std::process::exit(2);
     }
+    let buffer = get("buffer", (8 << 20) as f64) as usize;
     let opts = Options::builder()
         .compaction(spec)
-        .write_buffer_size(8 << 20)
-        .target_file_size(8 << 20)
+        .write_buffer_size(buffer)
+        .target_file_size(buffer as u64)
         .size_ratio(10)
         .bloom_bits_per_key(10.0)
-        .block_cache_bytes(8 << 20)
+        .block_cache_bytes(get("cache", (8 << 20) as f64) as usize)
         .compaction_threads(1)
+        .writes_wait_for_compactions(get("priority", 0.0) != 0.0)
         .build()
         .expect("options");
     let db = Db::open(dir, opts).expect("open");
     let mut rng = StdRng::seed_from_u64(2021);
     let mut value = [0u8; 124];
+    let (updates, deletes) = (get("updates", 0.0), get("deletes", 0.0));
+    let interleave = get("interleave", 0.0) as u64;
+    let mut keys = Keys::default();
+    let (mut deleted, mut interleaved_us) = (0u64, Vec::new());
     let start = Instant::now();
-    for _ in 0..num {
-        let key: u32 = rng.gen();
+    let start_cpu = cpu_time();
+    for op in 0..num {
         rng.fill(&mut value[..]);
+        if deletes > 0.0 && rng.gen_bool(deletes) {
+            if let Some(k) = keys.remove_random(&mut rng) {
+                db.delete(&k.to_be_bytes()).expect("delete");
+                deleted += 1;
+                continue;
+            }
+        }
+        let key =
+            if updates > 0.0 && !keys.list.is_empty() && rng.gen_bool(updates / (1.0 + updates)) {
+                keys.random(&mut rng)
+            } else {
+                rng.gen()
+            };
         db.put(&key.to_be_bytes(), &value).expect("put");
+        keys.insert(key);
+        // Lookups spread evenly over the second half of the ingestion.
+        if interleave > 0 && op >= num / 2 {
+            let due = (op - num / 2 + 1) * interleave / (num - num / 2);
+            while (interleaved_us.len() as u64) < due {
+                let k = keys.random(&mut rng);
+                let t = Instant::now();
+                assert!(db.get(&k.to_be_bytes()).expect("get").is_some());
+                interleaved_us.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
     }
     let ingest = start.elapsed();
+    let ingest_cpu = cpu_time() - start_cpu;
     db.flush().expect("flush");
     db.wait_for_compactions().expect("settle");
     let total = start.elapsed();
+
     let mut stats = serde_json::to_value(db.stats()).expect("json");
+    let st = db.stats();
+    // Down to the deepest non-empty level: a whole-level merge can leave
+    // a level above it empty.
+    let disk_levels = st
+        .levels
+        .iter()
+        .rposition(|l| l.bytes > 0)
+        .map_or(0, |i| i + 1);
+    eprintln!(
+        "{disk_levels} disk levels, MiB per level: {:?}",
+        st.levels.iter().map(|l| l.bytes >> 20).collect::<Vec<_>>()
+    );
+    stats["disk_levels"] = disk_levels.into();
     stats["ingest_seconds"] = ingest.as_secs_f64().into();
     stats["settled_seconds"] = total.as_secs_f64().into();
+    stats["live_keys"] = keys.list.len().into();
+    if interleave > 0 {
+        stats["interleaved"] = summary(interleaved_us);
+    }
+    stats["ingest_cpu_seconds"] = ingest_cpu.as_secs_f64().into();
+    if deletes > 0.0 {
+        let threshold =
+            Duration::from_millis(get("persist_ms", ingest.as_millis() as f64 / 2.0) as u64);
+        stats["deletes"] = json!({
+            "issued": deleted,
+            "threshold_ms": threshold.as_millis() as u64,
+            "persisted_within": db.deletes_persisted_within(threshold),
+            "persisted": st.tombstone_purge_age.count,
+            "remaining": st.tombstones,
+        });
+    }
+
+    let lookups = get("lookups", 0.0) as usize;
+    if lookups > 0 {
+        let mut rows = Vec::new();
+        let alphas = knob.get("alpha").map_or(ALPHAS.to_vec(), |&a| vec![a]);
+        for alpha in alphas {
+            let before = db.stats();
+            let cpu = cpu_time();
+            let (mut empty, mut found) = (Vec::new(), Vec::new());
+            for _ in 0..lookups {
+                let is_empty = rng.gen_bool(alpha);
+                let k = if is_empty {
+                    keys.absent(&mut rng)
+                } else {
+                    keys.random(&mut rng)
+                };
+                let t = Instant::now();
+                let v = db.get(&k.to_be_bytes()).expect("get");
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                assert_eq!(v.is_none(), is_empty, "lookup of {k}");
+                if is_empty {
+                    empty.push(us)
+                } else {
+                    found.push(us)
+                }
+            }
+            let cpu_us = (cpu_time() - cpu).as_secs_f64() * 1e6 / lookups as f64;
+            let io = io_delta(&before, &db.stats(), lookups);
+            let all: Vec<f64> = empty.iter().chain(&found).copied().collect();
+            rows.push(json!({
+                "alpha": alpha,
+                "cpu_us": cpu_us,
+                "all": summary(all),
+                "empty": summary(empty),
+                "found": summary(found),
+                "io": io,
+            }));
+        }
+        stats["lookups"] = rows.into();
+    }
+    let scans = get("scans", 0.0) as usize;
+    if scans > 0 {
+        let mut rows = Vec::new();
+        for sel in SELECTIVITIES {
+            let width = (sel * f64::from(u32::MAX)) as u64;
+            let (mut us, mut entries) = (Vec::new(), 0usize);
+            let cpu = cpu_time();
+            for _ in 0..scans {
+                let lo: u32 = rng.gen_range(0..=(u64::from(u32::MAX) - width) as u32);
+                let hi = (u64::from(lo) + width) as u32;
+                let t = Instant::now();
+                let scan = db
+                    .scan(
+                        Bound::Included(&lo.to_be_bytes()),
+                        Bound::Excluded(&hi.to_be_bytes()),
+                    )
+                    .expect("scan");
+                for entry in scan {
+                    entry.expect("entry");
+                    entries += 1;
+                }
+                us.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            rows.push(json!({
+                "selectivity": sel,
+                "cpu_us": (cpu_time() - cpu).as_secs_f64() * 1e6 / scans as f64,
+                "entries_per_scan": entries as f64 / scans as f64,
+                "latency": summary(us),
+            }));
+        }
+        stats["scans"] = rows.into();
+    }
+    // The logically valid data as this engine stores it: the database's
+    // size once a full compaction has dropped every stale version and
+    // tombstone (seed 001's SA = (size - valid) / valid).
+    db.compact_range(None, None).expect("full compaction");
+    stats["valid_bytes"] = db.stats().disk_bytes.into();
     println!("{}", serde_json::to_string_pretty(&stats).expect("json"));
     db.close().expect("close");
     std::fs::remove_dir_all(dir).expect("remove the directory this run created");

@@ -154,6 +154,15 @@ pub struct Options {
     /// Runs in level 0 at which writes stall until compactions catch up
     /// (0 = never stall on runs).
     pub level0_stop_runs: usize,
+    /// Compactions have priority over writes, for every strategy (seed
+    /// 001's setup, which the `full` preset's `block` applies to `full`
+    /// alone): a write that fills the memtable waits, before the memtable
+    /// becomes a flush, until the previous flushes are done and no
+    /// compaction runs or can be picked, so the tree takes each flush in
+    /// the shape its strategy defines. Writes into the active memtable are
+    /// not held. The wait ends early on shutdown, on a compaction error and
+    /// during a manual compaction, as the policy's own stall does.
+    pub writes_wait_for_compactions: bool,
     /// WAL durability mode.
     pub sync: SyncMode,
     /// Log writes before applying them (the default). Off, writes reach only
@@ -298,6 +307,7 @@ impl Default for Options {
             compaction: CompactionSpec::default(),
             compaction_threads: 1,
             level0_stop_runs: 12,
+            writes_wait_for_compactions: false,
             sync: SyncMode::None,
             write_ahead_log: true,
             plan_with_mean_flush: false,
@@ -397,6 +407,7 @@ macro_rules! with_database_options {
             compaction: crate::compaction::CompactionSpec,
             compaction_threads: usize,
             level0_stop_runs: usize,
+            writes_wait_for_compactions: bool,
             sync: SyncMode,
             write_ahead_log: bool,
             plan_with_mean_flush: bool,

@@ -161,13 +161,32 @@ impl Histogram {
 
     /// Records one duration.
     pub fn record(&self, d: std::time::Duration) {
+        self.record_n(d, 1);
+    }
+
+    /// Records `n` events that each took `d`.
+    pub fn record_n(&self, d: std::time::Duration, n: u64) {
         let ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
         if let Some(b) = self.buckets.get(Self::bucket(ns)) {
-            b.fetch_add(1, Ordering::Relaxed);
+            b.fetch_add(n, Ordering::Relaxed);
         }
         self.max.fetch_max(ns, Ordering::Relaxed);
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.count.fetch_add(n, Ordering::Relaxed);
+        self.sum_ns
+            .fetch_add(ns.saturating_mul(n), Ordering::Relaxed);
+    }
+
+    /// Events recorded at or below `d`, counting only buckets that lie
+    /// wholly at or below it (so at most 0.8% of `d` is lost, never
+    /// anything above `d` gained).
+    pub fn count_at_most(&self, d: std::time::Duration) -> u64 {
+        let ns = d.as_nanos().min(u128::from(u64::MAX)) as u64;
+        self.buckets
+            .iter()
+            .enumerate()
+            .take_while(|&(i, _)| Self::upper(i) <= ns)
+            .map(|(_, b)| b.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// p50/p90/p99/p99.9/max in microseconds.
@@ -290,6 +309,9 @@ pub(crate) struct EngineStats {
     pub compaction_cpu_latency: Histogram,
     pub compaction_io_latency: Histogram,
     pub delete_persistence_latency: Histogram,
+    /// One event per tombstone a merge dropped, at the age of the merge's
+    /// oldest input tombstone (a bound on that tombstone's own age).
+    pub tombstone_purge_age: Histogram,
     pub get_blocks_read: Counter,
     /// Point lookups a compaction buffer answered (seed 002).
     pub buffer_gets: Counter,
@@ -535,6 +557,7 @@ impl EngineStats {
             compaction_cpu_latency: self.compaction_cpu_latency.summary(),
             compaction_io_latency: self.compaction_io_latency.summary(),
             delete_persistence_latency: self.delete_persistence_latency.summary(),
+            tombstone_purge_age: self.tombstone_purge_age.summary(),
             data_movement: if self.bytes_ingested.get() == 0 {
                 0.0
             } else {
@@ -808,6 +831,13 @@ pub struct DbStats {
     /// persistence latency of the deletes it made persistent).
     #[serde(default)]
     pub delete_persistence_latency: LatencySummary,
+    /// Per point tombstone a merge dropped (the delete became persistent):
+    /// the time since its merge's oldest input tombstone was written, an
+    /// upper bound of its own persistence latency; `count` is the number
+    /// of tombstones dropped. `Db::deletes_persisted_within` counts those
+    /// within a threshold (seed 001's delete performance).
+    #[serde(default)]
+    pub tombstone_purge_age: LatencySummary,
     /// (compaction bytes read + written) / bytes ingested (seed 001's data
     /// movement).
     #[serde(default)]

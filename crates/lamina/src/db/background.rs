@@ -302,13 +302,7 @@ impl Inner {
                     return Err(Error::Background(Arc::clone(e)));
                 }
             }
-            // Picking happens under the state lock and counts the task as
-            // running at once, so this check cannot miss one being started.
-            if st.imms.is_empty()
-                && st.compactions_running == 0
-                && !st.manual
-                && self.pick(&st).is_none()
-            {
+            if self.settled(&st) {
                 // The settled tree's replaced files go now (those no
                 // reader holds), not at the next compaction.
                 self.collect_obsolete(&mut st);
@@ -317,6 +311,14 @@ impl Inner {
             self.cv.notify_all();
             self.cv.wait_for(&mut st, Duration::from_millis(20));
         }
+    }
+
+    /// No flush pending, no compaction running (manual ones included) and
+    /// none to pick. Picking happens under the state lock and counts the
+    /// task as running at once, so this check cannot miss one being
+    /// started.
+    pub(super) fn settled(&self, st: &State) -> bool {
+        st.imms.is_empty() && st.compactions_running == 0 && !st.manual && self.pick(st).is_none()
     }
 
     pub(super) fn pick(&self, st: &State) -> Option<CompactionTask> {
@@ -428,8 +430,9 @@ impl Inner {
         Ok(())
     }
 
-    /// A merge into the deepest level that removed tombstones made deletes
-    /// persistent: records the age of its inputs' oldest tombstone.
+    /// A merge that removed tombstones made deletes persistent: records,
+    /// per tombstone dropped, the age of its inputs' oldest tombstone, and
+    /// for a merge into the deepest level that age once.
     pub(super) fn record_delete_persistence(
         &self,
         task: &CompactionTask,
@@ -438,18 +441,26 @@ impl Inner {
         levels: usize,
         now: u64,
     ) {
-        if task.output_level + 1 < levels {
-            return;
-        }
         let ids: HashSet<u64> = task.input_file_ids().collect();
         let inputs = || before.files().filter(|(_, _, f)| ids.contains(&f.id));
         let tombstones_in: u64 = inputs().map(|(_, _, f)| f.tombstones).sum();
         let oldest = inputs().filter_map(|(_, _, f)| f.oldest_tombstone_ms).min();
-        if let Some(oldest) = oldest.filter(|_| tombstones_out < tombstones_in) {
-            self.stats
-                .delete_persistence_latency
-                .record(Duration::from_millis(now.saturating_sub(oldest)));
+        let Some(oldest) = oldest.filter(|_| tombstones_out < tombstones_in) else {
+            return;
+        };
+        let age = Duration::from_millis(now.saturating_sub(oldest));
+        self.stats
+            .tombstone_purge_age
+            .record_n(age, tombstones_in - tombstones_out);
+        if task.output_level + 1 >= levels {
+            self.stats.delete_persistence_latency.record(age);
         }
+    }
+
+    /// Tombstones dropped by merges whose oldest input tombstone was at
+    /// most `threshold` old: deletes persisted within `threshold`.
+    pub(super) fn deletes_persisted_within(&self, threshold: Duration) -> u64 {
+        self.stats.tombstone_purge_age.count_at_most(threshold)
     }
 
     pub(super) fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {

@@ -533,6 +533,16 @@ impl Db {
         self.inner.stats()
     }
 
+    /// Deletes made persistent within `threshold` of being written (seed
+    /// 001's delete performance, after Lethe): tombstones that merges
+    /// dropped, counting each at the age of its merge's oldest input
+    /// tombstone (file metadata, so a lower bound of the true count; at
+    /// most 0.8% of `threshold` is lost to the histogram's buckets).
+    /// `DbStats::tombstone_purge_age.count` is the total dropped.
+    pub fn deletes_persisted_within(&self, threshold: Duration) -> u64 {
+        self.inner.deletes_persisted_within(threshold)
+    }
+
     /// Disk levels of the tree (numbered from 0 in every API).
     pub fn num_levels(&self) -> usize {
         self.inner.sv.read().version.levels.len()

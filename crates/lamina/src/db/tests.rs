@@ -283,3 +283,41 @@ fn file_numbers_skip_reserved_ones() {
     assert_eq!(got, [2, 5, 6, 8]);
     assert_eq!(n.peek(), 9);
 }
+
+/// A writer waiting for compactions to go first
+/// (`Options::writes_wait_for_compactions`) is released by shutdown with
+/// `Error::Closed`, while a merge is still reading its slow inputs.
+#[test]
+fn shutdown_ends_the_wait_of_compaction_priority() {
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    o.vfs = Arc::new(crate::vfs::SlowReads::new(
+        Arc::new(fs.clone()),
+        Duration::from_millis(200),
+    ));
+    o.writes_wait_for_compactions = true;
+    let db = Db::open("/db", o).unwrap();
+    let written = AtomicU64::new(0);
+    let outcome = std::thread::scope(|s| {
+        let writer = s.spawn(|| loop {
+            let n = written.fetch_add(1, Ordering::Relaxed);
+            if let Err(e) = db.put(format!("key{n:08}").as_bytes(), &[7; 100]) {
+                return e;
+            }
+        });
+        // Stalled: no write for a while.
+        let mut last = u64::MAX;
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = written.load(Ordering::Relaxed);
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        db.inner.shutdown.store(true, Ordering::SeqCst);
+        db.inner.cv.notify_all();
+        writer.join().unwrap()
+    });
+    assert!(matches!(outcome, Error::Closed), "{outcome:?}");
+}

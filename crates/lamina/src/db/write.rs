@@ -137,7 +137,11 @@ impl Inner {
             {
                 Some("level 0 at its stop trigger")
             } else if self.policy_stalls_writes(&st, &mut stall_errors) {
-                Some("the compaction policy holds writes")
+                Some(if self.opts.writes_wait_for_compactions {
+                    "compactions have priority over writes"
+                } else {
+                    "the compaction policy holds writes"
+                })
             } else {
                 None
             };
@@ -212,9 +216,11 @@ impl Inner {
         })
     }
 
-    /// True while the policy wants writes to wait for its compactions
-    /// (checked at memtable switches). A compaction failing during the
-    /// wait ends it: the work it waits for may never be done.
+    /// True while writes must wait for compactions (checked at memtable
+    /// switches): always until the tree is settled under
+    /// `Options::writes_wait_for_compactions`, otherwise when the policy
+    /// asks. A compaction failing during the wait ends it: the work it
+    /// waits for may never be done.
     pub(super) fn policy_stalls_writes(
         &self,
         st: &State,
@@ -223,6 +229,9 @@ impl Inner {
         let errors = self.stats.compaction_errors.get();
         if *errors_at_start.get_or_insert(errors) != errors || st.manual {
             return false;
+        }
+        if self.opts.writes_wait_for_compactions {
+            return !self.settled(st);
         }
         let policy = Arc::clone(&self.policy.read());
         policy.stalls_writes(&self.view(st))
