@@ -11,6 +11,7 @@
 //! | `g K` | the value, or an empty line |
 //! | `r LO HI` | `K:V` pairs of `[LO, HI)` separated by spaces (maybe empty) |
 //! | `@follower-reads on` / `off` | `OK`; on, `g`/`r` read this member's state machine without asking the leader (may be stale) |
+//! | `@leader` | `LEADER ID HOST:PORT` (the leader this member knows of, its client address), `LEADER ID` if it is not in the membership, or `LEADER unknown` (answered locally: may be stale) |
 //! | `@sync` | `@sync` |
 //! | `quit` | `@bye`, then the connection closes |
 //!
@@ -67,6 +68,18 @@ fn not_leader(f: &ForwardToLeader<NodeId, LaminaNode>) -> String {
     match &f.leader_node {
         Some(n) => format!("ERROR not leader; leader is {}\n", n.client),
         None => "ERROR not leader; leader unknown\n".to_string(),
+    }
+}
+
+/// The reply to `@leader`: this member's view of the leader.
+fn leader_line(raft: &Raft) -> String {
+    let m = raft.metrics().borrow().clone();
+    match m.current_leader {
+        None => "LEADER unknown\n".to_string(),
+        Some(id) => match m.membership_config.membership().get_node(&id) {
+            Some(n) => format!("LEADER {id} {}\n", n.client),
+            None => format!("LEADER {id}\n"),
+        },
     }
 }
 
@@ -160,6 +173,7 @@ async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
                 follower_reads = false;
                 "OK\n".to_string()
             }
+            b"@leader" => leader_line(&ctx.raft),
             _ => match parse_line(text) {
                 Err(e) => format!("ERROR {e}\n"),
                 Ok(Command::Nothing) => continue,

@@ -5,6 +5,7 @@
 //! id = 1
 //! raft = "127.0.0.1:7001"    # Raft RPCs between members
 //! client = "127.0.0.1:7101"  # the CS265 DSL for clients
+//! # raft_listen = "127.0.0.1:7201"  # optional: listen here, advertise `raft`
 //!
 //! [[node]]
 //! id = 2
@@ -41,6 +42,18 @@ pub struct NodeConfig {
     pub raft: String,
     /// `HOST:PORT` of its client listener.
     pub client: String,
+    /// `HOST:PORT` to listen on for Raft RPCs when it differs from the
+    /// advertised `raft` (behind a proxy or a NAT; the fault test's proxy
+    /// sits there). Absent: `raft`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raft_listen: Option<String>,
+}
+
+impl NodeConfig {
+    /// Where the member listens for Raft RPCs.
+    pub fn raft_listen_addr(&self) -> &str {
+        self.raft_listen.as_deref().unwrap_or(&self.raft)
+    }
 }
 
 /// Raft timing and snapshot policy.

@@ -23,9 +23,12 @@
 
 pub mod client;
 pub mod config;
+pub mod faults;
+pub mod linearizability;
 mod error;
 pub mod network;
 pub mod node;
+pub mod proxy;
 pub mod snapshot;
 pub mod store;
 pub mod types;

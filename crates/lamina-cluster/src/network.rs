@@ -42,6 +42,20 @@ pub enum RpcRequest {
     Snapshot(InstallSnapshotRequest<TypeConfig>),
 }
 
+impl RpcRequest {
+    /// The member that sent it: every Raft RPC carries its sender's vote
+    /// (the leader's for appends and snapshots, the candidate's for a
+    /// vote request).
+    pub fn sender(&self) -> NodeId {
+        let vote = match self {
+            RpcRequest::Append(r) => &r.vote,
+            RpcRequest::Vote(r) => &r.vote,
+            RpcRequest::Snapshot(r) => &r.vote,
+        };
+        vote.leader_id.node_id
+    }
+}
+
 /// The reply to an [`RpcRequest`] of the same kind.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum RpcReply {
@@ -60,18 +74,7 @@ where
     T: Serialize,
 {
     let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
-    if body.len() > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("frame of {} bytes over the limit", body.len()),
-        ));
-    }
-    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(&body);
-    w.write_all(&buf).await?;
-    w.flush().await
+    write_raw_frame(w, &body).await
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of stream.
@@ -79,6 +82,20 @@ pub async fn read_frame<R, T>(r: &mut R) -> io::Result<Option<T>>
 where
     R: AsyncReadExt + Unpin,
     T: DeserializeOwned,
+{
+    match read_raw_frame(r).await? {
+        Some(body) => serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        None => Ok(None),
+    }
+}
+
+/// Reads one frame's body without decoding it; `Ok(None)` at a clean end
+/// of stream.
+pub async fn read_raw_frame<R>(r: &mut R) -> io::Result<Option<Vec<u8>>>
+where
+    R: AsyncReadExt + Unpin,
 {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
@@ -95,9 +112,26 @@ where
     }
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).await?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Ok(Some(body))
+}
+
+/// Writes one frame whose body is already encoded.
+pub async fn write_raw_frame<W>(w: &mut W, body: &[u8]) -> io::Result<()>
+where
+    W: AsyncWriteExt + Unpin,
+{
+    if body.len() > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("frame of {} bytes over the limit", body.len()),
+        ));
+    }
+    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(body);
+    w.write_all(&buf).await?;
+    w.flush().await
 }
 
 /// Accepts connections on `listener` and serves each with `serve` until

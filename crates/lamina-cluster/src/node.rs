@@ -52,9 +52,9 @@ impl ClusterNode {
                 ClusterError::Config(format!("no node {} in the cluster file", opts.id))
             })?
             .clone();
-        let raft_l = TcpListener::bind(&me.raft)
+        let raft_l = TcpListener::bind(me.raft_listen_addr())
             .await
-            .map_err(|e| ClusterError::io(format!("bind {}", me.raft), e))?;
+            .map_err(|e| ClusterError::io(format!("bind {}", me.raft_listen_addr()), e))?;
         let client_l = TcpListener::bind(&me.client)
             .await
             .map_err(|e| ClusterError::io(format!("bind {}", me.client), e))?;

@@ -46,6 +46,7 @@ impl Cluster {
                 id,
                 raft: r.local_addr().unwrap().to_string(),
                 client: c.local_addr().unwrap().to_string(),
+                raft_listen: None,
             });
             listeners.insert(id, (r, c));
         }
