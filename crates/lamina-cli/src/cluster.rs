@@ -84,6 +84,13 @@ pub struct ClusterTestArgs {
     /// Print each fault on stderr.
     #[arg(long)]
     pub verbose: bool,
+    /// Clients read without a read index (may be stale): the checker must
+    /// then report violations (a check of the test itself).
+    #[arg(long)]
+    pub follower_reads: bool,
+    /// Members forward writes to the leader instead of redirecting.
+    #[arg(long)]
+    pub forward_writes: bool,
 }
 
 pub fn run_test(args: ClusterTestArgs) -> Result<ExitCode> {
@@ -96,6 +103,8 @@ pub fn run_test(args: ClusterTestArgs) -> Result<ExitCode> {
     opts.keys = args.keys;
     opts.seed = args.seed;
     opts.verbose = args.verbose;
+    opts.follower_reads = args.follower_reads;
+    opts.forward_writes = args.forward_writes;
     let report = faults::run(&opts)?;
     for p in &report.problems {
         eprintln!("lamina: {p}");

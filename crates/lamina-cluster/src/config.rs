@@ -17,6 +17,9 @@
 //! raft = "127.0.0.1:7003"
 //! client = "127.0.0.1:7103"
 //!
+//! [client]                   # optional
+//! forward_writes = false     # true: followers forward writes to the leader
+//!
 //! [raft]                     # optional; these are the defaults
 //! heartbeat_ms = 100
 //! election_min_ms = 400
@@ -93,6 +96,21 @@ pub struct ClusterConfig {
     /// Timing; defaults when absent.
     #[serde(default)]
     pub raft: RaftTiming,
+    /// How members answer clients; defaults when absent.
+    #[serde(default)]
+    pub client: ClientPolicy,
+}
+
+/// How members answer clients.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientPolicy {
+    /// A member that is not the leader sends writes on to the leader (over
+    /// the Raft port) and answers with the leader's reply, instead of
+    /// answering `ERROR not leader; leader is HOST:PORT`. Off by default:
+    /// a client that follows redirects talks to the leader directly and
+    /// saves a hop on every write.
+    pub forward_writes: bool,
 }
 
 impl ClusterConfig {

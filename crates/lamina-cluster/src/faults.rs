@@ -45,7 +45,7 @@ use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::config::{ClusterConfig, NodeConfig, RaftTiming};
+use crate::config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming};
 use crate::error::{ClusterError, Result};
 use crate::linearizability::{check_register, lost_writes, Kind, Op, Value, Verdict};
 use crate::proxy::Proxy;
@@ -73,6 +73,13 @@ pub struct FaultTestOptions {
     pub op_timeout: Duration,
     /// Print each fault on stderr.
     pub verbose: bool,
+    /// Clients read with `@follower-reads on` (no read index): reads may
+    /// be stale, which the checker must then report (a check of the
+    /// checker end to end, not a mode to pass).
+    pub follower_reads: bool,
+    /// Members forward writes to the leader (`forward_writes`) instead of
+    /// redirecting the client.
+    pub forward_writes: bool,
 }
 
 impl FaultTestOptions {
@@ -94,6 +101,8 @@ impl FaultTestOptions {
             },
             op_timeout: Duration::from_secs(2),
             verbose: false,
+            follower_reads: false,
+            forward_writes: false,
         }
     }
 }
@@ -203,6 +212,9 @@ impl Cluster {
         let config = ClusterConfig {
             node: nodes,
             raft: opts.timing.clone(),
+            client: ClientPolicy {
+                forward_writes: opts.forward_writes,
+            },
         };
         config.check()?;
         let text = toml::to_string(&config).map_err(|e| harness(e.to_string()))?;
@@ -303,6 +315,8 @@ impl Cluster {
 #[derive(Default)]
 struct Conn {
     stream: Option<(String, BufReader<TcpStream>)>,
+    /// Turn follower reads on for each new connection.
+    follower_reads: bool,
 }
 
 impl Conn {
@@ -332,19 +346,28 @@ impl Conn {
             None => {
                 let s = TcpStream::connect(addr).await?;
                 s.set_nodelay(true)?;
-                &mut self.stream.insert((addr.to_string(), BufReader::new(s))).1
+                let s = &mut self.stream.insert((addr.to_string(), BufReader::new(s))).1;
+                if self.follower_reads {
+                    exchange(s, "@follower-reads on").await?;
+                }
+                s
             }
         };
-        stream.get_mut().write_all(format!("{line}\n").as_bytes()).await?;
-        let mut reply = String::new();
-        if stream.read_line(&mut reply).await? == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "connection closed",
-            ));
-        }
-        Ok(reply.trim_end_matches('\n').to_string())
+        exchange(stream, line).await
     }
+}
+
+/// Sends one line, reads one reply line (without its newline).
+async fn exchange(stream: &mut BufReader<TcpStream>, line: &str) -> std::io::Result<String> {
+    stream.get_mut().write_all(format!("{line}\n").as_bytes()).await?;
+    let mut reply = String::new();
+    if stream.read_line(&mut reply).await? == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed",
+        ));
+    }
+    Ok(reply.trim_end_matches('\n').to_string())
 }
 
 /// The history: every recorded operation with its key.
@@ -416,6 +439,7 @@ struct ClientCtx {
     counters: Arc<Counters>,
     t0: Instant,
     seed: u64,
+    follower_reads: bool,
 }
 
 fn micros(t0: Instant) -> u64 {
@@ -428,7 +452,10 @@ async fn client(ctx: ClientCtx) {
         target: ctx.id % ctx.addrs.len(),
         addrs: ctx.addrs.clone(),
     };
-    let mut conn = Conn::default();
+    let mut conn = Conn {
+        follower_reads: ctx.follower_reads,
+        ..Conn::default()
+    };
     // Unique write values: the client id in the high digits.
     let mut next_value = (ctx.id as i32 + 1) * 100_000_000;
     while !ctx.stop.load(Ordering::Relaxed) {
@@ -593,6 +620,7 @@ async fn run_async(opts: &FaultTestOptions) -> Result<FaultReport> {
                 counters: counters.clone(),
                 t0,
                 seed: opts.seed,
+                follower_reads: opts.follower_reads,
             }))
         })
         .collect();
@@ -726,17 +754,16 @@ async fn converge(
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut differ = Vec::new();
     for n in &cluster.config.node {
-        let mut conn = Conn::default();
+        let mut conn = Conn {
+            follower_reads: true,
+            ..Conn::default()
+        };
         loop {
-            let t = Duration::from_secs(5);
-            let got = match conn.call(&n.client, "@follower-reads on", t).await {
-                Ok(_) => conn
-                    .call(&n.client, &format!("r 0 {keys}"), t)
-                    .await
-                    .ok()
-                    .and_then(|r| parse_range(&r).ok()),
-                Err(_) => None,
-            };
+            let got = conn
+                .call(&n.client, &format!("r 0 {keys}"), Duration::from_secs(5))
+                .await
+                .ok()
+                .and_then(|r| parse_range(&r).ok());
             let wrong: Vec<(NodeId, i32, Value)> = (0..keys)
                 .filter_map(|k| {
                     let mine = got.as_ref().map(|m| m.get(&k).copied());

@@ -35,6 +35,6 @@ pub mod types;
 
 pub use error::{ClusterError, Result};
 
-pub use config::{ClusterConfig, NodeConfig, RaftTiming};
+pub use config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming};
 pub use node::{run_until, ClusterNode, NodeOptions};
 pub use types::{LaminaNode, NodeId, Op, Request, Response, TypeConfig};

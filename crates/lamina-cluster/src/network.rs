@@ -25,7 +25,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use crate::types::{LaminaNode, NodeId, Raft, TypeConfig};
+use crate::client::propose;
+use crate::types::{LaminaNode, NodeId, Raft, Request, TypeConfig};
 
 /// Largest frame accepted or sent (snapshot chunks are configured well
 /// below it; JSON spends up to 4 bytes per byte of a chunk).
@@ -40,6 +41,13 @@ pub enum RpcRequest {
     Vote(VoteRequest<NodeId>),
     /// One chunk of InstallSnapshot.
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    /// Writes a follower forwards to the leader (`forward_writes`).
+    Forward {
+        /// The forwarding member.
+        from: NodeId,
+        /// The writes, proposed as one entry.
+        request: Request,
+    },
 }
 
 impl RpcRequest {
@@ -51,6 +59,7 @@ impl RpcRequest {
             RpcRequest::Append(r) => &r.vote,
             RpcRequest::Vote(r) => &r.vote,
             RpcRequest::Snapshot(r) => &r.vote,
+            RpcRequest::Forward { from, .. } => return *from,
         };
         vote.leader_id.node_id
     }
@@ -65,6 +74,8 @@ pub enum RpcReply {
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
     /// To [`RpcRequest::Snapshot`].
     Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    /// To [`RpcRequest::Forward`]: the reply line the client gets.
+    Forward(String),
 }
 
 /// Writes one frame.
@@ -182,6 +193,7 @@ async fn serve_raft_conn(mut stream: TcpStream, raft: Raft) -> io::Result<()> {
             RpcRequest::Append(r) => RpcReply::Append(raft.append_entries(r).await),
             RpcRequest::Vote(r) => RpcReply::Vote(raft.vote(r).await),
             RpcRequest::Snapshot(r) => RpcReply::Snapshot(raft.install_snapshot(r).await),
+            RpcRequest::Forward { request, .. } => RpcReply::Forward(propose(&raft, request).await),
         };
         write_frame(&mut stream, &reply).await?;
     }
@@ -196,11 +208,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Connection;
 
     async fn new_client(&mut self, target: NodeId, node: &LaminaNode) -> Connection {
-        Connection {
-            target,
-            node: node.clone(),
-            stream: None,
-        }
+        Connection::new(target, node.clone())
     }
 }
 
@@ -213,7 +221,23 @@ pub struct Connection {
 }
 
 impl Connection {
-    async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> io::Result<RpcReply> {
+    /// A client of member `target` at `node` (connected on first use).
+    pub(crate) fn new(target: NodeId, node: LaminaNode) -> Connection {
+        Connection {
+            target,
+            node,
+            stream: None,
+        }
+    }
+
+    /// The member this connection calls.
+    pub(crate) fn target(&self) -> NodeId {
+        self.target
+    }
+
+    /// One RPC, at most `ttl` long; the connection is dropped after any
+    /// failure.
+    pub(crate) async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> io::Result<RpcReply> {
         let res = tokio::time::timeout(ttl, self.call_inner(req)).await;
         let res = match res {
             Ok(r) => r,

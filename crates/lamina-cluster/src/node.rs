@@ -79,7 +79,11 @@ impl ClusterNode {
         let (writes, queue) = tokio::sync::mpsc::channel(4 * MAX_WRITE_BATCH);
         let tasks = vec![
             tokio::spawn(serve_raft(raft_listener, raft.clone())),
-            tokio::spawn(write_batcher(raft.clone(), queue)),
+            tokio::spawn(write_batcher(
+                raft.clone(),
+                queue,
+                opts.cluster.client.forward_writes,
+            )),
             tokio::spawn(serve_clients(
                 client_listener,
                 ClientContext {

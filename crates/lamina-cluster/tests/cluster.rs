@@ -53,6 +53,7 @@ impl Cluster {
         let config = ClusterConfig {
             node: members,
             raft: timing,
+            client: Default::default(),
         };
         config.check().unwrap();
         let mut nodes = BTreeMap::new();
