@@ -257,9 +257,9 @@ impl Cluster {
         if init {
             cmd.arg("--init");
         }
-        let child = cmd.spawn().map_err(|e| {
-            ClusterError::io(format!("run {}", self.opts.lamina.display()), e)
-        })?;
+        let child = cmd
+            .spawn()
+            .map_err(|e| ClusterError::io(format!("run {}", self.opts.lamina.display()), e))?;
         let mut members = self.members.lock();
         if let Some(m) = members.iter_mut().find(|m| m.id == id) {
             m.child = Some(child);
@@ -301,7 +301,10 @@ impl Cluster {
     async fn leader(&self) -> Option<NodeId> {
         for n in &self.config.node {
             let mut c = Conn::default();
-            if let Ok(line) = c.call(&n.client, "@leader", Duration::from_millis(500)).await {
+            if let Ok(line) = c
+                .call(&n.client, "@leader", Duration::from_millis(500))
+                .await
+            {
                 if line.split_whitespace().nth(1) == Some(&n.id.to_string()) {
                     return Some(n.id);
                 }
@@ -359,7 +362,10 @@ impl Conn {
 
 /// Sends one line, reads one reply line (without its newline).
 async fn exchange(stream: &mut BufReader<TcpStream>, line: &str) -> std::io::Result<String> {
-    stream.get_mut().write_all(format!("{line}\n").as_bytes()).await?;
+    stream
+        .get_mut()
+        .write_all(format!("{line}\n").as_bytes())
+        .await?;
     let mut reply = String::new();
     if stream.read_line(&mut reply).await? == 0 {
         return Err(std::io::Error::new(
@@ -463,7 +469,11 @@ async fn client(ctx: ClientCtx) {
         let dice = rng.gen_range(0..100);
         let (line, write, range_hi) = if dice < 40 {
             next_value += 1;
-            (format!("p {key} {next_value}"), Some(Some(next_value)), None)
+            (
+                format!("p {key} {next_value}"),
+                Some(Some(next_value)),
+                None,
+            )
         } else if dice < 45 {
             (format!("d {key}"), Some(None), None)
         } else if dice < 85 {
@@ -644,7 +654,8 @@ async fn run_async(opts: &FaultTestOptions) -> Result<FaultReport> {
     cluster.restart_all()?;
     stop.store(true, Ordering::Relaxed);
     for c in clients {
-        c.await.map_err(|e| harness(format!("a client failed: {e}")))?;
+        c.await
+            .map_err(|e| harness(format!("a client failed: {e}")))?;
     }
     let finals = final_reads(&cluster, &history, t0).await?;
     let mut history = std::mem::take(&mut *history.lock());
@@ -666,9 +677,9 @@ async fn run_async(opts: &FaultTestOptions) -> Result<FaultReport> {
             }
             Verdict::Unknown => {
                 report.violations += 1;
-                report
-                    .problems
-                    .push(format!("key {k}: search budget exhausted, counted as a violation"));
+                report.problems.push(format!(
+                    "key {k}: search budget exhausted, counted as a violation"
+                ));
             }
         }
         let final_value = finals.get(k).copied().flatten();

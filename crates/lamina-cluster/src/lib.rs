@@ -23,9 +23,9 @@
 
 pub mod client;
 pub mod config;
+mod error;
 pub mod faults;
 pub mod linearizability;
-mod error;
 pub mod network;
 pub mod node;
 pub mod proxy;

@@ -364,8 +364,7 @@ mod tests {
     /// the register? Independent of the search above.
     fn brute_force(h: &[Op]) -> bool {
         fn go(h: &[Op], used: &mut Vec<bool>, placed: &mut Vec<usize>, value: Value) -> bool {
-            if h
-                .iter()
+            if h.iter()
                 .enumerate()
                 .all(|(i, o)| used[i] || o.complete.is_none())
             {
@@ -468,10 +467,7 @@ mod tests {
                 kind,
             });
         }
-        assert_eq!(
-            check_register(&h, DEFAULT_BUDGET),
-            Verdict::Linearizable
-        );
+        assert_eq!(check_register(&h, DEFAULT_BUDGET), Verdict::Linearizable);
         // Swapping two reads' observed values across a write breaks it.
         let reads: Vec<usize> = (0..h.len())
             .filter(|&i| matches!(h[i].kind, Kind::Read(Some(_))))

@@ -66,7 +66,8 @@ pub fn pack_dir(dir: &Path, out: &Path) -> Result<()> {
     let file = fs::File::create_new(out).map_err(io_err(what.clone()))?;
     let mut w = BufWriter::with_capacity(BUF, file);
     let count = u32::try_from(names.len()).map_err(|_| corrupt("too many files"))?;
-    let write = |w: &mut BufWriter<fs::File>, b: &[u8]| w.write_all(b).map_err(io_err(what.clone()));
+    let write =
+        |w: &mut BufWriter<fs::File>, b: &[u8]| w.write_all(b).map_err(io_err(what.clone()));
     write(&mut w, MAGIC)?;
     write(&mut w, &count.to_be_bytes())?;
     for name in names {
@@ -86,7 +87,9 @@ pub fn pack_dir(dir: &Path, out: &Path) -> Result<()> {
             return Err(corrupt(format!("{} shrank while packed", path.display())));
         }
     }
-    let file = w.into_inner().map_err(|e| ClusterError::io(what.clone(), e.into_error()))?;
+    let file = w
+        .into_inner()
+        .map_err(|e| ClusterError::io(what.clone(), e.into_error()))?;
     file.sync_all().map_err(io_err(what))?;
     Ok(())
 }

@@ -513,8 +513,7 @@ impl StateMachine {
                 fs::remove_dir_all(d).map_err(io(format!("remove {}", d.display())))?;
             }
         }
-        let file =
-            fs::File::open(received).map_err(io(format!("open {}", received.display())))?;
+        let file = fs::File::open(received).map_err(io(format!("open {}", received.display())))?;
         unpack(file, Some(&tmp))?;
         fs::rename(&tmp, &dir).map_err(io(format!("rename {}", tmp.display())))?;
         sync_dir(&self.shared.sm_dir)?;
