@@ -13,7 +13,7 @@
 //! | `@follower-reads on` / `off` | `OK`; on, `g`/`r` read this member's state machine without asking the leader (may be stale) |
 //! | `@leader` | `LEADER ID HOST:PORT` (the leader this member knows of, its client address), `LEADER ID` if it is not in the membership, or `LEADER unknown` (answered locally: may be stale) |
 //! | `@sync` | `@sync` |
-//! | `quit` | `@bye`, then the connection closes |
+//! | `quit`, `@end` | `@bye`, then the connection closes (`lamina client` ends its input with `@end`) |
 //!
 //! Errors are one `ERROR ...` line (a line over [`MAX_LINE`] bytes is
 //! skipped and answered `ERROR line longer than 4096 bytes`). On a member that is not the leader,
@@ -224,12 +224,13 @@ async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
             _ => match parse_line(text) {
                 Err(e) => format!("ERROR {e}\n"),
                 Ok(Command::Nothing) => continue,
-                Ok(Command::Quit) => {
+                // `@end` is what `lamina client` sends after its last line,
+                // waiting for `@bye` (as `lamina serve` answers).
+                Ok(Command::Quit | Command::End) => {
                     w.write_all(b"@bye\n").await?;
                     return Ok(());
                 }
                 Ok(Command::Sync) => "@sync\n".to_string(),
-                Ok(Command::End) => "@end\n".to_string(),
                 Ok(Command::Put(k, v)) => {
                     write(
                         &ctx,

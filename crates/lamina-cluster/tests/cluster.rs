@@ -299,6 +299,8 @@ async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
             "ERROR line longer than 4096 bytes"
         );
         assert_eq!(hostile.call("g 1").await, model[&1].to_string());
+        // `lamina client` ends a session with `@end` and waits for `@bye`.
+        assert_eq!(hostile.call("@end").await, "@bye");
         drop(f);
         drop(c);
 
