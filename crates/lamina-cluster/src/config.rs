@@ -25,6 +25,8 @@
 //! election_min_ms = 400
 //! election_max_ms = 800
 //! snapshot_logs = 5000       # build a snapshot every this many entries
+//! keep_logs = 1000           # entries kept behind the last snapshot
+//! snapshot_chunk_bytes = 1048576  # bytes per InstallSnapshot RPC
 //! ```
 
 use std::collections::BTreeMap;
@@ -73,6 +75,9 @@ pub struct RaftTiming {
     pub snapshot_logs: u64,
     /// Entries kept in the log behind the last snapshot.
     pub keep_logs: u64,
+    /// Bytes of a snapshot sent per `InstallSnapshot` RPC (each side holds
+    /// one chunk and its JSON frame, up to 4 bytes per byte, in memory).
+    pub snapshot_chunk_bytes: u64,
 }
 
 impl Default for RaftTiming {
@@ -83,6 +88,7 @@ impl Default for RaftTiming {
             election_max_ms: 800,
             snapshot_logs: 5000,
             keep_logs: 1000,
+            snapshot_chunk_bytes: 1 << 20,
         }
     }
 }
@@ -144,6 +150,15 @@ impl ClusterConfig {
             }
         }
         let t = &self.raft;
+        // A chunk's JSON frame (up to 4 bytes per byte) must fit a frame.
+        if t.snapshot_chunk_bytes == 0
+            || t.snapshot_chunk_bytes > (crate::network::MAX_FRAME as u64 - 4096) / 4
+        {
+            return Err(ClusterError::Config(format!(
+                "snapshot_chunk_bytes must be in 1..={}",
+                (crate::network::MAX_FRAME as u64 - 4096) / 4
+            )));
+        }
         if t.heartbeat_ms == 0
             || t.election_min_ms <= t.heartbeat_ms
             || t.election_max_ms <= t.election_min_ms
@@ -186,8 +201,7 @@ impl ClusterConfig {
             election_timeout_max: t.election_max_ms,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(t.snapshot_logs),
             max_in_snapshot_log_to_keep: t.keep_logs,
-            // Well under network::MAX_FRAME even as JSON.
-            snapshot_max_chunk_size: 1 << 20,
+            snapshot_max_chunk_size: t.snapshot_chunk_bytes,
             install_snapshot_timeout: 2000,
             ..Default::default()
         };
@@ -211,6 +225,14 @@ mod tests {
         assert_eq!(c.raft.heartbeat_ms, 100);
         c.raft_config().unwrap();
         assert!(ClusterConfig::parse("").is_err());
+        let chunk = |n: u64| {
+            ClusterConfig::parse(&format!(
+                "[[node]]\nid = 1\nraft = \"a\"\nclient = \"b\"\n[raft]\nsnapshot_chunk_bytes = {n}\n"
+            ))
+        };
+        assert!(chunk(0).is_err());
+        assert!(chunk(1 << 30).is_err());
+        assert_eq!(chunk(4096).unwrap().raft.snapshot_chunk_bytes, 4096);
         assert!(ClusterConfig::parse(
             "[[node]]\nid = 1\nraft = \"a\"\nclient = \"b\"\n[[node]]\nid = 1\nraft = \"c\"\nclient = \"d\"\n"
         )

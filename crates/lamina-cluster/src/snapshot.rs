@@ -5,7 +5,7 @@
 //!
 //! Nothing holds a whole snapshot in memory: packing and unpacking copy
 //! each file through a 64 KiB buffer; openraft reads one chunk of
-//! `snapshot_max_chunk_size` (1 MiB, see [`crate::config`]) at a time from
+//! `snapshot_chunk_bytes` (1 MiB by default, see [`crate::config`]) at a time from
 //! the archive file on the sender and writes each received chunk straight
 //! to a file on the receiver. A transfer in flight costs one chunk plus
 //! its JSON frame (at most 4 bytes per byte) on each side: about 5 MiB.
