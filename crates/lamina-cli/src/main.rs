@@ -73,6 +73,8 @@ enum Command {
     Spatial(spatial::SpatialArgs),
     /// Run one member of a replicated (Raft) group of lamina databases.
     Cluster(cluster::ClusterArgs),
+    /// Jepsen-style fault test of a local 3-member cluster (kills, partitions, a linearizability checker).
+    ClusterTest(cluster::ClusterTestArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1
@@ -137,6 +139,9 @@ fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Cluster(args) => cluster::run(args),
+        // A run that found lost writes or violations exits 1 after its
+        // summary line.
+        Command::ClusterTest(args) => return cluster::run_test(args),
         Command::Client(args) => client::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Gen(args) => gen::run(args),

@@ -118,7 +118,12 @@ fn every_command_and_flag_of_the_readme_tables_exists_and_every_command_is_liste
         let words: Vec<&str> = cell
             .trim_start_matches("| `lamina ")
             .split_whitespace()
-            .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+            // Command names: lowercase words, maybe hyphenated
+            // (`cluster-test`), never a `--flag`.
+            .take_while(|w| {
+                w.starts_with(|c: char| c.is_ascii_lowercase())
+                    && w.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+            })
             .collect();
         assert!(!words.is_empty(), "{row}");
         listed.insert(words[0].to_string());

@@ -11,14 +11,16 @@
 //! | `g K` | the value, or an empty line |
 //! | `r LO HI` | `K:V` pairs of `[LO, HI)` separated by spaces (maybe empty) |
 //! | `@follower-reads on` / `off` | `OK`; on, `g`/`r` read this member's state machine without asking the leader (may be stale) |
+//! | `@leader` | `LEADER ID HOST:PORT` (the leader this member knows of, its client address), `LEADER ID` if it is not in the membership, or `LEADER unknown` (answered locally: may be stale) |
 //! | `@sync` | `@sync` |
-//! | `quit` | `@bye`, then the connection closes |
+//! | `quit`, `@end` | `@bye`, then the connection closes (`lamina client` ends its input with `@end`) |
 //!
 //! Errors are one `ERROR ...` line (a line over [`MAX_LINE`] bytes is
 //! skipped and answered `ERROR line longer than 4096 bytes`). On a member that is not the leader,
 //! writes and linearizable reads answer `ERROR not leader; leader is
 //! HOST:PORT` (the leader's client address) or `ERROR not leader; leader
-//! unknown`. Only `OK` acknowledges a write: after any `ERROR` other than
+//! unknown`; with `forward_writes` in the cluster file, writes are sent
+//! on to the leader instead and answered with its reply. Only `OK` acknowledges a write: after any `ERROR` other than
 //! a parse error the write may or may not have been committed.
 
 use std::io;
@@ -30,6 +32,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::network::{Connection, RpcReply, RpcRequest};
 use crate::store::StateMachine;
 use crate::types::{LaminaNode, NodeId, Op, Raft, Request};
 
@@ -70,6 +73,18 @@ fn not_leader(f: &ForwardToLeader<NodeId, LaminaNode>) -> String {
     }
 }
 
+/// The reply to `@leader`: this member's view of the leader.
+fn leader_line(raft: &Raft) -> String {
+    let m = raft.metrics().borrow().clone();
+    match m.current_leader {
+        None => "LEADER unknown\n".to_string(),
+        Some(id) => match m.membership_config.membership().get_node(&id) {
+            Some(n) => format!("LEADER {id} {}\n", n.client),
+            None => format!("LEADER {id}\n"),
+        },
+    }
+}
+
 /// Most writes proposed as one log entry by the [`write_batcher`].
 pub const MAX_WRITE_BATCH: usize = 256;
 
@@ -90,17 +105,62 @@ pub struct ClientContext {
 /// Group commit: takes the writes that queued up while the previous
 /// proposal was in flight (at most [`MAX_WRITE_BATCH`]), proposes them as
 /// one log entry (one [`Request`], applied as one `WriteBatch`) and gives
-/// every writer the same reply line. Runs until the queue closes or the
-/// task is aborted.
-pub async fn write_batcher(raft: Raft, mut queue: mpsc::Receiver<PendingWrite>) {
+/// every writer the same reply line. With `forward`, a member that knows
+/// another member is the leader sends the batch there instead (one RPC
+/// over the Raft port; the leader proposes it as one entry) and relays the
+/// leader's reply. It forwards only when it does not believe itself the
+/// leader, before proposing anything: a write proposed here and then
+/// refused (leadership lost) may still commit, and forwarding it too
+/// could apply it twice. Runs until the queue closes or the task is
+/// aborted.
+pub async fn write_batcher(raft: Raft, mut queue: mpsc::Receiver<PendingWrite>, forward: bool) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
+    let mut to_leader: Option<Connection> = None;
     while queue.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
         let (ops, waiters): (Vec<Op>, Vec<oneshot::Sender<String>>) = batch.drain(..).unzip();
-        let reply = propose(&raft, Request { ops }).await;
+        let request = Request { ops };
+        let reply = match other_leader(&raft).filter(|_| forward) {
+            Some((me, id, node)) => {
+                if to_leader.as_ref().is_none_or(|c| c.target() != id) {
+                    to_leader = Some(Connection::new(id, node));
+                }
+                match to_leader.as_mut() {
+                    Some(c) => forward_to(c, me, request).await,
+                    None => propose(&raft, request).await,
+                }
+            }
+            None => propose(&raft, request).await,
+        };
         for w in waiters {
             // A writer that went away needs no reply.
             let _ = w.send(reply.clone());
         }
+    }
+}
+
+/// This member's id, and the leader's when it knows a leader that is
+/// another member.
+fn other_leader(raft: &Raft) -> Option<(NodeId, NodeId, LaminaNode)> {
+    let m = raft.metrics().borrow().clone();
+    let leader = m.current_leader.filter(|&l| l != m.id)?;
+    let node = m.membership_config.membership().get_node(&leader)?.clone();
+    Some((m.id, leader, node))
+}
+
+/// Sends a batch to the leader; the leader's reply line.
+async fn forward_to(conn: &mut Connection, me: NodeId, request: Request) -> String {
+    let leader = conn.target();
+    match conn
+        .call(&RpcRequest::Forward { from: me, request }, REQUEST_TIMEOUT)
+        .await
+    {
+        Ok(RpcReply::Forward(line)) => line,
+        Ok(_) => format!(
+            "ERROR forwarding to leader {leader}: reply of the wrong kind; the write may or may not be committed\n"
+        ),
+        Err(e) => format!(
+            "ERROR forwarding to leader {leader}: {e}; the write may or may not be committed\n"
+        ),
     }
 }
 
@@ -160,15 +220,17 @@ async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
                 follower_reads = false;
                 "OK\n".to_string()
             }
+            b"@leader" => leader_line(&ctx.raft),
             _ => match parse_line(text) {
                 Err(e) => format!("ERROR {e}\n"),
                 Ok(Command::Nothing) => continue,
-                Ok(Command::Quit) => {
+                // `@end` is what `lamina client` sends after its last line,
+                // waiting for `@bye` (as `lamina serve` answers).
+                Ok(Command::Quit | Command::End) => {
                     w.write_all(b"@bye\n").await?;
                     return Ok(());
                 }
                 Ok(Command::Sync) => "@sync\n".to_string(),
-                Ok(Command::End) => "@end\n".to_string(),
                 Ok(Command::Put(k, v)) => {
                     write(
                         &ctx,
@@ -241,7 +303,7 @@ async fn write(ctx: &ClientContext, op: Op) -> String {
 }
 
 /// Proposes `req` through Raft; the reply line for each of its writers.
-async fn propose(raft: &Raft, req: Request) -> String {
+pub(crate) async fn propose(raft: &Raft, req: Request) -> String {
     match tokio::time::timeout(REQUEST_TIMEOUT, raft.client_write(req)).await {
         Err(_) => "ERROR timeout; the write may or may not be committed\n".to_string(),
         Ok(Ok(_)) => "OK\n".to_string(),

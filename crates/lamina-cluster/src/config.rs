@@ -5,6 +5,7 @@
 //! id = 1
 //! raft = "127.0.0.1:7001"    # Raft RPCs between members
 //! client = "127.0.0.1:7101"  # the CS265 DSL for clients
+//! # raft_listen = "127.0.0.1:7201"  # optional: listen here, advertise `raft`
 //!
 //! [[node]]
 //! id = 2
@@ -16,11 +17,16 @@
 //! raft = "127.0.0.1:7003"
 //! client = "127.0.0.1:7103"
 //!
+//! [client]                   # optional
+//! forward_writes = false     # true: followers forward writes to the leader
+//!
 //! [raft]                     # optional; these are the defaults
 //! heartbeat_ms = 100
 //! election_min_ms = 400
 //! election_max_ms = 800
 //! snapshot_logs = 5000       # build a snapshot every this many entries
+//! keep_logs = 1000           # entries kept behind the last snapshot
+//! snapshot_chunk_bytes = 1048576  # bytes per InstallSnapshot RPC
 //! ```
 
 use std::collections::BTreeMap;
@@ -41,6 +47,18 @@ pub struct NodeConfig {
     pub raft: String,
     /// `HOST:PORT` of its client listener.
     pub client: String,
+    /// `HOST:PORT` to listen on for Raft RPCs when it differs from the
+    /// advertised `raft` (behind a proxy or a NAT; the fault test's proxy
+    /// sits there). Absent: `raft`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raft_listen: Option<String>,
+}
+
+impl NodeConfig {
+    /// Where the member listens for Raft RPCs.
+    pub fn raft_listen_addr(&self) -> &str {
+        self.raft_listen.as_deref().unwrap_or(&self.raft)
+    }
 }
 
 /// Raft timing and snapshot policy.
@@ -57,6 +75,9 @@ pub struct RaftTiming {
     pub snapshot_logs: u64,
     /// Entries kept in the log behind the last snapshot.
     pub keep_logs: u64,
+    /// Bytes of a snapshot sent per `InstallSnapshot` RPC (each side holds
+    /// one chunk and its JSON frame, up to 4 bytes per byte, in memory).
+    pub snapshot_chunk_bytes: u64,
 }
 
 impl Default for RaftTiming {
@@ -67,6 +88,7 @@ impl Default for RaftTiming {
             election_max_ms: 800,
             snapshot_logs: 5000,
             keep_logs: 1000,
+            snapshot_chunk_bytes: 1 << 20,
         }
     }
 }
@@ -80,6 +102,21 @@ pub struct ClusterConfig {
     /// Timing; defaults when absent.
     #[serde(default)]
     pub raft: RaftTiming,
+    /// How members answer clients; defaults when absent.
+    #[serde(default)]
+    pub client: ClientPolicy,
+}
+
+/// How members answer clients.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientPolicy {
+    /// A member that is not the leader sends writes on to the leader (over
+    /// the Raft port) and answers with the leader's reply, instead of
+    /// answering `ERROR not leader; leader is HOST:PORT`. Off by default:
+    /// a client that follows redirects talks to the leader directly and
+    /// saves a hop on every write.
+    pub forward_writes: bool,
 }
 
 impl ClusterConfig {
@@ -113,6 +150,15 @@ impl ClusterConfig {
             }
         }
         let t = &self.raft;
+        // A chunk's JSON frame (up to 4 bytes per byte) must fit a frame.
+        if t.snapshot_chunk_bytes == 0
+            || t.snapshot_chunk_bytes > (crate::network::MAX_FRAME as u64 - 4096) / 4
+        {
+            return Err(ClusterError::Config(format!(
+                "snapshot_chunk_bytes must be in 1..={}",
+                (crate::network::MAX_FRAME as u64 - 4096) / 4
+            )));
+        }
         if t.heartbeat_ms == 0
             || t.election_min_ms <= t.heartbeat_ms
             || t.election_max_ms <= t.election_min_ms
@@ -155,8 +201,7 @@ impl ClusterConfig {
             election_timeout_max: t.election_max_ms,
             snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(t.snapshot_logs),
             max_in_snapshot_log_to_keep: t.keep_logs,
-            // Well under network::MAX_FRAME even as JSON.
-            snapshot_max_chunk_size: 1 << 20,
+            snapshot_max_chunk_size: t.snapshot_chunk_bytes,
             install_snapshot_timeout: 2000,
             ..Default::default()
         };
@@ -180,6 +225,14 @@ mod tests {
         assert_eq!(c.raft.heartbeat_ms, 100);
         c.raft_config().unwrap();
         assert!(ClusterConfig::parse("").is_err());
+        let chunk = |n: u64| {
+            ClusterConfig::parse(&format!(
+                "[[node]]\nid = 1\nraft = \"a\"\nclient = \"b\"\n[raft]\nsnapshot_chunk_bytes = {n}\n"
+            ))
+        };
+        assert!(chunk(0).is_err());
+        assert!(chunk(1 << 30).is_err());
+        assert_eq!(chunk(4096).unwrap().raft.snapshot_chunk_bytes, 4096);
         assert!(ClusterConfig::parse(
             "[[node]]\nid = 1\nraft = \"a\"\nclient = \"b\"\n[[node]]\nid = 1\nraft = \"c\"\nclient = \"d\"\n"
         )

@@ -29,6 +29,9 @@ pub enum ClusterError {
     /// openraft refused or failed.
     #[error("raft: {0}")]
     Raft(String),
+    /// The fault test's harness failed (not the cluster under test).
+    #[error("fault test: {0}")]
+    Harness(String),
     /// A shutdown did not release the databases in time.
     #[error("shutdown: {0}")]
     Shutdown(String),

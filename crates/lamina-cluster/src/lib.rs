@@ -24,14 +24,17 @@
 pub mod client;
 pub mod config;
 mod error;
+pub mod faults;
+pub mod linearizability;
 pub mod network;
 pub mod node;
+pub mod proxy;
 pub mod snapshot;
 pub mod store;
 pub mod types;
 
 pub use error::{ClusterError, Result};
 
-pub use config::{ClusterConfig, NodeConfig, RaftTiming};
+pub use config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming};
 pub use node::{run_until, ClusterNode, NodeOptions};
 pub use types::{LaminaNode, NodeId, Op, Request, Response, TypeConfig};

@@ -25,7 +25,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use crate::types::{LaminaNode, NodeId, Raft, TypeConfig};
+use crate::client::propose;
+use crate::types::{LaminaNode, NodeId, Raft, Request, TypeConfig};
 
 /// Largest frame accepted or sent (snapshot chunks are configured well
 /// below it; JSON spends up to 4 bytes per byte of a chunk).
@@ -40,6 +41,28 @@ pub enum RpcRequest {
     Vote(VoteRequest<NodeId>),
     /// One chunk of InstallSnapshot.
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    /// Writes a follower forwards to the leader (`forward_writes`).
+    Forward {
+        /// The forwarding member.
+        from: NodeId,
+        /// The writes, proposed as one entry.
+        request: Request,
+    },
+}
+
+impl RpcRequest {
+    /// The member that sent it: every Raft RPC carries its sender's vote
+    /// (the leader's for appends and snapshots, the candidate's for a
+    /// vote request).
+    pub fn sender(&self) -> NodeId {
+        let vote = match self {
+            RpcRequest::Append(r) => &r.vote,
+            RpcRequest::Vote(r) => &r.vote,
+            RpcRequest::Snapshot(r) => &r.vote,
+            RpcRequest::Forward { from, .. } => return *from,
+        };
+        vote.leader_id.node_id
+    }
 }
 
 /// The reply to an [`RpcRequest`] of the same kind.
@@ -51,6 +74,8 @@ pub enum RpcReply {
     Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
     /// To [`RpcRequest::Snapshot`].
     Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
+    /// To [`RpcRequest::Forward`]: the reply line the client gets.
+    Forward(String),
 }
 
 /// Writes one frame.
@@ -60,18 +85,7 @@ where
     T: Serialize,
 {
     let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
-    if body.len() > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("frame of {} bytes over the limit", body.len()),
-        ));
-    }
-    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(&body);
-    w.write_all(&buf).await?;
-    w.flush().await
+    write_raw_frame(w, &body).await
 }
 
 /// Reads one frame; `Ok(None)` at a clean end of stream.
@@ -79,6 +93,20 @@ pub async fn read_frame<R, T>(r: &mut R) -> io::Result<Option<T>>
 where
     R: AsyncReadExt + Unpin,
     T: DeserializeOwned,
+{
+    match read_raw_frame(r).await? {
+        Some(body) => serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        None => Ok(None),
+    }
+}
+
+/// Reads one frame's body without decoding it; `Ok(None)` at a clean end
+/// of stream.
+pub async fn read_raw_frame<R>(r: &mut R) -> io::Result<Option<Vec<u8>>>
+where
+    R: AsyncReadExt + Unpin,
 {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
@@ -95,9 +123,26 @@ where
     }
     let mut body = vec![0u8; len];
     r.read_exact(&mut body).await?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Ok(Some(body))
+}
+
+/// Writes one frame whose body is already encoded.
+pub async fn write_raw_frame<W>(w: &mut W, body: &[u8]) -> io::Result<()>
+where
+    W: AsyncWriteExt + Unpin,
+{
+    if body.len() > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("frame of {} bytes over the limit", body.len()),
+        ));
+    }
+    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
+    let mut buf = Vec::with_capacity(4 + body.len());
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(body);
+    w.write_all(&buf).await?;
+    w.flush().await
 }
 
 /// Accepts connections on `listener` and serves each with `serve` until
@@ -148,6 +193,7 @@ async fn serve_raft_conn(mut stream: TcpStream, raft: Raft) -> io::Result<()> {
             RpcRequest::Append(r) => RpcReply::Append(raft.append_entries(r).await),
             RpcRequest::Vote(r) => RpcReply::Vote(raft.vote(r).await),
             RpcRequest::Snapshot(r) => RpcReply::Snapshot(raft.install_snapshot(r).await),
+            RpcRequest::Forward { request, .. } => RpcReply::Forward(propose(&raft, request).await),
         };
         write_frame(&mut stream, &reply).await?;
     }
@@ -162,11 +208,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = Connection;
 
     async fn new_client(&mut self, target: NodeId, node: &LaminaNode) -> Connection {
-        Connection {
-            target,
-            node: node.clone(),
-            stream: None,
-        }
+        Connection::new(target, node.clone())
     }
 }
 
@@ -179,7 +221,23 @@ pub struct Connection {
 }
 
 impl Connection {
-    async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> io::Result<RpcReply> {
+    /// A client of member `target` at `node` (connected on first use).
+    pub(crate) fn new(target: NodeId, node: LaminaNode) -> Connection {
+        Connection {
+            target,
+            node,
+            stream: None,
+        }
+    }
+
+    /// The member this connection calls.
+    pub(crate) fn target(&self) -> NodeId {
+        self.target
+    }
+
+    /// One RPC, at most `ttl` long; the connection is dropped after any
+    /// failure.
+    pub(crate) async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> io::Result<RpcReply> {
         let res = tokio::time::timeout(ttl, self.call_inner(req)).await;
         let res = match res {
             Ok(r) => r,

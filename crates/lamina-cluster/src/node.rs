@@ -52,9 +52,9 @@ impl ClusterNode {
                 ClusterError::Config(format!("no node {} in the cluster file", opts.id))
             })?
             .clone();
-        let raft_l = TcpListener::bind(&me.raft)
+        let raft_l = TcpListener::bind(me.raft_listen_addr())
             .await
-            .map_err(|e| ClusterError::io(format!("bind {}", me.raft), e))?;
+            .map_err(|e| ClusterError::io(format!("bind {}", me.raft_listen_addr()), e))?;
         let client_l = TcpListener::bind(&me.client)
             .await
             .map_err(|e| ClusterError::io(format!("bind {}", me.client), e))?;
@@ -79,7 +79,11 @@ impl ClusterNode {
         let (writes, queue) = tokio::sync::mpsc::channel(4 * MAX_WRITE_BATCH);
         let tasks = vec![
             tokio::spawn(serve_raft(raft_listener, raft.clone())),
-            tokio::spawn(write_batcher(raft.clone(), queue)),
+            tokio::spawn(write_batcher(
+                raft.clone(),
+                queue,
+                opts.cluster.client.forward_writes,
+            )),
             tokio::spawn(serve_clients(
                 client_listener,
                 ClientContext {

@@ -9,7 +9,6 @@
 
 use std::fmt::Debug;
 use std::fs;
-use std::io::Cursor;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,9 +22,10 @@ use openraft::{
 use parking_lot::{Mutex, RwLock};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use tokio::io::AsyncWriteExt;
 
 use crate::error::{ClusterError, Result};
-use crate::snapshot::{pack_dir, sync_dir, unpack_into};
+use crate::snapshot::{pack_dir, sync_dir, unpack, SnapshotFile};
 use crate::types::{
     Entry, LogId, NodeId, Op, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
 };
@@ -292,6 +292,8 @@ pub struct SmShared {
     /// Held while a batch is applied, and while a snapshot reads "applied"
     /// and takes its checkpoint: the two then describe the same state.
     apply_lock: Mutex<()>,
+    /// Held while the current snapshot is switched.
+    publish_lock: Mutex<()>,
     snap_seq: AtomicU64,
 }
 
@@ -304,7 +306,16 @@ pub struct StateMachine {
 }
 
 const CURRENT: &str = "CURRENT";
-const SNAPSHOT_FILE: &str = "current.snap";
+/// Names the current snapshot: its meta and its archive file.
+const SNAPSHOT_META: &str = "current.json";
+
+/// What `snapshots/current.json` holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CurrentSnapshot {
+    meta: SnapshotMeta,
+    /// The archive's file name in `snapshots/` (`snap-*.archive`).
+    archive: String,
+}
 
 fn gen_name(g: u64) -> String {
     format!("gen-{g}")
@@ -360,10 +371,19 @@ impl StateMachine {
                 fs::remove_dir_all(ent.path()).map_err(io(format!("remove {name}")))?;
             }
         }
+        // Left by a crash: checkpoints being packed, archives being
+        // received or built but never made current (all made by this
+        // module under these prefixes).
+        let current = read_current_snapshot(&snap_dir)?.map(|c| c.archive);
         for ent in fs::read_dir(&snap_dir).map_err(io(format!("read {}", snap_dir.display())))? {
             let ent = ent.map_err(io(format!("read {}", snap_dir.display())))?;
-            if ent.file_name().to_string_lossy().starts_with("build-") {
+            let name = ent.file_name().to_string_lossy().into_owned();
+            if name.starts_with("build-") {
                 fs::remove_dir_all(ent.path()).map_err(io("remove snapshot build".into()))?;
+            } else if (name.starts_with("recv-") || name.starts_with("snap-"))
+                && current.as_deref() != Some(name.as_str())
+            {
+                fs::remove_file(ent.path()).map_err(io(format!("remove {name}")))?;
             }
         }
         let db = Db::open(sm_dir.join(&live), synced(opts))?;
@@ -375,6 +395,7 @@ impl StateMachine {
                 db: RwLock::new(Arc::new(db)),
                 generation: Mutex::new(generation),
                 apply_lock: Mutex::new(()),
+                publish_lock: Mutex::new(()),
                 snap_seq: AtomicU64::new(0),
             }),
         })
@@ -419,46 +440,44 @@ impl StateMachine {
         Ok((applied, membership))
     }
 
-    fn save_snapshot_file(&self, meta: &SnapshotMeta, archive: &[u8]) -> Result<()> {
-        let m = to_json(meta)?;
-        let mut bytes = Vec::with_capacity(4 + m.len() + archive.len());
-        bytes.extend_from_slice(&(m.len() as u32).to_be_bytes());
-        bytes.extend_from_slice(&m);
-        bytes.extend_from_slice(archive);
-        write_atomic(&self.shared.snap_dir.join(SNAPSHOT_FILE), &bytes)
-    }
-
-    fn load_snapshot_file(&self) -> Result<Option<(SnapshotMeta, Vec<u8>)>> {
-        let path = self.shared.snap_dir.join(SNAPSHOT_FILE);
-        let mut bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(ClusterError::io(format!("read {}", path.display()), e)),
-        };
-        let corrupt = |why: &str| ClusterError::Corrupt {
-            what: "snapshot file",
-            why: why.to_string(),
-        };
-        let len_bytes: [u8; 4] = bytes
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| corrupt("truncated"))?;
-        let len = u32::from_be_bytes(len_bytes) as usize;
-        let meta_end = len.checked_add(4).ok_or_else(|| corrupt("length"))?;
-        let meta: SnapshotMeta = from_json(
-            "snapshot meta",
-            bytes.get(4..meta_end).ok_or_else(|| corrupt("truncated"))?,
-        )?;
-        let archive = bytes.split_off(meta_end);
-        Ok(Some((meta, archive)))
-    }
-
-    fn build(&self) -> Result<(SnapshotMeta, Vec<u8>)> {
+    /// A name no earlier snapshot file of this directory had.
+    fn unique_tag(&self) -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
         let seq = self.shared.snap_seq.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.shared.snap_dir.join(format!("build-{seq}"));
-        if tmp.exists() {
-            fs::remove_dir_all(&tmp).map_err(io(format!("remove {}", tmp.display())))?;
+        format!("{nanos}-{seq}")
+    }
+
+    /// Makes the archive `snapshots/NAME` the current snapshot, unless the
+    /// current one is newer (a build that finished after a newer snapshot
+    /// was installed): then the archive is removed. The replaced archive
+    /// is removed (senders still reading it keep their open handle).
+    fn publish(&self, meta: &SnapshotMeta, name: String) -> Result<()> {
+        let _g = self.shared.publish_lock.lock();
+        let dir = &self.shared.snap_dir;
+        let old = read_current_snapshot(dir)?;
+        if let Some(old) = &old {
+            if old.meta.last_log_id > meta.last_log_id {
+                let path = dir.join(&name);
+                return fs::remove_file(&path).map_err(io(format!("remove {}", path.display())));
+            }
         }
+        let cur = CurrentSnapshot {
+            meta: meta.clone(),
+            archive: name,
+        };
+        write_atomic(&dir.join(SNAPSHOT_META), &to_json(&cur)?)?;
+        if let Some(old) = old.filter(|o| o.archive != cur.archive) {
+            let path = dir.join(&old.archive);
+            fs::remove_file(&path).map_err(io(format!("remove {}", path.display())))?;
+        }
+        Ok(())
+    }
+
+    fn build(&self) -> Result<(SnapshotMeta, PathBuf)> {
+        let tag = self.unique_tag();
+        let tmp = self.shared.snap_dir.join(format!("build-{tag}"));
         let (applied, membership) = {
             let _g = self.shared.apply_lock.lock();
             let db = self.db();
@@ -466,22 +485,25 @@ impl StateMachine {
             db.checkpoint(&tmp)?;
             state
         };
-        let archive = pack_dir(&tmp)?;
+        let name = format!("snap-{tag}.archive");
+        let archive = self.shared.snap_dir.join(&name);
+        pack_dir(&tmp, &archive)?;
         fs::remove_dir_all(&tmp).map_err(io(format!("remove {}", tmp.display())))?;
         let snapshot_id = match &applied {
-            Some(l) => format!("{}-{}-{seq}", l.leader_id.term, l.index),
-            None => format!("0-0-{seq}"),
+            Some(l) => format!("{}-{}-{tag}", l.leader_id.term, l.index),
+            None => format!("0-0-{tag}"),
         };
         let meta = SnapshotMeta {
             last_log_id: applied,
             last_membership: membership,
             snapshot_id,
         };
-        self.save_snapshot_file(&meta, &archive)?;
+        self.publish(&meta, name)?;
         Ok((meta, archive))
     }
 
-    fn install(&self, meta: &SnapshotMeta, archive: &[u8]) -> Result<()> {
+    /// Installs the received archive at `received` (a `recv-*` file).
+    fn install(&self, meta: &SnapshotMeta, received: &Path) -> Result<()> {
         let next = *self.shared.generation.lock() + 1;
         let name = gen_name(next);
         let dir = self.shared.sm_dir.join(&name);
@@ -491,7 +513,8 @@ impl StateMachine {
                 fs::remove_dir_all(d).map_err(io(format!("remove {}", d.display())))?;
             }
         }
-        unpack_into(archive, &tmp)?;
+        let file = fs::File::open(received).map_err(io(format!("open {}", received.display())))?;
+        unpack(file, Some(&tmp))?;
         fs::rename(&tmp, &dir).map_err(io(format!("rename {}", tmp.display())))?;
         sync_dir(&self.shared.sm_dir)?;
         let db = Db::open(&dir, self.shared.opts.clone())?;
@@ -516,7 +539,13 @@ impl StateMachine {
             *g = next;
             old
         };
-        self.save_snapshot_file(meta, archive)?;
+        // The received archive becomes the current snapshot (this member
+        // may have to send it on as leader).
+        let archive = format!("snap-{}.archive", self.unique_tag());
+        let path = self.shared.snap_dir.join(&archive);
+        fs::rename(received, &path).map_err(io(format!("rename {}", received.display())))?;
+        sync_dir(&self.shared.snap_dir)?;
+        self.publish(meta, archive)?;
         // Readers may still hold the old generation: then it is removed at
         // the next open instead.
         if let Ok(old) = Arc::try_unwrap(old) {
@@ -528,14 +557,29 @@ impl StateMachine {
     }
 }
 
+/// The current snapshot's record, if there is one.
+fn read_current_snapshot(snap_dir: &Path) -> Result<Option<CurrentSnapshot>> {
+    let path = snap_dir.join(SNAPSHOT_META);
+    match fs::read(&path) {
+        Ok(b) => Ok(Some(from_json("snapshots/current.json", &b)?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ClusterError::io(format!("read {}", path.display()), e)),
+    }
+}
+
+fn snapshot_io(e: std::io::Error) -> StorageError {
+    StorageError::from(StorageIOError::read_snapshot(None, AnyError::new(&e)))
+}
+
 impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
     async fn build_snapshot(&mut self) -> std::result::Result<Snapshot<TypeConfig>, StorageError> {
         let (meta, archive) = self.build().map_err(|e| {
             StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
         })?;
+        let file = SnapshotFile::open(archive).await.map_err(snapshot_io)?;
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(archive)),
+            snapshot: Box::new(file),
         })
     }
 }
@@ -600,30 +644,50 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> std::result::Result<Box<Cursor<Vec<u8>>>, StorageError> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    ) -> std::result::Result<Box<SnapshotFile>, StorageError> {
+        let path = self
+            .shared
+            .snap_dir
+            .join(format!("recv-{}.archive", self.unique_tag()));
+        let file = SnapshotFile::create(path).await.map_err(|e| {
+            StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
+        })?;
+        Ok(Box::new(file))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        mut snapshot: Box<SnapshotFile>,
     ) -> std::result::Result<(), StorageError> {
-        let archive = snapshot.into_inner();
-        self.install(meta, &archive).map_err(|e| {
-            StorageIOError::write_snapshot(Some(meta.signature()), AnyError::new(&e)).into()
-        })
+        let werr = |e: &dyn std::error::Error| -> StorageError {
+            StorageIOError::write_snapshot(Some(meta.signature()), AnyError::error(e.to_string()))
+                .into()
+        };
+        // openraft wrote the chunks through tokio's file, which finishes
+        // writes in the background: flush, then make them durable.
+        snapshot.file.flush().await.map_err(|e| werr(&e))?;
+        snapshot.file.sync_all().await.map_err(|e| werr(&e))?;
+        let path = snapshot.path.clone();
+        drop(snapshot);
+        self.install(meta, &path).map_err(|e| werr(&e))
     }
 
     async fn get_current_snapshot(
         &mut self,
     ) -> std::result::Result<Option<Snapshot<TypeConfig>>, StorageError> {
-        let snap = self.load_snapshot_file().map_err(|e| {
-            StorageError::from(StorageIOError::read_snapshot(None, AnyError::new(&e)))
-        })?;
-        Ok(snap.map(|(meta, archive)| Snapshot {
-            meta,
-            snapshot: Box::new(Cursor::new(archive)),
+        let rerr = |e: &dyn std::error::Error| -> StorageError {
+            StorageIOError::read_snapshot(None, AnyError::error(e.to_string())).into()
+        };
+        let Some(cur) = read_current_snapshot(&self.shared.snap_dir).map_err(|e| rerr(&e))? else {
+            return Ok(None);
+        };
+        let file = SnapshotFile::open(self.shared.snap_dir.join(&cur.archive))
+            .await
+            .map_err(|e| rerr(&e))?;
+        Ok(Some(Snapshot {
+            meta: cur.meta,
+            snapshot: Box::new(file),
         }))
     }
 }

@@ -2,7 +2,6 @@
 //! member is.
 
 use std::fmt;
-use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
@@ -71,7 +70,7 @@ openraft::declare_raft_types!(
         NodeId = NodeId,
         Node = LaminaNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = crate::snapshot::SnapshotFile,
         AsyncRuntime = openraft::TokioRuntime,
 );
 

@@ -46,12 +46,14 @@ impl Cluster {
                 id,
                 raft: r.local_addr().unwrap().to_string(),
                 client: c.local_addr().unwrap().to_string(),
+                raft_listen: None,
             });
             listeners.insert(id, (r, c));
         }
         let config = ClusterConfig {
             node: members,
             raft: timing,
+            client: Default::default(),
         };
         config.check().unwrap();
         let mut nodes = BTreeMap::new();
@@ -297,6 +299,8 @@ async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
             "ERROR line longer than 4096 bytes"
         );
         assert_eq!(hostile.call("g 1").await, model[&1].to_string());
+        // `lamina client` ends a session with `@end` and waits for `@bye`.
+        assert_eq!(hostile.call("@end").await, "@bye");
         drop(f);
         drop(c);
 
@@ -327,9 +331,12 @@ async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lagging_member_catches_up_by_snapshot() {
     tokio::time::timeout(Duration::from_secs(60), async {
+        // Small chunks: the snapshot goes over in many RPCs, each read
+        // from the leader's archive file and written into the follower's.
         let timing = RaftTiming {
             snapshot_logs: 30,
             keep_logs: 0,
+            snapshot_chunk_bytes: 1024,
             ..RaftTiming::default()
         };
         let mut cl = Cluster::start(3, timing).await;
@@ -370,6 +377,22 @@ async fn lagging_member_catches_up_by_snapshot() {
             "caught up without a snapshot: {snap:?}"
         );
         assert_eq!(local_contents(cl.node(lagging)), model);
+        // The installed archive is the current snapshot of `lagging`, and
+        // it took several chunks.
+        let current: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                cl.root
+                    .join(format!("node{lagging}/snapshots/current.json")),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let archive = cl.root.join(format!(
+            "node{lagging}/snapshots/{}",
+            current["archive"].as_str().unwrap()
+        ));
+        let size = std::fs::metadata(&archive).unwrap().len();
+        assert!(size > 4 * 1024, "archive of {size} bytes");
 
         // It keeps replicating after the install, and survives a restart.
         write_all(&mut c, &mut model, 150..170, 4).await;

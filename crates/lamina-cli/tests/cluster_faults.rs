@@ -1,0 +1,52 @@
+//! The fault test (`lamina cluster-test`, issue 22) in a small variant:
+//! three `lamina cluster` processes behind the test's proxy, concurrent
+//! clients, kills and partitions, then the linearizability and lost-write
+//! checks. The checker itself is tested against hand-made histories and a
+//! brute-force oracle in `lamina_cluster::linearizability`; the long run
+//! is `scripts/cluster-test.sh --faults 200`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+
+use common::bin;
+
+/// Runs `lamina cluster-test` with `args`; the numbers of its summary line
+/// (faults, lost, violations, ops).
+fn cluster_test(args: &[&str]) -> [u64; 4] {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(bin())
+        .arg("cluster-test")
+        .arg("--dir")
+        .arg(tmp.path().join("run"))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let last = stdout.lines().last().expect("a summary line");
+    let words: Vec<&str> = last.split_whitespace().collect();
+    assert_eq!(
+        [words[1], words[3], words[5], words[7]],
+        ["faults,", "lost,", "violations,", "ops"],
+        "{last}"
+    );
+    [0, 2, 4, 6].map(|i| words[i].parse().unwrap())
+}
+
+#[test]
+fn ten_faults_lose_no_acknowledged_write_and_stay_linearizable() {
+    let [faults, lost, violations, ops] = cluster_test(&["--faults", "10"]);
+    assert_eq!((faults, lost, violations), (10, 0, 0));
+    assert!(ops > 100, "{ops} ops");
+}
+
+#[test]
+fn forwarding_followers_under_faults() {
+    let [faults, lost, violations, ops] =
+        cluster_test(&["--faults", "5", "--forward-writes", "--seed", "2"]);
+    assert_eq!((faults, lost, violations), (5, 0, 0));
+    assert!(ops > 50, "{ops} ops");
+}
