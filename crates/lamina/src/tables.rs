@@ -37,7 +37,8 @@ pub struct TableCache {
     /// cold end ([`crate::Options::scan_resistant_cache`]).
     scan_resistant: bool,
     /// Keyed by file number with FxHash: every get and seek looks its
-    /// tables up here, and SipHash was 4% of a point read's instructions.
+    /// tables up here: SipHash made a lookup 238 instructions, about 5% of
+    /// a point read (callgrind); FxHash, 95.
     open: [RwLock<FxHashMap<u64, Arc<Table>>>; SHARDS],
 }
 

@@ -107,7 +107,8 @@ pub struct BlockBytes {
 #[derive(Debug)]
 enum Owner {
     Vec(Vec<u8>),
-    Map(Arc<Mapping>),
+    /// Held only to keep the mapping alive while `ptr` points into it.
+    Map { _alive: Arc<Mapping> },
 }
 
 // SAFETY: the pointer refers into the owner (a `Vec<u8>` or an
@@ -138,7 +139,7 @@ impl BlockBytes {
         Some(BlockBytes {
             ptr,
             len,
-            owner: Owner::Map(map),
+            owner: Owner::Map { _alive: map },
         })
     }
 
@@ -155,7 +156,7 @@ impl BlockBytes {
     pub fn into_vec(self) -> Option<Vec<u8>> {
         match self.owner {
             Owner::Vec(v) => Some(v),
-            Owner::Map(_) => None,
+            Owner::Map { .. } => None,
         }
     }
 }
