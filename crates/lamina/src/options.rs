@@ -185,9 +185,10 @@ pub struct Options {
     /// file system maps files ([`crate::vfs::OsFs`] does; the test,
     /// fault-injecting and direct-I/O ones do not): a block-cache miss takes
     /// a slice of the page cache instead of copying the block out with
-    /// `pread`. Off by default: an I/O error on a mapped page, or another
-    /// process truncating an SST, kills the process with `SIGBUS` instead of
-    /// returning an error (see [`crate::vfs::Mapping`]).
+    /// `pread` (a file that cannot be mapped is read with `pread`, with a
+    /// warning in the log). Off by default: an I/O error on a mapped page,
+    /// or another process truncating an SST, kills the process with
+    /// `SIGBUS` instead of returning an error (see [`crate::vfs::Mapping`]).
     pub mmap_reads: bool,
     /// Scan-resistant block cache (on by default): a block a query's
     /// iterator steps into from the previous one enters the cache as its

@@ -99,7 +99,17 @@ impl TableCache {
         // is equivalent.
         let file = self.vfs.open_read(&self.path(meta.id))?;
         // Only SSTs are mapped: immutable once installed (see `Mapping`).
-        let map = if self.mmap_reads { file.map()? } else { None };
+        // A failed mapping (say, past the kernel's limit of mappings per
+        // process) leaves the table on `pread`, which reads the same bytes.
+        let map = if self.mmap_reads {
+            file.map().unwrap_or_else(|e| {
+                let name = sst_name(meta.id);
+                tracing::warn!(target: "lamina", "mmap of {name} failed: {e}; reading it with pread");
+                None
+            })
+        } else {
+            None
+        };
         let table = Table::open_mapped(
             file,
             map,

@@ -108,7 +108,9 @@ pub struct BlockBytes {
 enum Owner {
     Vec(Vec<u8>),
     /// Held only to keep the mapping alive while `ptr` points into it.
-    Map { _alive: Arc<Mapping> },
+    Map {
+        _alive: Arc<Mapping>,
+    },
 }
 
 // SAFETY: the pointer refers into the owner (a `Vec<u8>` or an
