@@ -193,8 +193,10 @@ mod tests {
         let b = BlockBytes::from_mapping(Arc::new(map), 100..300).unwrap();
         assert_eq!(b.bytes(), &data[100..300]);
         assert!(b.into_vec().is_none());
+        let short = dir.path().join("g");
+        File::create(&short).unwrap().write_all(&data[..10]).unwrap();
         let map = Arc::new(
-            Mapping::new(&File::open(&path).unwrap(), 10)
+            Mapping::new(&File::open(&short).unwrap(), 10)
                 .unwrap()
                 .unwrap(),
         );
