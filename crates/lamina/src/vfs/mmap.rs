@@ -194,7 +194,10 @@ mod tests {
         assert_eq!(b.bytes(), &data[100..300]);
         assert!(b.into_vec().is_none());
         let short = dir.path().join("g");
-        File::create(&short).unwrap().write_all(&data[..10]).unwrap();
+        File::create(&short)
+            .unwrap()
+            .write_all(&data[..10])
+            .unwrap();
         let map = Arc::new(
             Mapping::new(&File::open(&short).unwrap(), 10)
                 .unwrap()
