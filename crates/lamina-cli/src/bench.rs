@@ -174,6 +174,20 @@ pub struct BenchArgs {
     #[arg(long = "direct_io", value_name = "BOOL", num_args = 0..=1,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub direct_io: bool,
+    /// Read SST files through read-only memory maps (db_bench's `mmap_read`,
+    /// RocksDB's `allow_mmap_reads`): block-cache misses take slices of the
+    /// page cache instead of `pread` copies. Ignored with --direct_io and
+    /// --read_miss_latency_us (those file systems do not map). lamina only.
+    #[arg(long = "mmap_read", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub mmap_read: bool,
+    /// Blocks a scan steps into enter the block cache at its cold end, so
+    /// that scans do not evict what point reads use
+    /// (`Options::scan_resistant_cache`); false inserts them as most
+    /// recently used, as LevelDB and RocksDB do. lamina only.
+    #[arg(long = "scan_resistant_cache", value_name = "BOOL", num_args = 0..=1,
+          default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
+    pub scan_resistant_cache: bool,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
@@ -274,6 +288,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.compaction_warm_up = args.compaction_warm_up;
     opts.compaction = args.compaction.clone();
     opts.write_ahead_log = !args.disable_wal;
+    opts.mmap_reads = args.mmap_read;
+    opts.scan_resistant_cache = args.scan_resistant_cache;
     opts.sync = if args.sync {
         SyncMode::Always
     } else {
@@ -309,7 +325,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
          block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
-         compaction_threads={} threads={} read_miss_latency_us={} direct_io={}",
+         compaction_threads={} threads={} read_miss_latency_us={} direct_io={} mmap_read={} \
+         scan_resistant_cache={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -323,7 +340,9 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.compaction_threads,
         args.threads,
         args.read_miss_latency_us,
-        args.direct_io
+        args.direct_io,
+        opts.mmap_reads,
+        opts.scan_resistant_cache
     );
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");

@@ -268,3 +268,25 @@ fn direct_io_reads_find_every_key() {
     assert!(out.contains("direct_io=true"), "{out}");
     assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
 }
+
+/// `--mmap_read` reads the tables through memory maps and finds what it
+/// wrote, by point reads and seeks (fillseq writes every key of [0, num)).
+#[test]
+fn mmap_reads_find_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, out, err) = bench(
+        dir.path(),
+        &[
+            "--benchmarks=fillseq,readrandom,seekrandom,readseq",
+            "--num=3000",
+            "--reads=1000",
+            "--write_buffer_size=65536",
+            "--cache_size=0",
+            "--mmap_read",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("mmap_read=true"), "{out}");
+    assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
+    assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
+}

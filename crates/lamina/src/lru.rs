@@ -147,9 +147,33 @@ impl<K: Hash + Eq + Clone, V, S: BuildHasher> Lru<K, V, S> {
             .collect()
     }
 
+    fn push_back(&mut self, i: usize) {
+        let old = self.tail;
+        if let Some(n) = self.nodes.get_mut(i) {
+            n.prev = old;
+            n.next = NIL;
+        }
+        match self.nodes.get_mut(old) {
+            Some(t) => t.next = i,
+            None => self.head = i,
+        }
+        self.tail = i;
+    }
+
     /// Adds `key` as the most recently used entry, replacing (and returning)
     /// any value it had.
     pub fn insert(&mut self, key: K, value: V, charge: usize) -> Option<(V, usize)> {
+        self.insert_at(key, value, charge, true)
+    }
+
+    /// Adds `key` as the least recently used entry (the next to be popped
+    /// unless touched first), replacing (and returning) any value it had:
+    /// scan-resistant insertion.
+    pub fn insert_cold(&mut self, key: K, value: V, charge: usize) -> Option<(V, usize)> {
+        self.insert_at(key, value, charge, false)
+    }
+
+    fn insert_at(&mut self, key: K, value: V, charge: usize, hot: bool) -> Option<(V, usize)> {
         let old = self.remove(&key);
         let node = Node {
             entry: Some((key.clone(), value)),
@@ -169,7 +193,11 @@ impl<K: Hash + Eq + Clone, V, S: BuildHasher> Lru<K, V, S> {
                 self.nodes.len() - 1
             }
         };
-        self.push_front(i);
+        if hot {
+            self.push_front(i);
+        } else {
+            self.push_back(i);
+        }
         self.map.insert(key, i);
         self.usage += charge;
         old
@@ -214,11 +242,20 @@ mod tests {
                 }
                 4..=6 => {
                     let charge = rnd(100) as usize;
-                    let old = lru.insert(key, step, charge);
+                    let hot = rnd(3) > 0;
+                    let old = if hot {
+                        lru.insert(key, step, charge)
+                    } else {
+                        lru.insert_cold(key, step, charge)
+                    };
                     let pos = model.iter().position(|e| e.0 == key);
                     assert_eq!(old, pos.map(|p| (model[p].1, model[p].2)));
                     model.retain(|e| e.0 != key);
-                    model.push((key, step, charge));
+                    if hot {
+                        model.push((key, step, charge));
+                    } else {
+                        model.insert(0, (key, step, charge));
+                    }
                 }
                 7 => {
                     let got = lru.remove(&key);

@@ -189,6 +189,25 @@ pub struct Options {
     /// flush or compaction), so a database on a full disk can still be read.
     /// Writes, `flush` and `compact_range` fail with `Error::ReadOnly`.
     pub read_only: bool,
+    /// Read SSTs through a read-only memory map of each file (RocksDB's
+    /// `allow_mmap_reads`, LevelDB's default on 64-bit systems) where the
+    /// file system maps files ([`crate::vfs::OsFs`] does; the test,
+    /// fault-injecting and direct-I/O ones do not): a block-cache miss takes
+    /// a slice of the page cache instead of copying the block out with
+    /// `pread` (a file that cannot be mapped is read with `pread`, with a
+    /// warning in the log). Off by default: an I/O error on a mapped page,
+    /// or another process truncating an SST, kills the process with
+    /// `SIGBUS` instead of returning an error (see [`crate::vfs::Mapping`]).
+    pub mmap_reads: bool,
+    /// Scan-resistant block cache (on by default): a block a query's
+    /// iterator steps into from the previous one enters the cache as its
+    /// least recently used block, which the next insertion evicts unless a
+    /// read touches it first; a block an iterator seeks to, or a point read
+    /// reads, enters as the most recently used. A long scan then cycles through one
+    /// block per cache shard instead of evicting the blocks point reads
+    /// use. Off, every block a query reads enters as most recently used
+    /// (LevelDB's and RocksDB's `fill_cache = true`).
+    pub scan_resistant_cache: bool,
     /// Set by [`OptionsBuilder::from_stored_options`]: the fields the
     /// builder set; `Db::open` takes every other stored field from the
     /// database's newest OPTIONS file. `None`: these options are used as
@@ -313,6 +332,8 @@ impl Default for Options {
             plan_with_mean_flush: false,
             spatial: None,
             read_only: false,
+            mmap_reads: false,
+            scan_resistant_cache: true,
             explicit: None,
         }
     }
@@ -384,7 +405,8 @@ macro_rules! setters {
 }
 
 /// Calls `$m!` with every option that describes the database (all but the
-/// per-open `vfs`, `create_if_missing` and `read_only`): the builder's
+/// per-open `vfs`, `create_if_missing`, `read_only`, `mmap_reads` and
+/// `scan_resistant_cache`): the builder's
 /// setters and the OPTIONS file (`options_file.rs`) are generated from
 /// this one list, so a new option cannot be left out of either.
 macro_rules! with_database_options {
@@ -421,6 +443,8 @@ with_database_options!(setters);
 setters! {
     create_if_missing: bool,
     read_only: bool,
+    mmap_reads: bool,
+    scan_resistant_cache: bool,
 }
 
 impl OptionsBuilder {

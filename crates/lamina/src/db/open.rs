@@ -75,12 +75,11 @@ impl Db {
             Arc::from(opts.compaction.build(opts.policy_defaults())?);
         let io = Arc::new(IoStats::default());
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
-        let loader = Arc::new(TableCache::new(
-            Arc::clone(&vfs),
-            dir.clone(),
-            cache,
-            Arc::clone(&io),
-        ));
+        let loader = Arc::new(
+            TableCache::new(Arc::clone(&vfs), dir.clone(), cache, Arc::clone(&io))
+                .with_mmap_reads(opts.mmap_reads)
+                .with_scan_resistant_cache(opts.scan_resistant_cache),
+        );
 
         let recovered = manifest::recover(vfs.as_ref(), &dir)?;
         let mut leftovers = Vec::new();

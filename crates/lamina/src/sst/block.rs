@@ -18,6 +18,7 @@ use std::sync::Arc;
 use crate::coding::{get_varint, put_varint};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, TRAILER_LEN};
+use crate::vfs::{BlockBytes, Mapping};
 
 use super::format::DecodeResult;
 
@@ -101,7 +102,7 @@ impl BlockBuilder {
 /// A decoded, checksum-verified data block, shared through the block cache.
 #[derive(Debug)]
 pub struct Block {
-    data: Vec<u8>,
+    data: BlockBytes,
     restarts_offset: usize,
     num_restarts: usize,
 }
@@ -116,9 +117,20 @@ impl Block {
     /// Restarts must start at 0, strictly increase and point inside the entry
     /// area; a data block always holds at least one entry.
     pub fn new(data: Vec<u8>) -> DecodeResult<Block> {
+        Block::decode(BlockBytes::from_vec(data))
+    }
+
+    /// [`Block::new`] for the contents at `range` of a mapped file, which
+    /// the block shares instead of copying.
+    pub fn mapped(map: Arc<Mapping>, range: std::ops::Range<usize>) -> DecodeResult<Block> {
+        Block::decode(BlockBytes::from_mapping(map, range).ok_or("block outside the mapped file")?)
+    }
+
+    fn decode(bytes: BlockBytes) -> DecodeResult<Block> {
+        let data = bytes.bytes();
         let len = data.len();
         let count_pos = len.checked_sub(4).ok_or("block too short")?;
-        let num_restarts = read_u32_at(&data, count_pos).ok_or("block too short")? as usize;
+        let num_restarts = read_u32_at(data, count_pos).ok_or("block too short")? as usize;
         let array_len = num_restarts.checked_mul(4).ok_or("bad restart count")?;
         let restarts_offset = count_pos
             .checked_sub(array_len)
@@ -128,8 +140,7 @@ impl Block {
         }
         let mut prev: Option<usize> = None;
         for i in 0..num_restarts {
-            let r =
-                read_u32_at(&data, restarts_offset + 4 * i).ok_or("bad restart array")? as usize;
+            let r = read_u32_at(data, restarts_offset + 4 * i).ok_or("bad restart array")? as usize;
             let ok = match prev {
                 None => r == 0,
                 Some(p) => r > p && r < restarts_offset,
@@ -140,7 +151,7 @@ impl Block {
             prev = Some(r);
         }
         Ok(Block {
-            data,
+            data: bytes,
             restarts_offset,
             num_restarts,
         })
@@ -148,17 +159,24 @@ impl Block {
 
     /// Bytes held (what the block cache charges).
     pub fn size(&self) -> usize {
-        self.data.len()
+        self.data().len()
     }
 
-    /// The block's buffer, for reuse by the next block read.
-    pub fn into_data(self) -> Vec<u8> {
-        self.data
+    /// The block's contents.
+    #[inline]
+    fn data(&self) -> &[u8] {
+        self.data.bytes()
+    }
+
+    /// The block's buffer, for reuse by the next block read; `None` for a
+    /// block of a mapped file.
+    pub fn into_data(self) -> Option<Vec<u8>> {
+        self.data.into_vec()
     }
 
     fn restart(&self, i: usize) -> usize {
         // Validated in `new`; the fallback is unreachable but keeps this total.
-        read_u32_at(&self.data, self.restarts_offset + 4 * i)
+        read_u32_at(self.data(), self.restarts_offset + 4 * i)
             .map_or(self.restarts_offset, |r| r as usize)
     }
 }
@@ -174,7 +192,7 @@ struct EntryHeader {
 #[inline]
 fn decode_header(block: &Block, pos: usize) -> DecodeResult<EntryHeader> {
     let area = block
-        .data
+        .data()
         .get(..block.restarts_offset)
         .ok_or("bad entry offset")?;
     // Fast path: all three varints fit in one byte (short keys and values).
@@ -347,7 +365,7 @@ impl BlockIter {
     pub fn value(&self) -> &[u8] {
         if self.valid {
             self.block
-                .data
+                .data()
                 .get(self.value_start..self.value_end)
                 .unwrap_or_default()
         } else {
@@ -365,7 +383,7 @@ impl BlockIter {
         let h = decode_header(&self.block, self.next_pos)?;
         let delta = self
             .block
-            .data
+            .data()
             .get(h.key_start..h.key_end)
             .ok_or("block entry overruns the block")?;
         self.key
@@ -395,7 +413,7 @@ impl BlockIter {
             return Err("restart entry shares a prefix");
         }
         self.block
-            .data
+            .data()
             .get(h.key_start..h.key_end)
             .ok_or("block entry overruns the block")
     }
@@ -650,7 +668,7 @@ mod tests {
         assert!(Block::new(vec![0, 0, 0, 0]).is_err());
         assert!(Block::new(vec![0xff; 12]).is_err());
         let (block, _) = build(20, 4);
-        let raw = block.data.clone();
+        let raw = block.data().to_vec();
         for i in 0..raw.len() {
             for bit in [0x01u8, 0x80] {
                 let mut bad = raw.clone();

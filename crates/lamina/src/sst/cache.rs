@@ -102,8 +102,7 @@ impl Shard {
     /// block and there is room; otherwise just drops it.
     fn recycle(&mut self, block: Arc<Block>) {
         if self.spare.len() < MAX_SPARE {
-            if let Some(b) = Arc::into_inner(block) {
-                let buf = b.into_data();
+            if let Some(buf) = Arc::into_inner(block).and_then(Block::into_data) {
                 if buf.capacity() <= MAX_SPARE_BYTES {
                     self.spare.push(buf);
                 }
@@ -117,9 +116,14 @@ impl Shard {
         Some(self.spare.swap_remove(i))
     }
 
-    /// Links a new most-recently-used entry; the key must not be present.
-    fn add(&mut self, key: Key, block: Arc<Block>, charge: usize) {
-        self.lru.insert(key, block, charge);
+    /// Links a new entry, most recently used if `hot`, else least; the key
+    /// must not be present.
+    fn add(&mut self, key: Key, block: Arc<Block>, charge: usize, hot: bool) {
+        if hot {
+            self.lru.insert(key, block, charge);
+        } else {
+            self.lru.insert_cold(key, block, charge);
+        }
         *self.per_file.entry(key.0).or_insert(0) += 1;
     }
 }
@@ -214,10 +218,24 @@ impl BlockCache {
         }
     }
 
-    /// Caches a block (replacing any block at the same key), evicting least
-    /// recently used blocks of the shard to make room. A block larger than a
-    /// shard's share of the capacity is not cached.
+    /// Caches a block (replacing any block at the same key) as the most
+    /// recently used, evicting least recently used blocks of the shard to
+    /// make room. A block larger than a shard's share of the capacity is not
+    /// cached.
     pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {
+        self.insert_at(file_id, offset, block, true);
+    }
+
+    /// Like [`BlockCache::insert`], but the block becomes the shard's least
+    /// recently used: the next insertion evicts it unless a read touches it
+    /// first. For blocks a scan steps through, so that a long scan replaces
+    /// its own blocks rather than the ones point reads keep using (after
+    /// evicting at most one block per shard that was there before it).
+    pub fn insert_cold(&self, file_id: u64, offset: u64, block: Arc<Block>) {
+        self.insert_at(file_id, offset, block, false);
+    }
+
+    fn insert_at(&self, file_id: u64, offset: u64, block: Arc<Block>, hot: bool) {
         let charge = block.size();
         if self.capacity == 0 || charge > self.shard_capacity {
             return;
@@ -236,7 +254,7 @@ impl BlockCache {
             freed += c;
             s.recycle(victim);
         }
-        s.add(key, block, charge);
+        s.add(key, block, charge, hot);
         drop(s);
         self.usage.fetch_sub(freed, Ordering::Relaxed);
         self.usage.fetch_add(charge, Ordering::Relaxed);
@@ -415,6 +433,32 @@ mod tests {
             Lookup::Hit(_) => panic!("unexpected hit"),
         }
         assert_eq!(cache.usage(), size * 2);
+    }
+
+    #[test]
+    fn cold_insertions_replace_each_other_not_the_hot_blocks() {
+        let size = block(1000).size();
+        let cache = BlockCache::new(size * 4);
+        assert_eq!(cache.shards.len(), 1);
+        for off in 0..3u64 {
+            cache.insert(1, off, block(1000));
+        }
+        // A scan of 100 blocks through the one free slot.
+        for off in 100..200u64 {
+            cache.insert_cold(2, off, block(1000));
+            assert!(cache.contains(2, off));
+        }
+        for off in 0..3u64 {
+            assert!(cache.contains(1, off), "hot block {off} evicted");
+        }
+        assert_eq!(cache.cached_blocks(2), 1);
+        assert_eq!(cache.usage(), size * 4);
+        // A cold block that is read again is promoted: the next cold
+        // insertion evicts the hot set's least recent block instead.
+        assert!(cache.get(2, 199).is_some());
+        cache.insert_cold(2, 200, block(1000));
+        assert!(cache.contains(2, 199) && cache.contains(2, 200));
+        assert!(!cache.contains(1, 0));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::range_del::{self, RangeTombstone};
 use crate::spatial::Rect;
 use crate::sst::cache::{BlockCache, Lookup};
 use crate::stats::{BlockKind, FilterOutcome, IoStats};
-use crate::vfs::RandomAccessFile;
+use crate::vfs::{Mapping, RandomAccessFile};
 
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
@@ -48,6 +48,9 @@ pub struct BlockReport {
 /// `&self` and are safe to call from many threads.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
+    /// The file mapped read-only ([`crate::Options::mmap_reads`]): data
+    /// blocks are slices of it instead of copies read with `pread`.
+    map: Option<Arc<Mapping>>,
     file_id: u64,
     file_name: String,
     cache: Option<Arc<BlockCache>>,
@@ -115,14 +118,19 @@ fn read_checked_into(
     };
     raw.resize(total, 0);
     file.read_exact_at(&mut raw, handle.offset)?;
-    stats.blocks_read.inc();
-    THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
-    stats.bytes_read.add(total as u64);
+    count_block_read(stats, total);
     let len = check_block(&raw)
         .map_err(|r| Error::corruption(file_name, handle.offset, r))?
         .len();
     raw.truncate(len);
     Ok(raw)
+}
+
+/// Counts one block of `total` bytes (trailer included) read from a file.
+fn count_block_read(stats: &IoStats, total: usize) {
+    stats.blocks_read.inc();
+    THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
+    stats.bytes_read.add(total as u64);
 }
 
 impl Table {
@@ -138,7 +146,29 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<IoStats>,
     ) -> Result<Arc<Table>> {
+        Table::open_mapped(file, None, file_id, file_name, cache, stats)
+    }
+
+    /// [`Table::open`] with `map`, the file mapped read-only (see
+    /// [`crate::vfs::Mapping`]), if given: data blocks are then slices of
+    /// the mapping rather than copies read with `pread`. The metadata
+    /// blocks are read with `pread` either way (once, at open).
+    pub fn open_mapped(
+        file: Arc<dyn RandomAccessFile>,
+        map: Option<Arc<Mapping>>,
+        file_id: u64,
+        file_name: String,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<IoStats>,
+    ) -> Result<Arc<Table>> {
         let len = file.len();
+        if map.as_ref().is_some_and(|m| m.bytes().len() as u64 != len) {
+            return Err(Error::corruption(
+                file_name.as_str(),
+                0,
+                "mapping and file lengths differ",
+            ));
+        }
         let corrupt =
             |offset: u64, reason: &str| Error::corruption(file_name.as_str(), offset, reason);
         let footer_offset = len
@@ -205,6 +235,7 @@ impl Table {
 
         Ok(Arc::new(Table {
             file,
+            map,
             file_id,
             file_name,
             cache,
@@ -243,10 +274,9 @@ impl Table {
         Error::corruption(self.file_name.as_str(), offset, reason)
     }
 
-    /// Data block `idx`, from the cache or the file. `fill_cache = false`
-    /// (scans, verification) avoids evicting the hot set for blocks that will
-    /// not be read again.
-    fn data_block(&self, idx: usize, fill_cache: bool) -> Result<Arc<Block>> {
+    /// Data block `idx`, from the cache or the file; a block read from the
+    /// file enters the cache as `fill` says.
+    fn data_block(&self, idx: usize, fill: Fill) -> Result<Arc<Block>> {
         let handle = self
             .index
             .handle(idx)
@@ -254,7 +284,7 @@ impl Table {
         let data = kind_idx(BlockKind::Data);
         let mut buf = Vec::new();
         if let Some(cache) = &self.cache {
-            if fill_cache {
+            if fill != Fill::Skip && self.map.is_none() {
                 // The block read on a miss goes into the cache, evicting
                 // another whose buffer the next miss can reuse.
                 let total = raw_len(&self.file_name, handle)?;
@@ -275,27 +305,43 @@ impl Table {
         self.stats.cache_misses[data].inc();
         count_data_cache(false);
         let block = self.read_block(handle, buf)?;
-        if fill_cache {
-            if let Some(cache) = &self.cache {
-                cache.insert(self.file_id, handle.offset, block.clone());
+        if let Some(cache) = &self.cache {
+            match fill {
+                Fill::Hot => cache.insert(self.file_id, handle.offset, block.clone()),
+                Fill::Cold => cache.insert_cold(self.file_id, handle.offset, block.clone()),
+                Fill::Skip => {}
             }
         }
         Ok(block)
     }
 
-    /// Reads and decodes the data block at `handle` from the file, into
-    /// `buf`'s allocation.
+    /// Reads, checks and decodes the data block at `handle`: a slice of the
+    /// mapping if the file is mapped, else read from the file into `buf`'s
+    /// allocation. Either way its checksum is verified here, once: a
+    /// cached block is not checked again.
     fn read_block(&self, handle: BlockHandle, buf: Vec<u8>) -> Result<Arc<Block>> {
-        let contents = read_checked_into(
-            self.file.as_ref(),
-            &self.file_name,
-            &self.stats,
-            handle,
-            buf,
-        )?;
-        Ok(Arc::new(Block::new(contents).map_err(|r| {
-            Error::corruption(self.file_name.as_str(), handle.offset, r)
-        })?))
+        let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
+        let block = match &self.map {
+            Some(map) => {
+                let total = raw_len(&self.file_name, handle)?;
+                let start = usize::try_from(handle.offset).map_err(|_| bad("offset overflows"))?;
+                let raw = start
+                    .checked_add(total)
+                    .and_then(|end| map.bytes().get(start..end))
+                    .ok_or_else(|| bad("block outside the file"))?;
+                count_block_read(&self.stats, total);
+                let len = check_block(raw).map_err(bad)?.len();
+                Block::mapped(Arc::clone(map), start..start + len)
+            }
+            None => Block::new(read_checked_into(
+                self.file.as_ref(),
+                &self.file_name,
+                &self.stats,
+                handle,
+                buf,
+            )?),
+        };
+        Ok(Arc::new(block.map_err(bad)?))
     }
 
     /// Data block `idx` for a sequential reader (a compaction's input): from
@@ -319,6 +365,10 @@ impl Table {
         }
         self.stats.cache_misses[data].inc();
         count_data_cache(false);
+        if self.map.is_some() {
+            // A mapped file needs no buffer: the kernel reads ahead itself.
+            return self.read_block(handle, Vec::new());
+        }
         let total = raw_len(&self.file_name, handle)?;
         let end = handle.offset.saturating_add(total as u64);
         let held = ahead.start..ahead.start.saturating_add(ahead.buf.len() as u64);
@@ -379,7 +429,7 @@ impl Table {
         if idx >= self.index.len() {
             return Ok(None);
         }
-        let mut it = BlockIter::new(self.data_block(idx, true)?);
+        let mut it = BlockIter::new(self.data_block(idx, Fill::Hot)?);
         it.seek(target).map_err(|r| self.corrupt_block(idx, r))?;
         if !it.valid() {
             return Err(self.corrupt_block(idx, "block ends before its indexed last key"));
@@ -507,6 +557,15 @@ impl Table {
     /// An iterator over every entry; data blocks are read lazily and cached.
     pub fn iter(self: &Arc<Self>) -> TableIterator {
         TableIterator::new(self.clone(), true, None)
+    }
+
+    /// Like [`Table::iter`], but blocks the iterator steps into (rather than
+    /// seeks to) enter the cache at its cold end if `cold_steps`
+    /// ([`crate::Options::scan_resistant_cache`]).
+    pub fn iter_scan(self: &Arc<Self>, cold_steps: bool) -> TableIterator {
+        let mut it = TableIterator::new(self.clone(), true, None);
+        it.cold_steps = cold_steps;
+        it
     }
 
     /// Like [`Table::iter`] for a window query: blocks whose MBR does not
@@ -783,11 +842,25 @@ struct Readahead {
     buf: Vec<u8>,
 }
 
+/// How a block read from the file enters the block cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Not at all.
+    Skip,
+    /// As the most recently used block.
+    Hot,
+    /// As the least recently used ([`BlockCache::insert_cold`]).
+    Cold,
+}
+
 /// A bidirectional iterator over a table; owns an `Arc<Table>` so it is `'static`.
 /// After an error it is invalid; the error names the file and block offset.
 pub struct TableIterator {
     table: Arc<Table>,
     fill_cache: bool,
+    /// Blocks entered by stepping past the end (or start) of the previous
+    /// one go in at the cache's cold end ([`Table::iter_scan`]).
+    cold_steps: bool,
     /// Set for a compaction's input ([`Table::iter_readahead`]).
     readahead: Option<Readahead>,
     block_idx: usize,
@@ -814,6 +887,7 @@ impl TableIterator {
         TableIterator {
             table,
             fill_cache,
+            cold_steps: false,
             readahead: None,
             block_idx: 0,
             iter: None,
@@ -824,7 +898,9 @@ impl TableIterator {
 
     /// Loads block `idx` (or becomes exhausted past the last block); a block
     /// outside the window is not read and leaves the iterator `pruned`.
-    fn load_block(&mut self, idx: usize) -> Result<bool> {
+    /// `stepping`: the iterator moves into it from a neighbouring block
+    /// (a scan), rather than positioning on it by a seek.
+    fn load_block(&mut self, idx: usize, stepping: bool) -> Result<bool> {
         self.iter = None;
         self.block_idx = idx;
         self.pruned = false;
@@ -840,7 +916,14 @@ impl TableIterator {
         }
         let block = match &mut self.readahead {
             Some(ahead) => self.table.data_block_ahead(idx, ahead)?,
-            None => self.table.data_block(idx, self.fill_cache)?,
+            None => {
+                let fill = match (self.fill_cache, stepping && self.cold_steps) {
+                    (false, _) => Fill::Skip,
+                    (true, false) => Fill::Hot,
+                    (true, true) => Fill::Cold,
+                };
+                self.table.data_block(idx, fill)?
+            }
         };
         self.iter = Some(BlockIter::new(block));
         Ok(true)
@@ -885,7 +968,7 @@ impl TableIterator {
                     }
                 }
             };
-            if !self.load_block(idx)? {
+            if !self.load_block(idx, true)? {
                 return Ok(());
             }
             let res = self.iter.as_mut().map_or(Ok(()), |it| {
@@ -903,9 +986,9 @@ impl TableIterator {
     }
 
     /// Positions at the first (`FORWARD`) or last entry of block `idx`, then
-    /// past exhausted blocks.
-    fn start_block<const FORWARD: bool>(&mut self, idx: usize) -> Result<()> {
-        let res = self.load_block(idx);
+    /// past exhausted blocks; `stepping` as in `load_block`.
+    fn start_block<const FORWARD: bool>(&mut self, idx: usize, stepping: bool) -> Result<()> {
+        let res = self.load_block(idx, stepping);
         self.guard(res.map(|_| ()))?;
         let res = self.iter.as_mut().map_or(Ok(()), |it| {
             if FORWARD {
@@ -919,6 +1002,19 @@ impl TableIterator {
         }
         let res = self.skip_exhausted::<FORWARD>();
         self.guard(res)
+    }
+
+    /// Like `seek_to_first` (`FORWARD`) or `seek_to_last`, for a scan that
+    /// steps into this table from the previous (or next) one of its run:
+    /// the block enters the cache as a scan's would
+    /// ([`Table::iter_scan`]).
+    pub(crate) fn step_in<const FORWARD: bool>(&mut self) -> Result<()> {
+        let idx = if FORWARD {
+            0
+        } else {
+            self.table.index.len().saturating_sub(1)
+        };
+        self.start_block::<FORWARD>(idx, true)
     }
 
     fn guard(&mut self, res: Result<()>) -> Result<()> {
@@ -954,7 +1050,7 @@ impl InternalIterator for TableIterator {
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         self.table.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
         let idx = self.table.find_block(target);
-        let res = self.load_block(idx);
+        let res = self.load_block(idx, false);
         self.guard(res.map(|_| ()))?;
         let res = self.iter.as_mut().map_or(Ok(()), |it| it.seek(target));
         if let Err(r) = res {
@@ -965,11 +1061,11 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.start_block::<true>(0)
+        self.start_block::<true>(0, false)
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
         let last = self.table.index.len().saturating_sub(1);
-        self.start_block::<false>(last)
+        self.start_block::<false>(last, false)
     }
 }

@@ -102,6 +102,16 @@ fn collect(it: &mut TableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 #[test]
 fn round_trip_against_oracle() {
+    round_trip(false);
+}
+
+/// The same through a mapping of the file: blocks are slices of it.
+#[test]
+fn round_trip_against_oracle_mapped() {
+    round_trip(true);
+}
+
+fn round_trip(mapped: bool) {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = StdRng::seed_from_u64(42);
     let data = random_data(&mut rng, 3000);
@@ -112,7 +122,22 @@ fn round_trip_against_oracle() {
     let props = write_table(dir.path(), "t.sst", opts, &data);
     let stats = Arc::new(IoStats::default());
     let cache = BlockCache::new(1 << 20);
-    let table = open(dir.path(), "t.sst", Some(cache.clone()), stats.clone());
+    let table = if mapped {
+        let f = OsFs.open_read(&dir.path().join("t.sst")).unwrap();
+        let map = f.map().unwrap();
+        assert!(map.is_some());
+        Table::open_mapped(
+            f,
+            map,
+            1,
+            "t.sst".into(),
+            Some(cache.clone()),
+            stats.clone(),
+        )
+        .unwrap()
+    } else {
+        open(dir.path(), "t.sst", Some(cache.clone()), stats.clone())
+    };
     assert_eq!(table.properties(), &props);
     assert_eq!(props.entries, data.len() as u64);
     let tomb = data
@@ -320,15 +345,37 @@ fn bloom_filter_behaviour() {
 /// Checks that a table opened from `bytes` never yields a wrong answer:
 /// every operation gives the right result or `Corruption`, and `verify`
 /// reports `Corruption` whenever `must_fail`.
+/// Both ways of reading: copies (`read_exact_at`) and a mapping of the
+/// file ([`Table::open_mapped`]).
 fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dmg.sst");
+    std::fs::write(&path, &bytes).unwrap();
+    let file = OsFs.open_read(&path).unwrap();
+    let map = file.map().unwrap();
+    assert_eq!(map.is_some(), !bytes.is_empty());
+    let mapped = Table::open_mapped(
+        file,
+        map,
+        9,
+        "dmg.sst".into(),
+        None,
+        Arc::new(IoStats::default()),
+    );
+    check_damaged_table(mapped, data, must_fail, &format!("{what} (mapped)"));
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
-    let table = match Table::open(
+    let copied = Table::open(
         file,
         9,
         "dmg.sst".into(),
         None,
         Arc::new(IoStats::default()),
-    ) {
+    );
+    check_damaged_table(copied, data, must_fail, what);
+}
+
+fn check_damaged_table(table: Result<Arc<Table>>, data: &Oracle, must_fail: bool, what: &str) {
+    let table = match table {
         Ok(t) => t,
         Err(e) => {
             assert!(e.is_corruption(), "{what}: open gave {e}");
@@ -825,5 +872,49 @@ fn version_1_tables_still_read_and_cannot_hold_range_tombstones() {
         Arc::new(IoStats::default()),
     )
     .unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+}
+
+/// A file whose bytes a test can change after the table opened it.
+#[derive(Debug)]
+struct MutableFile(parking_lot::Mutex<Vec<u8>>);
+
+impl RandomAccessFile for MutableFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        VecFile(self.0.lock().clone()).read_exact_at(buf, offset)
+    }
+    fn len(&self) -> u64 {
+        self.0.lock().len() as u64
+    }
+}
+
+/// A block's checksum is verified when the block comes from the file, and
+/// not again on cache hits: damage done after the block was cached goes
+/// unseen until the block is read from the file again, and is then found.
+#[test]
+fn checksums_are_verified_on_reads_from_the_file_not_on_cache_hits() {
+    let (bytes, data) = small_table();
+    let file = Arc::new(MutableFile(parking_lot::Mutex::new(bytes)));
+    let stats = Arc::new(IoStats::default());
+    let cache = BlockCache::new(1 << 20);
+    let table = Table::open(
+        file.clone(),
+        3,
+        "m.sst".into(),
+        Some(cache.clone()),
+        stats.clone(),
+    )
+    .unwrap();
+    let (k, _) = data.iter().next().unwrap();
+    let p = parse_internal_key(k.as_bytes()).unwrap();
+    let want = oracle_get(&data, p.user_key, u64::MAX);
+    assert_eq!(table.get(p.user_key, u64::MAX).unwrap(), want);
+    let reads = stats.blocks_read.get();
+    // Damage the first data block (it holds the first key).
+    file.0.lock()[3] ^= 0x40;
+    assert_eq!(table.get(p.user_key, u64::MAX).unwrap(), want);
+    assert_eq!(stats.blocks_read.get(), reads, "served by the cache");
+    assert!(cache.evict_file(3) > 0);
+    let err = table.get(p.user_key, u64::MAX).unwrap_err();
     assert!(err.is_corruption(), "{err}");
 }

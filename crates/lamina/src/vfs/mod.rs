@@ -5,7 +5,8 @@
 //! wraps another `Vfs` (see the submodules). Tests use the latter two to
 //! simulate power loss, torn writes, I/O errors and a full disk; [`SlowReads`]
 //! adds a latency to every read (an emulated slower device for benchmarks),
-//! and [`DirectReads`] reads past the OS page cache (`O_DIRECT`).
+//! and [`DirectReads`] reads past the OS page cache (`O_DIRECT`). [`OsFs`]
+//! can also map a file read-only ([`RandomAccessFile::map`], [`Mapping`]).
 //!
 //! Durability vocabulary used across the engine:
 //! * [`WritableFile::flush`] hands buffered bytes to the OS (`write()`): they
@@ -29,6 +30,9 @@ mod os;
 pub use os::OsFs;
 mod direct;
 pub use direct::DirectReads;
+mod mmap;
+pub(crate) use mmap::BlockBytes;
+pub use mmap::Mapping;
 
 /// A file opened for appending.
 pub trait WritableFile: Send + Sync + Debug {
@@ -56,6 +60,16 @@ pub trait RandomAccessFile: Send + Sync + Debug {
     /// True if the file is empty.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// The whole file mapped read-only, for a reader that takes slices of
+    /// it instead of copying with `read_exact_at`. `Ok(None)`, the default,
+    /// means the file system does not map files: [`OsFs`] maps; the test,
+    /// fault-injecting, slow and direct-I/O file systems do not, so every
+    /// read of theirs goes through `read_exact_at` (where faults are
+    /// injected). The engine maps only immutable files (SSTs, with
+    /// [`crate::Options::mmap_reads`]); see [`Mapping`] for why.
+    fn map(&self) -> Result<Option<Arc<Mapping>>> {
+        Ok(None)
     }
 }
 

@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{DirLock, RandomAccessFile, Vfs, WritableFile};
+use super::{DirLock, Mapping, RandomAccessFile, Vfs, WritableFile};
 use crate::error::{Error, Result};
 
 /// User-space buffer size of a [`WritableFile`] on the real filesystem.
@@ -84,6 +84,12 @@ impl RandomAccessFile for OsReadable {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn map(&self) -> Result<Option<Arc<Mapping>>> {
+        Ok(Mapping::new(&self.file, self.len)
+            .map_err(|e| Error::io("mmap", &self.path, e))?
+            .map(Arc::new))
     }
 }
 
