@@ -105,7 +105,6 @@ impl Leveling {
             let blocked = f.busy
                 || below.is_some_and(|b| {
                     b.overlapping(&f.smallest, &f.largest)
-                        .iter()
                         .any(|o| o.busy)
                 });
             (!blocked).then_some(f)
@@ -203,7 +202,7 @@ mod tests {
         RunView {
             id,
             order: id,
-            files,
+            files: files.into(),
         }
     }
 
