@@ -134,7 +134,10 @@ impl Files {
                 ))
                 .map(|(_, f)| f)
         });
-        before.into_iter().chain(within.into_iter().flatten()).map(visit)
+        before
+            .into_iter()
+            .chain(within.into_iter().flatten())
+            .map(visit)
     }
 
     /// `n` consecutive files (fewer if the run has fewer) starting at
@@ -215,8 +218,10 @@ impl From<Vec<FileView>> for Files {
 }
 
 /// The files of a run in key order ([`Files::iter`]).
-pub type Iter<'a> =
-    std::iter::Map<std::collections::btree_map::Values<'a, Slot, FileView>, fn(&FileView) -> &FileView>;
+pub type Iter<'a> = std::iter::Map<
+    std::collections::btree_map::Values<'a, Slot, FileView>,
+    fn(&FileView) -> &FileView,
+>;
 
 impl<'a> IntoIterator for &'a Files {
     type Item = &'a FileView;
@@ -259,21 +264,28 @@ mod tests {
     #[test]
     fn overlapping_matches_a_scan() {
         // Files [10k, 10k + 5] for k = 1..=9, inserted out of order.
-        let mut all: Vec<FileView> = (1..=9).map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, k)).collect();
+        let mut all: Vec<FileView> = (1..=9)
+            .map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, k))
+            .collect();
         let run: Files = all.iter().rev().cloned().collect();
         assert_eq!(ids(&run), (1..=9).collect::<Vec<_>>());
         assert_eq!(run.bytes(), 45);
         all.sort_by(|a, b| a.smallest.cmp(&b.smallest));
         for lo in 0..=100u8 {
             for hi in 0..=100u8 {
-                assert_eq!(ids(run.overlapping(&[lo], &[hi])), scan(&all, lo, hi), "{lo}..{hi}");
+                assert_eq!(
+                    ids(run.overlapping(&[lo], &[hi])),
+                    scan(&all, lo, hi),
+                    "{lo}..{hi}"
+                );
             }
         }
     }
 
     #[test]
     fn edits_keep_order_ids_and_bytes() {
-        let mut run: Files = vec![file(1, 0, 9, 10), file(2, 10, 19, 20), file(3, 20, 29, 30)].into();
+        let mut run: Files =
+            vec![file(1, 0, 9, 10), file(2, 10, 19, 20), file(3, 20, 29, 30)].into();
         assert_eq!(run.get(2).unwrap().smallest, [10]);
         assert_eq!(run.remove(2).unwrap().id, 2);
         assert!(run.get(2).is_none() && run.remove(2).is_none());
@@ -297,7 +309,9 @@ mod tests {
 
     #[test]
     fn windows_slide_back_at_the_end() {
-        let run: Files = (1..=5).map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, 1)).collect();
+        let run: Files = (1..=5)
+            .map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, 1))
+            .collect();
         let anchor = |id| run.get(id).unwrap().clone();
         assert_eq!(ids(run.window(&anchor(2), 2)), [2, 3]);
         assert_eq!(ids(run.window(&anchor(5), 3)), [3, 4, 5]);

@@ -697,7 +697,9 @@ mod tests {
             "newer than its inputs",
         );
         let first = view.levels[0].runs[0].files.first().unwrap().id;
-        view.levels[0].runs[0].files.update(first, |f| f.busy = true);
+        view.levels[0].runs[0]
+            .files
+            .update(first, |f| f.busy = true);
         refused(
             &view,
             &task(&[(0, 10, &[1])], 1, OutputRun::New),

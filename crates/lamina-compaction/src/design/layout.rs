@@ -151,7 +151,9 @@ mod tests {
         assert!(inputs.is_empty());
         let mut busy = view.clone();
         let first = busy.levels[1].runs[0].files.first().unwrap().id;
-        busy.levels[1].runs[0].files.update(first, |f| f.busy = true);
+        busy.levels[1].runs[0]
+            .files
+            .update(first, |f| f.busy = true);
         assert_eq!(
             destination(&busy, 1, Layout::Leveling, lo, hi, &mut Vec::new()),
             None

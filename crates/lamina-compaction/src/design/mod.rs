@@ -479,7 +479,9 @@ mod tests {
         // A dense file: the density trigger marks it and, ranked first by
         // TSD, it also answers the saturation trigger.
         let first = view.levels[0].runs[0].files.first().unwrap().id;
-        view.levels[0].runs[0].files.update(first, |f| f.tombstones = 50);
+        view.levels[0].runs[0]
+            .files
+            .update(first, |f| f.tombstones = 50);
         assert_eq!(ids(&view), [vec![1, 3], vec![1, 3]]);
         assert_eq!(
             p.pick(&view)[0].output_run,
@@ -604,7 +606,9 @@ mod tests {
         p.block_writes = true;
         assert!(p.stalls_writes(&view));
         let first = view.levels[0].runs[0].files.first().unwrap().id;
-        view.levels[0].runs[0].files.update(first, |f| f.busy = true);
+        view.levels[0].runs[0]
+            .files
+            .update(first, |f| f.busy = true);
         assert!(p.pick(&view).is_empty());
         assert!(p.stalls_writes(&view), "a running compaction blocks too");
     }

@@ -516,7 +516,9 @@ mod tests {
             .runs
             .push(tile(4, 0, 1, (20.0, 20.0, 21.0, 21.0)));
         let first = view.levels[1].runs[2].files.first().unwrap().id;
-        view.levels[1].runs[2].files.update(first, |f| f.busy = true);
+        view.levels[1].runs[2]
+            .files
+            .update(first, |f| f.busy = true);
         let t = p.pick(&view);
         let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
         assert_eq!(ids, [(1, 1), (2, 10)]);
@@ -528,7 +530,9 @@ mod tests {
             run(7, vec![f(7, 0, 90, 10)]),
         ];
         let first = view.levels[0].runs[2].files.first().unwrap().id;
-        view.levels[0].runs[2].files.update(first, |f| f.mbr = Some(crate::geometry::Rect::new(3.0, 3.0, 5.5, 5.5)));
+        view.levels[0].runs[2].files.update(first, |f| {
+            f.mbr = Some(crate::geometry::Rect::new(3.0, 3.0, 5.5, 5.5))
+        });
         let t = p.pick(&view);
         let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
         assert_eq!(ids, [(0, 7), (1, 11), (1, 12)]);
