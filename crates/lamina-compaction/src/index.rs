@@ -17,7 +17,7 @@
 //! correctness; busy flags are read live at each pick.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard};
@@ -157,11 +157,12 @@ impl Ranking {
                 self.by_score.remove(&(score, smallest.clone()));
             }
         }
-        let fresh = run.overlapping(lo, hi);
-        for f in fresh {
+        let mut fresh = 0;
+        for f in run.overlapping(lo, hi) {
             self.insert(levels, f);
+            fresh += 1;
         }
-        (stale.len() + fresh.len()) as u64
+        (stale.len() + fresh) as u64
     }
 
     /// The target level changed in `[lo, hi]`: rescore the files over it.
@@ -191,29 +192,10 @@ impl Ranking {
     }
 }
 
-/// A run's bytes, with what it was summed from: the run's file count and
-/// first and last file ids (a check for unnoticed edits).
-#[derive(Debug, Clone, Copy)]
-struct RunBytes {
-    sig: (usize, u64, u64),
-    bytes: u64,
-}
-
-fn run_sig(run: &RunView) -> (usize, u64, u64) {
-    (
-        run.files.len(),
-        run.files.first().map_or(0, |f| f.id),
-        run.files.last().map_or(0, |f| f.id),
-    )
-}
-
-/// Per-run least-overlap rankings and byte counts of a [`TreeView`]; see
-/// the module docs.
+/// Per-run least-overlap rankings of a [`TreeView`]; see the module docs.
 #[derive(Debug, Default)]
 pub struct OverlapIndex {
     rankings: Mutex<Vec<Ranking>>,
-    /// Bytes by run id.
-    bytes: Mutex<HashMap<u64, RunBytes>>,
     /// Files ranked, rescored or visited so far (for tests that bound it).
     work: AtomicU64,
 }
@@ -234,49 +216,9 @@ impl OverlapIndex {
 }
 
 impl TreeView {
-    /// Bytes of `run`, a run of this view: summed once, then kept by
-    /// [`crate::plan::apply`]'s notices (policies ask for every level at
-    /// every pick; summing every file made that linear in the tree).
-    pub fn run_bytes(&self, run: &RunView) -> u64 {
-        let mut cache = self.index.bytes.lock().unwrap_or_else(|e| e.into_inner());
-        let sig = run_sig(run);
-        match cache.get(&run.id) {
-            Some(e) if e.sig == sig => e.bytes,
-            _ => {
-                let bytes = run.bytes();
-                self.index
-                    .work
-                    .fetch_add(run.files.len() as u64, AtomicOrdering::Relaxed);
-                cache.insert(run.id, RunBytes { sig, bytes });
-                bytes
-            }
-        }
-    }
-
-    /// Bytes of level `level` (by [`TreeView::run_bytes`]).
+    /// Bytes of level `level` (each run keeps its total).
     pub fn level_bytes(&self, level: usize) -> u64 {
-        self.level(level)
-            .runs
-            .iter()
-            .map(|r| self.run_bytes(r))
-            .sum()
-    }
-
-    /// Tells the byte counts that run `run_id` lost `removed` and gained
-    /// `added` bytes (it is gone if no run of `level` has that id).
-    pub(crate) fn run_bytes_changed(&self, level: usize, run_id: u64, removed: u64, added: u64) {
-        let mut cache = self.index.bytes.lock().unwrap_or_else(|e| e.into_inner());
-        let run = self.level(level).runs.iter().find(|r| r.id == run_id);
-        match (run, cache.get_mut(&run_id)) {
-            (Some(run), Some(e)) => {
-                e.bytes = (e.bytes + added).saturating_sub(removed);
-                e.sig = run_sig(run);
-            }
-            (None, Some(_)) => {
-                cache.remove(&run_id);
-            }
-            _ => {}
-        }
+        self.level(level).bytes()
     }
 
     /// Offers the files of `run` (a run of `level`) to `accept` in order of
@@ -314,10 +256,7 @@ impl TreeView {
         let mut found = None;
         for (_, smallest) in &rankings[at].by_score {
             visited += 1;
-            let i = run
-                .files
-                .partition_point(|f| f.smallest.as_slice() < smallest.as_slice());
-            let Some(f) = run.files.get(i).filter(|f| &f.smallest == smallest) else {
+            let Some(f) = run.files.at(smallest) else {
                 continue;
             };
             if let Some(t) = accept(f) {

@@ -103,11 +103,7 @@ impl Leveling {
         // move, with nothing busy under it, goes.
         let file = view.by_least_overlap(level, run, level + 1, Below::Newest, |f| {
             let blocked = f.busy
-                || below.is_some_and(|b| {
-                    b.overlapping(&f.smallest, &f.largest)
-                        .iter()
-                        .any(|o| o.busy)
-                });
+                || below.is_some_and(|b| b.overlapping(&f.smallest, &f.largest).any(|o| o.busy));
             (!blocked).then_some(f)
         })?;
         let mut inputs = vec![TaskInput {
@@ -203,7 +199,7 @@ mod tests {
         RunView {
             id,
             order: id,
-            files,
+            files: files.into(),
         }
     }
 

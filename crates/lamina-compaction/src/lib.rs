@@ -14,6 +14,7 @@ pub mod blsm;
 pub mod buffer;
 pub mod design;
 pub mod error;
+pub mod files;
 pub mod geometry;
 pub mod index;
 mod leveling;
@@ -23,6 +24,7 @@ pub mod spec;
 pub mod stack;
 
 pub use error::{Error, Result};
+pub use files::Files;
 pub use leveling::Leveling;
 pub use spec::{parse_spec, policy_from_spec, CompactionSpec, Family, Strategy, STRATEGIES};
 
@@ -149,22 +151,23 @@ pub struct RunView {
     /// Recency rank (larger = newer).
     pub order: u64,
     /// Files sorted by key.
-    pub files: Vec<FileView>,
+    pub files: Files,
 }
 
 impl RunView {
     /// Bytes of the run.
     pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.size).sum()
+        self.files.bytes()
     }
 
-    /// Files intersecting `[lo, hi]`: a run's files are sorted by key and
-    /// disjoint, so two binary searches find them (policies ask this for
+    /// Files intersecting `[lo, hi]`, in key order (policies ask this for
     /// every file of a level; a scan made the simulator superlinear).
-    pub fn overlapping(&self, lo: &[u8], hi: &[u8]) -> &[FileView] {
-        let start = self.files.partition_point(|f| f.largest.as_slice() < lo);
-        let end = start + self.files[start..].partition_point(|f| f.smallest.as_slice() <= hi);
-        &self.files[start..end]
+    pub fn overlapping<'a>(
+        &'a self,
+        lo: &[u8],
+        hi: &[u8],
+    ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
+        self.files.overlapping(lo, hi)
     }
 }
 

@@ -237,8 +237,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         for id in &input.file_ids {
             let f = run
                 .files
-                .iter()
-                .find(|f| f.id == *id)
+                .get(*id)
                 .ok_or_else(|| invalid(task, format!("no file {id} in run {}", run.id)))?;
             if f.busy {
                 return Err(invalid(task, format!("file {id} is being compacted")));
@@ -325,7 +324,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     }
     if into_existing {
         let run = positions[dest_position].1;
-        if let Some(f) = run.overlapping(lo, hi).iter().find(|f| !is_input(f.id)) {
+        if let Some(f) = run.overlapping(lo, hi).find(|f| !is_input(f.id)) {
             return Err(invalid(
                 task,
                 format!(
@@ -377,7 +376,6 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             for f in &input.files {
                 if let Some(other) = run
                     .overlapping(&f.smallest, &f.largest)
-                    .iter()
                     .find(|o| !is_input(o.id) && o.may_share_keys(f))
                 {
                     return Err(invalid(
@@ -415,7 +413,6 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             f.tombstones > 0
                 && positions.iter().skip(older_from).all(|(_, run)| {
                     run.overlapping(&f.smallest, &f.largest)
-                        .iter()
                         .all(|o| is_input(o.id) || !o.may_share_keys(f))
                 })
         })
@@ -468,14 +465,15 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
         .into_iter()
         .map(|(l, lo, hi)| (l, lo.to_vec(), hi.to_vec()))
         .collect();
-    let output_bytes: u64 = outputs.iter().map(|f| f.size).sum();
     for input in &plan.inputs {
         if let Some(run) = view
             .levels
             .get_mut(input.level)
             .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
         {
-            remove_files(&mut run.files, &input.files);
+            for f in &input.files {
+                run.files.remove(f.id);
+            }
         }
     }
     while view.levels.len() <= plan.output_level {
@@ -496,14 +494,13 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
                     RunView {
                         id: new_run_id,
                         order,
-                        files: outputs,
+                        files: outputs.into(),
                     },
                 );
             }
             Destination::Existing(id) => {
                 if let Some(run) = level.runs.iter_mut().find(|r| r.id == id) {
-                    let at = placement::file_slot(&run.files, &outputs[0].smallest);
-                    run.files.splice(at..at, outputs);
+                    run.files.extend(outputs);
                 }
             }
             Destination::Tiles => {
@@ -511,7 +508,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
                 let tiles = outputs.into_iter().map(|f| RunView {
                     id: f.id,
                     order: placement::TILE_RANK,
-                    files: vec![f],
+                    files: vec![f].into(),
                 });
                 level.runs.splice(at..at, tiles);
             }
@@ -529,46 +526,6 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
     }
     for (level, lo, hi) in &changed {
         view.changed(*level, lo, hi);
-    }
-    for input in &plan.inputs {
-        let added = match plan.destination {
-            Destination::Existing(id) if id == input.run_id => output_bytes,
-            _ => 0,
-        };
-        view.run_bytes_changed(input.level, input.run_id, input.bytes(), added);
-    }
-    if let Destination::Existing(id) = plan.destination {
-        if !plan.inputs.iter().any(|i| i.run_id == id) {
-            view.run_bytes_changed(plan.output_level, id, 0, output_bytes);
-        }
-    }
-}
-
-/// Removes `gone` (sorted by key, as a plan's input files are) from `files`
-/// (sorted, disjoint): by binary search, so a merge of a few files does not
-/// visit every file of a large run.
-fn remove_files(files: &mut Vec<FileView>, gone: &[FileView]) {
-    let mut at: Vec<usize> = gone
-        .iter()
-        .filter_map(|g| {
-            let i = placement::file_slot(files, &g.smallest);
-            files.get(i).is_some_and(|f| f.id == g.id).then_some(i)
-        })
-        .collect();
-    at.sort_unstable();
-    at.dedup();
-    let contiguous = at.windows(2).all(|w| w[1] == w[0] + 1);
-    match (at.first(), at.last()) {
-        _ if at.len() < gone.len() || !contiguous => {
-            // Not found by key (a run whose files overlap, as in the
-            // engine's tests): by id.
-            let ids: std::collections::HashSet<u64> = gone.iter().map(|g| g.id).collect();
-            files.retain(|f| !ids.contains(&f.id));
-        }
-        (Some(&first), Some(&last)) => {
-            files.drain(first..=last);
-        }
-        _ => {}
     }
 }
 
@@ -600,7 +557,7 @@ mod tests {
             view.levels[level].runs.push(RunView {
                 id,
                 order: n - i as u64,
-                files,
+                files: files.into(),
             });
         }
         view
@@ -739,7 +696,10 @@ mod tests {
             &task(&[(1, 11, &[3])], 0, OutputRun::Existing(10)),
             "newer than its inputs",
         );
-        view.levels[0].runs[0].files[0].busy = true;
+        let first = view.levels[0].runs[0].files.first().unwrap().id;
+        view.levels[0].runs[0]
+            .files
+            .update(first, |f| f.busy = true);
         refused(
             &view,
             &task(&[(0, 10, &[1])], 1, OutputRun::New),

@@ -228,7 +228,7 @@ fn define(args: &[&str], input: &[&str]) -> Result<TreeView, String> {
                     RunView {
                         id: next_id,
                         order: 0,
-                        files: vec![file],
+                        files: vec![file].into(),
                     },
                     None,
                 ));
@@ -259,7 +259,7 @@ fn define(args: &[&str], input: &[&str]) -> Result<TreeView, String> {
             RunView {
                 id,
                 order: 0,
-                files,
+                files: files.into(),
             },
             order,
         ));

@@ -584,7 +584,6 @@ impl Simulator {
             started += 1;
             let plan =
                 plan::plan(&self.view, &task).map_err(|e| self.invalid(&task, e.to_string()))?;
-            let ids: Vec<u64> = plan.input_file_ids().collect();
             let duration = match plan.action {
                 Action::Move => 0.0,
                 Action::Merge => {
@@ -595,18 +594,24 @@ impl Simulator {
                 peak = peak.max(self.execute(&plan)?);
                 continue;
             }
-            for f in self
-                .view
-                .levels
-                .iter_mut()
-                .flat_map(|l| &mut l.runs)
-                .flat_map(|r| &mut r.files)
-            {
-                if ids.contains(&f.id) {
-                    if f.busy {
+            for input in &plan.inputs {
+                let Some(run) = self
+                    .view
+                    .levels
+                    .get_mut(input.level)
+                    .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
+                else {
+                    continue;
+                };
+                for f in &input.files {
+                    let mut held = false;
+                    run.files.update(f.id, |f| {
+                        held = f.busy;
+                        f.busy = true;
+                    });
+                    if held {
                         return Err(self.invalid(&task, "it takes a file a running merge holds"));
                     }
-                    f.busy = true;
                 }
             }
             self.running.push(Running {
@@ -670,7 +675,7 @@ impl Simulator {
             RunView {
                 id,
                 order: id,
-                files,
+                files: files.into(),
             },
         );
         // The only edit of the model tree outside `plan::apply`.

@@ -1,11 +1,15 @@
-//! Picking work does not grow with the tree: the simulator's view counts
-//! the files its least-overlap index and byte counts rank, rescore, sum or
-//! visit (`TreeView::overlap_work`), and a policy that scanned every file of
-//! a level at each pick would do about ten times the work per flush once
-//! the tree holds ten times the files. Work is counted, not timed. And the
-//! index picks what scoring every file picks.
+//! Work per flush does not grow with the tree, so a simulation is linear in
+//! its flushes. Two counters: the files the view's least-overlap index
+//! ranks, rescores or visits (`TreeView::overlap_work`), and every file the
+//! runs of the tree hand out or edit (`files::visits`: what policies, the
+//! planner and `plan::apply` read and change). A policy that scanned every
+//! file of a level at each pick, a planner that searched a run for its
+//! input ids, or an apply that rebuilt or shifted a run would do about ten
+//! times the work per flush once the tree holds ten times the files. Work
+//! is counted, not timed. And the index picks what scoring every file picks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use lamina_compaction::files::visits;
 use lamina_compaction::index::Below;
 use lamina_compaction::{FileView, TreeView};
 use lamina_sim::{ModelOptions, Simulator};
@@ -19,17 +23,22 @@ fn opts() -> ModelOptions {
     }
 }
 
-/// Index work per flush over the `window` flushes after `warmup`.
-fn work_per_flush(spec: &str, warmup: u64, window: u64) -> f64 {
+/// Index work and files visited per flush over the `window` flushes after
+/// `warmup`.
+fn work_per_flush(spec: &str, warmup: u64, window: u64) -> (f64, f64) {
     let mut sim = Simulator::from_spec(spec, opts()).unwrap();
     for _ in 0..warmup {
         sim.flush(UNIT).unwrap();
     }
-    let before = sim.view().overlap_work();
+    let before = (sim.view().overlap_work(), visits());
     for _ in 0..window {
         sim.flush(UNIT).unwrap();
     }
-    (sim.view().overlap_work() - before) as f64 / window as f64
+    let per_flush = |n: u64| n as f64 / window as f64;
+    (
+        per_flush(sim.view().overlap_work() - before.0),
+        per_flush(visits() - before.1),
+    )
 }
 
 fn files(view: &TreeView) -> usize {
@@ -41,15 +50,29 @@ fn files(view: &TreeView) -> usize {
 }
 
 #[test]
-fn picking_work_per_flush_does_not_grow_with_the_tree() {
-    for spec in ["leveling", "lo1", "1-leveling", "tiered", "lazy-leveling"] {
-        let small = work_per_flush(spec, 400, 200);
-        let large = work_per_flush(spec, 4000, 200);
+fn work_per_flush_does_not_grow_with_the_tree() {
+    let specs = [
+        "leveling",
+        "lo1",
+        "1-leveling",
+        "tiered",
+        "lazy-leveling",
+        "binomial:k=4",
+    ];
+    for spec in specs {
+        let (small, small_visits) = work_per_flush(spec, 400, 200);
+        let (large, large_visits) = work_per_flush(spec, 4000, 200);
         // The tree grew tenfold; allow a logarithmic factor and noise.
         assert!(
             large <= 2.0 * small + 20.0,
-            "{spec}: {small:.1} files of work per flush at 400 flushes, {large:.1} at 4000"
+            "{spec}: {small:.1} files of index work per flush at 400 flushes, {large:.1} at 4000"
         );
+        assert!(
+            large_visits <= 2.0 * small_visits + 20.0,
+            "{spec}: {small_visits:.1} files visited per flush at 400 flushes, \
+             {large_visits:.1} at 4000"
+        );
+        assert!(small_visits > 0.0, "{spec}: the counter counts");
     }
     // The tree did grow: the bound above is not vacuous.
     let mut sim = Simulator::from_spec("leveling", opts()).unwrap();

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
-use crate::{FileView, RunView};
+use crate::RunView;
 
 /// How much of a level one compaction takes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,15 +33,6 @@ impl Granularity {
         };
         n.clamp(1, run_files.max(1))
     }
-}
-
-/// The `n` contiguous files of `files` that contain position `anchor`,
-/// extending to the right first (towards larger keys).
-pub fn file_window(files: &[FileView], anchor: usize, n: usize) -> Range<usize> {
-    let n = n.clamp(1, files.len().max(1));
-    let end = (anchor + n).min(files.len());
-    let start = end.saturating_sub(n);
-    start..end
 }
 
 /// A key's first eight bytes as a big-endian number (shorter keys padded
@@ -120,17 +111,12 @@ mod tests {
     use crate::design::testutil::{file, level_of};
 
     #[test]
-    fn file_counts_and_windows() {
+    fn file_counts() {
         assert_eq!(Granularity::Files(1).file_count(10), 1);
         assert_eq!(Granularity::Files(30).file_count(10), 10);
         assert_eq!(Granularity::Fraction(0.25).file_count(10), 3);
         assert_eq!(Granularity::Fraction(0.01).file_count(10), 1);
         assert_eq!(Granularity::Level.file_count(10), 10);
-        let files: Vec<FileView> = (0..5).map(|i| file(i, i * 10, i * 10 + 9, 1)).collect();
-        assert_eq!(file_window(&files, 1, 2), 1..3);
-        // Near the end the window shifts left to keep its size.
-        assert_eq!(file_window(&files, 4, 3), 2..5);
-        assert_eq!(file_window(&files, 0, 9), 0..5);
     }
 
     #[test]
@@ -156,7 +142,8 @@ mod tests {
             vec![file(4, 0, 100, 9)],
         ]);
         assert_eq!(segment(&equal.runs, 0.2, false), Some(1..3));
-        equal.runs[2].files[0].size = 20;
+        let first = equal.runs[2].files.first().unwrap().id;
+        equal.runs[2].files.update(first, |f| f.size = 20);
         assert_eq!(segment(&equal.runs, 0.2, false), Some(0..2));
         assert_eq!(segment(&level.runs, 0.2, true), Some(3..5));
         assert_eq!(segment(&level.runs[..1], 0.2, false), None);

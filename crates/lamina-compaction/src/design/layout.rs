@@ -36,7 +36,7 @@ pub fn destination(
         (Layout::Leveling, Some(run)) => run,
         _ => return Some(OutputRun::New),
     };
-    let overlapping: Vec<_> = run.overlapping(lo, hi).iter().collect();
+    let overlapping: Vec<_> = run.overlapping(lo, hi).collect();
     if overlapping.iter().any(|f| f.busy) {
         return None;
     }
@@ -66,7 +66,7 @@ pub fn fold(view: &TreeView, level: usize, file_size: u64) -> Option<CompactionT
         .iter()
         .map(|r| TaskInput::whole_run(level, r))
         .collect();
-    let overlapping: Vec<_> = oldest.overlapping(lo, hi).iter().collect();
+    let overlapping: Vec<_> = oldest.overlapping(lo, hi).collect();
     if overlapping.iter().any(|f| f.busy) {
         return None;
     }
@@ -138,10 +138,8 @@ mod tests {
             ],
             100,
         );
-        let (lo, hi) = (
-            &view.levels[0].runs[0].files[0].smallest,
-            &view.levels[0].runs[0].files[0].largest,
-        );
+        let first = view.levels[0].runs[0].files.first().unwrap();
+        let (lo, hi) = (&first.smallest, &first.largest);
         let mut inputs = Vec::new();
         let out = destination(&view, 1, Layout::Leveling, lo, hi, &mut inputs);
         assert_eq!(out, Some(OutputRun::Existing(view.levels[1].runs[0].id)));
@@ -152,7 +150,10 @@ mod tests {
         assert_eq!(out, Some(OutputRun::New));
         assert!(inputs.is_empty());
         let mut busy = view.clone();
-        busy.levels[1].runs[0].files[0].busy = true;
+        let first = busy.levels[1].runs[0].files.first().unwrap().id;
+        busy.levels[1].runs[0]
+            .files
+            .update(first, |f| f.busy = true);
         assert_eq!(
             destination(&busy, 1, Layout::Leveling, lo, hi, &mut Vec::new()),
             None

@@ -231,22 +231,23 @@ impl Composed {
     ) -> Option<CompactionTask> {
         let level = ctx.level;
         let run = view.level(level).runs.last()?;
-        let candidates: Vec<&FileView> = run
-            .files
-            .iter()
-            .filter(|f| !f.busy)
-            .filter(|f| fired.marked.as_ref().is_none_or(|m| m.contains(&f.id)))
-            .collect();
+        // The marked files of this run (the trigger marks the level's),
+        // in key order; `None`: every idle file, which the least-overlap
+        // index offers without a scan of the run.
+        let candidates: Option<Vec<&FileView>> = fired.marked.as_ref().map(|marked| {
+            let mut files: Vec<&FileView> = marked
+                .iter()
+                .filter_map(|&id| run.files.get(id))
+                .filter(|f| !f.busy)
+                .collect();
+            files.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            files
+        });
         let n = plan.granularity.file_count(run.files.len());
         let dest_layout = self.plan(level + 1, ctx.deepest).layout;
-        movement::find_ranked(&plan.movement, ctx, run, &candidates, |anchor| {
-            // Files are sorted and disjoint: find the anchor by key.
-            let at = crate::placement::file_slot(&run.files, &anchor.smallest);
-            if run.files.get(at).is_none_or(|f| f.id != anchor.id) {
-                return None;
-            }
-            let window = run.files.get(granularity::file_window(&run.files, at, n))?;
-            if window.iter().any(|f| f.busy) {
+        movement::find_ranked(&plan.movement, ctx, run, candidates.as_deref(), |anchor| {
+            let window = run.files.window(anchor, n);
+            if window.is_empty() || window.iter().any(|f| f.busy) {
                 return None;
             }
             let (first, last) = (window.first()?, window.last()?);
@@ -477,7 +478,10 @@ mod tests {
         assert_eq!(ids(&view), [vec![2, 4]]);
         // A dense file: the density trigger marks it and, ranked first by
         // TSD, it also answers the saturation trigger.
-        view.levels[0].runs[0].files[0].tombstones = 50;
+        let first = view.levels[0].runs[0].files.first().unwrap().id;
+        view.levels[0].runs[0]
+            .files
+            .update(first, |f| f.tombstones = 50);
         assert_eq!(ids(&view), [vec![1, 3], vec![1, 3]]);
         assert_eq!(
             p.pick(&view)[0].output_run,
@@ -601,7 +605,10 @@ mod tests {
         assert!(!p.stalls_writes(&view));
         p.block_writes = true;
         assert!(p.stalls_writes(&view));
-        view.levels[0].runs[0].files[0].busy = true;
+        let first = view.levels[0].runs[0].files.first().unwrap().id;
+        view.levels[0].runs[0]
+            .files
+            .update(first, |f| f.busy = true);
         assert!(p.pick(&view).is_empty());
         assert!(p.stalls_writes(&view), "a running compaction blocks too");
     }

@@ -134,40 +134,43 @@ impl Movement {
     }
 }
 
-/// Offers `candidates` (files of `run`, in key order) to `accept` in the
-/// order [`rank_with`] ranks them, and returns the first thing it accepts.
-/// Least-overlap policies take their order from the view's index (see
-/// [`crate::index`]) instead of scoring every candidate.
+/// Offers `candidates` (files of `run`, in key order; `None`: every idle
+/// file of `run`) to `accept` in the order [`rank_with`] ranks them, and
+/// returns the first thing it accepts. Least-overlap policies take their
+/// order from the view's index (see [`crate::index`]) instead of scoring
+/// every candidate, so with `None` they visit no more of the run than they
+/// offer; the other policies rank every candidate.
 pub fn find_ranked<'a, T>(
     policies: &[Movement],
     ctx: &LevelCtx<'a>,
     run: &'a crate::RunView,
-    candidates: &[&'a FileView],
+    candidates: Option<&[&'a FileView]>,
     mut accept: impl FnMut(&'a FileView) -> Option<T>,
 ) -> Option<T> {
-    if candidates.is_empty() {
+    if candidates.map_or(run.files.is_empty(), <[_]>::is_empty) {
         return None;
     }
+    let idle = std::cell::OnceCell::new();
+    let listed = || {
+        candidates.unwrap_or_else(|| {
+            idle.get_or_init(|| run.files.iter().filter(|f| !f.busy).collect::<Vec<_>>())
+        })
+    };
     for m in policies {
         if let Some(target) = m.overlap_target(ctx) {
-            // Candidates are a subset of the run's files: all of them, or
-            // those a trigger marked (and not busy).
-            let all = candidates.len() == run.files.len();
-            let ids: HashSet<u64> = match all {
-                true => HashSet::new(),
-                false => candidates.iter().map(|f| f.id).collect(),
-            };
+            let ids: Option<HashSet<u64>> = candidates.map(|c| c.iter().map(|f| f.id).collect());
             return ctx
                 .view
                 .by_least_overlap(ctx.level, run, target, Below::All, |f| {
-                    (all || ids.contains(&f.id)).then(|| accept(f)).flatten()
+                    let offered = ids.as_ref().map_or(!f.busy, |ids| ids.contains(&f.id));
+                    offered.then(|| accept(f)).flatten()
                 });
         }
-        if let Some(ranked) = m.rank(ctx, candidates) {
+        if let Some(ranked) = m.rank(ctx, listed()) {
             return ranked.into_iter().find_map(accept);
         }
     }
-    candidates.iter().copied().find_map(accept)
+    listed().iter().copied().find_map(accept)
 }
 
 /// Ranks with the first policy of `policies` that has an opinion; key
@@ -266,14 +269,13 @@ mod tests {
     #[test]
     fn coldest_and_oldest() {
         let mut view = three_levels();
-        for (f, (read, seq)) in
-            view.levels[0].runs[0]
-                .files
-                .iter_mut()
-                .zip([(50, 7), (10, 9), (30, 3)])
-        {
-            f.last_read_ms = read;
-            f.smallest_seq = seq;
+        let run = &mut view.levels[0].runs[0];
+        let files: Vec<u64> = run.files.iter().map(|f| f.id).collect();
+        for (id, (read, seq)) in files.into_iter().zip([(50, 7), (10, 9), (30, 3)]) {
+            run.files.update(id, |f| {
+                f.last_read_ms = read;
+                f.smallest_seq = seq;
+            });
         }
         let ctx = ctx_of(&view, 0, 10, 100);
         let c = candidates(&view);
@@ -289,10 +291,11 @@ mod tests {
         let c = candidates(&view);
         assert!(Movement::TombstoneDensity(0.1).rank(&ctx, &c).is_none());
         assert!(Movement::ExpiredTombstones(1000).rank(&ctx, &c).is_none());
-        let f = &mut view.levels[0].runs[0].files[1];
-        f.entries = 10;
-        f.tombstones = 4;
-        f.oldest_tombstone_ms = Some(1);
+        view.levels[0].runs[0].files.update(2, |f| {
+            f.entries = 10;
+            f.tombstones = 4;
+            f.oldest_tombstone_ms = Some(1);
+        });
         let ctx = ctx_of(&view, 0, 10, 100);
         let c = candidates(&view);
         assert_eq!(
@@ -346,11 +349,11 @@ mod tests {
             if below.runs.is_empty() {
                 below.runs = level_of(vec![vec![]]).runs;
             }
-            below.runs[0].files.retain(|f| f.smallest != moved.smallest);
-            below.runs[0].files.push(moved);
-            below.runs[0]
-                .files
-                .sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            let files = &mut below.runs[0].files;
+            if let Some(old) = files.at(&moved.smallest).map(|f| f.id) {
+                files.remove(old);
+            }
+            files.insert(moved);
         }
         assert_eq!(picked, [1, 2, 3, 1, 2, 3]);
     }

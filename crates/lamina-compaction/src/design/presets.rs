@@ -309,8 +309,10 @@ mod tests {
             };
             // Apply the (trivial) move the task describes.
             let from = task.inputs[0].level;
-            let f = view.levels[from].runs[0].files.remove(0);
-            view.levels[task.output_level].runs[0].files.insert(0, f);
+            let files = &mut view.levels[from].runs[0].files;
+            let first = files.first().unwrap().id;
+            let f = files.remove(first).unwrap();
+            view.levels[task.output_level].runs[0].files.insert(f);
             level_at.push((now, task.output_level));
         }
         assert_eq!(level_at, [(15, 1), (115, 2)]);

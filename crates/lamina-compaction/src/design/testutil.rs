@@ -34,7 +34,7 @@ pub fn level_of(runs: Vec<Vec<FileView>>) -> LevelView {
                 RunView {
                     id: first,
                     order: n - i as u64,
-                    files,
+                    files: files.into(),
                 }
             })
             .collect(),

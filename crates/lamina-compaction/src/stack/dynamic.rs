@@ -535,10 +535,12 @@ mod tests {
     fn concurrent_merges_newest_idle_runs_next_to_a_busy_one() {
         let p = Concurrent::from_params(&[], defaults()).unwrap();
         let mut v = view_of(&[1, 1, 1, 5], 4);
-        v.levels[0].runs[3].files[0].busy = true;
+        let first = v.levels[0].runs[3].files.first().unwrap().id;
+        v.levels[0].runs[3].files.update(first, |f| f.busy = true);
         let t = p.pick(&v);
         assert_eq!(t[0].inputs.len(), 3);
-        v.levels[0].runs[1].files[0].busy = true;
+        let first = v.levels[0].runs[1].files.first().unwrap().id;
+        v.levels[0].runs[1].files.update(first, |f| f.busy = true);
         assert!(p.pick(&v).is_empty());
     }
 

@@ -114,7 +114,7 @@ impl Leveled {
         let output_run = match view.level(level + 1).runs.first() {
             None => OutputRun::New,
             Some(below) => {
-                let over = below.overlapping(lo, hi);
+                let over: Vec<&FileView> = below.overlapping(lo, hi).collect();
                 if over.iter().any(|f| f.busy) {
                     return None;
                 }
@@ -255,14 +255,13 @@ fn fewest_overlaps<'a>(
     run: &'a RunView,
     below: Option<&RunView>,
 ) -> Option<(usize, u64, &'a FileView)> {
-    let empty: &[FileView] = &[];
-    let next = below.map_or(empty, |b| b.files.as_slice());
+    let next: Vec<&FileView> = below.map_or(Vec::new(), |b| b.files.iter().collect());
     // prefix[j] = bytes of next[..j]; busy_prefix[j] = busy files in next[..j].
     let mut prefix = Vec::with_capacity(next.len() + 1);
     let mut busy_prefix = Vec::with_capacity(next.len() + 1);
     prefix.push(0u64);
     busy_prefix.push(0usize);
-    for f in next {
+    for f in &next {
         prefix.push(prefix[prefix.len() - 1].saturating_add(f.size));
         busy_prefix.push(busy_prefix[busy_prefix.len() - 1] + usize::from(f.busy));
     }
@@ -393,7 +392,7 @@ mod tests {
         RunView {
             id,
             order: id,
-            files,
+            files: files.into(),
         }
     }
 
@@ -470,7 +469,7 @@ mod tests {
         RunView {
             id,
             order: TILE_RANK,
-            files: vec![file],
+            files: vec![file].into(),
         }
     }
 
@@ -516,7 +515,10 @@ mod tests {
         view.levels[1]
             .runs
             .push(tile(4, 0, 1, (20.0, 20.0, 21.0, 21.0)));
-        view.levels[1].runs[2].files[0].busy = true;
+        let first = view.levels[1].runs[2].files.first().unwrap().id;
+        view.levels[1].runs[2]
+            .files
+            .update(first, |f| f.busy = true);
         let t = p.pick(&view);
         let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
         assert_eq!(ids, [(1, 1), (2, 10)]);
@@ -527,7 +529,10 @@ mod tests {
             run(8, vec![f(6, 0, 90, 10)]),
             run(7, vec![f(7, 0, 90, 10)]),
         ];
-        view.levels[0].runs[2].files[0].mbr = Some(crate::geometry::Rect::new(3.0, 3.0, 5.5, 5.5));
+        let first = view.levels[0].runs[2].files.first().unwrap().id;
+        view.levels[0].runs[2].files.update(first, |f| {
+            f.mbr = Some(crate::geometry::Rect::new(3.0, 3.0, 5.5, 5.5))
+        });
         let t = p.pick(&view);
         let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
         assert_eq!(ids, [(0, 7), (1, 11), (1, 12)]);

@@ -39,7 +39,7 @@ pub fn view_of(sizes: &[u64], flushes: u64) -> TreeView {
                     RunView {
                         id,
                         order: id,
-                        files: vec![file(id, s)],
+                        files: vec![file(id, s)].into(),
                     }
                 })
                 .collect(),
@@ -74,7 +74,7 @@ impl Model {
             RunView {
                 id,
                 order: id,
-                files: vec![file(id, size)],
+                files: vec![file(id, size)].into(),
             },
         );
         self.view.flushes += 1;
@@ -128,11 +128,12 @@ impl Model {
                 RunView {
                     id,
                     order: id,
-                    files: vec![file(id, 1)],
+                    files: vec![file(id, 1)].into(),
                 },
             );
         }
-        v.levels[0].runs[0].files[0].busy = true;
+        let first = v.levels[0].runs[0].files.first().unwrap().id;
+        v.levels[0].runs[0].files.update(first, |f| f.busy = true);
         v.flushes += extra;
         v
     }

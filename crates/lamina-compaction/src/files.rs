@@ -1,0 +1,332 @@
+//! The files of a sorted run, kept so that a merge costs the files it
+//! touches, not the files of the run.
+//!
+//! A leveled run of the model simulator grows to millions of files, and
+//! about one merge per level and flush takes a few of them out and puts a
+//! few back. In a `Vec` sorted by key every such edit shifted the rest of
+//! the run and every input was found by a scan for its id, which made a
+//! simulation quadratic in its flushes. [`Files`] keeps the files in a
+//! B-tree by smallest key (ties by id), with an id → key map beside it and
+//! the run's byte total kept as files come and go:
+//!
+//! | operation | cost |
+//! | --- | --- |
+//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) |
+//! | [`Files::overlapping`]`(lo, hi)`, [`Files::window`] returning k files | O(log n + k) |
+//! | [`Files::len`], [`Files::bytes`] | O(1) |
+//! | [`Files::first`], [`Files::last`] | O(log n) |
+//!
+//! Every file an operation hands out or edits adds one to a per-thread
+//! counter ([`visits`]): tests bound the work of a flush with it, so a scan
+//! of a whole run (an id search, a rebuild, a shift of a vector) shows up
+//! as work that grows with the tree. An implementation of this type must
+//! keep counting what it visits or moves.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+use crate::FileView;
+
+thread_local! {
+    static VISITS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn visit<T>(item: T) -> T {
+    VISITS.with(|v| v.set(v.get().wrapping_add(1)));
+    item
+}
+
+fn visit_file(file: &FileView) -> &FileView {
+    visit(file)
+}
+
+/// Files that runs of this thread have handed out or edited so far (see
+/// the module docs): a measure of tree work that tests bound.
+pub fn visits() -> u64 {
+    VISITS.with(Cell::get)
+}
+
+/// Where a file sits: its smallest key, then its id (the files of a run are
+/// disjoint, so ids only break ties in a run that breaks that rule).
+type Slot = (Vec<u8>, u64);
+
+/// The files of one sorted run, in key order; see the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct Files {
+    by_key: BTreeMap<Slot, FileView>,
+    key_of: HashMap<u64, Vec<u8>>,
+    bytes: u64,
+}
+
+impl Files {
+    /// No files.
+    pub fn new() -> Files {
+        Files::default()
+    }
+
+    /// Number of files.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// True if there are no files.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// Bytes of the files.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The files in key order.
+    pub fn iter(&self) -> Iter<'_> {
+        self.by_key.values().map(visit_file)
+    }
+
+    /// The file with the smallest keys.
+    pub fn first(&self) -> Option<&FileView> {
+        self.by_key.values().next().map(visit)
+    }
+
+    /// The file with the largest keys.
+    pub fn last(&self) -> Option<&FileView> {
+        self.by_key.values().next_back().map(visit)
+    }
+
+    /// The file with id `id`.
+    pub fn get(&self, id: u64) -> Option<&FileView> {
+        let key = self.key_of.get(&id)?;
+        self.by_key.get(&(key.clone(), id)).map(visit)
+    }
+
+    /// The first file whose smallest key is `smallest`.
+    pub fn at(&self, smallest: &[u8]) -> Option<&FileView> {
+        self.by_key
+            .range((smallest.to_vec(), 0)..=(smallest.to_vec(), u64::MAX))
+            .next()
+            .map(|(_, f)| visit(f))
+    }
+
+    /// Files intersecting `[lo, hi]`, in key order. The files are sorted and
+    /// disjoint: only the last file starting below `lo` can reach into the
+    /// range, and every file starting within it is in it.
+    pub fn overlapping<'a>(
+        &'a self,
+        lo: &[u8],
+        hi: &[u8],
+    ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
+        let start = (lo.to_vec(), 0);
+        let before = self
+            .by_key
+            .range(..start.clone())
+            .next_back()
+            .map(|(_, f)| f)
+            .filter(|f| f.largest.as_slice() >= lo && f.smallest.as_slice() <= hi);
+        // No file starts in an inverted range (which would make `range`
+        // panic).
+        let within = (lo <= hi).then(|| {
+            self.by_key
+                .range((
+                    Bound::Included(start),
+                    Bound::Included((hi.to_vec(), u64::MAX)),
+                ))
+                .map(|(_, f)| f)
+        });
+        before
+            .into_iter()
+            .chain(within.into_iter().flatten())
+            .map(visit)
+    }
+
+    /// `n` consecutive files (fewer if the run has fewer) starting at
+    /// `anchor`, a file of the run, or ending at the run's last file if the
+    /// run ends first; empty if `anchor` is not in the run.
+    pub fn window(&self, anchor: &FileView, n: usize) -> Vec<&FileView> {
+        if self.get(anchor.id).is_none() {
+            return Vec::new();
+        }
+        let slot = (anchor.smallest.clone(), anchor.id);
+        let mut window: Vec<&FileView> = self
+            .by_key
+            .range(slot.clone()..)
+            .take(n)
+            .map(|(_, f)| visit(f))
+            .collect();
+        let short = n.saturating_sub(window.len());
+        let before: Vec<&FileView> = self
+            .by_key
+            .range(..slot)
+            .rev()
+            .take(short)
+            .map(|(_, f)| visit(f))
+            .collect();
+        window.splice(0..0, before.into_iter().rev());
+        window
+    }
+
+    /// Adds `file` (replacing a file with its id).
+    pub fn insert(&mut self, file: FileView) {
+        self.remove(file.id);
+        let file = visit(file);
+        self.bytes += file.size;
+        self.key_of.insert(file.id, file.smallest.clone());
+        self.by_key.insert((file.smallest.clone(), file.id), file);
+    }
+
+    /// Removes and returns the file with id `id`.
+    pub fn remove(&mut self, id: u64) -> Option<FileView> {
+        let key = self.key_of.remove(&id)?;
+        let file = visit(self.by_key.remove(&(key, id))?);
+        self.bytes -= file.size;
+        Some(file)
+    }
+
+    /// Edits the file with id `id` in place (its key and size may change);
+    /// false if the run has no such file.
+    pub fn update(&mut self, id: u64, edit: impl FnOnce(&mut FileView)) -> bool {
+        let Some(mut file) = self.remove(id) else {
+            return false;
+        };
+        edit(&mut file);
+        self.insert(file);
+        true
+    }
+}
+
+impl FromIterator<FileView> for Files {
+    fn from_iter<I: IntoIterator<Item = FileView>>(files: I) -> Files {
+        let mut run = Files::new();
+        run.extend(files);
+        run
+    }
+}
+
+impl Extend<FileView> for Files {
+    fn extend<I: IntoIterator<Item = FileView>>(&mut self, files: I) {
+        for f in files {
+            self.insert(f);
+        }
+    }
+}
+
+impl From<Vec<FileView>> for Files {
+    fn from(files: Vec<FileView>) -> Files {
+        files.into_iter().collect()
+    }
+}
+
+/// The files of a run in key order ([`Files::iter`]).
+pub type Iter<'a> = std::iter::Map<
+    std::collections::btree_map::Values<'a, Slot, FileView>,
+    fn(&FileView) -> &FileView,
+>;
+
+impl<'a> IntoIterator for &'a Files {
+    type Item = &'a FileView;
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn file(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            smallest: vec![lo],
+            largest: vec![hi],
+            ..FileView::default()
+        }
+    }
+
+    fn ids<'a>(files: impl IntoIterator<Item = &'a FileView>) -> Vec<u64> {
+        files.into_iter().map(|f| f.id).collect()
+    }
+
+    /// The oracle: a sorted vector scanned in full.
+    fn scan(files: &[FileView], lo: u8, hi: u8) -> Vec<u64> {
+        files
+            .iter()
+            .filter(|f| f.smallest[0] <= hi && lo <= f.largest[0])
+            .map(|f| f.id)
+            .collect()
+    }
+
+    #[test]
+    fn overlapping_matches_a_scan() {
+        // Files [10k, 10k + 5] for k = 1..=9, inserted out of order.
+        let mut all: Vec<FileView> = (1..=9)
+            .map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, k))
+            .collect();
+        let run: Files = all.iter().rev().cloned().collect();
+        assert_eq!(ids(&run), (1..=9).collect::<Vec<_>>());
+        assert_eq!(run.bytes(), 45);
+        all.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        for lo in 0..=100u8 {
+            for hi in 0..=100u8 {
+                assert_eq!(
+                    ids(run.overlapping(&[lo], &[hi])),
+                    scan(&all, lo, hi),
+                    "{lo}..{hi}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn edits_keep_order_ids_and_bytes() {
+        let mut run: Files =
+            vec![file(1, 0, 9, 10), file(2, 10, 19, 20), file(3, 20, 29, 30)].into();
+        assert_eq!(run.get(2).unwrap().smallest, [10]);
+        assert_eq!(run.remove(2).unwrap().id, 2);
+        assert!(run.get(2).is_none() && run.remove(2).is_none());
+        assert_eq!((run.len(), run.bytes()), (2, 40));
+        run.insert(file(4, 12, 15, 5));
+        assert_eq!(ids(&run), [1, 4, 3]);
+        assert!(run.update(4, |f| {
+            f.smallest = vec![30];
+            f.largest = vec![35];
+            f.size = 7;
+        }));
+        assert_eq!(ids(&run), [1, 3, 4]);
+        assert_eq!(run.bytes(), 47);
+        assert_eq!(run.at(&[30]).unwrap().id, 4);
+        assert!(run.at(&[31]).is_none());
+        assert_eq!((run.first().unwrap().id, run.last().unwrap().id), (1, 4));
+        // Re-inserting an id replaces the file.
+        run.insert(file(1, 0, 5, 1));
+        assert_eq!((run.len(), run.bytes()), (3, 38));
+    }
+
+    #[test]
+    fn windows_slide_back_at_the_end() {
+        let run: Files = (1..=5)
+            .map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, 1))
+            .collect();
+        let anchor = |id| run.get(id).unwrap().clone();
+        assert_eq!(ids(run.window(&anchor(2), 2)), [2, 3]);
+        assert_eq!(ids(run.window(&anchor(5), 3)), [3, 4, 5]);
+        assert_eq!(ids(run.window(&anchor(1), 9)), [1, 2, 3, 4, 5]);
+        assert!(run.window(&file(9, 0, 0, 1), 2).is_empty());
+    }
+
+    #[test]
+    fn visits_count_files_handed_out() {
+        let run: Files = (1..=50).map(|k| file(k, k as u8, k as u8, 1)).collect();
+        let before = visits();
+        assert_eq!(run.overlapping(&[10], &[12]).count(), 3);
+        assert_eq!(visits() - before, 3);
+        let before = visits();
+        assert_eq!(run.iter().filter(|f| f.id == 50).count(), 1);
+        assert_eq!(visits() - before, 50);
+    }
+}
