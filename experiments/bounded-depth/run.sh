@@ -8,16 +8,27 @@
 #   experiments/bounded-depth/run.sh table-lockstep # Table I, engine in lockstep with the model
 #   experiments/bounded-depth/run.sh fig        # Fig. 3.12 a-c (minutes: leveled)
 #   experiments/bounded-depth/run.sh fig36      # Fig. 3.6, transient space amplification (seconds)
+#   experiments/bounded-depth/run.sh observed   # engine runs for Figs. 3.5-3.11 (about 10 minutes idle)
+#   experiments/bounded-depth/run.sh figures    # Figs. 3.5-3.11 from those runs (results/figures.md)
 #   experiments/bounded-depth/run.sh report     # results/table1.md from the CSVs
+#   experiments/bounded-depth/run.sh --quick observed figures   # small runs into results-quick/
 #
-# Environment: ENGINE_FLUSHES (3000), ENGINE_BUFFER (32768 bytes of memtable),
-# SKIP_BUILD=1, WORKDIR (/tmp/lamina-bounded-depth, engine databases).
+# Environment: FIG_PANELS ("a b c": the panels of Fig. 3.12), ENGINE_FLUSHES (3000), ENGINE_BUFFER (32768 bytes of memtable),
+# OBS_FLUSHES (1000 flushes per observed insert-only run), SKIP_BUILD=1,
+# WORKDIR (/tmp/lamina-bounded-depth, engine databases).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
+QUICK=0
+if [ "${1:-}" = --quick ]; then
+    QUICK=1
+    shift
+fi
 RESULTS="$HERE/results"
+[ "$QUICK" = 1 ] && RESULTS="$HERE/results-quick"
 LAMINA="${CARGO_TARGET_DIR:-$REPO/target}/release/lamina"
+EXAMPLE="${CARGO_TARGET_DIR:-$REPO/target}/release/examples/bounded_depth"
 ENGINE_FLUSHES=${ENGINE_FLUSHES:-3000}
 ENGINE_BUFFER=${ENGINE_BUFFER:-32768}
 WORKDIR=${WORKDIR:-/tmp/lamina-bounded-depth}
@@ -31,7 +42,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 build() {
     if [ "${SKIP_BUILD:-0}" != 1 ]; then
-        (cd "$REPO" && cargo build --release -p lamina-cli)
+        (cd "$REPO" && cargo build --release -p lamina-cli --bin lamina --example bounded_depth)
     fi
 }
 
@@ -125,6 +136,8 @@ fig() {
     local k n tb lb specs
     for row in "6 100000 2 9 a" "7 100000 2 6 b" "10 1000000 2 4 c"; do
         read -r k n tb lb tag <<<"$row"
+        # FIG_PANELS="a b" redraws some panels only.
+        case " ${FIG_PANELS:-a b c} " in *" $tag "*) ;; *) continue ;; esac
         specs=()
         for p in bigtable binomial constant exploring minlatency; do specs+=(--policy "$p:k=$k"); done
         specs+=(--policy "tiered:b=$tb")
@@ -169,20 +182,86 @@ for p, (m, t, late) in best.items():
     cat "$RESULTS/fig3.6.csv" >&2
 }
 
+# Seed 000 Figs. 3.5-3.11 on the engine (lamina::Db on the in-memory
+# filesystem, one merge thread, no WAL, every flush's merges done before the
+# next flush): hashed inserts for every
+# bounded-depth policy with k in 3..10 and Tiered/Leveled with B in 4..32
+# (Figs. 3.5, 3.6, 3.9-3.11), 1.5x the writes with 70% latest-skewed updates
+# (Fig. 3.7: k = 6 and B in 4..32), and Leveled with ordered inserts, with
+# and without updates (Fig. 3.8). Each run leaves PREFIX.{json,flushes.csv,
+# merges.csv} in results/observed/.
+observed() {
+    local out="$RESULTS/observed" flushes=${OBS_FLUSHES:-1000} ks=(3 4 5 6 7 8 10) bs=(4 8 16 32)
+    local buffer=32768 value=1000 p k b ops
+    if [ "$QUICK" = 1 ]; then
+        flushes=200 ks=(4 7) bs=(4 32)
+    fi
+    # A write takes its value, an 8-byte key and about 40 bytes of memtable
+    # bookkeeping.
+    ops=$((flushes * buffer / (value + 48)))
+    mkdir -p "$out"
+    run1() { # spec workload ops
+        local name
+        name=$(printf '%s' "$1-$2" | tr ':,=' '_-_')
+        "$EXAMPLE" engine --policy "$1" --workload "$2" --ops "$3" --buffer "$buffer" \
+            --value "$value" --out "$out/$name"
+    }
+    log "observed: $ops writes per insert-only run (about $flushes flushes); $(uptime)"
+    local start=$SECONDS
+    # Two streams at once: a run mostly waits for its merges to be
+    # scheduled, and the machine has two cores.
+    (
+        for p in "${POLICIES[@]}"; do
+            for k in "${ks[@]}"; do run1 "$p:k=$k" hashed "$ops"; done
+        done
+    ) &
+    (
+        for b in "${bs[@]}"; do
+            run1 "tiered:b=$b" hashed "$ops"
+            run1 "leveled:b0=2,b=$b" hashed "$ops"
+        done
+        for p in "${POLICIES[@]}"; do run1 "$p:k=6" updates $((ops * 3 / 2)); done
+        for b in "${bs[@]}"; do
+            run1 "tiered:b=$b" updates $((ops * 3 / 2))
+            run1 "leveled:b0=2,b=$b" updates $((ops * 3 / 2))
+            run1 "leveled:b0=2,b=$b" ordered-updates $((ops * 3 / 2))
+            run1 "leveled:b0=2,b=$b" ordered "$ops"
+        done
+    ) &
+    wait
+    log "observed: $((SECONDS - start)) s; $(uptime)"
+}
+
+# Figs. 3.5-3.11 as SVG and results/figures.md from the observed runs, the
+# paper's tables and the simulated Table I.
+figures() {
+    "$EXAMPLE" report "$RESULTS" "$HERE/paper-table1.csv" "$HERE/results/table1-sim.csv"
+    log "wrote $RESULTS/figures.md and fig3.{5,6,7,8,9,10,11}.svg"
+}
+
 report() {
     python3 "$HERE/report.py" "$HERE/paper-table1.csv" "$RESULTS/table1-sim.csv" \
         "$RESULTS/table1-engine.csv" "$RESULTS/table1-lockstep.csv" >"$RESULTS/table1.md"
     log "wrote $RESULTS/table1.md"
 }
 
-what=${1:-all}
-case "$what" in
-table-sim) build; table_sim ;;
-table-engine) build; table_engine ;;
-table-lockstep) table_lockstep ;;
-fig) build; fig ;;
-fig36) build; fig36 ;;
-report) report ;;
-all) build; table_sim; table_engine; table_lockstep; fig; fig36; report ;;
-*) echo "usage: $0 [all|table-sim|table-engine|table-lockstep|fig|fig36|report]" >&2; exit 2 ;;
-esac
+if [ "$QUICK" = 1 ] && [ $# -eq 0 ]; then
+    set -- observed figures
+fi
+[ $# -eq 0 ] && set -- all
+built=0
+need_build() { if [ "$built" = 0 ]; then build; built=1; fi; }
+for what in "$@"; do
+    case "$what" in
+    table-sim) need_build; table_sim ;;
+    table-engine) need_build; table_engine ;;
+    table-lockstep) table_lockstep ;;
+    fig) need_build; fig ;;
+    fig36) need_build; fig36 ;;
+    observed) need_build; observed ;;
+    figures) need_build; figures ;;
+    report) report ;;
+    all) need_build; table_sim; table_engine; table_lockstep; fig; fig36; observed; figures; report ;;
+    *) echo "usage: $0 [--quick] [all|table-sim|table-engine|table-lockstep|fig|fig36|observed|figures|report]..." >&2; exit 2 ;;
+    esac
+done

@@ -151,6 +151,7 @@ fn main() -> Result<()> {
                     .filter_map(|s| y(s).map(|v| (s.second, v)))
                     .collect(),
                 band: Vec::new(),
+                scatter: false,
             };
             charts[0].push(curve(&|s| s.hit_ratio));
             charts[1].push(curve(&|s| Some(s.read_qps)));

@@ -165,6 +165,7 @@ fn main() -> Result<()> {
                     label: label.clone(),
                     points: pts.iter().map(|p| (p.0, pick(p))).collect(),
                     band: Vec::new(),
+                    scatter: false,
                 })
                 .collect();
             plot_lines(

@@ -273,6 +273,7 @@ fn draw_plot(spec: &Spec, p: &PlotSpec, csv_path: &Path, path: &Path) -> Result<
                 label,
                 points: pts.iter().map(|r| (r.x, r.sum / f64::from(r.n))).collect(),
                 band,
+                scatter: false,
             }
         })
         .collect();

@@ -183,6 +183,9 @@ pub struct Curve {
     /// Repeated runs: `(x, min, max)` per point, drawn as a shaded band
     /// around the line (empty: none).
     pub band: Vec<(f64, f64, f64)>,
+    /// A scatter plot: a small marker per point and no line (measurements
+    /// that are not a function of x, such as one point per merge).
+    pub scatter: bool,
 }
 
 /// One chart of a figure: curves over two axes.
@@ -308,6 +311,7 @@ pub fn plot(
                 label: s.label.clone(),
                 points: s.points.iter().map(|p| (p.0 as f64, y(p))).collect(),
                 band: Vec::new(),
+                scatter: false,
             })
             .collect()
     };
@@ -636,6 +640,13 @@ where
             .copied()
             .filter(|q| shown(q.0, q.1))
             .collect();
+        if c.scatter {
+            chart.draw_series(
+                pts.iter()
+                    .map(|&q| Circle::new(q, 2, col.mix(0.6).filled())),
+            )?;
+            continue;
+        }
         chart.draw_series(LineSeries::new(pts.iter().copied(), col.stroke_width(2)))?;
         if pts.len() <= 60 {
             chart.draw_series(pts.iter().map(|&q| Circle::new(q, 3, col.filled())))?;

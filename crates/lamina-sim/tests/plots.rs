@@ -32,6 +32,7 @@ fn curve(label: &str, scale: f64, band: bool) -> Curve {
             false => Vec::new(),
         },
         points,
+        scatter: false,
     }
 }
 
@@ -104,6 +105,26 @@ fn every_chart_titles_its_axes() {
     // Ticks in binary units; the band is drawn.
     assert!(svg.contains("MiB") && svg.contains("KiB"), "byte ticks");
     assert!(svg.contains("<polygon"), "a min-max band");
+
+    // A scatter: a marker per point and no line.
+    let path = out("scatter.svg");
+    let mut dots = curve("merges", 1.0, false);
+    dots.scatter = true;
+    plot_lines(
+        &path,
+        "scatter",
+        &[dots],
+        &LinesOptions {
+            x: Axis::new("bytes written", Unit::Bytes).log(false),
+            y: Axis::new("merge time (s)", Unit::Plain).log(false),
+            width: 600,
+            height: 400,
+        },
+    )
+    .unwrap();
+    assert_eq!(titles(&path), ["merge time (s)", "bytes written"]);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(svg.matches("<circle").count(), 12, "one marker per point");
 
     // A grid of panels.
     let path = out("panels.svg");

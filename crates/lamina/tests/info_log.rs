@@ -54,6 +54,16 @@ fn flushes_merges_and_opens_are_logged_and_reopens_append() {
     assert!(count("compaction") >= s.compactions, "{text}");
     assert!(count("move") >= s.trivial_moves, "{text}");
     assert!(s.compactions > 0);
+    // Flush lines carry the sorted runs, merge lines their microseconds
+    // (seed 000 Figs. 3.6-3.11 read them back).
+    for line in text.lines() {
+        if line.contains(" flush: ") {
+            assert!(line.contains(" runs=") && line.contains(" us="), "{line}");
+        }
+        if line.contains(" compaction: ") {
+            assert!(line.contains(" us=") && line.contains(" cpu_us="), "{line}");
+        }
+    }
     // Every line starts with a time in unix ms.
     assert!(text
         .lines()
