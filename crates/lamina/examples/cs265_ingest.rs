@@ -5,7 +5,10 @@
 //! of `WINDOW` puts (the seed's sliding-window throughput), then a flush
 //! and a wait until compactions settle. Writes the windows to `SERIES` as
 //! CSV (`puts,seconds,window_puts_per_sec`) and prints `Db::stats()` as
-//! JSON with `ingest_seconds` and `settled_seconds`.
+//! JSON with `ingest_seconds` and `settled_seconds`. Beside `SERIES`
+//! (`X.series.csv`) it writes `X.stats.txt`, the Compaction Stats table
+//! (`Db::property("lamina.stats")`) and the tree's levels, and `X.merges.log`,
+//! the info log's line for each compaction (reason, inputs, bytes).
 //!
 //! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES`
 
@@ -80,10 +83,21 @@ fn main() {
     db.flush().expect("flush");
     db.wait_for_compactions().expect("settle");
     let total = start.elapsed();
+    let base = series.strip_suffix(".series.csv").unwrap_or(series);
+    let mut table = db.property("lamina.stats").unwrap_or_default();
+    table.push_str(&db.property("lamina.levelstats").unwrap_or_default());
+    std::fs::write(format!("{base}.stats.txt"), table).expect("stats table");
     let mut stats = serde_json::to_value(db.stats()).expect("json");
     stats["ingest_seconds"] = ingest.as_secs_f64().into();
     stats["settled_seconds"] = total.as_secs_f64().into();
     println!("{}", serde_json::to_string(&stats).expect("json"));
     db.close().expect("close");
+    let log = std::fs::read_to_string(std::path::Path::new(dir).join("LOG")).unwrap_or_default();
+    let merges: String = log
+        .lines()
+        .filter(|l| l.contains(" compaction: ") || l.contains(" move: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(format!("{base}.merges.log"), merges).expect("merge log");
     std::fs::remove_dir_all(dir).expect("remove the directory this run created");
 }
