@@ -57,6 +57,40 @@ def main(out):
                       f"{s['write_amplification']:.2f} | {s['compactions']} | {s['sorted_runs']} |")
         md.append("")
 
+    logs = sorted(glob.glob(os.path.join(out, "fig1*-*leveled*.merges.log")))
+    if logs:
+        md += ["### Fig. 1: where leveled and lazy-leveled write (`*.merges.log`, `*.stats.txt`)", "",
+               "A fold merges a level's runs into one run of the same level; a push merges runs "
+               "into the level below. Bytes in MB; WA is per flushed byte.", "",
+               "| run | levels | flushed | folds | fold MB (WA) | largest level-0 run folded | pushes out of level 0 | flushed MB per such push | deeper pushes | push MB (WA) | write amplification |",
+               "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for path in logs:
+            name = os.path.basename(path)[:-len(".merges.log")]
+            s = load(path[:-len(".merges.log")] + ".json")
+            flushed = s["flush_bytes_written"]
+            folds, pushes = [], []
+            for line in open(path):
+                m = re.search(r"inputs=\[(.*?)\] output_level=(\d+) .*written=(\d+)", line)
+                if not m:
+                    continue
+                levels = {int(l) for l in re.findall(r"L(\d+):", m.group(1))}
+                out_level, written = int(m.group(2)), int(m.group(3))
+                if min(levels) < out_level:
+                    pushes.append((min(levels), written))
+                else:
+                    folds.append((out_level, written))
+            fold_mb = sum(w for _, w in folds) / 1e6
+            push_mb = sum(w for _, w in pushes) / 1e6
+            largest = max((w for l, w in folds if l == 0), default=0) / 1e6
+            from_l0 = sum(1 for l, _ in pushes if l == 0)
+            deeper = len(pushes) - from_l0
+            per_push = flushed / from_l0 / 1e6 if from_l0 else 0.0
+            depth = sum(1 for l in s["levels"] if l["runs"])
+            md.append(f"| {name} | {depth} | {flushed / 1e6:.1f} | {len(folds)} | {fold_mb:,.1f} ({fold_mb * 1e6 / flushed:.2f}) | "
+                      f"{largest:.1f} | {from_l0} | {per_push:.2f} | {deeper} | {push_mb:,.1f} ({push_mb * 1e6 / flushed:.2f}) | "
+                      f"{s['write_amplification']:.2f} |")
+        md.append("")
+
     f2 = sorted(glob.glob(os.path.join(out, "fig2-*.json")),
                 key=lambda p: int(re.search(r"buffer-(\d+)", p).group(1)))
     if f2:

@@ -10,7 +10,11 @@
 //! (`Db::property("lamina.stats")`) and the tree's levels, and `X.merges.log`,
 //! the info log's line for each compaction (reason, inputs, bytes).
 //!
-//! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES`
+//! With a last argument `mean-flush`, compaction sizes levels in this
+//! database's mean flush rather than in `BUFFER`
+//! (`Options::plan_with_mean_flush`).
+//!
+//! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES [mean-flush]`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Options are set on a default (they are `#[non_exhaustive]` for callers).
@@ -31,8 +35,12 @@ fn dsl_key(k: i32) -> [u8; 4] {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, spec, buffer, puts, window, dir, series] = args.as_slice() else {
-        eprintln!("usage: cs265_ingest SPEC BUFFER PUTS WINDOW DIR SERIES");
+    let (mean_flush, args) = match args.split_last() {
+        Some((last, rest)) if last == "mean-flush" => (true, rest),
+        _ => (false, args.as_slice()),
+    };
+    let [_, spec, buffer, puts, window, dir, series] = args else {
+        eprintln!("usage: cs265_ingest SPEC BUFFER PUTS WINDOW DIR SERIES [mean-flush]");
         std::process::exit(2);
     };
     let buffer: usize = buffer.parse().expect("BUFFER must be a byte count");
@@ -55,6 +63,7 @@ fn main() {
     opts.target_file_size = (buffer as u64).max(2 << 20);
     opts.bloom_bits_per_key = 4.8;
     opts.sync = SyncMode::None;
+    opts.plan_with_mean_flush = mean_flush;
     let db = Db::open(dir, opts).expect("open");
     let mut out = std::io::BufWriter::new(std::fs::File::create(series).expect("SERIES"));
     writeln!(out, "puts,seconds,window_puts_per_sec").expect("write");
