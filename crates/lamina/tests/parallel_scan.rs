@@ -149,7 +149,7 @@ fn check(
         }
     }
     // Settle half the time: scans meet both a moving and a settled tree.
-    if ops.len() % 2 == 0 {
+    if ops.len().is_multiple_of(2) {
         db.wait_for_compactions().unwrap();
     }
     for &(a, b, kinds) in ranges {
