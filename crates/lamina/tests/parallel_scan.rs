@@ -235,7 +235,7 @@ fn deep_trees_of_many_runs() {
     for threads in [2, 3, 16] {
         let (runs, levels) = check("tiered:T=3", threads, 3_000, &ops, &ranges);
         // The shape depends on when the background merges ran (measured:
-        // 3 to 10 runs over 4 to 6 levels).
+        // from 3 to at least 6 runs, over 4 to 6 levels).
         assert!(runs >= 2 && levels >= 3, "runs {runs}, levels {levels}");
     }
 }
