@@ -56,6 +56,11 @@ pub struct EngineOpts {
     /// Compaction threads, at least 1 [default: the engine's].
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub threads: Option<usize>,
+    /// Threads reading a range query's sorted runs in parallel (seed 004's
+    /// RANGE thread pool), 1 ..= 256; 1 reads them on the query's thread
+    /// [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub scan_threads: Option<usize>,
     /// WAL sync mode: none, always or interval:MS.
     #[arg(long, value_name = "MODE", default_value = "none")]
     pub sync: String,
@@ -131,6 +136,9 @@ impl EngineOpts {
         if let Some(t) = self.threads {
             o.compaction_threads = t;
         }
+        if let Some(t) = self.scan_threads {
+            o.scan_threads = t;
+        }
         if let Some(c) = self.block_cache_bytes {
             o.block_cache_bytes = c;
         }
@@ -150,6 +158,7 @@ impl EngineOpts {
                 "memtable_bloom_bits_per_key" => "--memtable-bloom-bits",
                 "size_ratio" => "--size-ratio",
                 "compaction_threads" => "--threads",
+                "scan_threads" => "--scan-threads",
                 "compaction" => "--compaction",
                 other => other,
             };

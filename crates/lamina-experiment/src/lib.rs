@@ -115,6 +115,7 @@ pub const ENGINE_PARAMS: &[&str] = &[
     "block_size",
     "target_file_size",
     "compaction_threads",
+    "scan_threads",
     "max_immutable_memtables",
     "level0_stop_runs",
 ];
@@ -137,6 +138,7 @@ fn set_param(opts: &mut Options, name: &str, v: &toml::Value) -> Result<()> {
         "block_size" => opts.block_size = int,
         "target_file_size" => opts.target_file_size = int as u64,
         "compaction_threads" => opts.compaction_threads = int,
+        "scan_threads" => opts.scan_threads = int,
         "max_immutable_memtables" => opts.max_immutable_memtables = int,
         "level0_stop_runs" => opts.level0_stop_runs = int,
         other => bail!(

@@ -5,9 +5,16 @@
 //! of `WINDOW` puts (the seed's sliding-window throughput), then a flush
 //! and a wait until compactions settle. Writes the windows to `SERIES` as
 //! CSV (`puts,seconds,window_puts_per_sec`) and prints `Db::stats()` as
-//! JSON with `ingest_seconds` and `settled_seconds`.
+//! JSON with `ingest_seconds` and `settled_seconds`. Beside `SERIES`
+//! (`X.series.csv`) it writes `X.stats.txt`, the Compaction Stats table
+//! (`Db::property("lamina.stats")`) and the tree's levels, and `X.merges.log`,
+//! the info log's line for each compaction (reason, inputs, bytes).
 //!
-//! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES`
+//! With a last argument `mean-flush`, compaction sizes levels in this
+//! database's mean flush rather than in `BUFFER`
+//! (`Options::plan_with_mean_flush`).
+//!
+//! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES [mean-flush]`
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // Options are set on a default (they are `#[non_exhaustive]` for callers).
@@ -28,8 +35,12 @@ fn dsl_key(k: i32) -> [u8; 4] {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, spec, buffer, puts, window, dir, series] = args.as_slice() else {
-        eprintln!("usage: cs265_ingest SPEC BUFFER PUTS WINDOW DIR SERIES");
+    let (mean_flush, args) = match args.split_last() {
+        Some((last, rest)) if last == "mean-flush" => (true, rest),
+        _ => (false, args.as_slice()),
+    };
+    let [_, spec, buffer, puts, window, dir, series] = args else {
+        eprintln!("usage: cs265_ingest SPEC BUFFER PUTS WINDOW DIR SERIES [mean-flush]");
         std::process::exit(2);
     };
     let buffer: usize = buffer.parse().expect("BUFFER must be a byte count");
@@ -52,6 +63,7 @@ fn main() {
     opts.target_file_size = (buffer as u64).max(2 << 20);
     opts.bloom_bits_per_key = 4.8;
     opts.sync = SyncMode::None;
+    opts.plan_with_mean_flush = mean_flush;
     let db = Db::open(dir, opts).expect("open");
     let mut out = std::io::BufWriter::new(std::fs::File::create(series).expect("SERIES"));
     writeln!(out, "puts,seconds,window_puts_per_sec").expect("write");
@@ -80,10 +92,21 @@ fn main() {
     db.flush().expect("flush");
     db.wait_for_compactions().expect("settle");
     let total = start.elapsed();
+    let base = series.strip_suffix(".series.csv").unwrap_or(series);
+    let mut table = db.property("lamina.stats").unwrap_or_default();
+    table.push_str(&db.property("lamina.levelstats").unwrap_or_default());
+    std::fs::write(format!("{base}.stats.txt"), table).expect("stats table");
     let mut stats = serde_json::to_value(db.stats()).expect("json");
     stats["ingest_seconds"] = ingest.as_secs_f64().into();
     stats["settled_seconds"] = total.as_secs_f64().into();
     println!("{}", serde_json::to_string(&stats).expect("json"));
     db.close().expect("close");
+    let log = std::fs::read_to_string(std::path::Path::new(dir).join("LOG")).unwrap_or_default();
+    let merges: String = log
+        .lines()
+        .filter(|l| l.contains(" compaction: ") || l.contains(" move: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(format!("{base}.merges.log"), merges).expect("merge log");
     std::fs::remove_dir_all(dir).expect("remove the directory this run created");
 }

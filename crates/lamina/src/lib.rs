@@ -38,6 +38,7 @@ mod range_del;
 mod record;
 mod repair;
 mod row_cache;
+mod scan_pool;
 pub mod spatial;
 mod sst;
 mod stats;
@@ -53,7 +54,7 @@ pub use db::{
     WindowIter,
 };
 pub use error::{Error, Result};
-pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode};
+pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode, MAX_SCAN_THREADS};
 pub use repair::{repair, RepairReport};
 pub use stats::{
     compaction_stats_table, BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats,

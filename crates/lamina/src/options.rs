@@ -151,6 +151,16 @@ pub struct Options {
     pub compaction: CompactionSpec,
     /// Background compaction threads.
     pub compaction_threads: usize,
+    /// Threads that read a range scan's sorted runs (seed 004's RANGE
+    /// thread pool). 1, the default, reads them on the scanning thread, one
+    /// block at a time as the merge asks. More starts a pool of that many
+    /// workers, owned by the database and stopped on close: a forward
+    /// scan (`Db::scan`, `Snapshot::scan`) has each run read ahead on the
+    /// pool in bounded batches while its own thread merges them, so the
+    /// runs' block reads overlap. Memory per scan stays bounded (see
+    /// `docs/architecture.md`, "Parallel range scans"); cursors and reverse
+    /// scans read on the caller's thread.
+    pub scan_threads: usize,
     /// Runs in level 0 at which writes stall until compactions catch up
     /// (0 = never stall on runs).
     pub level0_stop_runs: usize,
@@ -214,6 +224,10 @@ pub struct Options {
     /// they are.
     pub(crate) explicit: Option<Vec<&'static str>>,
 }
+
+/// The most scan threads [`Options::validate`] accepts: a pool far above
+/// any core count only adds switches.
+pub const MAX_SCAN_THREADS: usize = 256;
 
 /// A setting [`Options::validate`] refuses: which field, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -287,6 +301,15 @@ impl Options {
         if self.compaction_threads == 0 {
             return bad("compaction_threads", "must be at least 1".into());
         }
+        if !(1..=MAX_SCAN_THREADS).contains(&self.scan_threads) {
+            return bad(
+                "scan_threads",
+                format!(
+                    "must be within 1 ..= {MAX_SCAN_THREADS}, got {}",
+                    self.scan_threads
+                ),
+            );
+        }
         // A spec parsed alone was checked with the default sizes; its `T`
         // and `file` may come from these options.
         if let Err(e) = self.compaction.build(self.policy_defaults()) {
@@ -325,6 +348,7 @@ impl Default for Options {
             row_cache_bytes: 0,
             compaction: CompactionSpec::default(),
             compaction_threads: 1,
+            scan_threads: 1,
             level0_stop_runs: 12,
             writes_wait_for_compactions: false,
             sync: SyncMode::None,
@@ -428,6 +452,7 @@ macro_rules! with_database_options {
             row_cache_bytes: usize,
             compaction: crate::compaction::CompactionSpec,
             compaction_threads: usize,
+            scan_threads: usize,
             level0_stop_runs: usize,
             writes_wait_for_compactions: bool,
             sync: SyncMode,
@@ -610,5 +635,14 @@ mod tests {
             }),
             Some("compaction_threads")
         );
+        for scan_threads in [0, MAX_SCAN_THREADS + 1] {
+            assert_eq!(
+                field(Options {
+                    scan_threads,
+                    ..d()
+                }),
+                Some("scan_threads")
+            );
+        }
     }
 }

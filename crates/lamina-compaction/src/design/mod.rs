@@ -301,7 +301,21 @@ impl Composed {
         for level in 0..=deepest {
             let plan = self.plan(level, deepest);
             let runs = view.level(level).runs.len();
-            if plan.layout == Layout::Leveling && runs > 1 {
+            let ctx = LevelCtx::new(view, level, self.size_ratio, self.file_size);
+            let fired: Vec<(usize, Trigger, Fired)> = plan
+                .triggers
+                .iter()
+                .enumerate()
+                .filter_map(|(p, t)| t.fire(&ctx).map(|f| (p, *t, f)))
+                .collect();
+            // A level moved whole when a trigger fires takes its unfolded
+            // runs down in the same merge: folding them first would only
+            // rewrite the level once more, and, as flushes keep arriving
+            // while each fold rewrites a larger run, a fold that outscores
+            // the push is followed by another (seed 004's leveled and
+            // lazy-leveled levels grew to 4-5 times their capacity so).
+            let pushed_whole = plan.granularity == Granularity::Level && !fired.is_empty();
+            if plan.layout == Layout::Leveling && runs > 1 && !pushed_whole {
                 // The fold competes with the level's shape triggers
                 // (saturation, run count) on score, as RocksDB scores its
                 // level 0 by files against the others by bytes: ranked
@@ -325,16 +339,13 @@ impl Composed {
                     trigger: None,
                 });
             }
-            let ctx = LevelCtx::new(view, level, self.size_ratio, self.file_size);
-            for (p, trigger) in plan.triggers.iter().enumerate() {
-                if let Some(fired) = trigger.fire(&ctx) {
-                    needs.push(Need {
-                        priority: p + 1,
-                        score: fired.score,
-                        level,
-                        trigger: Some((*trigger, fired)),
-                    });
-                }
+            for (p, trigger, fired) in fired {
+                needs.push(Need {
+                    priority: p + 1,
+                    score: fired.score,
+                    level,
+                    trigger: Some((trigger, fired)),
+                });
             }
         }
         needs.sort_by(|a, b| {
@@ -444,6 +455,40 @@ mod tests {
         three.levels[0].runs[0].order = 20_000;
         let tasks = p.pick(&three);
         assert_eq!(tasks[0].output_level, 0, "the fold first");
+    }
+
+    #[test]
+    fn a_level_moved_whole_is_pushed_rather_than_folded_once_full() {
+        // Level 0 is leveled, moves whole, holds a saturated run and three
+        // flushed runs (fold score 3 against 1.2 × capacity).
+        let view = view_of(
+            vec![level_of(vec![
+                vec![file(7, 0, 9, 10)],
+                vec![file(8, 0, 9, 10)],
+                vec![file(9, 0, 9, 10)],
+                vec![file(1, 0, 9, 1170)],
+            ])],
+            100,
+        );
+        let p = composed(
+            vec![plan(
+                Layout::Leveling,
+                vec![Trigger::Saturation],
+                Granularity::Level,
+            )],
+            None,
+        );
+        let tasks = p.pick(&view);
+        assert_eq!(tasks.len(), 1, "no fold beside the push");
+        assert_eq!(tasks[0].output_level, 1);
+        let mut ids: Vec<u64> = tasks[0].input_file_ids().collect();
+        ids.sort();
+        assert_eq!(ids, [1, 7, 8, 9], "every run goes down");
+        // Below capacity, the flushed runs are folded.
+        let mut small = view.clone();
+        small.levels[0].runs[3].files[0].size = 500;
+        let tasks = p.pick(&small);
+        assert_eq!(tasks[0].output_level, 0, "the fold");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use super::*;
 use crate::iter::FilterIterator;
 use crate::key::user_key;
 use crate::range_del::{Fragments, RangeTombstone};
+use crate::scan_pool::{PrefetchIter, ScanPool, Start, BATCH_BYTES};
 
 pub use super::cursor::Cursor;
 use crate::spatial::Rect;
@@ -150,13 +151,15 @@ impl Inner {
     /// within `[lo, hi]` (`hi` `None`: unbounded): a run whose compaction
     /// buffer serves the range is read from the buffer's tables instead
     /// (seed 002 Alg. 4). With it, the range tombstones of those sources
-    /// that overlap the range, as a reader at `seq` sees them.
+    /// that overlap the range, as a reader at `seq` sees them. With
+    /// `read_ahead`, each run is read ahead on the scan pool.
     pub(super) fn merged(
         &self,
         sv: &SuperVersion,
         lo: &[u8],
         hi: Option<&[u8]>,
         seq: u64,
+        read_ahead: Option<&ReadAhead>,
     ) -> Result<(MergingIterator, Fragments)> {
         let mut children = memtable_iters(sv);
         let mut tombstones: Vec<RangeTombstone> = std::iter::once(&sv.mem)
@@ -174,7 +177,17 @@ impl Inner {
             Ok(())
         };
         let run_iter = |files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
-            Box::new(RunIterator::new(files, Arc::clone(&self.loader), true))
+            let run = Box::new(RunIterator::new(files, Arc::clone(&self.loader), true));
+            match read_ahead {
+                Some(r) => Box::new(PrefetchIter::new(
+                    run,
+                    Arc::clone(&r.pool),
+                    r.start.clone(),
+                    r.upper.clone(),
+                    BATCH_BYTES,
+                )),
+                None => run,
+            }
         };
         for (_, run) in sv.version.runs_newest_first() {
             match sv.version.buffers.get(&run.id) {
@@ -202,6 +215,18 @@ impl Inner {
     /// A cursor over the current tree as of `seq`, within the bounds
     /// (not positioned yet).
     pub(super) fn cursor_at(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, seq: u64) -> Result<Cursor> {
+        self.cursor_with(lo, hi, seq, false)
+    }
+
+    /// [`Inner::cursor_at`]; with `parallel` and a scan pool, the runs are
+    /// read ahead on the pool (a forward scan's walk).
+    fn cursor_with(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        seq: u64,
+        parallel: bool,
+    ) -> Result<Cursor> {
         let sv = Arc::clone(&self.sv.read());
         let lower = match lo {
             Bound::Included(k) => Some(k.to_vec()),
@@ -217,7 +242,25 @@ impl Inner {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         };
-        let (merged, ranges) = self.merged(&sv, lower.as_deref().unwrap_or_default(), hi, seq)?;
+        let read_ahead = match &self.scan_pool {
+            Some(pool) if parallel => Some(ReadAhead {
+                pool: Arc::clone(pool),
+                // Before every version of the lower bound: the cursor's
+                // first seek lands at or after it.
+                start: lower
+                    .as_deref()
+                    .map_or(Start::First, |l| Start::At(seek_key(l, MAX_SEQ))),
+                upper: upper.clone(),
+            }),
+            _ => None,
+        };
+        let (merged, ranges) = self.merged(
+            &sv,
+            lower.as_deref().unwrap_or_default(),
+            hi,
+            seq,
+            read_ahead.as_ref(),
+        )?;
         Ok(Cursor::new(merged, seq, ranges, lower, upper, sv))
     }
 
@@ -236,7 +279,7 @@ impl Inner {
     /// latency.
     fn walk(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, seq: u64, forward: bool) -> Result<Walk> {
         let start = Instant::now();
-        let mut cursor = self.cursor_at(lo, hi, seq)?;
+        let mut cursor = self.cursor_with(lo, hi, seq, forward)?;
         if forward {
             cursor.seek_to_first()?;
         } else {
@@ -321,6 +364,15 @@ impl Inner {
     ) -> Result<DbRevIterator> {
         Ok(DbRevIterator(self.walk(lo, hi, seq, false)?))
     }
+}
+
+/// How a scan's runs are read on the scan pool.
+pub(super) struct ReadAhead {
+    pool: Arc<ScanPool>,
+    /// Where each run's reader starts.
+    start: Start,
+    /// Exclusive upper bound on the user keys read.
+    upper: Option<Vec<u8>>,
 }
 
 /// The smallest key after `k` in bytewise order: an included bound as an

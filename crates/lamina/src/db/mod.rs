@@ -38,6 +38,7 @@ use crate::options::{Options, SyncMode};
 use crate::options_file;
 use crate::record::append_record;
 use crate::row_cache::RowCache;
+use crate::scan_pool::ScanPool;
 use crate::spatial::Rect;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
@@ -136,6 +137,8 @@ struct Inner {
     /// `Options::row_cache_bytes`: serves `Db::get`, not snapshots or scans.
     row_cache: Option<RowCache>,
     policy: RwLock<Arc<dyn CompactionPolicy>>,
+    /// `Options::scan_threads` above 1: the workers that read scans' runs.
+    scan_pool: Option<Arc<ScanPool>>,
     shutdown: AtomicBool,
     /// `DIR/LOG`: events for operators.
     info_log: InfoLog,
@@ -587,6 +590,10 @@ impl Db {
         }
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
+        }
+        // Scans still alive read their runs themselves from now on.
+        if let Some(pool) = &self.inner.scan_pool {
+            pool.shutdown();
         }
         self.inner.delete_obsolete_files();
     }

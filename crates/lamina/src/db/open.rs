@@ -246,6 +246,10 @@ impl Db {
             imms: Vec::new(),
             version: Arc::clone(&version),
         });
+        let scan_pool = match opts.scan_threads {
+            0 | 1 => None,
+            n => Some(Arc::new(ScanPool::new(n)?)),
+        };
         let inner = Arc::new(Inner {
             dir,
             vfs,
@@ -281,6 +285,7 @@ impl Db {
             snapshots: Mutex::new(BTreeMap::new()),
             row_cache: (opts.row_cache_bytes > 0).then(|| RowCache::new(opts.row_cache_bytes)),
             policy: RwLock::new(policy),
+            scan_pool,
             shutdown: AtomicBool::new(false),
             info_log,
             opts,

@@ -100,7 +100,7 @@ fn options(fs: &MemFs) -> Options {
 /// reduce (newest version per user key, tombstones dropped) to `model`.
 fn internal_entries(db: &Db, model: &Model) -> (MergingIterator, Entries) {
     let sv = Arc::clone(&db.inner.sv.read());
-    let mut merged = db.inner.merged(&sv, &[], None, u64::MAX).unwrap().0;
+    let mut merged = db.inner.merged(&sv, &[], None, u64::MAX, None).unwrap().0;
     merged.seek_to_first().unwrap();
     let mut entries = Entries::new();
     let mut live = Model::new();
@@ -123,7 +123,7 @@ fn internal_entries(db: &Db, model: &Model) -> (MergingIterator, Entries) {
         "an internal key appears twice in the tree"
     );
     (
-        db.inner.merged(&sv, &[], None, u64::MAX).unwrap().0,
+        db.inner.merged(&sv, &[], None, u64::MAX, None).unwrap().0,
         entries,
     )
 }
