@@ -177,6 +177,7 @@ fn queries(dir: &Path, stats: &[(String, Value)]) -> Result<()> {
                         .map(|r| (num(r, x), num(r, y) * scale))
                         .collect(),
                     band: Vec::new(),
+                    scatter: false,
                 })
             })
             .collect()

@@ -67,6 +67,7 @@ fn series_curves(dir: &Path, prefix: &str, key: fn(&str) -> f64) -> Result<Vec<C
             label: label.to_string(),
             points,
             band: Vec::new(),
+            scatter: false,
         });
     }
     curves.sort_by(|a, b| {
@@ -141,16 +142,19 @@ fn plot_fig4(dir: &Path) -> Result<()> {
                 label: what.clone(),
                 points,
                 band: Vec::new(),
+                scatter: false,
             });
             per_range.push(Curve {
                 label: format!("querying thread, {what}"),
                 points: query,
                 band: Vec::new(),
+                scatter: false,
             });
             per_range.push(Curve {
                 label: format!("scan pool, {what}"),
                 points: pool,
                 band: Vec::new(),
+                scatter: false,
             });
         }
         let title = format!("ranges of {share}, fanout {t}: {levels} levels, {runs} runs");

@@ -486,7 +486,9 @@ mod tests {
         assert_eq!(ids, [1, 7, 8, 9], "every run goes down");
         // Below capacity, the flushed runs are folded.
         let mut small = view.clone();
-        small.levels[0].runs[3].files[0].size = 500;
+        let run = &mut small.levels[0].runs[3].files;
+        let id = run.first().map(|f| f.id).unwrap();
+        assert!(run.update(id, |f| f.size = 500));
         let tasks = p.pick(&small);
         assert_eq!(tasks[0].output_level, 0, "the fold");
     }
