@@ -33,13 +33,15 @@ mkdir -p "$OUT"
 # Each run gets a directory this script creates, and only those are deleted.
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/lamina-lsbm.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
-# The compaction unit (and the buffer's unit): one memtable.
-FILE=$BUFFER
+# The compaction unit: one memtable, in UNIT files (the paper's super-file
+# of UNIT files; the buffer keeps, trims and retires single files).
+UNIT=${UNIT:-1}
+FILE=$((BUFFER / UNIT))
 spec() {
     case $1 in
         leveling) echo "leveling:T=10,l0=1" ;;
-        blsm) echo "blsm:T=10,l0=1,file=$FILE" ;;
-        lsbm) echo "lsbm:T=10,l0=1,file=$FILE,trim=$TRIM,keep=0.8" ;;
+        blsm) echo "blsm:T=10,l0=1,file=$FILE,unit=$UNIT" ;;
+        lsbm) echo "lsbm:T=10,l0=1,file=$FILE,unit=$UNIT,trim=$TRIM,keep=0.8" ;;
         smtree) echo "smtree:T=10" ;;
         blsm-*) spec blsm ;;
     esac

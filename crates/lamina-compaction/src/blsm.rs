@@ -45,9 +45,14 @@ pub struct Blsm {
     pub size_ratio: u64,
     /// Capacity of level 0, in memtables.
     pub l0: u64,
-    /// Output file size (the compaction unit).
+    /// Output file size (the buffer's unit: trimmed and retired whole).
     pub file_size: u64,
     file_given: bool,
+    /// Files per merge step (the paper's super-file of `unit` files):
+    /// compaction moves `unit × file` bytes a step while the buffer keeps,
+    /// trims and retires single files, so a file's key range stays narrow
+    /// enough to be either hot or cold (seed 002 §4.3).
+    pub unit: usize,
     /// LSbM's compaction buffer, if kept.
     pub buffer: Option<BufferParams>,
 }
@@ -78,7 +83,8 @@ impl Default for BufferParams {
 
 impl Blsm {
     /// Builds from spec parameters `T=` (default `Options::size_ratio`),
-    /// `l0=` (4) and `file=` (default `Options::target_file_size`).
+    /// `l0=` (4), `file=` (default `Options::target_file_size`) and `unit=`
+    /// (files per merge step, 1).
     pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
         Self::build(params, defaults, None)
     }
@@ -100,6 +106,7 @@ impl Blsm {
             l0: 4,
             file_size: defaults.target_file_size,
             file_given: false,
+            unit: 1,
             buffer,
         };
         let name = if buffer.is_some() { "lsbm" } else { "blsm" };
@@ -111,9 +118,9 @@ impl Blsm {
                 _ => b.set(name, k, v)?,
             }
         }
-        if b.size_ratio < 2 || b.l0 < 1 || b.file_size == 0 {
+        if b.size_ratio < 2 || b.l0 < 1 || b.file_size == 0 || b.unit == 0 {
             return Err(Error::InvalidArgument(format!(
-                "{name} needs T >= 2, l0 >= 1 and file >= 1"
+                "{name} needs T >= 2, l0 >= 1, file >= 1 and unit >= 1"
             )));
         }
         if let Some(p) = b.buffer {
@@ -137,6 +144,7 @@ impl Blsm {
                 self.file_size = param(k, v)?;
                 self.file_given = true;
             }
+            "unit" => self.unit = param(k, v)?,
             _ => {
                 return Err(Error::InvalidArgument(format!(
                     "{name} has no parameter {k}"
@@ -184,21 +192,23 @@ impl Blsm {
         }
     }
 
-    /// Moves the first file (smallest keys) of `level`'s draining run into
-    /// `C_{level+1}`.
+    /// Moves the first `unit` files (smallest keys) of `level`'s draining
+    /// run into `C_{level+1}`.
     fn drain(&self, view: &TreeView, level: usize, bytes: u64) -> Option<CompactionTask> {
         let runs = &view.level(level).runs;
         let (draining, _) = runs.split_last()?;
-        let unit = draining.files.first()?;
-        if unit.busy {
+        let unit: Vec<_> = draining.files.iter().take(self.unit).collect();
+        let (first, last) = (unit.first()?, unit.last()?);
+        if unit.iter().any(|f| f.busy) {
             return None;
         }
+        let unit_bytes: u64 = unit.iter().map(|f| f.size).sum();
         let mut inputs = vec![TaskInput {
             level,
             run_id: draining.id,
-            file_ids: vec![unit.id],
+            file_ids: unit.iter().map(|f| f.id).collect(),
         }];
-        let receiving = self.receiving(view, level + 1, unit.size, draining.order);
+        let receiving = self.receiving(view, level + 1, unit_bytes, draining.order);
         let buffer = self.buffer.map(|p| {
             // Repeated data: the receiving run dropped versions the rounds
             // brought, which its buffer cannot drop.
@@ -209,7 +219,7 @@ impl Blsm {
             });
             let (retire, base) = match view.buffers.get(&draining.id) {
                 Some(own) => {
-                    let after = draining.bytes().saturating_sub(unit.size);
+                    let after = draining.bytes().saturating_sub(unit_bytes);
                     let cap = self.capacity(view.buffer_bytes, level);
                     let base = own.base.is_none().then(|| own.live_bytes());
                     (own.pace(after, cap), base)
@@ -228,8 +238,8 @@ impl Blsm {
                 view,
                 level + 1,
                 Layout::Leveling,
-                &unit.smallest,
-                &unit.largest,
+                &first.smallest,
+                &last.largest,
                 &mut inputs,
             )?,
             None => OutputRun::New,
@@ -244,7 +254,7 @@ impl Blsm {
             reason: format!(
                 "blsm: level {level} holds {bytes} bytes > S_{level} = {}; unit {} of its oldest run down",
                 self.capacity(view.buffer_bytes, level),
-                unit.id
+                unit.iter().map(|f| f.id.to_string()).collect::<Vec<_>>().join(",")
             ),
         })
     }
@@ -260,6 +270,9 @@ impl CompactionPolicy for Blsm {
         let mut s = format!("{name}:T={},l0={}", self.size_ratio, self.l0);
         if self.file_given {
             s.push_str(&format!(",file={}", self.file_size));
+        }
+        if self.unit > 1 {
+            s.push_str(&format!(",unit={}", self.unit));
         }
         if let Some(p) = self.buffer {
             s.push_str(&format!(

@@ -102,8 +102,8 @@ pub static STRATEGIES: &[Strategy] = &[
     Strategy {
         name: "blsm",
         family: Family::Leveling,
-        params: "T=size_ratio, l0=4, file",
-        summary: "bLSM split levels: C_i receives, C'_i drains one file at a time in key order into C_i+1",
+        params: "T=size_ratio, l0=4, file, unit=1",
+        summary: "bLSM split levels: C_i receives, C'_i drains unit files at a time in key order into C_i+1",
         source: "seed 002 §4.1 (bLSM)",
         accepts: any,
         build: policy!(crate::blsm::Blsm),
@@ -111,7 +111,7 @@ pub static STRATEGIES: &[Strategy] = &[
     Strategy {
         name: "lsbm",
         family: Family::Leveling,
-        params: "T=size_ratio, l0=4, file, trim=30000, keep=0.8, freeze=0.9",
+        params: "T=size_ratio, l0=4, file, unit=1, trim=30000, keep=0.8, freeze=0.9",
         summary: "bLSM plus the LSbM compaction buffer: units moved down stay readable (cached) until trimmed",
         source: "seed 002 §4 (LSbM)",
         accepts: any,

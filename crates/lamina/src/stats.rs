@@ -327,6 +327,9 @@ pub(crate) struct EngineStats {
     /// Buffer files removed by the pace rule (retired) and by the trim pass.
     pub buffer_retired_files: Counter,
     pub buffer_trimmed_files: Counter,
+    /// Cached blocks dropped with deleted buffer files (retired or
+    /// trimmed): the part of `cache_invalidated_blocks` the buffer caused.
+    pub buffer_invalidated_blocks: Counter,
     /// `Db::get`s the row cache answered, and those it did not.
     pub row_cache_hits: Counter,
     pub row_cache_misses: Counter,
@@ -470,6 +473,7 @@ impl EngineStats {
         buffer.appended_files = self.buffer_appended_files.get();
         buffer.retired_files = self.buffer_retired_files.get();
         buffer.trimmed_files = self.buffer_trimmed_files.get();
+        buffer.invalidated_blocks = self.buffer_invalidated_blocks.get();
         buffer.gets = self.buffer_gets.get();
         buffer.fallbacks = self.buffer_fallbacks.get();
         buffer.scans = self.buffer_scans.get();
@@ -880,6 +884,10 @@ pub struct BufferStats {
     pub retired_files: u64,
     /// Files removed by the trim pass.
     pub trimmed_files: u64,
+    /// Cached blocks dropped when a retired or trimmed buffer file was
+    /// deleted (included in `DbStats::cache_invalidated_blocks`; the rest
+    /// are blocks of files the tree's merges replaced).
+    pub invalidated_blocks: u64,
     /// Point lookups a buffer answered.
     pub gets: u64,
     /// Point lookups a marker sent back to the host run.

@@ -252,6 +252,7 @@ fn model_under_every_policy() {
         "leveling:T=4,l0=1",
         "blsm:T=3,l0=2,file=2048",
         "lsbm:T=3,l0=2,file=2048,trim=20",
+        "lsbm:T=3,l0=2,file=1024,unit=3,trim=20",
         "leveled:b0=2,b=4,file=4096",
         "bigtable:k=4",
         "exploring:k=5",
@@ -602,6 +603,8 @@ fn lsbm_buffer_answers_reads_like_the_oracle() {
     assert!(st.appended_files > 0, "{st:?}");
     assert!(st.gets > 0 && st.scans > 0, "{st:?}");
     assert!(st.retired_files + st.trimmed_files > 0, "{st:?}");
+    // The buffer's share of the invalidations is a part of all of them.
+    assert!(st.invalidated_blocks <= db.stats().cache_invalidated_blocks);
     // No trim pass from here on (one in flight finishes within the sleep),
     // so the buffer seen before the reopen is the one the manifest holds.
     db.set_compaction("lsbm:T=3,l0=2,file=2048,trim=600000,keep=0.5")

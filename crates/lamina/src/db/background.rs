@@ -147,10 +147,17 @@ impl Inner {
         let old = std::mem::replace(&mut st.version, Arc::new(next));
         // A file is obsolete once neither a run nor a buffer holds it.
         let live: HashSet<u64> = st.version.live_files().map(|f| f.id).collect();
+        // Which of them only a buffer held (not computed without buffers).
+        let buffered = !old.buffers.is_empty();
+        let in_old_runs: HashSet<u64> = match buffered {
+            true => old.files().map(|(_, _, f)| f.id).collect(),
+            false => HashSet::new(),
+        };
         let mut gone = HashSet::new();
         for f in old.live_files() {
             if !live.contains(&f.id) && gone.insert(f.id) {
-                st.obsolete.push(Arc::clone(f));
+                let from_buffer = buffered && !in_old_runs.contains(&f.id);
+                st.obsolete.push((Arc::clone(f), from_buffer));
             }
         }
         drop(old);
@@ -162,14 +169,16 @@ impl Inner {
     /// Deletes removed files that no reader pins any more.
     pub(super) fn collect_obsolete(&self, st: &mut State) {
         let mut keep = Vec::new();
-        for f in st.obsolete.drain(..) {
+        for (f, from_buffer) in st.obsolete.drain(..) {
             if Arc::strong_count(&f) == 1 {
                 let _ = self.vfs.remove(&self.loader.path(f.id));
-                self.io
-                    .cache_invalidated_blocks
-                    .add(self.loader.evict(f.id));
+                let blocks = self.loader.evict(f.id);
+                self.io.cache_invalidated_blocks.add(blocks);
+                if from_buffer {
+                    self.stats.buffer_invalidated_blocks.add(blocks);
+                }
             } else {
-                keep.push(f);
+                keep.push((f, from_buffer));
             }
         }
         st.obsolete = keep;

@@ -79,8 +79,9 @@ struct State {
     version: Arc<Version>,
     /// Files owned by running compactions.
     busy: HashSet<u64>,
-    /// Files removed from the tree, deleted once no reader pins them.
-    obsolete: Vec<Arc<FileMeta>>,
+    /// Files removed from the tree, deleted once no reader pins them, each
+    /// with whether a compaction buffer held it last (not a run).
+    obsolete: Vec<(Arc<FileMeta>, bool)>,
     /// A manual compaction is waiting or running; background picking pauses.
     manual: bool,
     compactions_running: usize,
