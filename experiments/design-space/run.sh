@@ -28,13 +28,13 @@ if [ "${1:-}" = "--quick" ]; then
   N=${1:-200000}
   BUFFER=${BUFFER:-16384}
   CACHE=${CACHE:-262144}
-  QUERIES=${QUERIES:-"lookups=2000 scans=10"}
+  QUERIES=${QUERIES-"lookups=2000 scans=10"}
   OUT=${OUT:-experiments/design-space/results-quick}
 else
   N=${1:-1000000}
   BUFFER=${BUFFER:-65536}
   CACHE=${CACHE:-1048576}
-  QUERIES=${QUERIES:-"lookups=50000 scans=50"}
+  QUERIES=${QUERIES-"lookups=50000 scans=50"}
   OUT=${OUT:-experiments/design-space/results-deep}
 fi
 STRATEGIES=${STRATEGIES:-"full lo1 lo2 rr cold old tsd tsa tier"}
