@@ -10,9 +10,10 @@
 #            the ingestion against the same lookups after it, for full,
 #            lo1, tier (results-fig5-interleaved/, -serial/);
 #   fig6     Fig. 6: Zipfian (s = 1) and normal (σ = 34%) ingestion, uniform
-#            lookups, nine strategies (results-ingest-zipf/, -normal/);
+#            lookups, nine strategies (results-ingest-zipf/, -normal/,
+#            tabulated with Fig. 4's uniform run in results-sweeps/ingest.md);
 #   fig7     Fig. 7: uniform ingestion, Zipfian and normal lookups
-#            (results-lookup-zipf/, -normal/);
+#            (results-lookup-zipf/, -normal/, results-sweeps/lookup.md);
 #   size entry buffer page
 #            Fig. 8(g)-(i) inserts, (j)-(k) entry size (4-byte keys, 4 to
 #            252-byte values), (l)-(n) buffer (and file) size, (o) page
@@ -55,13 +56,15 @@ BASE=$R
 [ ${#Q[@]} -eq 0 ] && BASE=$R-deep
 STEPS=${*:-fig4 deletes updates fig5 fig6 fig7 size entry buffer page cache mixed ratio bpk}
 SWEEP_STRATEGIES=${SWEEP_STRATEGIES:-"full lo1 lo2 old tier"}
+ALL="full lo1 lo2 rr cold old tsd tsa tier"
 
 # sweep NAME KNOB "VALUES" [QUERIES] [KNOBS]: one run.sh per value of KNOB
-# (an example knob, or N / BUFFER / CACHE / RATIO for run.sh's own), then
-# the table. The default value's point is Fig. 4's run ($BASE).
+# (an example knob, or N / BUFFER / CACHE / RATIO for run.sh's own) for
+# STRATEGIES_OF_SWEEP (default SWEEP_STRATEGIES), then the table. The
+# default value's point is Fig. 4's run ($BASE).
 sweep() {
   local name=$1 knob=$2 values=$3 queries=${4:-} knobs=${5:-priority=1} points=() v
-  local default
+  local strategies=${STRATEGIES_OF_SWEEP:-$SWEEP_STRATEGIES} default
   case $knob in
     N) default=$N ;;
     BUFFER) default=$BUF ;;
@@ -70,6 +73,7 @@ sweep() {
     value) default=124 ;;
     block) default=4096 ;;
     bpk) default=10 ;;
+    ingest | lookup) default=uniform ;;
   esac
   # Fig. 4's run is the default point when the other knobs are its own.
   [ "$knobs" = priority=1 ] && points+=("$default=$BASE")
@@ -80,12 +84,12 @@ sweep() {
       BUFFER | CACHE | RATIO) envs=("$knob=$v") ;;
       *) k="$knobs $knob=$v" ;;
     esac
-    env "${envs[@]}" OUT="$out" MIN_LEVELS=0 QUERIES="$queries" STRATEGIES="$SWEEP_STRATEGIES" \
+    env "${envs[@]}" OUT="$out" MIN_LEVELS=0 QUERIES="$queries" STRATEGIES="$strategies" \
       KNOBS="$k" $D/run.sh "${Q[@]}" "$n"
     points+=("$v=$out")
   done
   mkdir -p "$R-sweeps"
-  python3 $D/sweep.py "$R-sweeps/$name.md" "$name" "$knob" --check "$SWEEP_STRATEGIES" "${points[@]}"
+  python3 $D/sweep.py "$R-sweeps/$name.md" "$name" "$knob" --check "$strategies" "${points[@]}"
 }
 
 for step in $STEPS; do
@@ -110,13 +114,8 @@ for step in $STEPS; do
         KNOBS="priority=1 interleave=$L" $D/run.sh "${Q[@]}"
       OUT=$R-fig5-serial MIN_LEVELS=0 QUERIES="lookups=$L alpha=0" STRATEGIES="full lo1 tier" \
         KNOBS="priority=1" $D/run.sh "${Q[@]}" ;;
-    fig6 | fig7)
-      which=ingest
-      [ "$step" = fig7 ] && which=lookup
-      for d in zipf normal; do
-        OUT=$R-$which-$d MIN_LEVELS=0 QUERIES="lookups=$LOOKUPS" \
-          KNOBS="priority=1 $which=$d" $D/run.sh "${Q[@]}"
-      done ;;
+    fig6) STRATEGIES_OF_SWEEP=$ALL sweep ingest ingest "zipf normal" "lookups=$LOOKUPS" ;;
+    fig7) STRATEGIES_OF_SWEEP=$ALL sweep lookup lookup "zipf normal" "lookups=$LOOKUPS" ;;
     size) sweep size N "$((N / 4)) $((N / 2))" ;;
     entry) sweep entry value "4 28 252" ;;
     buffer) sweep buffer BUFFER "$((BUF / 2)) $((BUF * 4))" ;;

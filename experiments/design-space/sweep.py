@@ -5,8 +5,9 @@ the load-independent counts first (write amplification = compaction bytes
 written / bytes ingested, data movement = read + written, compactions,
 disk levels, compaction CPU ms) and the wall-clock ones after them (mean
 and max compaction ms, write stall), then, where the runs had them, CPU µs
-per lookup at alpha = 0 (existing keys) and alpha = 1 (empty) and the mean
-of the interleaved lookups. Each point is a results directory of run.sh
+and read amplification (blocks read) per lookup at alpha = 0 (existing
+keys), 0.8 and 1 (empty) and the mean of the interleaved lookups. VALUEs
+that are numbers are put in order; names (distributions) stay as given. Each point is a results directory of run.sh
 (one JSON per strategy); the load average during its runs is in its
 load.txt, quoted under the table.
 
@@ -30,15 +31,32 @@ PAPER = {
     "cache": "Fig. 10 (inserts only): mean compaction latency rises sharply above a 32 MB cache (of 1.28 GB); write stall twice the mixed workload's; Tier the most stable.",
     "mixed": "Fig. 11 (10% existing-key lookups interleaved): mean compaction latency stable from 8 to 256 MB of cache.",
     "ratio": "Fig. 13: Tier has the highest mean compaction latency for T <= 6, Full and Old above 6; Tier the worst tail at every T.",
+    "ingest": "Fig. 6, O12-O13: Zipfian and normal ingestion move the same data with the same compaction latencies as uniform; with Zipfian inserts empty lookups end in the files' min/max keys (RA at alpha = 0.8 65-75% below uniform's); normal close to uniform, ~10% more filter and index hits at large alpha.",
+    "lookup": "Fig. 7, O14: Zipfian lookups are fast for every strategy (the cache holds the popular blocks, low RA); with normal lookups LO+1 and LO+2 beat the rest and Tier is much slower.",
     "bpk": "Fig. 14: compaction latency grows a little with bits per key (larger filters); lookup latency does not fall (filter blocks missed in the cache).",
 }
 
 
-def lookup_cpu(s, alpha):
-    for l in s.get("lookups", []):
-        if l["alpha"] == alpha:
-            return f"{l['cpu_us']:.1f}"
-    return ""
+ALPHAS = (0.0, 0.8, 1.0)
+
+
+def lookup_cells(s):
+    """CPU µs and blocks read per lookup at the ALPHAS (empty without
+    lookups)."""
+    rows = {l["alpha"]: l for l in s.get("lookups", [])}
+    cells = [
+        f"{rows[a]['cpu_us']:.1f}, {rows[a]['io']['read_amplification']:.2f}" if a in rows else ""
+        for a in ALPHAS
+    ]
+    return " / ".join(cells) if any(cells) else ""
+
+
+def order(points):
+    """Numeric values in numeric order; names (distributions) as given."""
+    try:
+        return sorted(points, key=lambda p: float(p[0]))
+    except ValueError:
+        return points
 
 
 def last_load(d):
@@ -58,7 +76,7 @@ def main():
     ap.add_argument("--check", metavar="STRATEGIES")
     ap.add_argument("points", nargs="+", metavar="VALUE=DIR")
     a = ap.parse_args()
-    points = sorted((float(v), v, d) for v, d in (p.split("=", 1) for p in a.points))
+    points = [(v, v, d) for v, d in order([p.split("=", 1) for p in a.points])]
     runs = {v: load(d) for _, v, d in points}
     strategies = []
     for _, v, _ in points:
@@ -70,7 +88,7 @@ def main():
         "",
         "Paper: " + PAPER.get(a.name, ""),
         "",
-        f"| strategy | {a.knob} | WA (written / ingested) | data movement | compactions (+ trivial) | disk levels | mean compaction CPU ms | mean / max compaction ms (wall) | stall s (wall) | lookup CPU µs α = 0 / 1 | interleaved lookup mean µs (wall) |",
+        f"| strategy | {a.knob} | WA (written / ingested) | data movement | compactions (+ trivial) | disk levels | mean compaction CPU ms | mean / max compaction ms (wall) | stall s (wall) | lookup CPU µs, RA at α = 0 / 0.8 / 1 | interleaved lookup mean µs (wall) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label in strategies:
@@ -84,7 +102,7 @@ def main():
             out.append(
                 f"| {label} | {v} | {r['written']:.2f} | {r['movement']:.1f} | {r['compactions']} (+{r['trivial']}) "
                 f"| {r['levels']} | {r['cpu_ms']:.2f} | {r['mean_ms']:.1f} / {r['max_ms']:.0f} | {r['stall_ms'] / 1e3:.1f} "
-                f"| {lookup_cpu(s, 0.0)} / {lookup_cpu(s, 1.0)} | {il_mean} |"
+                f"| {lookup_cells(s)} | {il_mean} |"
             )
     out += ["", "Points and the load average at their last run (1, 5, 15 min):", ""]
     out += [f"* {a.knob} = {v}: `{d}` ({last_load(d)})" for _, v, d in points]
