@@ -106,11 +106,10 @@ fn io_delta(before: &lamina::DbStats, after: &lamina::DbStats, n: usize) -> Valu
 }
 
 /// Live keys in insertion order (a delete moves the last one into the
-/// hole, as `lamina_workload`'s generator does), each key's position, and
-/// the samplers that pick among them.
+/// hole, as `lamina_workload`'s generator does) and the samplers that pick
+/// among them.
 struct Keys {
     list: Vec<u32>,
-    at: HashMap<u32, usize>,
     /// Fresh keys: the inserts of a seed-001 generator.
     fresh: KvGenerator,
     ingestion: KeySampler,
@@ -129,7 +128,6 @@ impl Keys {
         };
         Keys {
             list: Vec::new(),
-            at: HashMap::new(),
             fresh: KvGenerator::new(spec).expect("workload"),
             ingestion: KeySampler::new(ingestion),
             lookup: KeySampler::new(lookup),
@@ -141,7 +139,6 @@ impl Keys {
             unreachable!("the generator holds an insert per operation")
         };
         let k = u32::try_from(k).expect("4-byte keys");
-        self.at.insert(k, self.list.len());
         self.list.push(k);
         k
     }
@@ -151,12 +148,7 @@ impl Keys {
             return None;
         }
         let i = self.ingestion.sample(rng, self.list.len() as u64) as usize;
-        let k = self.list.swap_remove(i);
-        self.at.remove(&k);
-        if let Some(&moved) = self.list.get(i) {
-            self.at.insert(moved, i);
-        }
-        Some(k)
+        Some(self.list.swap_remove(i))
     }
     /// A live key to update (ingestion distribution).
     fn update_target(&mut self, rng: &mut StdRng) -> u32 {
