@@ -18,7 +18,7 @@
 # Usage: experiments/design-space/run.sh [--quick] [INSERTS]
 # Environment: STRATEGIES (names, or NAME:PARAMS such as
 # tsa:threshold=10000), OUT, BUFFER, CACHE, RATIO (size ratio T, default
-# 10), QUERIES, KNOBS (extra KEY=VALUE knobs of the example, e.g.
+# 10), QUERIES (the query knobs; set but empty: none), KNOBS (extra KEY=VALUE knobs of the example, e.g.
 # "priority=0", "deletes=0.1", "ingest=zipf" or "value=28"), MIN_LEVELS
 # (0 skips the shape check of a partial run).
 set -euo pipefail
