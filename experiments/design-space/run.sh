@@ -17,8 +17,9 @@
 #
 # Usage: experiments/design-space/run.sh [--quick] [INSERTS]
 # Environment: STRATEGIES (names, or NAME:PARAMS such as
-# tsa:threshold=10000), OUT, BUFFER, CACHE, QUERIES, KNOBS (extra KEY=VALUE
-# knobs of the example, e.g. "priority=0" or "deletes=0.1"), MIN_LEVELS
+# tsa:threshold=10000), OUT, BUFFER, CACHE, RATIO (size ratio T, default
+# 10), QUERIES (the query knobs; set but empty: none), KNOBS (extra KEY=VALUE knobs of the example, e.g.
+# "priority=0", "deletes=0.1", "ingest=zipf" or "value=28"), MIN_LEVELS
 # (0 skips the shape check of a partial run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,16 +28,17 @@ if [ "${1:-}" = "--quick" ]; then
   N=${1:-200000}
   BUFFER=${BUFFER:-16384}
   CACHE=${CACHE:-262144}
-  QUERIES=${QUERIES:-"lookups=2000 scans=10"}
+  QUERIES=${QUERIES-"lookups=2000 scans=10"}
   OUT=${OUT:-experiments/design-space/results-quick}
 else
   N=${1:-1000000}
   BUFFER=${BUFFER:-65536}
   CACHE=${CACHE:-1048576}
-  QUERIES=${QUERIES:-"lookups=50000 scans=50"}
+  QUERIES=${QUERIES-"lookups=50000 scans=50"}
   OUT=${OUT:-experiments/design-space/results-deep}
 fi
 STRATEGIES=${STRATEGIES:-"full lo1 lo2 rr cold old tsd tsa tier"}
+RATIO=${RATIO:-10}
 KNOBS=${KNOBS:-"priority=1"}
 MIN_LEVELS=${MIN_LEVELS:-4}
 # Scratch on tmpfs when there is one: the engine fsyncs every flushed and
@@ -56,7 +58,7 @@ for s in $STRATEGIES; do
   params=${params#:}
   label=$name${params:+@$params}
   # shellcheck disable=SC2086 # knobs are separate arguments
-  target/release/examples/design_space "$name:${params:+$params,}T=10,file=$BUFFER" "$N" \
+  target/release/examples/design_space "$name:${params:+$params,}T=$RATIO,file=$BUFFER" "$N" \
     "$SCRATCH/db" buffer="$BUFFER" cache="$CACHE" $KNOBS $QUERIES > "$OUT/$label.json"
   echo "$label done: $(uptime)" | tee -a "$OUT/load.txt"
 done

@@ -92,11 +92,19 @@ def row(name, s):
     }
 
 
-def ingestion(rows, n, sa):
+def workload(runs):
+    """The inserts' and lookups' distributions and the entry size, from the
+    knobs the example recorded (older results have none: uniform, 128 B)."""
+    knobs = next(iter(runs.values()), {}).get("knobs", {})
+    entry = 4 + int(knobs.get("value", 124))
+    return f"{knobs.get('ingest', 'uniform')} {entry}-byte entries, {knobs.get('lookup', 'uniform')} lookups"
+
+
+def ingestion(rows, n, sa, what):
     full = next((r for r in rows if r["name"] == "full"), None)
     sa_head = {"both": "SA engine / paper", "engine": "SA (engine)", "paper": "SA (paper)"}[sa]
     out = [
-        f"Inserts: {n:,} uniform random 128-byte entries per strategy.",
+        f"Operations: {n:,} per strategy ({what}).",
         "",
         "| strategy | disk levels | data movement (read + write) / ingested | vs full | paper | compactions (+ trivial moves) | vs full | mean / p50 / p99 / max compaction ms | mean CPU / I/O ms | put p99 µs | put max ms | stall ms | runs per level | "
         + sa_head
@@ -246,7 +254,7 @@ def main():
     a = ap.parse_args()
     runs = load(a.results)
     rows = [row(k, v) for k, v in runs.items()]
-    md = "\n".join(ingestion(rows, a.inserts, a.sa) + lookups(runs) + scans(runs) + deletes(runs) + interleaved(runs)) + "\n"
+    md = "\n".join(ingestion(rows, a.inserts, a.sa, workload(runs)) + lookups(runs) + scans(runs) + deletes(runs) + interleaved(runs)) + "\n"
     with open(os.path.join(a.results, "results.md"), "w") as f:
         f.write(md)
     print(md)

@@ -38,7 +38,7 @@
 
 use std::collections::HashMap;
 
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::dist::{uniform_below, KeyDist, KeySampler};
@@ -177,6 +177,13 @@ impl KvSpec {
         1u64 << (8 * self.key_size as u32 - 1)
     }
 
+    /// A key no insert of this spec ever takes (an odd key), its slot drawn
+    /// by `sampler` over the key space: the empty point lookups' keys, for
+    /// drivers that keep their own live keys.
+    pub fn absent_key(&self, sampler: &mut KeySampler, rng: &mut impl RngCore) -> u64 {
+        2 * sampler.sample(rng, self.slots()) + 1
+    }
+
     /// Updates this spec generates.
     pub fn updates(&self) -> u64 {
         (self.inserts as f64 * self.update_ratio).round() as u64
@@ -298,7 +305,7 @@ impl KvGenerator {
     }
 
     fn empty_key(&mut self) -> u64 {
-        2 * self.lookup.sample(&mut self.rng, self.spec.slots()) + 1
+        self.spec.absent_key(&mut self.lookup, &mut self.rng)
     }
 
     fn range(&mut self) -> KvOp {

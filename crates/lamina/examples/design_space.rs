@@ -1,11 +1,24 @@
-//! Seed 001's experiments for one strategy: `NUM` uniform random inserts of
-//! 4-byte keys and 124-byte values into an empty database (T = 10, 10 bits
-//! per key, 8 MiB block cache, one compaction thread; buffer and file size
-//! 8 MiB unless set), then a flush and a wait until the strategy has
-//! nothing left to do, so that every compaction the inserts caused is
-//! counted. Optional `KEY=VALUE` arguments add the other figures' knobs:
+//! Seed 001's experiments for one strategy: `NUM` inserts of unique 4-byte
+//! keys and 124-byte values into an empty database (T = 10, 10 bits per
+//! key, 8 MiB block cache, 4 KiB blocks, one compaction thread; buffer and
+//! file size 8 MiB unless set), then a flush and a wait until the strategy
+//! has nothing left to do, so that every compaction the inserts caused is
+//! counted. Keys come from `lamina_workload`'s seed-001 generator
+//! ([`lamina_workload::KvGenerator`]: a slot drawn from the ingestion
+//! distribution, the first free one at or after it, even keys; empty
+//! lookups use odd keys). Optional `KEY=VALUE` arguments add the other
+//! figures' knobs:
 //!
+//! * `ingest=uniform|zipf|normal`: the distribution of inserts over the key
+//!   space, and of updates and deletes over the live keys in insertion
+//!   order (Fig. 6; Zipf s = 1, normal σ = 34%);
+//! * `lookup=uniform|zipf|normal`: the distribution of point lookups, over
+//!   the live keys in insertion order (non-empty) or the key space (empty)
+//!   (Fig. 7);
+//! * `value=BYTES`: value size, default 124 (Fig. 8(j)–(k));
 //! * `buffer=BYTES`: memtable size (the spec's `file=` sets the files);
+//! * `block=BYTES`: data block (page) size (Fig. 8(o), Fig. 12);
+//! * `bpk=BITS`: Bloom bits per key (Fig. 14);
 //! * `cache=BYTES`: block cache size;
 //! * `priority=1`: compactions have priority over writes
 //!   (`Options::writes_wait_for_compactions`, the paper's setup);
@@ -31,12 +44,34 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lamina::{Db, Options};
+use lamina_workload::dist::{KeyDist, KeySampler};
+use lamina_workload::{KvGenerator, KvOp, KvSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
+
+/// The knobs `run` accepts.
+pub const KNOBS: [&str; 15] = [
+    "ingest",
+    "lookup",
+    "value",
+    "buffer",
+    "block",
+    "bpk",
+    "cache",
+    "priority",
+    "updates",
+    "deletes",
+    "persist_ms",
+    "lookups",
+    "alpha",
+    "scans",
+    "interleave",
+];
 
 const ALPHAS: [f64; 6] = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0];
 const SELECTIVITIES: [f64; 4] = [0.00001, 0.0001, 0.001, 0.01];
@@ -70,93 +105,113 @@ fn io_delta(before: &lamina::DbStats, after: &lamina::DbStats, n: usize) -> Valu
     })
 }
 
-/// Live keys: a vector to pick from at random and each key's position.
-#[derive(Default)]
+/// Live keys in insertion order (a delete moves the last one into the
+/// hole, as `lamina_workload`'s generator does) and the samplers that pick
+/// among them.
 struct Keys {
     list: Vec<u32>,
-    at: HashMap<u32, usize>,
+    /// Fresh keys: the inserts of a seed-001 generator.
+    fresh: KvGenerator,
+    ingestion: KeySampler,
+    lookup: KeySampler,
 }
 
 impl Keys {
-    fn insert(&mut self, k: u32) {
-        if !self.at.contains_key(&k) {
-            self.at.insert(k, self.list.len());
-            self.list.push(k);
+    fn new(inserts: u64, ingestion: KeyDist, lookup: KeyDist) -> Keys {
+        let spec = KvSpec {
+            inserts,
+            ingestion,
+            lookup,
+            key_size: 4,
+            seed: 2021,
+            ..KvSpec::default()
+        };
+        Keys {
+            list: Vec::new(),
+            fresh: KvGenerator::new(spec).expect("workload"),
+            ingestion: KeySampler::new(ingestion),
+            lookup: KeySampler::new(lookup),
         }
     }
-    fn remove_random(&mut self, rng: &mut StdRng) -> Option<u32> {
+    /// A key never inserted before, now live.
+    fn insert_fresh(&mut self) -> u32 {
+        let Some(KvOp::Insert(k)) = self.fresh.next() else {
+            unreachable!("the generator holds an insert per operation")
+        };
+        let k = u32::try_from(k).expect("4-byte keys");
+        self.list.push(k);
+        k
+    }
+    /// A live key drawn by the ingestion distribution, removed.
+    fn remove(&mut self, rng: &mut StdRng) -> Option<u32> {
         if self.list.is_empty() {
             return None;
         }
-        let i = rng.gen_range(0..self.list.len());
-        let k = self.list.swap_remove(i);
-        self.at.remove(&k);
-        if let Some(&moved) = self.list.get(i) {
-            self.at.insert(moved, i);
-        }
-        Some(k)
+        let i = self.ingestion.sample(rng, self.list.len() as u64) as usize;
+        Some(self.list.swap_remove(i))
     }
-    fn random(&self, rng: &mut StdRng) -> u32 {
-        self.list[rng.gen_range(0..self.list.len())]
+    /// A live key to update (ingestion distribution).
+    fn update_target(&mut self, rng: &mut StdRng) -> u32 {
+        self.list[self.ingestion.sample(rng, self.list.len() as u64) as usize]
     }
-    /// A key no operation wrote (4-byte keys: most random ones are).
-    fn absent(&self, rng: &mut StdRng) -> u32 {
-        loop {
-            let k: u32 = rng.gen();
-            if !self.at.contains_key(&k) {
-                return k;
-            }
-        }
+    /// A live key to look up (lookup distribution).
+    fn lookup_target(&mut self, rng: &mut StdRng) -> u32 {
+        self.list[self.lookup.sample(rng, self.list.len() as u64) as usize]
+    }
+    /// A key no operation wrote, by the lookup distribution.
+    fn absent(&mut self, rng: &mut StdRng) -> u32 {
+        let k = self.fresh.spec().absent_key(&mut self.lookup, rng);
+        u32::try_from(k).expect("4-byte keys")
     }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (spec, num, dir, knobs) = match args.as_slice() {
-        [_, spec, num, dir, knobs @ ..] => (spec, num, dir, knobs),
-        _ => {
-            eprintln!("usage: design_space SPEC NUM DIR [KEY=VALUE...]");
-            std::process::exit(2);
-        }
+    let [_, spec, num, dir, knobs @ ..] = args.as_slice() else {
+        eprintln!("usage: design_space SPEC NUM DIR [KEY=VALUE...]");
+        std::process::exit(2);
     };
     let num: u64 = num.parse().expect("NUM must be a number");
-    let knob: HashMap<&str, f64> = knobs
-        .iter()
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').expect("KEY=VALUE");
-            (k, v.parse().expect("a number"))
-        })
-        .collect();
-    for k in knob.keys() {
-        let known = [
-            "buffer",
-            "cache",
-            "priority",
-            "updates",
-            "deletes",
-            "persist_ms",
-            "lookups",
-            "alpha",
-            "scans",
-            "interleave",
-        ];
-        assert!(known.contains(k), "unknown knob {k} (known: {known:?})");
-    }
-    let get = |k: &str, d: f64| knob.get(k).copied().unwrap_or(d);
-    let spec: lamina::compaction::CompactionSpec = spec.parse().expect("SPEC");
     // The run creates DIR and removes it at the end: it never touches a
     // directory it did not make.
-    if std::path::Path::new(dir).exists() {
+    if Path::new(dir).exists() {
         eprintln!("{dir} exists; give a path this run may create and remove");
         std::process::exit(2);
     }
+    let stats = run(spec, num, Path::new(dir), knobs);
+    println!("{}", serde_json::to_string_pretty(&stats).expect("json"));
+}
+
+/// One run of `spec` (a compaction spec) for `num` operations in `dir`,
+/// which the run creates and removes; returns the statistics as JSON.
+pub fn run(spec: &str, num: u64, dir: &Path, knobs: &[String]) -> Value {
+    let knob: HashMap<&str, &str> = knobs
+        .iter()
+        .map(|kv| kv.split_once('=').expect("KEY=VALUE"))
+        .collect();
+    for k in knob.keys() {
+        assert!(KNOBS.contains(k), "unknown knob {k} (known: {KNOBS:?})");
+    }
+    let get = |k: &str, d: f64| {
+        knob.get(k).map_or(d, |v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{k}={v}: a number expected"))
+        })
+    };
+    let dist = |k: &str| {
+        knob.get(k).map_or(KeyDist::Uniform, |v| {
+            serde_json::from_value(Value::from(*v)).expect("uniform, zipf or normal")
+        })
+    };
+    let spec: lamina::compaction::CompactionSpec = spec.parse().expect("SPEC");
     let buffer = get("buffer", (8 << 20) as f64) as usize;
     let opts = Options::builder()
         .compaction(spec)
         .write_buffer_size(buffer)
         .target_file_size(buffer as u64)
+        .block_size(get("block", 4096.0) as usize)
         .size_ratio(10)
-        .bloom_bits_per_key(10.0)
+        .bloom_bits_per_key(get("bpk", 10.0))
         .block_cache_bytes(get("cache", (8 << 20) as f64) as usize)
         .compaction_threads(1)
         .writes_wait_for_compactions(get("priority", 0.0) != 0.0)
@@ -164,17 +219,17 @@ fn main() {
         .expect("options");
     let db = Db::open(dir, opts).expect("open");
     let mut rng = StdRng::seed_from_u64(2021);
-    let mut value = [0u8; 124];
+    let mut value = vec![0u8; get("value", 124.0) as usize];
     let (updates, deletes) = (get("updates", 0.0), get("deletes", 0.0));
     let interleave = get("interleave", 0.0) as u64;
-    let mut keys = Keys::default();
+    let mut keys = Keys::new(num, dist("ingest"), dist("lookup"));
     let (mut deleted, mut interleaved_us) = (0u64, Vec::new());
     let start = Instant::now();
     let start_cpu = cpu_time();
     for op in 0..num {
         rng.fill(&mut value[..]);
         if deletes > 0.0 && rng.gen_bool(deletes) {
-            if let Some(k) = keys.remove_random(&mut rng) {
+            if let Some(k) = keys.remove(&mut rng) {
                 db.delete(&k.to_be_bytes()).expect("delete");
                 deleted += 1;
                 continue;
@@ -182,17 +237,16 @@ fn main() {
         }
         let key =
             if updates > 0.0 && !keys.list.is_empty() && rng.gen_bool(updates / (1.0 + updates)) {
-                keys.random(&mut rng)
+                keys.update_target(&mut rng)
             } else {
-                rng.gen()
+                keys.insert_fresh()
             };
         db.put(&key.to_be_bytes(), &value).expect("put");
-        keys.insert(key);
         // Lookups spread evenly over the second half of the ingestion.
         if interleave > 0 && op >= num / 2 {
             let due = (op - num / 2 + 1) * interleave / (num - num / 2);
             while (interleaved_us.len() as u64) < due {
-                let k = keys.random(&mut rng);
+                let k = keys.lookup_target(&mut rng);
                 let t = Instant::now();
                 assert!(db.get(&k.to_be_bytes()).expect("get").is_some());
                 interleaved_us.push(t.elapsed().as_secs_f64() * 1e6);
@@ -218,6 +272,7 @@ fn main() {
         "{disk_levels} disk levels, MiB per level: {:?}",
         st.levels.iter().map(|l| l.bytes >> 20).collect::<Vec<_>>()
     );
+    stats["knobs"] = json!(knob);
     stats["disk_levels"] = disk_levels.into();
     stats["ingest_seconds"] = ingest.as_secs_f64().into();
     stats["settled_seconds"] = total.as_secs_f64().into();
@@ -241,7 +296,11 @@ fn main() {
     let lookups = get("lookups", 0.0) as usize;
     if lookups > 0 {
         let mut rows = Vec::new();
-        let alphas = knob.get("alpha").map_or(ALPHAS.to_vec(), |&a| vec![a]);
+        let alphas = if knob.contains_key("alpha") {
+            vec![get("alpha", 0.0)]
+        } else {
+            ALPHAS.to_vec()
+        };
         for alpha in alphas {
             let before = db.stats();
             let cpu = cpu_time();
@@ -251,7 +310,7 @@ fn main() {
                 let k = if is_empty {
                     keys.absent(&mut rng)
                 } else {
-                    keys.random(&mut rng)
+                    keys.lookup_target(&mut rng)
                 };
                 let t = Instant::now();
                 let v = db.get(&k.to_be_bytes()).expect("get");
@@ -314,7 +373,7 @@ fn main() {
     // tombstone (seed 001's SA = (size - valid) / valid).
     db.compact_range(None, None).expect("full compaction");
     stats["valid_bytes"] = db.stats().disk_bytes.into();
-    println!("{}", serde_json::to_string_pretty(&stats).expect("json"));
     db.close().expect("close");
     std::fs::remove_dir_all(dir).expect("remove the directory this run created");
+    stats
 }
