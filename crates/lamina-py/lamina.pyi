@@ -56,9 +56,14 @@ def open(
     compaction_threads: int = 1,
     compaction_fills_cache: bool = False,
     compaction_warm_up: bool = False,
+    compaction_readahead_bytes: int = 2 << 20,
+    scan_threads: int = 1,
     level0_stop_runs: int = 12,
+    writes_wait_for_compactions: bool = False,
     sync: str = "none",
     write_ahead_log: bool = True,
+    mmap_reads: bool = False,
+    scan_resistant_cache: bool = True,
 ) -> Db:
     """Opens (by default creates) the database in directory `path`.
 

@@ -51,9 +51,14 @@ const OPTION_NAMES: &[&str] = &[
     "compaction_threads",
     "compaction_fills_cache",
     "compaction_warm_up",
+    "compaction_readahead_bytes",
+    "scan_threads",
     "level0_stop_runs",
+    "writes_wait_for_compactions",
     "sync",
     "write_ahead_log",
+    "mmap_reads",
+    "scan_resistant_cache",
 ];
 
 /// The value of keyword `name`; a wrong type names the keyword.
@@ -106,7 +111,10 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "compaction_threads" => o.compaction_threads = kwarg(&name, v)?,
             "compaction_fills_cache" => o.compaction_fills_cache = kwarg(&name, v)?,
             "compaction_warm_up" => o.compaction_warm_up = kwarg(&name, v)?,
+            "compaction_readahead_bytes" => o.compaction_readahead_bytes = kwarg(&name, v)?,
+            "scan_threads" => o.scan_threads = kwarg(&name, v)?,
             "level0_stop_runs" => o.level0_stop_runs = kwarg(&name, v)?,
+            "writes_wait_for_compactions" => o.writes_wait_for_compactions = kwarg(&name, v)?,
             "sync" => {
                 let mode: String = kwarg(&name, v)?;
                 o.sync = mode
@@ -114,6 +122,8 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
                     .map_err(|e: String| invalid(format!("sync {mode:?}: {e}")))?;
             }
             "write_ahead_log" => o.write_ahead_log = kwarg(&name, v)?,
+            "mmap_reads" => o.mmap_reads = kwarg(&name, v)?,
+            "scan_resistant_cache" => o.scan_resistant_cache = kwarg(&name, v)?,
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "open() got an unexpected keyword argument '{other}' (options: {})",

@@ -272,9 +272,14 @@ def test_options_are_checked(db_path):
         compaction_threads=1,
         compaction_fills_cache=True,
         compaction_warm_up=False,
+        compaction_readahead_bytes=1 << 16,
+        scan_threads=2,
         level0_stop_runs=20,
+        writes_wait_for_compactions=True,
         sync="interval:100",
         write_ahead_log=True,
+        mmap_reads=True,
+        scan_resistant_cache=False,
     )
     with lamina.open(db_path, **opts) as db:
         assert db.compaction.startswith("tiered")
@@ -282,6 +287,16 @@ def test_options_are_checked(db_path):
         assert db.compaction.startswith("leveling")
         db.put(b"k", b"v")
         assert db.get(b"k") == b"v"
+        # Enough data for several flushes, read back through the scan
+        # pool and mapped files, against a dict.
+        model = {b"key%05d" % i: b"v%d" % (i * 7) for i in range(3000)}
+        for k, v in model.items():
+            db.put(k, v)
+        db.flush()
+        model[b"k"] = b"v"
+        assert dict(db.scan()) == model
+    with pytest.raises(TypeError, match="scan_threads"):
+        lamina.open(db_path, scan_threads="two")
 
 
 def test_corruption_is_reported(db_path):
