@@ -106,7 +106,8 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(le)
 }
 
-/// Rewrites the trailer after `handle`'s contents, if it lies within `limit`.
+/// Rewrites the trailer after `handle`'s contents, if it lies within `limit`,
+/// keeping its type byte (so compressed blocks reach the decompressor).
 fn fix_trailer(bytes: &mut [u8], handle: BlockHandle, limit: usize) {
     let Some(end) = handle.end().and_then(|e| usize::try_from(e).ok()) else {
         return;
@@ -119,7 +120,7 @@ fn fix_trailer(bytes: &mut [u8], handle: BlockHandle, limit: usize) {
         return;
     }
     let split = start + size;
-    let trailer = block_trailer(&bytes[start..split]);
+    let trailer = block_trailer(&bytes[start..split], bytes[split]);
     bytes[split..end].copy_from_slice(&trailer);
 }
 
