@@ -230,7 +230,7 @@ fn round_trip(
         ] {
             assert_eq!(
                 table.get(p.user_key, snap).unwrap(),
-                oracle_get(&data, p.user_key, snap),
+                oracle_get(data, p.user_key, snap),
                 "key {:?} snap {snap}",
                 p.user_key
             );
@@ -241,10 +241,7 @@ fn round_trip(
             .map(|_| rng.gen_range(b'a'..=b'i'))
             .collect();
         let snap = rng.gen_range(0..max_seq + 2);
-        assert_eq!(
-            table.get(&key, snap).unwrap(),
-            oracle_get(&data, &key, snap)
-        );
+        assert_eq!(table.get(&key, snap).unwrap(), oracle_get(data, &key, snap));
     }
 
     // Seeks to random targets, then a few steps.
