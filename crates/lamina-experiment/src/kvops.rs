@@ -282,7 +282,7 @@ mod tests {
     fn compressible_pool_is_db_bench_s() {
         let pool = compressible_value_pool(5, 100, 0.5);
         assert_eq!(pool.len(), VALUE_POOL_BYTES);
-        for piece in pool.chunks(100) {
+        for piece in pool.chunks_exact(100) {
             assert_eq!(piece[..50], piece[50..]);
             assert!(piece.iter().all(|b| (b' '..=b'~').contains(b)));
         }
