@@ -29,13 +29,15 @@ use crate::progress;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use lamina::compaction::CompactionSpec;
-use lamina::{Db, DbStats, Options, SyncMode};
+use lamina::{Compression, Db, DbStats, Options, SyncMode};
 use lamina_workload::{YcsbGenerator, YcsbSpec, YcsbWorkload};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::dbdir::{self, Existing};
-use lamina_experiment::kvops::{apply, encode_key, key_buffer, value_pool, Store, ValueGen};
+use lamina_experiment::kvops::{
+    apply, compressible_value_pool, encode_key, key_buffer, Store, ValueGen,
+};
 
 /// The benchmarks `--benchmarks` accepts (besides `ycsb-load`, `ycsb-a` ...
 /// `ycsb-f`).
@@ -153,10 +155,15 @@ pub struct BenchArgs {
     /// Background compaction threads [default: the engine's].
     #[arg(long = "compaction_threads", value_name = "N")]
     pub compaction_threads: Option<usize>,
-    /// Accepted for db_bench compatibility; lamina does not compress, so
-    /// only `none` is meaningful.
+    /// Block compression: none, lz4, zstd or zstd:LEVEL (1..=22; zstd is
+    /// level 3).
     #[arg(long = "compression_type", value_name = "TYPE", default_value = "none")]
-    pub compression_type: String,
+    pub compression_type: Compression,
+    /// How far values compress (db_bench's `--compression_ratio`): each
+    /// 100 bytes of the value buffer are `100 * ratio` random printable
+    /// characters repeated. 1 or more: random bytes, which do not compress.
+    #[arg(long = "compression_ratio", value_name = "R", default_value_t = 0.5)]
+    pub compression_ratio: f64,
     /// Write the engine statistics (`Db::stats()`) as JSON to FILE at the end.
     #[arg(long = "stats-json", alias = "stats_json", value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
@@ -250,11 +257,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.threads == 0 {
         bail!("--threads must be at least 1");
     }
-    if args.compression_type != "none" {
-        eprintln!(
-            "WARNING: --compression_type={} is ignored: lamina does not compress",
-            args.compression_type
-        );
+    if args.compression_ratio.is_nan() || args.compression_ratio <= 0.0 {
+        bail!("--compression_ratio must be positive");
     }
 
     match args.engine.as_str() {
@@ -290,6 +294,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.write_ahead_log = !args.disable_wal;
     opts.mmap_reads = args.mmap_read;
     opts.scan_resistant_cache = args.scan_resistant_cache;
+    opts.compression = args.compression_type;
     opts.sync = if args.sync {
         SyncMode::Always
     } else {
@@ -326,7 +331,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
          block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
          compaction_threads={} threads={} read_miss_latency_us={} direct_io={} mmap_read={} \
-         scan_resistant_cache={}",
+         scan_resistant_cache={} compression={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -342,7 +347,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         args.read_miss_latency_us,
         args.direct_io,
         opts.mmap_reads,
-        opts.scan_resistant_cache
+        opts.scan_resistant_cache,
+        opts.compression
     );
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");
@@ -503,7 +509,11 @@ fn print_header(args: &BenchArgs) {
     println!("Values:     {} bytes each", args.value_size);
     println!("Entries:    {}", args.num);
     println!("RawSize:    {raw_mb:.1} MB (estimated)");
-    println!("Compression: none");
+    println!("Compression: {}", args.compression_type);
+    println!(
+        "Values compress to: {} (--compression_ratio)",
+        args.compression_ratio.min(1.0)
+    );
 }
 
 /// What one thread measured.
@@ -629,7 +639,7 @@ impl<'a> Bench<'a> {
             args,
             db,
             reads: args.reads.unwrap_or(args.num),
-            pool: value_pool(args.seed, args.value_size),
+            pool: compressible_value_pool(args.seed, args.value_size, args.compression_ratio),
             threads_started: AtomicU64::new(0),
         }
     }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use lamina::compaction::CompactionSpec;
-use lamina::{Db, Options, SyncMode};
+use lamina::{Compression, Db, Options, SyncMode};
 
 /// Bytes per page for `--buffer-pages`.
 pub const PAGE_SIZE: usize = 4096;
@@ -67,6 +67,10 @@ pub struct EngineOpts {
     /// Block cache size in bytes [default: the engine's]; accepts K, M, G suffixes.
     #[arg(long, value_name = "N", value_parser = parse_size)]
     pub block_cache_bytes: Option<usize>,
+    /// Block compression of new files: none, lz4, zstd or zstd:LEVEL
+    /// [default: none]; the files already written keep theirs.
+    #[arg(long, value_name = "TYPE", default_value = "none")]
+    pub compression: Compression,
     /// Open the database for reads only: nothing is written (for a database
     /// on a full disk); writes answer with an error.
     #[arg(long)]
@@ -124,6 +128,7 @@ impl EngineOpts {
         o.size_ratio = self.size_ratio;
         o.compaction = self.compaction.clone();
         o.read_only = self.read_only;
+        o.compression = self.compression;
         if let Some(bits) = self.bloom_bits {
             o.bloom_bits_per_key = bits;
         }

@@ -210,6 +210,18 @@ fn sst(p: &mut Printer, vfs: &Arc<dyn Vfs>, file: &Path, scan: bool) -> Result<(
             r.properties_block.size,
             r.properties_block.offset
         )?;
+        if r.compression != lamina::Compression::None {
+            writeln!(
+                o,
+                "compression {}: data {} B stored of {} B uncompressed ({:.3}), {} of {} blocks compressed",
+                r.compression,
+                r.data_bytes,
+                r.uncompressed_data_bytes,
+                r.data_bytes as f64 / r.uncompressed_data_bytes.max(1) as f64,
+                r.compressed_blocks,
+                r.blocks.len()
+            )?;
+        }
         if let Some(h) = &r.range_deletions {
             writeln!(
                 o,
@@ -226,9 +238,10 @@ fn sst(p: &mut Printer, vfs: &Arc<dyn Vfs>, file: &Path, scan: bool) -> Result<(
             let crc = b
                 .checksum
                 .map_or_else(|| "none".to_string(), |c| format!("{c:#010x}"));
+            let stored = b.stored_as.as_deref().unwrap_or("none");
             writeln!(
                 p.out,
-                "block {} at {} size {} crc {crc} {status}: {lo}@{} .. {hi}@{}",
+                "block {} at {} size {} {stored} crc {crc} {status}: {lo}@{} .. {hi}@{}",
                 b.block, b.extent.offset, b.extent.size, b.first_seq, b.last_seq
             )?;
         }

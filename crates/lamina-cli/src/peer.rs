@@ -19,7 +19,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use lamina::compaction::{CompactionSpec, Leveling, PolicyDefaults};
-use lamina::Options;
+use lamina::{Compression, Options};
 
 use crate::bench::BenchArgs;
 
@@ -128,9 +128,9 @@ impl PeerSettings {
                 "--compaction {other} has no equivalent in the peers: they run leveled compaction (--compaction leveling[:T=..,l0=..])"
             ),
         };
-        if args.compression_type != "none" {
+        if args.compression_type != Compression::None {
             bail!(
-                "--compression_type={}: the peer comparison runs uncompressed (lamina does not compress)",
+                "--compression_type={}: the peers are not mapped for compression yet; the peer comparison runs uncompressed",
                 args.compression_type
             );
         }
@@ -156,7 +156,7 @@ impl PeerSettings {
             size_ratio: leveling.size_ratio,
             target_file_size: leveling.target_file_size,
             level0_stop_runs: defaults.level0_stop_runs,
-            compression: args.compression_type.clone(),
+            compression: args.compression_type.to_string(),
         })
     }
 }

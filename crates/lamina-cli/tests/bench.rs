@@ -290,3 +290,64 @@ fn mmap_reads_find_every_key() {
     assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
     assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
 }
+
+/// `--compression_type`: the files are written so (`lamina inspect sst`
+/// reports the type, compressed blocks and fewer stored than uncompressed
+/// bytes, db_bench's 0.5 ratio values halving the data), and every read
+/// finds its key, through copies and through a mapping.
+#[test]
+fn compressed_tables_find_every_key() {
+    for (compression, mmap) in [("lz4", "false"), ("zstd", "true"), ("zstd:1", "false")] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ok, out, err) = bench(
+            dir.path(),
+            &[
+                "--benchmarks=fillseq,readrandom,seekrandom,readseq",
+                "--num=3000",
+                "--reads=1000",
+                "--write_buffer_size=65536",
+                &format!("--compression_type={compression}"),
+                &format!("--mmap_read={mmap}"),
+            ],
+        );
+        assert!(ok, "{err}");
+        assert!(
+            out.contains(&format!("Compression: {compression}")),
+            "{out}"
+        );
+        let sst = std::fs::read_dir(dir.path().join("db"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "sst"))
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_lamina"))
+            .args(["inspect", "--json", "sst"])
+            .arg(&sst)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        let first = String::from_utf8(o.stdout).unwrap();
+        let r: serde_json::Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+        let want = if compression == "zstd" {
+            "zstd:3"
+        } else {
+            compression
+        };
+        assert_eq!(r["compression"], want, "{r}");
+        assert!(r["compressed_blocks"].as_u64().unwrap() > 0);
+        let (stored, raw) = (
+            r["data_bytes"].as_u64().unwrap() as f64,
+            r["uncompressed_data_bytes"].as_u64().unwrap() as f64,
+        );
+        assert!(stored < raw * 0.8, "{stored} of {raw}");
+        let kind = want.split(':').next().unwrap();
+        assert!(r["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["stored_as"] == kind));
+        // fillseq writes every key of [0, num): every read and seek finds it.
+        assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
+        assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
+    }
+}

@@ -9,7 +9,7 @@ use anyhow::Result;
 use lamina::Db;
 use lamina_workload::KvOp;
 use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
+use rand::{Rng, RngCore, SeedableRng};
 
 /// Size of the shared buffer values are sliced from (db_bench uses 1 MiB).
 const VALUE_POOL_BYTES: usize = 1 << 20;
@@ -34,6 +34,31 @@ pub fn value_pool(seed: u64, value_size: usize) -> Vec<u8> {
     let mut rng = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
     let mut pool = vec![0u8; VALUE_POOL_BYTES.max(value_size)];
     rng.fill_bytes(&mut pool);
+    pool
+}
+
+/// Bytes of each compressible piece of [`compressible_value_pool`]
+/// (db_bench's `RandomGenerator` builds its buffer of 100-byte pieces).
+const COMPRESSIBLE_PIECE: usize = 100;
+
+/// The buffer values are sliced from, made as db_bench makes it for
+/// `--compression_ratio=ratio` (its `CompressibleString`): 100-byte
+/// pieces, each `100 * ratio` random printable characters repeated to
+/// fill the piece, so a compressor can shrink it to about `ratio` of its
+/// size. A ratio of 1 or more is [`value_pool`]'s random bytes.
+pub fn compressible_value_pool(seed: u64, value_size: usize, ratio: f64) -> Vec<u8> {
+    if ratio.is_nan() || ratio >= 1.0 {
+        return value_pool(seed, value_size);
+    }
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15);
+    let unique = ((COMPRESSIBLE_PIECE as f64 * ratio) as usize).max(1);
+    let total = VALUE_POOL_BYTES.max(value_size);
+    let mut pool = Vec::with_capacity(total + COMPRESSIBLE_PIECE);
+    while pool.len() < total {
+        let raw: Vec<u8> = (0..unique).map(|_| rng.gen_range(b' '..=b'~')).collect();
+        pool.extend(raw.iter().cycle().take(COMPRESSIBLE_PIECE));
+    }
+    pool.truncate(total);
     pool
 }
 
@@ -249,6 +274,22 @@ mod tests {
         let mut short = key_buffer(4);
         encode_key(&mut short, 0x0a0b0c0d);
         assert_eq!(&short, &[0x0a, 0x0b, 0x0c, 0x0d]);
+    }
+
+    /// db_bench's layout: 100-byte pieces of `100 * ratio` printable
+    /// characters repeated; LZ4 shrinks the pool to about the ratio.
+    #[test]
+    fn compressible_pool_is_db_bench_s() {
+        let pool = compressible_value_pool(5, 100, 0.5);
+        assert_eq!(pool.len(), VALUE_POOL_BYTES);
+        for piece in pool.chunks_exact(100) {
+            assert_eq!(piece[..50], piece[50..]);
+            assert!(piece.iter().all(|b| (b' '..=b'~').contains(b)));
+        }
+        assert_ne!(pool[..100], pool[100..200]);
+        let lz4 = lz4_flex::block::compress(&pool).len() as f64 / pool.len() as f64;
+        assert!((0.45..0.6).contains(&lz4), "{lz4}");
+        assert_eq!(compressible_value_pool(5, 100, 1.0), value_pool(5, 100));
     }
 
     #[test]

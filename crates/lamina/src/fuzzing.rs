@@ -14,6 +14,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::compression::{decompress_into, COMPRESSION_LZ4, COMPRESSION_ZSTD};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, ValueKind, MAX_SEQ};
@@ -47,8 +48,20 @@ fn probe_keys(data: &[u8]) -> Vec<Vec<u8>> {
 
 /// A data block's contents (no trailer): decoded, walked from the first
 /// entry and back from the last, and sought to probe keys and to every key
-/// seen (with a step back and forth after each seek).
+/// seen (with a step back and forth after each seek). The input is also
+/// taken as the stored bytes of an LZ4 and of a zstd block (length prefix,
+/// payload): decompressed, and walked if it decodes.
 pub fn block(data: &[u8]) {
+    walk_block(data);
+    for kind in [COMPRESSION_LZ4, COMPRESSION_ZSTD] {
+        let mut contents = Vec::new();
+        if let Ok(true) = decompress_into(kind, data, &mut contents) {
+            walk_block(&contents);
+        }
+    }
+}
+
+fn walk_block(data: &[u8]) {
     let Ok(block) = Block::new(data.to_vec()) else {
         return;
     };
@@ -106,7 +119,8 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(le)
 }
 
-/// Rewrites the trailer after `handle`'s contents, if it lies within `limit`.
+/// Rewrites the trailer after `handle`'s contents, if it lies within `limit`,
+/// keeping its type byte (so compressed blocks reach the decompressor).
 fn fix_trailer(bytes: &mut [u8], handle: BlockHandle, limit: usize) {
     let Some(end) = handle.end().and_then(|e| usize::try_from(e).ok()) else {
         return;
@@ -119,7 +133,7 @@ fn fix_trailer(bytes: &mut [u8], handle: BlockHandle, limit: usize) {
         return;
     }
     let split = start + size;
-    let trailer = block_trailer(&bytes[start..split]);
+    let trailer = block_trailer(&bytes[start..split], bytes[split]);
     bytes[split..end].copy_from_slice(&trailer);
 }
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde::{Serialize, Serializer};
 
 use crate::batch::{decode_entries, decode_header, BatchOp};
+use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::ValueKind;
@@ -60,6 +61,9 @@ pub struct DataBlock {
     pub extent: Extent,
     /// The masked CRC32C in its trailer.
     pub checksum: Option<u32>,
+    /// How it is stored, from its trailer's type byte: `none` (raw),
+    /// `lz4`, `zstd` (`extent.size` counts the compressed bytes).
+    pub stored_as: Option<String>,
     /// Why it does not check out (`None`: it does).
     pub problem: Option<String>,
     /// First user key (the index's fence) and its sequence number.
@@ -97,8 +101,14 @@ pub struct SstReport {
     pub created_ms: u64,
     /// When its oldest tombstone was written (unix ms).
     pub oldest_tombstone_ms: Option<u64>,
-    /// Bytes of all data blocks, trailers included.
+    /// Bytes of all data blocks, trailers included, as stored.
     pub data_bytes: u64,
+    /// The compression the table was written with (`none`, `lz4`, `zstd:N`).
+    pub compression: Compression,
+    /// What `data_bytes` would be with every data block stored raw.
+    pub uncompressed_data_bytes: u64,
+    /// Data blocks stored compressed (the others did not shrink by 1/8).
+    pub compressed_blocks: u64,
     /// Sum of the internal key lengths (user key + 8-byte trailer).
     pub raw_key_bytes: u64,
     /// Sum of the value lengths.
@@ -192,6 +202,7 @@ pub fn sst(vfs: &Arc<dyn Vfs>, path: &Path) -> Result<SstReport> {
                 size: b.size,
             },
             checksum: b.stored_checksum,
+            stored_as: b.stored_type.map(crate::compression::type_name),
             problem: b.problem.map(str::to_string),
             first_key: b.first_key,
             first_seq: b.first_seq,
@@ -216,6 +227,9 @@ pub fn sst(vfs: &Arc<dyn Vfs>, path: &Path) -> Result<SstReport> {
         created_ms: p.creation_time,
         oldest_tombstone_ms: p.oldest_tombstone_time,
         data_bytes: p.data_bytes,
+        compression: p.compression,
+        uncompressed_data_bytes: p.uncompressed_data_bytes,
+        compressed_blocks: p.compressed_blocks,
         raw_key_bytes: p.raw_key_bytes,
         raw_value_bytes: p.raw_value_bytes,
         bloom_bits_per_key: p.bloom_bits_per_key,

@@ -19,6 +19,7 @@ mod batch;
 mod clock;
 mod coding;
 pub mod compaction;
+mod compression;
 mod db;
 mod error;
 pub mod filename;
@@ -49,6 +50,7 @@ pub mod vfs;
 mod wal;
 
 pub use batch::WriteBatch;
+pub use compression::Compression;
 pub use db::{
     CheckpointReport, Cursor, Db, DbIterator, DbRevIterator, LevelEntry, LevelIter, Snapshot,
     WindowIter,

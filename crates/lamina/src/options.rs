@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::compaction::{CompactionSpec, PolicyDefaults};
+use crate::compression::Compression;
 use crate::spatial::Comparator;
 use crate::vfs::{OsFs, Vfs};
 
@@ -121,6 +122,19 @@ pub struct Options {
     /// not hold skip its search. Each memtable allocates it up front: at 10
     /// bits, `write_buffer_size / 57` bytes (1.1 MiB for 64 MiB).
     pub memtable_bloom_bits_per_key: f64,
+    /// How SST blocks are compressed (`none`, the default; `lz4`;
+    /// `zstd:LEVEL`): data, range-deletion and index blocks, each stored
+    /// compressed only if that saves at least 1/8 of it. The block cache
+    /// holds blocks decompressed. Applies to files written from now on:
+    /// every block says how it is stored, so a database may hold files of
+    /// any mix of compressions and this may change on any open.
+    pub compression: Compression,
+    /// Compression by level, level 0 first, the last value also covering
+    /// deeper levels (RocksDB's `compression_per_level`): e.g. `[none,
+    /// none, lz4]` keeps the two levels that are rewritten most often raw
+    /// and compresses the rest. Empty (the default): `compression`
+    /// everywhere.
+    pub compression_per_level: Vec<Compression>,
     /// Block cache capacity in bytes (0 disables the cache).
     pub block_cache_bytes: usize,
     /// Size ratio T between adjacent levels for compaction specs that leave
@@ -248,6 +262,16 @@ impl Options {
         crate::memtable::key_filter_bytes(self.write_buffer_size, self.memtable_bloom_bits_per_key)
     }
 
+    /// The compression of files written into `level`:
+    /// [`Options::compression_per_level`] if set, else
+    /// [`Options::compression`].
+    pub fn compression_for(&self, level: usize) -> Compression {
+        match self.compression_per_level.last() {
+            Some(last) => *self.compression_per_level.get(level).unwrap_or(last),
+            None => self.compression,
+        }
+    }
+
     /// Checks every setting, in one place: `Db::open` refuses what this
     /// refuses, and front ends (the CLI) call it to name their own flag.
     pub fn validate(&self) -> Result<(), InvalidOption> {
@@ -339,6 +363,8 @@ impl Default for Options {
             bloom_bits_per_level: Vec::new(),
             bloom_monkey: false,
             memtable_bloom_bits_per_key: 10.0,
+            compression: Compression::None,
+            compression_per_level: Vec::new(),
             block_cache_bytes: 64 << 20,
             size_ratio: 10,
             target_file_size: 16 << 20,
@@ -443,6 +469,8 @@ macro_rules! with_database_options {
             bloom_bits_per_level: Vec<f64>,
             bloom_monkey: bool,
             memtable_bloom_bits_per_key: f64,
+            compression: crate::compression::Compression,
+            compression_per_level: Vec<crate::compression::Compression>,
             block_cache_bytes: usize,
             size_ratio: usize,
             target_file_size: u64,
@@ -560,6 +588,18 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(o.explicit, Some(vec!["block_size"]));
+    }
+
+    #[test]
+    fn compression_by_level() {
+        let mut o = Options::default();
+        assert!((0..9).all(|l| o.compression_for(l) == Compression::None));
+        o.compression = Compression::Lz4;
+        assert!((0..9).all(|l| o.compression_for(l) == Compression::Lz4));
+        o.compression_per_level = vec![Compression::None, Compression::None, Compression::Zstd(3)];
+        let by_level: Vec<Compression> = (0..5).map(|l| o.compression_for(l)).collect();
+        use Compression::{None as N, Zstd};
+        assert_eq!(by_level, [N, N, Zstd(3), Zstd(3), Zstd(3)]);
     }
 
     #[test]

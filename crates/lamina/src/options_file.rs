@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::compaction::CompactionSpec;
+use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::options::{Options, SyncMode};
@@ -75,6 +76,26 @@ impl Stored for SyncMode {
     }
     fn load(repr: &String) -> std::result::Result<Self, String> {
         repr.parse()
+    }
+}
+
+impl Stored for Compression {
+    type Repr = String;
+    fn save(&self) -> String {
+        self.to_string()
+    }
+    fn load(repr: &String) -> std::result::Result<Self, String> {
+        repr.parse()
+    }
+}
+
+impl Stored for Vec<Compression> {
+    type Repr = Vec<String>;
+    fn save(&self) -> Vec<String> {
+        self.iter().map(Compression::to_string).collect()
+    }
+    fn load(repr: &Vec<String>) -> std::result::Result<Self, String> {
+        repr.iter().map(|s| s.parse()).collect()
     }
 }
 
@@ -362,6 +383,8 @@ mod tests {
             .sync(SyncMode::Interval(std::time::Duration::from_millis(250)))
             .spatial(Some(Comparator::ZOrder))
             .bloom_bits_per_level(vec![8.0, 4.5])
+            .compression(Compression::Zstd(5))
+            .compression_per_level(vec![Compression::None, Compression::Lz4])
             .build()
             .unwrap();
         let data = encode(&o).unwrap();
@@ -376,6 +399,17 @@ mod tests {
         assert_eq!(back.sync, o.sync);
         assert_eq!(back.spatial, Some(Comparator::ZOrder));
         assert_eq!(back.bloom_bits_per_level, vec![8.0, 4.5]);
+        assert_eq!(back.compression, Compression::Zstd(5));
+        assert_eq!(
+            back.compression_per_level,
+            vec![Compression::None, Compression::Lz4]
+        );
+        let text = String::from_utf8_lossy(&data);
+        assert!(text.contains("compression = \"zstd:5\""), "{text}");
+        assert!(
+            text.contains("compression_per_level = [\"none\", \"lz4\"]"),
+            "{text}"
+        );
         // Explicit fields are left alone.
         let mut mine = Options::default();
         decoded.apply(&mut mine, &["write_buffer_size"], &mut notes);
@@ -403,6 +437,6 @@ mod tests {
         let names: Vec<String> = stored.entries().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names.first().map(String::as_str), Some("write_buffer_size"));
         assert_eq!(names.last().map(String::as_str), Some("spatial"));
-        assert_eq!(names.len(), 23);
+        assert_eq!(names.len(), 25);
     }
 }

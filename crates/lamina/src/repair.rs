@@ -261,6 +261,8 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
         table_options: TableOptions {
             block_size: opts.block_size,
             bloom_bits_per_key: opts.bloom_bits_per_key,
+            // The rebuilt tree is one level-0 run.
+            compression: opts.compression_for(0),
             ..TableOptions::default()
         },
         alloc_id: &alloc,

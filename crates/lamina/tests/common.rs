@@ -70,6 +70,23 @@ fn varint(b: &[u8], pos: &mut usize) -> u64 {
     v
 }
 
+/// A block's contents from its stored bytes and trailer type byte
+/// (docs/format.md, "Block compression"), decoded by the codecs' own
+/// size-prepended readers.
+pub fn uncompressed(stored: &[u8], kind: u8) -> Vec<u8> {
+    match kind {
+        0 => stored.to_vec(),
+        4 => lz4_flex::block::decompress_size_prepended(stored).unwrap(),
+        7 => {
+            let len = u32_at(stored, 0) as usize;
+            let out = zstd::bulk::decompress(&stored[4..], len).unwrap();
+            assert_eq!(out.len(), len);
+            out
+        }
+        other => panic!("unknown block type {other}"),
+    }
+}
+
 /// An SST's parts as the footer and the index block describe them:
 /// (data block handles, filter, index, footer offset), handles as
 /// (offset, size without the 5-byte trailer).
@@ -85,7 +102,8 @@ pub fn sst_layout(bytes: &[u8]) -> SstLayout {
     let f = &bytes[footer..];
     let filter = (u64_at(f, 0), u64_at(f, 8));
     let index = (u64_at(f, 16), u64_at(f, 24));
-    let block = &bytes[index.0 as usize..(index.0 + index.1) as usize];
+    let stored = &bytes[index.0 as usize..(index.0 + index.1) as usize];
+    let block = &uncompressed(stored, bytes[(index.0 + index.1) as usize]);
     let mut pos = 0;
     let count = varint(block, &mut pos);
     let mut data = Vec::new();

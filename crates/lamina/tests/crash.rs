@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::{dump, key};
 use lamina::vfs::mem::MemFs;
-use lamina::{Db, Options, SyncMode, WriteBatch};
+use lamina::{Compression, Db, Options, SyncMode, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -135,8 +135,14 @@ fn matching_prefix(history: &[Op], lo: usize, hi: usize, got: &Model) -> Option<
     None
 }
 
-fn crash_options(fs: &MemFs, sync: SyncMode, compaction: &str) -> Options {
+fn crash_options_compressed(
+    fs: &MemFs,
+    sync: SyncMode,
+    compaction: &str,
+    compression: Compression,
+) -> Options {
     let mut o = Options::default();
+    o.compression = compression;
     o.vfs = Arc::new(fs.clone());
     o.write_buffer_size = 4 * 1024;
     o.target_file_size = 2 * 1024;
@@ -152,6 +158,21 @@ fn crash_options(fs: &MemFs, sync: SyncMode, compaction: &str) -> Options {
 /// Returns the crash points checked and the merges (compactions and trivial
 /// moves) the database ran meanwhile.
 fn power_loss(seed: u64, sync: SyncMode, spec: &str, ops: usize, crashes: usize) -> (usize, u64) {
+    power_loss_compressed(seed, sync, spec, ops, crashes, Compression::None)
+}
+
+/// [`power_loss`] with the tables written with `compression`.
+fn power_loss_compressed(
+    seed: u64,
+    sync: SyncMode,
+    spec: &str,
+    ops: usize,
+    crashes: usize,
+    compression: Compression,
+) -> (usize, u64) {
+    let crash_options = |fs: &MemFs, sync: SyncMode, spec: &str| {
+        crash_options_compressed(fs, sync, spec, compression)
+    };
     let fs = MemFs::new();
     let mut rng = StdRng::seed_from_u64(seed);
     let history: Vec<Op> = (0..ops as u64).map(|i| op(seed, i, 400)).collect();
@@ -188,7 +209,57 @@ fn power_loss(seed: u64, sync: SyncMode, spec: &str, ops: usize, crashes: usize)
     }
     let stats = db.stats();
     drop(db);
+    if compression != Compression::None {
+        assert!(
+            compressed_blocks(&fs) > 0,
+            "seed {seed}: no block was stored compressed"
+        );
+    }
     (checked, stats.compactions + stats.trivial_moves)
+}
+
+/// Data blocks stored compressed in the SSTs of `/db`.
+fn compressed_blocks(fs: &MemFs) -> u64 {
+    let vfs: Arc<dyn lamina::vfs::Vfs> = Arc::new(fs.clone());
+    let dir = std::path::Path::new("/db");
+    fs.file_names(dir)
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| {
+            lamina::inspect::sst(&vfs, &dir.join(n))
+                .unwrap()
+                .compressed_blocks
+        })
+        .sum()
+}
+
+/// Both sync modes with LZ4 tables: flushes and compactions write
+/// compressed blocks (the values compress), and every crash clone opens to
+/// a prefix of the history as without compression.
+#[test]
+fn power_loss_with_lz4_tables() {
+    let mut points = 0;
+    for seed in 200..204 {
+        points += power_loss_compressed(
+            seed,
+            SyncMode::Always,
+            LEVELING,
+            1_500,
+            60,
+            Compression::Lz4,
+        )
+        .0;
+        points += power_loss_compressed(
+            seed + 100,
+            SyncMode::None,
+            LEVELING,
+            1_500,
+            60,
+            Compression::Lz4,
+        )
+        .0;
+    }
+    assert!(points >= 400, "only {points} crash points");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use common::{key, record_starts, sst_layout, tiny_options};
 use lamina::fuzzing;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{Db, SyncMode};
+use lamina::{Compression, Db, SyncMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -34,8 +34,39 @@ fn corpus_dir(target: &str) -> PathBuf {
         .join(target)
 }
 
+/// An SST of a small database written with `compression` (values that
+/// compress), and the stored bytes of its first data block.
+fn compressed_seeds(seed: u64, compression: Compression) -> [(&'static str, Vec<u8>); 2] {
+    let fs = MemFs::new();
+    let mut opts = tiny_options(&fs);
+    opts.block_size = 256;
+    opts.compression = compression;
+    let db = Db::open("/db", opts).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    for i in 0..80u64 {
+        let k = key(rng.gen_range(0..60));
+        db.put(&k, format!("value {} ", i % 5).repeat(6).as_bytes())
+            .unwrap();
+    }
+    db.flush().unwrap();
+    let dir = Path::new("/db");
+    let sst = fs
+        .file_names(dir)
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| fs.read_all(&dir.join(n)).unwrap())
+        .max_by_key(Vec::len)
+        .unwrap();
+    let (off, size) = sst_layout(&sst).data[0];
+    let stored = sst[off as usize..(off + size) as usize].to_vec();
+    // Compressed: the trailer's type byte (after the stored bytes) is not 0.
+    assert_ne!(sst[(off + size) as usize], 0, "{compression}");
+    [("sst", sst), ("block", stored)]
+}
+
 /// Valid inputs for each target, taken from a small real database: its
-/// smallest SST, that SST's first data block, its WAL and its manifest.
+/// smallest SST, that SST's first data block, its WAL and its manifest;
+/// then an SST and a data block stored with LZ4 and with zstd.
 fn seeds(seed: u64) -> Vec<(&'static str, Vec<u8>)> {
     let fs = MemFs::new();
     let mut opts = tiny_options(&fs);
@@ -78,14 +109,17 @@ fn seeds(seed: u64) -> Vec<(&'static str, Vec<u8>)> {
         .find(|n| n.starts_with("MANIFEST-"))
         .map(read)
         .unwrap();
-    vec![
+    let mut seeds = vec![
         ("block", block),
         ("sst", sst),
         ("wal", framed(&wal)),
         ("wal", wal),
         ("manifest", framed(&manifest)),
         ("manifest", manifest),
-    ]
+    ];
+    seeds.extend(compressed_seeds(seed, Compression::Lz4));
+    seeds.extend(compressed_seeds(seed, Compression::Zstd(3)));
+    seeds
 }
 
 /// A log's records re-encoded the way the fuzz entry points frame their

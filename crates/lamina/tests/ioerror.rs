@@ -12,7 +12,7 @@ use common::{dump, key};
 use lamina::vfs::fault::FaultFs;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
-use lamina::{Db, Error, Options};
+use lamina::{Compression, Db, Error, Options};
 
 const LEVELING: &str = "leveling:T=2,l0=2";
 
@@ -21,7 +21,16 @@ fn options(vfs: Arc<dyn lamina::vfs::Vfs>) -> Options {
 }
 
 fn options_with(vfs: Arc<dyn lamina::vfs::Vfs>, compaction: &str) -> Options {
+    options_compressed(vfs, compaction, Compression::None)
+}
+
+fn options_compressed(
+    vfs: Arc<dyn lamina::vfs::Vfs>,
+    compaction: &str,
+    compression: Compression,
+) -> Options {
     let mut o = Options::default();
+    o.compression = compression;
     o.vfs = vfs;
     o.write_buffer_size = 2 * 1024;
     o.target_file_size = 2 * 1024;
@@ -35,9 +44,10 @@ const WRITES: u64 = 120;
 
 /// Runs the reference workload; returns which writes were acknowledged and
 /// which may have been applied despite an error.
-fn workload(fs: &FaultFs, compaction: &str) -> (Vec<u64>, Vec<u64>) {
+fn workload(fs: &FaultFs, compaction: &str, compression: Compression) -> (Vec<u64>, Vec<u64>) {
     let (mut acked, mut unknown) = (Vec::new(), Vec::new());
-    let Ok(db) = Db::open("/db", options_with(Arc::new(fs.clone()), compaction)) else {
+    let opts = options_compressed(Arc::new(fs.clone()), compaction, compression);
+    let Ok(db) = Db::open("/db", opts) else {
         return (acked, unknown);
     };
     for i in 0..WRITES {
@@ -59,10 +69,31 @@ fn workload(fs: &FaultFs, compaction: &str) -> (Vec<u64>, Vec<u64>) {
 /// Fails operation N of the workload for every N of a clean run; returns
 /// the indices tried and the failures that fired.
 fn error_at_every_index(compaction: &str) -> (u64, u64) {
+    error_at_every_index_compressed(compaction, Compression::None)
+}
+
+/// [`error_at_every_index`] with the tables written with `compression`.
+fn error_at_every_index_compressed(compaction: &str, compression: Compression) -> (u64, u64) {
     // Count the operations of a clean run.
-    let clean = FaultFs::new(Arc::new(MemFs::new()));
-    let (acked, _) = workload(&clean, compaction);
+    let clean_mem = MemFs::new();
+    let clean = FaultFs::new(Arc::new(clean_mem.clone()));
+    let (acked, _) = workload(&clean, compaction, compression);
     assert_eq!(acked.len() as u64, WRITES);
+    if compression != Compression::None {
+        let vfs: Arc<dyn lamina::vfs::Vfs> = Arc::new(clean_mem.clone());
+        let dir = std::path::Path::new("/db");
+        let compressed: u64 = clean_mem
+            .file_names(dir)
+            .iter()
+            .filter(|n| n.ends_with(".sst"))
+            .map(|n| {
+                lamina::inspect::sst(&vfs, &dir.join(n))
+                    .unwrap()
+                    .compressed_blocks
+            })
+            .sum();
+        assert!(compressed > 0, "{compression}: no block stored compressed");
+    }
     let total = clean.ops();
     assert!(total > 100, "only {total} operations");
 
@@ -71,10 +102,13 @@ fn error_at_every_index(compaction: &str) -> (u64, u64) {
         let mem = MemFs::new();
         let fs = FaultFs::new(Arc::new(mem.clone()));
         fs.fail_once_at(n);
-        let (acked, unknown) = workload(&fs, compaction);
+        let (acked, unknown) = workload(&fs, compaction, compression);
         failures_seen += fs.injected();
-        let db = Db::open("/db", options_with(Arc::new(mem.clone()), compaction))
-            .unwrap_or_else(|e| panic!("failure at op {n}: reopen failed: {e}"));
+        let db = Db::open(
+            "/db",
+            options_compressed(Arc::new(mem.clone()), compaction, compression),
+        )
+        .unwrap_or_else(|e| panic!("failure at op {n}: reopen failed: {e}"));
         let got = dump(&db);
         for i in &acked {
             assert_eq!(
@@ -100,6 +134,13 @@ fn error_at_every_index(compaction: &str) -> (u64, u64) {
 #[test]
 fn an_io_error_at_any_operation_loses_no_acknowledged_write() {
     error_at_every_index(LEVELING);
+}
+
+/// The same with LZ4 tables: a failure while a compressed table is being
+/// written (or read back) loses no acknowledged write either.
+#[test]
+fn an_io_error_at_any_operation_with_lz4_tables() {
+    error_at_every_index_compressed(LEVELING, Compression::Lz4);
 }
 
 #[test]

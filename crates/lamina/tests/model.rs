@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
 use common::{dump, key, tiny_options};
 use lamina::vfs::mem::MemFs;
-use lamina::{Db, WriteBatch};
+use lamina::{Compression, Db, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -20,6 +20,23 @@ fn value(rng: &mut StdRng) -> Vec<u8> {
     let len = rng.gen_range(0..120);
     (0..len).map(|_| rng.gen()).collect()
 }
+
+/// Values for the compression runs: half of them random bytes (blocks of
+/// those stay raw), half runs of letters (blocks of those compress).
+fn mixed_value(rng: &mut StdRng) -> Vec<u8> {
+    let v = value(rng);
+    if rng.gen_bool(0.5) {
+        return v;
+    }
+    (0..v.len()).map(|i| b'a' + v[i / 12] % 3).collect()
+}
+
+/// The block compression of one session (between two reopens): one type
+/// for every level, and per-level overrides.
+type Setting = (Compression, &'static [Compression]);
+
+/// No compression, every session.
+const UNCOMPRESSED: &[Setting] = &[(Compression::None, &[])];
 
 fn bound(rng: &mut StdRng, space: u64) -> Bound<Vec<u8>> {
     match rng.gen_range(0..5) {
@@ -102,15 +119,40 @@ fn check_scans(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>,
 }
 
 fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize) {
+    run_model_compressed(seed, ops, space, compaction, threads, UNCOMPRESSED);
+}
+
+/// [`run_model`] where the i-th session (reopens start new ones) writes
+/// its files with `settings[i % len]`; values compress unless every
+/// setting is none. Returns the compressions the live files had at the
+/// end of each session.
+fn run_model_compressed(
+    seed: u64,
+    ops: usize,
+    space: u64,
+    compaction: &str,
+    threads: usize,
+    settings: &[Setting],
+) -> BTreeSet<String> {
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
-    let options = || {
+    let mut session = 0;
+    let options = |session: usize| {
         let mut o = tiny_options(&fs);
         o.compaction = compaction.parse().unwrap();
         o.compaction_threads = threads;
+        let (all, per_level) = settings[session % settings.len()];
+        o.compression = all;
+        o.compression_per_level = per_level.to_vec();
         o
     };
-    let mut db = Db::open("/db", options()).unwrap();
+    let value: fn(&mut StdRng) -> Vec<u8> = if settings == UNCOMPRESSED {
+        value
+    } else {
+        mixed_value
+    };
+    let mut seen = BTreeSet::new();
+    let mut db = Db::open("/db", options(session)).unwrap();
     let mut model = Model::new();
     let mut snapshots: Vec<(lamina::Snapshot, Model)> = Vec::new();
     // Counters restart at every open; sum them over the sessions.
@@ -210,7 +252,9 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
                 compactions += st.compactions + st.trivial_moves;
                 errors += st.compaction_errors;
                 db.close().unwrap();
-                db = Db::open("/db", options()).unwrap();
+                seen.extend(live_compressions(&fs));
+                session += 1;
+                db = Db::open("/db", options(session)).unwrap();
                 assert_eq!(dump(&db), model, "seed {seed} step {step} after reopen");
             }
         }
@@ -226,6 +270,67 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
     );
     assert_eq!(errors, 0, "{compaction}: compactions rejected or failed");
     db.close().unwrap();
+    seen.extend(live_compressions(&fs));
+    seen
+}
+
+/// How the live files of the database in `/db` are compressed: each
+/// file's compression, and `raw blocks` if some of its data blocks are
+/// stored raw, `compressed blocks` if some are compressed.
+fn live_compressions(fs: &MemFs) -> BTreeSet<String> {
+    let vfs: std::sync::Arc<dyn lamina::vfs::Vfs> = std::sync::Arc::new(fs.clone());
+    let dir = std::path::Path::new("/db");
+    let mut seen = BTreeSet::new();
+    for name in fs.file_names(dir).iter().filter(|n| n.ends_with(".sst")) {
+        let r = lamina::inspect::sst(&vfs, &dir.join(name)).unwrap();
+        assert_eq!(r.bad_blocks().count(), 0);
+        seen.insert(r.compression.to_string());
+        for b in &r.blocks {
+            let raw = b.stored_as.as_deref() == Some("none");
+            seen.insert(
+                if raw {
+                    "raw blocks"
+                } else {
+                    "compressed blocks"
+                }
+                .to_string(),
+            );
+        }
+    }
+    seen
+}
+
+/// Every compression against the oracle (puts, deletes, range deletes,
+/// flushes, compactions, reopens), each session switching to another:
+/// the tree mixes files of every type, each read by its own blocks' type
+/// bytes, and files of one compression mix raw and compressed blocks.
+#[test]
+fn model_with_every_compression_changed_at_each_reopen() {
+    use Compression::{Lz4, None as Raw, Zstd};
+    let settings: &[Setting] = &[
+        (Lz4, &[]),
+        (Zstd(3), &[]),
+        (Raw, &[]),
+        // RocksDB's usual shape: the top levels raw, lz4 below.
+        (Raw, &[Raw, Lz4]),
+        (Raw, &[Lz4, Zstd(1)]),
+    ];
+    let mut seen = BTreeSet::new();
+    for seed in 40..43 {
+        seen.extend(run_model_compressed(
+            seed, 6_000, 300, LEVELING, 2, settings,
+        ));
+    }
+    for want in [
+        "none",
+        "lz4",
+        "zstd:3",
+        "zstd:1",
+        "raw blocks",
+        "compressed blocks",
+    ] {
+        assert!(seen.contains(want), "no {want} in {seen:?}");
+    }
 }
 
 #[test]

@@ -252,3 +252,83 @@ fn power_loss_at_any_point_of_an_open_leaves_a_database_that_opens() {
         assert!(options_files(&after).len() <= 2);
     }
 }
+
+/// The compression of each live SST of `/db` (`lamina inspect`'s report).
+fn file_compressions(fs: &MemFs) -> Vec<lamina::Compression> {
+    let vfs: Arc<dyn Vfs> = Arc::new(fs.clone());
+    fs.file_names(Path::new(DIR))
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| {
+            lamina::inspect::sst(&vfs, &Path::new(DIR).join(n))
+                .unwrap()
+                .compression
+        })
+        .collect()
+}
+
+/// Compression is stored, comes back for a caller that leaves it out, and
+/// may change on any open: old files keep their own blocks' type bytes, so
+/// a database mixing LZ4, zstd and raw files reads every one of them.
+#[test]
+fn compression_is_stored_and_may_change_on_reopen() {
+    use lamina::Compression::{Lz4, None as Raw, Zstd};
+    let fs = MemFs::new();
+    let mut model = std::collections::BTreeMap::new();
+    let write = |db: &Db, round: u64, model: &mut std::collections::BTreeMap<Vec<u8>, Vec<u8>>| {
+        for i in 0..300u64 {
+            let (k, v) = (
+                key(i * 7 % 500 + round),
+                format!("round {round} ").repeat(8),
+            );
+            db.put(&k, v.as_bytes()).unwrap();
+            model.insert(k, v.into_bytes());
+        }
+        db.flush().unwrap();
+    };
+    let mut opts = tiny_options(&fs);
+    opts.compression = Lz4;
+    let db = Db::open(DIR, opts).unwrap();
+    write(&db, 0, &mut model);
+    db.close().unwrap();
+    assert!(file_compressions(&fs).contains(&Lz4));
+
+    // Left to the OPTIONS file: LZ4 again.
+    let db = Db::open(DIR, from_stored(&fs)).unwrap();
+    write(&db, 1, &mut model);
+    db.close().unwrap();
+    assert!(file_compressions(&fs).iter().all(|c| *c == Lz4));
+
+    // Changed: the new files are zstd, then raw, the old ones still read.
+    for (round, compression) in [(2, Zstd(7)), (3, Raw)] {
+        let mut opts = tiny_options(&fs);
+        opts.compression = compression;
+        opts.level0_stop_runs = 0;
+        opts.compaction = "nomerge".parse().unwrap();
+        let db = Db::open(DIR, opts).unwrap();
+        write(&db, round, &mut model);
+        assert_eq!(dump(&db), model);
+        db.close().unwrap();
+        assert!(file_compressions(&fs).contains(&compression));
+    }
+    let kinds = file_compressions(&fs);
+    for c in [Lz4, Zstd(7), Raw] {
+        assert!(kinds.contains(&c), "no {c} file in {kinds:?}");
+    }
+    let db = Db::open(DIR, from_stored(&fs)).unwrap();
+    assert_eq!(dump(&db), model);
+    db.close().unwrap();
+    // The newest OPTIONS file records the last setting.
+    let stored = lamina::options_file::load(&fs, Path::new(DIR))
+        .unwrap()
+        .unwrap();
+    let entries = stored.entries();
+    let get = |name: &str| {
+        entries
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(get("compression").as_deref(), Some("none"));
+    assert_eq!(get("compression_per_level").as_deref(), Some("[]"));
+}

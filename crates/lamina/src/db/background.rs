@@ -350,6 +350,7 @@ impl Inner {
         let mut ctx = self.context(&alloc);
         ctx.table_options.bloom_bits_per_key =
             self.bloom_bits_for(task.output_level, version.levels.len());
+        ctx.table_options.compression = self.opts.compression_for(task.output_level);
         let started = Instant::now();
         let cpu_started = thread_cpu_time();
         let outcome: CompactionOutcome = execute(&ctx, version, task)?;

@@ -655,11 +655,15 @@ fn histogram_image(policy: &dyn CompactionPolicy) -> Option<KeyImage> {
         .map(|p| p.image)
 }
 
+/// The options of new tables; written into level 0 (flushes), which is
+/// where every caller but a compaction writes (`Inner::run_task` sets the
+/// output level's bits and compression).
 fn table_options(opts: &Options) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
         bloom_bits_per_key: opts.bloom_bits_per_key,
         spatial: opts.spatial,
+        compression: opts.compression_for(0),
         ..TableOptions::default()
     }
 }

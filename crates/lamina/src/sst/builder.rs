@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use crate::compression::{BlockCompressor, COMPRESSION_NONE};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key, ValueKind};
 use crate::vfs::WritableFile;
@@ -41,6 +42,8 @@ pub struct TableBuilder {
     table_mbr: Rect,
     /// Range tombstones, written in their own block at finish.
     range_tombstones: Vec<RangeTombstone>,
+    /// Compresses data, range-deletion and index blocks as the options say.
+    compressor: BlockCompressor,
     /// Set after a write failed: the file is in an unknown state, so further
     /// use is refused rather than producing a table with a hole in it.
     failed: bool,
@@ -85,6 +88,9 @@ impl TableBuilder {
             index_bytes: 0,
             filter_bytes: 0,
             bloom_bits_per_key: opts.bloom_bits_per_key,
+            compression: opts.compression,
+            uncompressed_data_bytes: 0,
+            compressed_blocks: 0,
             raw_key_bytes: 0,
             raw_value_bytes: 0,
             histogram: None,
@@ -93,6 +99,7 @@ impl TableBuilder {
             range_tombstones: 0,
         };
         let histogram = opts.histogram.map(|image| (image, StreamHist::default()));
+        let compressor = BlockCompressor::new(opts.compression);
         TableBuilder {
             file,
             opts,
@@ -108,6 +115,7 @@ impl TableBuilder {
             block_mbr: Rect::EMPTY,
             table_mbr: Rect::EMPTY,
             range_tombstones: Vec::new(),
+            compressor,
             failed: false,
         }
     }
@@ -201,23 +209,30 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Appends `contents` and its trailer, returning the block's handle.
-    fn write_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+    /// Appends `contents`, compressed if `compress` and the options ask
+    /// for it (and it pays: [`BlockCompressor::compress`]), and its
+    /// trailer; returns the block's handle and whether it was compressed.
+    fn write_block(&mut self, contents: &[u8], compress: bool) -> Result<(BlockHandle, bool)> {
+        let (stored, kind) = if compress {
+            self.compressor.compress(contents)
+        } else {
+            (contents, COMPRESSION_NONE)
+        };
         let handle = BlockHandle {
             offset: self.offset,
-            size: contents.len() as u64,
+            size: stored.len() as u64,
         };
-        let trailer = block_trailer(contents);
+        let trailer = block_trailer(stored, kind);
         let res = self
             .file
-            .append(contents)
+            .append(stored)
             .and_then(|()| self.file.append(&trailer));
         if let Err(e) = res {
             self.failed = true;
             return Err(e);
         }
-        self.offset += (contents.len() + BLOCK_TRAILER_LEN) as u64;
-        Ok(handle)
+        self.offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
+        Ok((handle, kind != COMPRESSION_NONE))
     }
 
     fn flush_block(&mut self) -> Result<()> {
@@ -225,7 +240,9 @@ impl TableBuilder {
             return Ok(());
         }
         let contents = self.block.finish();
-        let handle = self.write_block(&contents)?;
+        let (handle, compressed) = self.write_block(&contents, true)?;
+        self.props.uncompressed_data_bytes += (contents.len() + BLOCK_TRAILER_LEN) as u64;
+        self.props.compressed_blocks += u64::from(compressed);
         let mbr = self.opts.spatial.map(|_| {
             let m = std::mem::replace(&mut self.block_mbr, Rect::EMPTY);
             self.table_mbr = self.table_mbr.union(&m);
@@ -266,7 +283,7 @@ impl TableBuilder {
         range_del::sort(&mut list);
         list.dedup();
         let contents = range_del::encode_block(&list);
-        let handle = self.write_block(&contents)?;
+        let (handle, _) = self.write_block(&contents, true)?;
         let p = &mut self.props;
         let points = p.entries > 0;
         // Sorted by start: the first starts first.
@@ -315,19 +332,23 @@ impl TableBuilder {
         } else {
             Vec::new()
         };
-        let filter_handle = self.write_block(&filter)?;
-        self.props.filter_bytes = (filter.len() + BLOCK_TRAILER_LEN) as u64;
+        // Filter bits are random by design: compressing them saves nothing.
+        let (filter_handle, _) = self.write_block(&filter, false)?;
+        self.props.filter_bytes = filter_handle.size + BLOCK_TRAILER_LEN as u64;
 
+        // The index is read once, at open, and its fence keys compress as
+        // well as the data's (RocksDB compresses it too).
         let index = encode_index(&self.index);
-        let index_handle = self.write_block(&index)?;
-        self.props.index_bytes = (index.len() + BLOCK_TRAILER_LEN) as u64;
+        let (index_handle, _) = self.write_block(&index, true)?;
+        self.props.index_bytes = index_handle.size + BLOCK_TRAILER_LEN as u64;
 
         self.props.creation_time = creation_time;
         self.props.oldest_tombstone_time = oldest_tombstone_time;
         self.props.histogram = self.histogram.take().map(|(_, h)| h);
         self.props.mbr = self.opts.spatial.map(|_| self.table_mbr);
+        // Raw, so the table's compression is readable without it.
         let props_block = encode_properties(&self.props);
-        let props_handle = self.write_block(&props_block)?;
+        let (props_handle, _) = self.write_block(&props_block, false)?;
 
         let footer = Footer {
             filter: filter_handle,

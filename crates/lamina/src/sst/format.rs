@@ -6,9 +6,12 @@
 //! [`crate::Error::Corruption`] naming the file and the offset of the block,
 //! which only it knows.
 
+use std::borrow::Cow;
+
 use crate::coding::{
     get_bytes, get_u32, get_u64, get_varint, masked_crc, masked_crc2, put_bytes, put_varint,
 };
+use crate::compression::{decompress_into, Compression, COMPRESSION_LZ4, COMPRESSION_ZSTD};
 use crate::key::{compare_internal, parse_internal_key, user_key};
 
 use lamina_compaction::geometry::{Point, Rect};
@@ -28,8 +31,6 @@ pub const OLDEST_FORMAT_VERSION: u32 = 1;
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the footer at the end of the file.
 pub const FOOTER_LEN: usize = 64;
-/// The only compression type written: none.
-pub const COMPRESSION_NONE: u8 = 0;
 
 /// Local result of a decoder: the reason is attached to a file and offset by
 /// the caller.
@@ -66,33 +67,46 @@ impl BlockHandle {
     }
 }
 
-/// The trailer written after `contents`: type byte then the masked CRC32C of
-/// contents ++ type byte (so a flipped type byte is caught too).
-pub fn block_trailer(contents: &[u8]) -> [u8; BLOCK_TRAILER_LEN] {
-    let crc = masked_crc2(contents, &[COMPRESSION_NONE]);
+/// The trailer written after a block's stored bytes: the type byte
+/// (`kind`, how the block is stored: [`crate::compression`]) then the
+/// masked CRC32C of stored ++ type byte (so a flipped type byte is caught
+/// too). The checksum covers what is on disk, so it is checked before any
+/// decompression.
+pub fn block_trailer(stored: &[u8], kind: u8) -> [u8; BLOCK_TRAILER_LEN] {
+    let crc = masked_crc2(stored, &[kind]);
     let c = crc.to_le_bytes();
-    [COMPRESSION_NONE, c[0], c[1], c[2], c[3]]
+    [kind, c[0], c[1], c[2], c[3]]
 }
 
-/// Checks the trailer of a raw block (contents ++ trailer) and returns the
-/// contents.
-pub fn check_block(raw: &[u8]) -> DecodeResult<&[u8]> {
+/// Checks the checksum of a block as read (stored bytes ++ trailer) and
+/// returns the stored bytes and the type byte, for
+/// `compression::decompress_into`.
+pub fn check_block(raw: &[u8]) -> DecodeResult<(&[u8], u8)> {
     let split = raw
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
         .ok_or("block shorter than its trailer")?;
-    let (contents, trailer) = raw.split_at(split);
+    let (stored, trailer) = raw.split_at(split);
     let mut t = trailer;
     let (&kind, rest) = t.split_first().ok_or("missing block type")?;
     t = rest;
-    let stored = get_u32(&mut t).ok_or("missing block checksum")?;
-    if masked_crc2(contents, &[kind]) != stored {
+    let crc = get_u32(&mut t).ok_or("missing block checksum")?;
+    if masked_crc2(stored, &[kind]) != crc {
         return Err("block checksum mismatch");
     }
-    if kind != COMPRESSION_NONE {
-        return Err("unknown block compression type");
-    }
-    Ok(contents)
+    Ok((stored, kind))
+}
+
+/// The contents of a block as read (stored bytes ++ trailer): checked, and
+/// decompressed if it is stored compressed.
+pub fn block_contents(raw: &[u8]) -> DecodeResult<Cow<'_, [u8]>> {
+    let (stored, kind) = check_block(raw)?;
+    let mut buf = Vec::new();
+    Ok(if decompress_into(kind, stored, &mut buf)? {
+        Cow::Owned(buf)
+    } else {
+        Cow::Borrowed(stored)
+    })
 }
 
 /// The fixed-size footer: where the metadata blocks are.
@@ -455,7 +469,33 @@ pub fn encode_properties(p: &TableProperties) -> Vec<u8> {
         put_varint(&mut out, h.size);
         put_varint(&mut out, p.range_tombstones);
     }
+    // Written only for a compressed table, so a table without compression
+    // is byte for byte what it was before compression existed.
+    if p.compression != Compression::None {
+        out.push(COMPRESSION_TAG);
+        out.push(p.compression.type_byte());
+        put_varint(&mut out, zstd_level(p.compression));
+        put_varint(&mut out, p.uncompressed_data_bytes);
+        put_varint(&mut out, p.compressed_blocks);
+    }
     out
+}
+
+/// The level stored with the compression type: zstd's, 0 for the others.
+fn zstd_level(c: Compression) -> u64 {
+    match c {
+        Compression::Zstd(level) => u64::try_from(level).unwrap_or(0),
+        Compression::None | Compression::Lz4 => 0,
+    }
+}
+
+/// Inverse of the type byte and level of the compression section.
+fn decode_compression(kind: u8, level: u64) -> Option<Compression> {
+    match (kind, level) {
+        (COMPRESSION_LZ4, 0) => Some(Compression::Lz4),
+        (COMPRESSION_ZSTD, 1..=22) => Some(Compression::Zstd(level as i32)),
+        _ => None,
+    }
 }
 
 /// Tag of the properties' optional key-image histogram section.
@@ -465,6 +505,10 @@ const MBR_TAG: u8 = 2;
 /// Tag of the properties' optional range-deletion block: its handle and
 /// how many tombstones it holds (format version 2).
 const RANGE_DEL_TAG: u8 = 3;
+/// Tag of the properties' compression section: the table's compression
+/// (type byte, zstd level), the data blocks' uncompressed bytes and how
+/// many data blocks are stored compressed.
+const COMPRESSION_TAG: u8 = 4;
 
 fn decode_histogram(c: &mut &[u8]) -> Option<StreamHist> {
     let n = usize::try_from(get_varint(c)?).ok()?;
@@ -506,6 +550,8 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
     let raw_key_bytes = get_varint(c).ok_or(bad)?;
     let raw_value_bytes = get_varint(c).ok_or(bad)?;
     let (mut histogram, mut mbr, mut range_del, mut range_tombstones) = (None, None, None, 0);
+    let (mut compression, mut uncompressed_data_bytes, mut compressed_blocks) =
+        (Compression::None, data_bytes, 0);
     // Sections come in increasing tag order, each at most once.
     let mut last_tag = 0;
     while let Some((&tag, rest)) = c.split_first() {
@@ -528,6 +574,15 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
                     return Err(bad);
                 }
                 range_del = Some(BlockHandle { offset, size });
+            }
+            COMPRESSION_TAG => {
+                let bad = "malformed compression section";
+                let (&kind, rest) = c.split_first().ok_or(bad)?;
+                *c = rest;
+                let level = get_varint(c).ok_or(bad)?;
+                compression = decode_compression(kind, level).ok_or(bad)?;
+                uncompressed_data_bytes = get_varint(c).ok_or(bad)?;
+                compressed_blocks = get_varint(c).ok_or(bad)?;
             }
             _ => return Err("unknown section in properties"),
         }
@@ -552,6 +607,9 @@ pub fn decode_properties(contents: &[u8]) -> DecodeResult<TableProperties> {
         index_bytes,
         filter_bytes,
         bloom_bits_per_key,
+        compression,
+        uncompressed_data_bytes,
+        compressed_blocks,
         raw_key_bytes,
         raw_value_bytes,
         histogram,
@@ -691,16 +749,30 @@ mod tests {
 
     #[test]
     fn trailer_detects_flips() {
+        use crate::compression::{COMPRESSION_LZ4, COMPRESSION_NONE};
         let contents = b"hello block".to_vec();
         let mut raw = contents.clone();
-        raw.extend_from_slice(&block_trailer(&contents));
-        assert_eq!(check_block(&raw), Ok(&contents[..]));
+        raw.extend_from_slice(&block_trailer(&contents, COMPRESSION_NONE));
+        assert_eq!(check_block(&raw), Ok((&contents[..], COMPRESSION_NONE)));
+        assert_eq!(block_contents(&raw).as_deref(), Ok(&contents[..]));
         for i in 0..raw.len() {
             let mut bad = raw.clone();
             bad[i] ^= 1;
             assert!(check_block(&bad).is_err());
         }
         assert!(check_block(&raw[..3]).is_err());
+        // A compressed block: lz4_flex's size-prepended form, type 4.
+        let text = b"compressible compressible compressible compressible".to_vec();
+        let stored = lz4_flex::block::compress_prepend_size(&text);
+        let mut raw = stored.clone();
+        raw.extend_from_slice(&block_trailer(&stored, COMPRESSION_LZ4));
+        assert_eq!(check_block(&raw), Ok((&stored[..], COMPRESSION_LZ4)));
+        assert_eq!(block_contents(&raw).as_deref(), Ok(&text[..]));
+        // The same bytes under an unknown type byte (checksum valid) are
+        // refused, not read as raw.
+        let mut unknown = stored.clone();
+        unknown.extend_from_slice(&block_trailer(&stored, 2));
+        assert!(block_contents(&unknown).is_err());
     }
 
     #[test]
@@ -719,6 +791,9 @@ mod tests {
             index_bytes: 50,
             filter_bytes: 20,
             bloom_bits_per_key: 7.5,
+            compression: Compression::None,
+            uncompressed_data_bytes: 1000,
+            compressed_blocks: 0,
             raw_key_bytes: 300,
             raw_value_bytes: 700,
             histogram: None,
@@ -764,9 +839,33 @@ mod tests {
             ..p.clone()
         };
         let raw = encode_properties(&spatial);
-        assert_eq!(decode_properties(&raw), Ok(spatial));
+        assert_eq!(decode_properties(&raw), Ok(spatial.clone()));
         let mut twice = raw.clone();
         twice.extend_from_slice(&raw[raw.len() - 33..]);
         assert!(decode_properties(&twice).is_err());
+        // The compression section, last; a table without it is uncompressed
+        // with `uncompressed_data_bytes == data_bytes` (above).
+        for compression in [
+            Compression::Lz4,
+            Compression::Zstd(3),
+            Compression::Zstd(22),
+        ] {
+            let compressed = TableProperties {
+                compression,
+                uncompressed_data_bytes: 2500,
+                compressed_blocks: 4,
+                ..spatial.clone()
+            };
+            let raw = encode_properties(&compressed);
+            assert_eq!(decode_properties(&raw), Ok(compressed));
+            // An unknown type or a level zstd does not have is refused.
+            let tag_at = raw.len() - 1 - 1 - 2 - 1 - 1;
+            assert_eq!(raw[tag_at], COMPRESSION_TAG);
+            for (at, byte) in [(tag_at + 1, 2u8), (tag_at + 2, 23)] {
+                let mut bad = raw.clone();
+                bad[at] = byte;
+                assert!(decode_properties(&bad).is_err(), "byte {at} = {byte}");
+            }
+        }
     }
 }

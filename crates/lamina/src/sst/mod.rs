@@ -23,6 +23,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
+use crate::compression::Compression;
 use crate::spatial::{Comparator, Rect};
 pub use block::Block;
 pub(crate) use block::BlockIter;
@@ -51,6 +52,10 @@ pub struct TableOptions {
     /// Keys are points of this comparator's layout: keep the MBR of each
     /// block and of the table (the LSM R-tree, seed 000 §4.3.3).
     pub spatial: Option<Comparator>,
+    /// How data, range-deletion and index blocks are compressed (each only
+    /// if that saves an eighth of it); filter and properties blocks are
+    /// always stored raw.
+    pub compression: Compression,
 }
 
 impl Default for TableOptions {
@@ -61,6 +66,7 @@ impl Default for TableOptions {
             restart_interval: 16,
             histogram: None,
             spatial: None,
+            compression: Compression::None,
         }
     }
 }
@@ -98,6 +104,18 @@ pub struct TableProperties {
     pub filter_bytes: u64,
     /// The filter budget the table was written with.
     pub bloom_bits_per_key: f64,
+    /// The compression the table was written with (each block's trailer
+    /// says how that block is stored: one that did not shrink by an eighth
+    /// is raw).
+    #[serde(default)]
+    pub compression: Compression,
+    /// Bytes the data blocks would take stored raw, trailers included:
+    /// `data_bytes` before compression (equal to it without compression).
+    #[serde(default)]
+    pub uncompressed_data_bytes: u64,
+    /// Data blocks stored compressed.
+    #[serde(default)]
+    pub compressed_blocks: u64,
     /// Sum of the internal key lengths (user key + 8-byte trailer) added.
     pub raw_key_bytes: u64,
     /// Sum of the value lengths added.

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::compression::decompress_into;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
@@ -16,8 +17,8 @@ use crate::vfs::{Mapping, RandomAccessFile};
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    check_block, decode_index, decode_properties, BlockHandle, DecodeResult, FenceIndex, Footer,
-    FOOTER_LEN,
+    block_contents, check_block, decode_index, decode_properties, BlockHandle, DecodeResult,
+    FenceIndex, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use super::TableProperties;
 
@@ -26,10 +27,14 @@ use super::TableProperties;
 pub struct BlockReport {
     /// Offset of the block's first byte.
     pub offset: u64,
-    /// Bytes of contents (the 5-byte trailer excluded).
+    /// Bytes stored (the 5-byte trailer excluded; compressed bytes for a
+    /// compressed block).
     pub size: u64,
     /// The masked CRC32C stored in the trailer.
     pub stored_checksum: Option<u32>,
+    /// The trailer's type byte: how the block is stored (0 raw, 4 LZ4,
+    /// 7 zstd; docs/format.md).
+    pub stored_type: Option<u8>,
     /// Why the block does not check out, if it does not.
     pub problem: Option<&'static str>,
     /// The index's first user key of the block and its sequence number.
@@ -101,7 +106,9 @@ fn read_checked(
 /// [`read_checked`] reusing `buf` (a recycled block buffer, possibly holding
 /// stale bytes) if it is large enough. Only the part beyond `buf`'s current
 /// length is zero-filled before the read; `read_exact_at` overwrites all of
-/// it or fails, and then the checksum covers every byte.
+/// it or fails, and then the checksum covers every byte. A compressed block
+/// is decompressed here, once, into a buffer of its own: what the caller
+/// gets (and the block cache holds and charges) is always the contents.
 fn read_checked_into(
     file: &dyn RandomAccessFile,
     file_name: &str,
@@ -119,9 +126,13 @@ fn read_checked_into(
     raw.resize(total, 0);
     file.read_exact_at(&mut raw, handle.offset)?;
     count_block_read(stats, total);
-    let len = check_block(&raw)
-        .map_err(|r| Error::corruption(file_name, handle.offset, r))?
-        .len();
+    let corrupt = |r| Error::corruption(file_name, handle.offset, r);
+    let (stored, kind) = check_block(&raw).map_err(corrupt)?;
+    let len = stored.len();
+    let mut contents = Vec::new();
+    if decompress_into(kind, stored, &mut contents).map_err(corrupt)? {
+        return Ok(contents);
+    }
     raw.truncate(len);
     Ok(raw)
 }
@@ -330,8 +341,13 @@ impl Table {
                     .and_then(|end| map.bytes().get(start..end))
                     .ok_or_else(|| bad("block outside the file"))?;
                 count_block_read(&self.stats, total);
-                let len = check_block(raw).map_err(bad)?.len();
-                Block::mapped(Arc::clone(map), start..start + len)
+                let (stored, kind) = check_block(raw).map_err(bad)?;
+                let mut contents = Vec::new();
+                if decompress_into(kind, stored, &mut contents).map_err(bad)? {
+                    Block::new(contents)
+                } else {
+                    Block::mapped(Arc::clone(map), start..start + stored.len())
+                }
             }
             None => Block::new(read_checked_into(
                 self.file.as_ref(),
@@ -405,9 +421,9 @@ impl Table {
             .ok_or_else(|| self.corrupt_block(idx, "block outside its readahead"))?;
         self.stats.blocks_read.inc();
         THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
-        let contents = check_block(raw)
+        let contents = block_contents(raw)
             .map_err(|r| Error::corruption(self.file_name.as_str(), handle.offset, r))?
-            .to_vec();
+            .into_owned();
         Ok(Arc::new(Block::new(contents).map_err(|r| {
             Error::corruption(self.file_name.as_str(), handle.offset, r)
         })?))
@@ -722,6 +738,11 @@ impl Table {
                     .and_then(|at| raw.get(at..))
                     .and_then(|b| b.try_into().ok())
                     .map(u32::from_le_bytes);
+                let stored_type = raw
+                    .len()
+                    .checked_sub(BLOCK_TRAILER_LEN)
+                    .and_then(|at| raw.get(at))
+                    .copied();
                 let fence = |k: &[u8]| {
                     parse_internal_key(k).map_or((k.to_vec(), 0), |p| (p.user_key.to_vec(), p.seq))
                 };
@@ -731,7 +752,8 @@ impl Table {
                     offset: handle.offset,
                     size: handle.size,
                     stored_checksum,
-                    problem: check_block(&raw).err(),
+                    stored_type,
+                    problem: block_contents(&raw).err(),
                     first_key,
                     first_seq,
                     last_key,

@@ -9,6 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::*;
+use crate::compression::Compression;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{make_internal_key, parse_internal_key, seek_key, InternalKey, ValueKind};
@@ -100,26 +101,77 @@ fn collect(it: &mut TableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
+/// [`random_data`] with values that compress: runs of 16 equal letters
+/// (the random values' bytes pick the letters).
+fn compressible_data(rng: &mut StdRng, n_keys: usize) -> Oracle {
+    random_data(rng, n_keys)
+        .into_iter()
+        .map(|(k, v)| {
+            let text = (0..v.len()).map(|i| b'a' + v[i / 16] % 4).collect();
+            (k, text)
+        })
+        .collect()
+}
+
 #[test]
 fn round_trip_against_oracle() {
-    round_trip(false);
+    let mut rng = StdRng::seed_from_u64(42);
+    let data = random_data(&mut rng, 3000);
+    round_trip(false, Compression::None, &data, &mut rng);
 }
 
 /// The same through a mapping of the file: blocks are slices of it.
 #[test]
 fn round_trip_against_oracle_mapped() {
-    round_trip(true);
-}
-
-fn round_trip(mapped: bool) {
-    let dir = tempfile::tempdir().unwrap();
     let mut rng = StdRng::seed_from_u64(42);
     let data = random_data(&mut rng, 3000);
+    round_trip(true, Compression::None, &data, &mut rng);
+}
+
+/// Compressed tables, read both ways, against the oracle; the data
+/// blocks' uncompressed size is what the same table takes uncompressed.
+#[test]
+fn compressed_tables_round_trip() {
+    let mut rng = StdRng::seed_from_u64(43);
+    let data = compressible_data(&mut rng, 3000);
+    let dir = tempfile::tempdir().unwrap();
     let opts = TableOptions {
         block_size: 512,
         ..TableOptions::default()
     };
-    let props = write_table(dir.path(), "t.sst", opts, &data);
+    let raw = write_table(dir.path(), "raw.sst", opts, &data);
+    for compression in [Compression::Lz4, Compression::Zstd(3)] {
+        for mapped in [false, true] {
+            let props = round_trip(mapped, compression, &data, &mut rng);
+            assert_eq!(props.compression, compression);
+            assert_eq!(props.uncompressed_data_bytes, raw.data_bytes);
+            assert!(
+                props.data_bytes * 2 < raw.data_bytes,
+                "{compression}: {} of {}",
+                props.data_bytes,
+                raw.data_bytes
+            );
+            assert!(props.compressed_blocks > 10, "{compression}");
+            assert!(props.index_bytes < raw.index_bytes, "index compressed too");
+            assert_eq!(props.filter_bytes, raw.filter_bytes, "filter kept raw");
+        }
+    }
+}
+
+/// Returns the table's properties after checking it against `data`.
+fn round_trip(
+    mapped: bool,
+    compression: Compression,
+    data: &Oracle,
+    rng: &mut StdRng,
+) -> TableProperties {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = TableOptions {
+        block_size: 512,
+        compression,
+        ..TableOptions::default()
+    };
+    let props = write_table(dir.path(), "t.sst", opts, data);
     let stats = Arc::new(IoStats::default());
     let cache = BlockCache::new(1 << 20);
     let table = if mapped {
@@ -178,7 +230,7 @@ fn round_trip(mapped: bool) {
         ] {
             assert_eq!(
                 table.get(p.user_key, snap).unwrap(),
-                oracle_get(&data, p.user_key, snap),
+                oracle_get(data, p.user_key, snap),
                 "key {:?} snap {snap}",
                 p.user_key
             );
@@ -189,10 +241,7 @@ fn round_trip(mapped: bool) {
             .map(|_| rng.gen_range(b'a'..=b'i'))
             .collect();
         let snap = rng.gen_range(0..max_seq + 2);
-        assert_eq!(
-            table.get(&key, snap).unwrap(),
-            oracle_get(&data, &key, snap)
-        );
+        assert_eq!(table.get(&key, snap).unwrap(), oracle_get(data, &key, snap));
     }
 
     // Seeks to random targets, then a few steps.
@@ -220,6 +269,73 @@ fn round_trip(mapped: bool) {
     }
     assert!(stats.cache_hits[0].get() > 0);
     assert!(cache.usage() > 0);
+
+    // A compaction's sequential read (readahead, decompressing from its
+    // own buffer) yields the same entries.
+    let mut it = table.iter_readahead(4096);
+    it.seek_to_first().unwrap();
+    assert_eq!(collect(&mut it), expect);
+
+    // The cache holds the first block decompressed, charged by its
+    // contents: what decompressing its stored bytes with the codec's own
+    // decoder gives.
+    let cache = BlockCache::new(1 << 20);
+    let f = OsFs.open_read(&dir.path().join("t.sst")).unwrap();
+    let table = Table::open(f, 2, "t.sst".into(), Some(cache.clone()), stats).unwrap();
+    let first = parse_internal_key(data.keys().next().unwrap().as_bytes()).unwrap();
+    table.get(first.user_key, u64::MAX).unwrap();
+    let block0 = &table.block_reports().unwrap()[0];
+    let bytes = std::fs::read(dir.path().join("t.sst")).unwrap();
+    let stored = &bytes[block0.offset as usize..(block0.offset + block0.size) as usize];
+    let contents = match compression {
+        Compression::None => stored.len(),
+        Compression::Lz4 => lz4_flex::block::decompress_size_prepended(stored)
+            .unwrap()
+            .len(),
+        Compression::Zstd(_) => zstd::bulk::decompress(&stored[4..], 1 << 20).unwrap().len(),
+    };
+    assert_eq!(block0.stored_type, Some(compression.type_byte()));
+    assert_eq!(cache.usage(), contents);
+    if compression != Compression::None {
+        assert!(contents > stored.len() * 2, "{contents} {}", stored.len());
+    }
+    props
+}
+
+/// Values of random bytes do not shrink by an eighth: every data block is
+/// stored raw, byte for byte as without compression.
+#[test]
+fn incompressible_blocks_are_stored_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(44);
+    let mut data = Oracle::new();
+    for i in 0..2000u32 {
+        let key = make_internal_key(&i.to_be_bytes(), 1, ValueKind::Put);
+        let value: Vec<u8> = (0..100).map(|_| rng.gen()).collect();
+        data.insert(InternalKey::new(key), value);
+    }
+    let raw = write_table(dir.path(), "raw.sst", TableOptions::default(), &data);
+    let raw_bytes = std::fs::read(dir.path().join("raw.sst")).unwrap();
+    for compression in [Compression::Lz4, Compression::Zstd(3)] {
+        let opts = TableOptions {
+            compression,
+            ..TableOptions::default()
+        };
+        let props = write_table(dir.path(), "c.sst", opts, &data);
+        assert_eq!(props.compressed_blocks, 0, "{compression}");
+        assert_eq!(props.data_bytes, raw.data_bytes);
+        assert_eq!(props.uncompressed_data_bytes, raw.data_bytes);
+        let bytes = std::fs::read(dir.path().join("c.sst")).unwrap();
+        let n = raw.data_bytes as usize;
+        assert_eq!(bytes[..n], raw_bytes[..n], "{compression}");
+        let table = open(dir.path(), "c.sst", None, Arc::new(IoStats::default()));
+        table.verify().unwrap();
+        assert!(table
+            .block_reports()
+            .unwrap()
+            .iter()
+            .all(|b| b.stored_type == Some(0)));
+    }
 }
 
 #[test]
@@ -418,16 +534,47 @@ fn check_damaged_table(table: Result<Arc<Table>>, data: &Oracle, must_fail: bool
 }
 
 fn small_table() -> (Vec<u8>, Oracle) {
-    let dir = tempfile::tempdir().unwrap();
     let mut rng = StdRng::seed_from_u64(7);
-    let data = random_data(&mut rng, 25);
+    small_table_of(random_data(&mut rng, 25), Compression::None)
+}
+
+fn small_table_of(data: Oracle, compression: Compression) -> (Vec<u8>, Oracle) {
+    let dir = tempfile::tempdir().unwrap();
     let opts = TableOptions {
         block_size: 128,
         restart_interval: 4,
+        compression,
         ..TableOptions::default()
     };
-    write_table(dir.path(), "s.sst", opts, &data);
+    let props = write_table(dir.path(), "s.sst", opts, &data);
+    if compression != Compression::None {
+        assert!(props.compressed_blocks > 3, "{compression}: {props:?}");
+    }
     (std::fs::read(dir.path().join("s.sst")).unwrap(), data)
+}
+
+/// Damage to a compressed table (its compressed data and index blocks,
+/// their type bytes and lengths) is always detected: a wrong answer never,
+/// a panic never.
+#[test]
+fn every_byte_flip_of_a_compressed_table_is_detected() {
+    for compression in [Compression::Lz4, Compression::Zstd(3)] {
+        let mut rng = StdRng::seed_from_u64(8);
+        let (bytes, data) = small_table_of(compressible_data(&mut rng, 25), compression);
+        check_damaged(bytes.clone(), &data, false, "pristine");
+        for pos in 0..bytes.len() {
+            for mask in [0x01u8, 0xff] {
+                let mut bad = bytes.clone();
+                bad[pos] ^= mask;
+                let what = format!("{compression}: flip {mask:#x} at {pos}");
+                check_damaged(bad, &data, true, &what);
+            }
+        }
+        for len in 0..bytes.len() {
+            let what = format!("{compression}: truncated to {len}");
+            check_damaged(bytes[..len].to_vec(), &data, true, &what);
+        }
+    }
 }
 
 #[test]
@@ -917,4 +1064,70 @@ fn checksums_are_verified_on_reads_from_the_file_not_on_cache_hits() {
     assert!(cache.evict_file(3) > 0);
     let err = table.get(p.user_key, u64::MAX).unwrap_err();
     assert!(err.is_corruption(), "{err}");
+}
+
+/// A compressed block whose checksum is valid but whose stored bytes are
+/// damaged (as a buggy writer or a crafted file would have): reading it is
+/// a `Corruption` naming its offset, or the codec decodes other bytes that
+/// the block decoder then checks; never a panic or an unbounded
+/// allocation.
+#[test]
+fn damaged_compressed_blocks_behind_valid_checksums_are_errors() {
+    for compression in [Compression::Lz4, Compression::Zstd(3)] {
+        let mut rng = StdRng::seed_from_u64(9);
+        let (bytes, data) = small_table_of(compressible_data(&mut rng, 25), compression);
+        let reopen = |bytes: Vec<u8>| {
+            let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
+            Table::open(file, 1, "c.sst".into(), None, Arc::new(IoStats::default()))
+        };
+        let table = reopen(bytes.clone()).unwrap();
+        let blocks = table.block_reports().unwrap();
+        let b = blocks.iter().find(|b| b.stored_type != Some(0)).unwrap();
+        let (start, end) = (b.offset as usize, (b.offset + b.size) as usize);
+        let with_trailer = |mut bytes: Vec<u8>| {
+            let kind = bytes[end];
+            let trailer = format::block_trailer(&bytes[start..end], kind);
+            bytes[end..end + 5].copy_from_slice(&trailer);
+            bytes
+        };
+        let first_key = |b: &super::reader::BlockReport| b.first_key.clone();
+        // An uncompressed length over the cap, and lengths one off.
+        let len = u32::from_le_bytes(bytes[start..start + 4].try_into().unwrap());
+        for claimed in [u32::MAX, len - 1, len + 1] {
+            let mut bad = bytes.clone();
+            bad[start..start + 4].copy_from_slice(&claimed.to_le_bytes());
+            let table = reopen(with_trailer(bad)).unwrap();
+            match table.get(&first_key(b), u64::MAX) {
+                Err(crate::Error::Corruption { offset, .. }) => assert_eq!(offset, b.offset),
+                other => panic!("{compression} length {claimed}: {other:?}"),
+            }
+            assert!(table.verify().unwrap_err().is_corruption());
+        }
+        // An unknown type byte with a valid checksum.
+        let mut bad = bytes.clone();
+        bad[end] = 2;
+        let table = reopen(with_trailer(bad)).unwrap();
+        assert!(table
+            .get(&first_key(b), u64::MAX)
+            .unwrap_err()
+            .is_corruption());
+        // Every byte of the payload changed: an error or other contents,
+        // which the block decoder and verify check; never a panic.
+        for pos in start..end {
+            for mask in [0x01u8, 0x80, 0xff] {
+                let mut bad = bytes.clone();
+                bad[pos] ^= mask;
+                let table = reopen(with_trailer(bad)).unwrap();
+                if let Err(e) = table.verify() {
+                    assert!(e.is_corruption(), "{compression} flip at {pos}: {e}");
+                }
+                for k in data.keys() {
+                    let p = parse_internal_key(k.as_bytes()).unwrap();
+                    if let Err(e) = table.get(p.user_key, u64::MAX) {
+                        assert!(e.is_corruption(), "{e}");
+                    }
+                }
+            }
+        }
+    }
 }
