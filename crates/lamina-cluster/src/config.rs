@@ -156,8 +156,8 @@ impl Shard {
     pub fn clip(&self, lo: i32, hi: i32) -> Option<(i32, i32)> {
         let l = self.lo.max(i64::from(lo));
         let h = self.hi.min(i64::from(hi));
-        // Both are within i32 here: `l` from the bounds of `lo`, `h` at most `hi`.
-        (l < h).then(|| (l as i32, h as i32))
+        // Both are within i32 when `l < h`: `l` at least `lo`, `h` at most `hi`.
+        (l < h).then_some((l as i32, h as i32))
     }
 
     /// A key of the shard (its first).
