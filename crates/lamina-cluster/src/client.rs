@@ -13,8 +13,15 @@
 //! | `@follower-reads on` / `off` | `OK`; on, `g`/`r` read this member's state machine without asking the leader (may be stale) |
 //! | `@leader` | `LEADER ID HOST:PORT` (the leader this member knows of, its client address), `LEADER ID` if it is not in the membership, or `LEADER unknown` (answered locally: may be stale); with several shards it needs a key |
 //! | `@leader K` | the same for the shard of key `K` (asked of one of its members when this member is not one) |
+//! | `@add-learner ID [S]` | `OK` once member `ID` (a `[[node]]` of the cluster file) is a learner of shard `S`'s group and has caught up |
+//! | `@promote ID [S]` | `OK` once learner `ID` is a voter of shard `S` (openraft's joint consensus: two membership entries) |
+//! | `@remove ID [S]` | `OK` once `ID` is no longer in shard `S`'s group |
 //! | `@sync` | `@sync` |
 //! | `quit`, `@end` | `@bye`, then the connection closes (`lamina client` ends its input with `@end`) |
+//!
+//! `S` may be left out when there is one shard. A membership change runs
+//! on the shard's leader: another member of the shard answers the
+//! redirect; a member outside it says so.
 //!
 //! Errors are one `ERROR ...` line (a line over [`MAX_LINE`] bytes is
 //! skipped and answered `ERROR line longer than 4096 bytes`). On a member that is not the leader,
@@ -45,6 +52,7 @@ use std::time::Duration;
 
 use lamina_server::parse::{parse_line, Command};
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
+use openraft::ChangeMembers;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -61,6 +69,9 @@ pub const MAX_LINE: usize = 4096;
 /// How long a write or a read barrier may take before the client is told
 /// `ERROR timeout`.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a membership change may take (adding a learner waits until
+/// it has caught up, which may take a snapshot transfer).
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a member waits for another to answer a forwarded request (the
 /// other's own [`REQUEST_TIMEOUT`] plus the trip).
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(11);
@@ -264,13 +275,114 @@ pub struct Route {
 pub struct Router {
     shards: Vec<Shard>,
     routes: BTreeMap<ShardId, Route>,
+    nodes: BTreeMap<NodeId, LaminaNode>,
+}
+
+/// A membership change asked on the client port.
+#[derive(Debug, Clone, Copy)]
+pub enum Admin {
+    /// `@add-learner`: openraft's `add_learner`, blocking until caught up.
+    AddLearner,
+    /// `@promote`: a learner becomes a voter.
+    Promote,
+    /// `@remove`: a member leaves the group (not kept as a learner).
+    Remove,
+}
+
+impl Admin {
+    /// The command's name and the change it asks for, when `line` is one.
+    fn parse(line: &[u8]) -> Option<(Admin, &[u8])> {
+        [
+            (&b"@add-learner"[..], Admin::AddLearner),
+            (b"@promote", Admin::Promote),
+            (b"@remove", Admin::Remove),
+        ]
+        .into_iter()
+        .find_map(|(name, admin)| {
+            let rest = line.strip_prefix(name)?;
+            (rest.is_empty() || rest.starts_with(b" ")).then_some((admin, rest))
+        })
+    }
 }
 
 impl Router {
     /// A router over `shards` (in key order, tiling the key space), with
-    /// a route for each.
-    pub fn new(shards: Vec<Shard>, routes: BTreeMap<ShardId, Route>) -> Router {
-        Router { shards, routes }
+    /// a route for each, and the cluster file's `nodes` (whose addresses
+    /// a membership change records).
+    pub fn new(
+        shards: Vec<Shard>,
+        routes: BTreeMap<ShardId, Route>,
+        nodes: BTreeMap<NodeId, LaminaNode>,
+    ) -> Router {
+        Router {
+            shards,
+            routes,
+            nodes,
+        }
+    }
+
+    /// Runs a membership change `what` with arguments `ID [S]` on this
+    /// member's group of shard `S`; the reply line.
+    async fn admin(&self, what: Admin, args: &[u8]) -> String {
+        let args = String::from_utf8_lossy(args);
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let (id, shard) = match words.as_slice() {
+            [id] => (id.parse::<NodeId>().ok(), self.only_shard()),
+            [id, shard] => (id.parse::<NodeId>().ok(), shard.parse::<ShardId>().ok()),
+            _ => (None, None),
+        };
+        let (Some(id), Some(shard)) = (id, shard) else {
+            return match (words.len(), self.only_shard()) {
+                (1, None) => {
+                    "ERROR several shards: name the shard after the member id\n".to_string()
+                }
+                _ => {
+                    "ERROR expected a member id and, with several shards, a shard id\n".to_string()
+                }
+            };
+        };
+        let group = match self.routes.get(&shard).map(|r| &r.place) {
+            None => return format!("ERROR no shard {shard}\n"),
+            Some(Place::Remote(_)) => {
+                return format!("ERROR this member is not in shard {shard}; ask a member of it\n")
+            }
+            Some(Place::Local(group)) => group,
+        };
+        let raft = &group.raft;
+        let set = std::collections::BTreeSet::from([id]);
+        let change = async {
+            match what {
+                Admin::AddLearner => match self.nodes.get(&id) {
+                    Some(node) => Some(raft.add_learner(id, node.clone(), true).await),
+                    None => None,
+                },
+                Admin::Promote => Some(
+                    raft.change_membership(ChangeMembers::AddVoterIds(set), false)
+                        .await,
+                ),
+                Admin::Remove => Some(
+                    raft.change_membership(ChangeMembers::RemoveVoters(set), false)
+                        .await,
+                ),
+            }
+        };
+        match tokio::time::timeout(ADMIN_TIMEOUT, change).await {
+            Err(_) => "ERROR timeout; the change may or may not be done\n".to_string(),
+            Ok(None) => format!("ERROR node {id} is not in the cluster file\n"),
+            Ok(Some(Ok(_))) => "OK\n".to_string(),
+            Ok(Some(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))))) => {
+                not_leader(&f)
+            }
+            Ok(Some(Err(e))) => format!("ERROR raft: {e}\n"),
+        }
+    }
+
+    /// The shard's id when there is only one.
+    fn only_shard(&self) -> Option<ShardId> {
+        match self.shards.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
+        }
     }
 
     /// The shard of `key` and its route.
@@ -663,45 +775,50 @@ async fn serve_client(stream: TcpStream, router: Arc<Router>) -> io::Result<()> 
             continue;
         }
         let text = line.trim_ascii();
-        let reply = match text {
-            b"@follower-reads on" => {
-                follower_reads = true;
-                "OK\n".to_string()
+        let reply = if let Some(arg) = text.strip_prefix(b"@leader") {
+            router.leader(arg, &mut conns).await
+        } else if let Some((what, args)) = Admin::parse(text) {
+            router.admin(what, args).await
+        } else {
+            match text {
+                b"@follower-reads on" => {
+                    follower_reads = true;
+                    "OK\n".to_string()
+                }
+                b"@follower-reads off" => {
+                    follower_reads = false;
+                    "OK\n".to_string()
+                }
+                _ => match parse_line(text) {
+                    Err(e) => format!("ERROR {e}\n"),
+                    Ok(Command::Nothing) => continue,
+                    // `@end` is what `lamina client` sends after its last line,
+                    // waiting for `@bye` (as `lamina serve` answers).
+                    Ok(Command::Quit | Command::End) => {
+                        w.write_all(b"@bye\n").await?;
+                        return Ok(());
+                    }
+                    Ok(Command::Sync) => "@sync\n".to_string(),
+                    Ok(Command::Put(k, v)) => {
+                        let op = Op::Put {
+                            key: encode_i32(k).to_vec(),
+                            value: encode_i32(v).to_vec(),
+                        };
+                        router.write(k, op).await
+                    }
+                    Ok(Command::Delete(k)) => {
+                        let op = Op::Delete {
+                            key: encode_i32(k).to_vec(),
+                        };
+                        router.write(k, op).await
+                    }
+                    Ok(Command::Get(k)) => router.get(k, follower_reads, &mut conns).await,
+                    Ok(Command::Range(lo, hi)) => {
+                        router.range(lo, hi, follower_reads, &mut conns).await
+                    }
+                    Ok(_) => "ERROR not supported in cluster mode\n".to_string(),
+                },
             }
-            b"@follower-reads off" => {
-                follower_reads = false;
-                "OK\n".to_string()
-            }
-            _ if text.starts_with(b"@leader") => router.leader(&text[7..], &mut conns).await,
-            _ => match parse_line(text) {
-                Err(e) => format!("ERROR {e}\n"),
-                Ok(Command::Nothing) => continue,
-                // `@end` is what `lamina client` sends after its last line,
-                // waiting for `@bye` (as `lamina serve` answers).
-                Ok(Command::Quit | Command::End) => {
-                    w.write_all(b"@bye\n").await?;
-                    return Ok(());
-                }
-                Ok(Command::Sync) => "@sync\n".to_string(),
-                Ok(Command::Put(k, v)) => {
-                    let op = Op::Put {
-                        key: encode_i32(k).to_vec(),
-                        value: encode_i32(v).to_vec(),
-                    };
-                    router.write(k, op).await
-                }
-                Ok(Command::Delete(k)) => {
-                    let op = Op::Delete {
-                        key: encode_i32(k).to_vec(),
-                    };
-                    router.write(k, op).await
-                }
-                Ok(Command::Get(k)) => router.get(k, follower_reads, &mut conns).await,
-                Ok(Command::Range(lo, hi)) => {
-                    router.range(lo, hi, follower_reads, &mut conns).await
-                }
-                Ok(_) => "ERROR not supported in cluster mode\n".to_string(),
-            },
         };
         w.write_all(reply.as_bytes()).await?;
     }

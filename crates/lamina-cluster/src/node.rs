@@ -173,7 +173,7 @@ impl ClusterNode {
         tasks.push(tokio::spawn(serve_raft(raft_listener, Arc::new(served))));
         tasks.push(tokio::spawn(serve_clients(
             client_listener,
-            Arc::new(Router::new(shards, routes)),
+            Arc::new(Router::new(shards, routes, opts.cluster.members())),
         )));
         Ok(ClusterNode {
             id: opts.id,

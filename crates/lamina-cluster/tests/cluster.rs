@@ -780,3 +780,88 @@ async fn two_shards_route_split_ranges_and_match_a_model() {
     .await
     .expect("test within 90 s");
 }
+
+/// The voters of the group as `node` sees them.
+fn voters(node: &ClusterNode) -> std::collections::BTreeSet<NodeId> {
+    node.raft()
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_changes_through_the_client_port() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // Members 1-3 of a 4-member cluster file form the group.
+        let mut cl = Cluster::start_with_voters(4, 3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..80, 8).await;
+
+        // Refusals: a node the file does not list, bad arguments, a shard
+        // that does not exist, a promotion before the member is a
+        // learner, and a follower redirects.
+        assert_eq!(
+            c.call("@add-learner 9").await,
+            "ERROR node 9 is not in the cluster file"
+        );
+        assert!(c.call("@promote x").await.starts_with("ERROR expected"));
+        assert_eq!(c.call("@remove 1 5").await, "ERROR no shard 5");
+        assert!(c.call("@promote 4").await.starts_with("ERROR raft: "));
+        let follower = (1..=3).find(|&i| i != leader).unwrap();
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        assert_eq!(
+            f.call("@add-learner 4").await,
+            format!("ERROR not leader; leader is {}", cl.client_addr(leader))
+        );
+        drop(f);
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3].into());
+
+        // 4 joins (a learner that has caught up), becomes a voter, and 1
+        // leaves (through joint consensus each time).
+        assert_eq!(c.call("@add-learner 4").await, "OK");
+        assert_eq!(c.call("@promote 4").await, "OK");
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3, 4].into());
+        assert_eq!(c.call("@remove 1").await, "OK");
+        assert_eq!(voters(cl.node(leader)), [2, 3, 4].into());
+        drop(c);
+        cl.kill(1).await;
+
+        // Every write, old and new, through the leader of {2, 3, 4}.
+        let second = cl.leader().await;
+        assert_ne!(second, 1);
+        assert_eq!(voters(cl.node(second)), [2, 3, 4].into());
+        let mut c = Following {
+            c: Client::connect(&cl.client_addr(4)).await,
+        };
+        for k in 80..120 {
+            assert_eq!(c.call(&format!("p {k} {}", -k)).await, "OK");
+            model.insert(k, -k);
+        }
+        assert_eq!(c.call("d 3").await, "OK");
+        model.remove(&3);
+        for k in -2..122 {
+            let want = model.get(&k).map(|v| v.to_string()).unwrap_or_default();
+            assert_eq!(c.call(&format!("g {k}")).await, want, "g {k}");
+        }
+        assert_eq!(c.call("r -100 1000").await, render(&model, -100, 1000));
+
+        // Member 4 holds everything: read through it as a voter (its own
+        // state machine), once it has applied what the leader has.
+        let target = applied_index(cl.node(second));
+        wait_applied(cl.node(4), target).await;
+        let mut four = Client::connect(&cl.client_addr(4)).await;
+        assert_eq!(four.call("@follower-reads on").await, "OK");
+        assert_eq!(four.call("r -100 1000").await, render(&model, -100, 1000));
+        assert_eq!(local_contents(cl.node(4)), model);
+        drop(four);
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
