@@ -25,7 +25,12 @@ fn cluster_test(args: &[&str]) -> [u64; 4] {
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    if !out.status.success() {
+        // The run keeps its members' data and logs for a failure: so must
+        // the test, or the directory it names is gone.
+        let kept = tmp.keep();
+        panic!("{stdout}\n{stderr}\n(kept in {})", kept.display());
+    }
     let last = stdout.lines().last().expect("a summary line");
     let words: Vec<&str> = last.split_whitespace().collect();
     assert_eq!(
