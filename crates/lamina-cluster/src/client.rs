@@ -35,11 +35,12 @@
 //! A command for a key of a shard this member is in goes through that
 //! shard's group under the rules above. For a shard it is not in, the
 //! member hands the command to one of the shard's members over the Raft
-//! port (the one that last answered, or the one its last redirect named)
-//! and relays the answer: a write's reply line as that member gives it
-//! (`OK`, or the redirect to the shard's leader, which the client
-//! follows), and a read's result, following redirects itself (a read can
-//! be retried safely; a write cannot). `r LO HI` is cut at shard bounds
+//! port (the one its last redirect named, else the last one that
+//! answered) and relays the answer: a write's reply line as that member
+//! gives it (`OK`, or the redirect to the shard's leader, which the
+//! client follows), and a read's result, following redirects and trying
+//! the other members itself (a read can be retried safely; a write
+//! cannot). `r LO HI` is cut at shard bounds
 //! and each piece read through its own shard's read index; when the range
 //! spans shards, a piece of a shard this member is in but does not lead
 //! is read through that shard's leader, so no single member has to lead
@@ -245,7 +246,7 @@ impl RemoteShard {
         }
     }
 
-    /// Moves past member `failed`, which did not answer.
+    /// Moves past member `failed`, which did not answer or could not help.
     fn skip(&self, failed: NodeId) {
         let mut next = self.next.lock();
         if self.members.get(*next).is_some_and(|(id, _)| *id == failed) {
@@ -473,8 +474,10 @@ impl Router {
                     match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
                         Ok(RpcReply::Read(Ok(pairs))) => return Ok(pairs),
                         Ok(RpcReply::Read(Err(line))) => {
+                            // Not a redirect (no leader known there, a
+                            // timeout): another member may do better.
                             if !remote.learn(&line) {
-                                return Err(line);
+                                remote.skip(id);
                             }
                             last = line;
                         }
@@ -664,7 +667,11 @@ pub async fn write_batcher(
                     let c = connection(&mut conn, id, node);
                     match forward_to(c, shard, remote.me, request).await {
                         Ok(line) => {
-                            remote.learn(&line);
+                            // A member that knows no leader (cut off, or
+                            // in an election) is not asked first next time.
+                            if !remote.learn(&line) && line.starts_with("ERROR") {
+                                remote.skip(id);
+                            }
                             line
                         }
                         Err(line) => {
