@@ -323,6 +323,25 @@ async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
             wait_applied(cl.node(id), target).await;
             assert_eq!(local_contents(cl.node(id)), model, "node {id}");
         }
+
+        // An unsharded member's directory is refused with a sharded file
+        // (it would start an empty group beside the data).
+        cl.kill(1).await;
+        let mut sharded = cl.config.clone();
+        sharded.shard = vec![lamina_cluster::config::ShardConfig {
+            id: 1,
+            lo: None,
+            hi: None,
+            members: vec![1, 2, 3],
+        }];
+        let r = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let err = match ClusterNode::start_with(opts(&cl.root, &sharded, 1), r, c).await {
+            Ok(_) => panic!("a sharded file opened an unsharded member's data"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("unsharded member"), "{err}");
+        assert!(!cl.root.join("node1/shard-1").exists());
         cl.shutdown().await;
     })
     .await
