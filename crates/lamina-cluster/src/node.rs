@@ -48,7 +48,7 @@ struct LocalGroup {
 /// runtime ends.
 pub struct ClusterNode {
     id: NodeId,
-    /// The group of the first shard this member is in.
+    /// The group of the lowest-numbered shard this member is in.
     primary: Group,
     groups: BTreeMap<ShardId, LocalGroup>,
     tasks: Vec<JoinHandle<()>>,
@@ -226,15 +226,15 @@ impl ClusterNode {
         self.groups.get(&shard).map(|g| &g.group)
     }
 
-    /// The Raft handle of the first shard this member is in (the only
-    /// one of an unsharded cluster): metrics, membership changes, client
-    /// writes.
+    /// The Raft handle of the lowest-numbered shard this member is in
+    /// (the only one of an unsharded cluster): metrics, membership
+    /// changes, client writes.
     pub fn raft(&self) -> &Raft {
         &self.primary.raft
     }
 
-    /// The state machine of the first shard this member is in (local,
-    /// possibly stale reads).
+    /// The state machine of the lowest-numbered shard this member is in
+    /// (local, possibly stale reads).
     pub fn state_machine(&self) -> &StateMachine {
         &self.primary.sm
     }
