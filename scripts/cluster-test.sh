@@ -7,7 +7,7 @@
 # write lost). The last line is `N faults, L lost, V violations, OPS ops`;
 # the exit status is 1 if L or V is not 0 (the data and logs are then kept).
 #
-#   scripts/cluster-test.sh --faults 200 [--clients 5] [--keys 8] [--seed 1] [--verbose]
+#   scripts/cluster-test.sh --faults 200 [--clients 5] [--keys 8] [--seed 1] [--shards 2] [--verbose]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p lamina-cli

@@ -17,14 +17,17 @@ use crate::engine_opts::EngineOpts;
 /// Run one member of a Raft group of lamina databases.
 #[derive(Debug, Args)]
 pub struct ClusterArgs {
-    /// The cluster file (TOML: `[[node]]` id, raft, client addresses).
+    /// The cluster file (TOML: `[[node]]` id, raft, client addresses;
+    /// optional `[[shard]]` id, lo, hi, members).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
     /// This member's id in the cluster file.
     #[arg(long, value_name = "N")]
     pub node_id: u64,
-    /// Make every member of the cluster file a voter (once, on one member,
-    /// when the cluster is created; ignored if already initialized).
+    /// Make the members of each shard this member is in the voters of that
+    /// shard's group (without `[[shard]]`: every member of the file; once,
+    /// when the cluster is created, on a member of each shard; ignored if
+    /// already initialized).
     #[arg(long)]
     pub init: bool,
     #[command(flatten)]
@@ -91,11 +94,18 @@ pub struct ClusterTestArgs {
     /// Members forward writes to the leader instead of redirecting.
     #[arg(long)]
     pub forward_writes: bool,
+    /// Shards: 1 is one group of 3 members; N > 1 runs N + 2 members with
+    /// shard i (keys cut evenly) on members i, i+1, i+2.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub shards: usize,
 }
 
 pub fn run_test(args: ClusterTestArgs) -> Result<ExitCode> {
-    if args.clients == 0 || args.keys <= 0 {
-        anyhow::bail!("--clients and --keys must be positive");
+    if args.clients == 0 || args.keys <= 0 || args.shards == 0 {
+        anyhow::bail!("--clients, --keys and --shards must be positive");
+    }
+    if args.shards > usize::try_from(args.keys).unwrap_or(usize::MAX) {
+        anyhow::bail!("--shards must not exceed --keys (every shard needs a key)");
     }
     let lamina = std::env::current_exe().context("cannot find the lamina binary")?;
     let mut opts = FaultTestOptions::new(args.faults, lamina, args.dir.clone());
@@ -105,6 +115,7 @@ pub fn run_test(args: ClusterTestArgs) -> Result<ExitCode> {
     opts.verbose = args.verbose;
     opts.follower_reads = args.follower_reads;
     opts.forward_writes = args.forward_writes;
+    opts.shards = args.shards;
     let report = faults::run(&opts)?;
     for p in &report.problems {
         eprintln!("lamina: {p}");

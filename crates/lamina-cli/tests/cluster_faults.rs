@@ -1,7 +1,7 @@
 //! The fault test (`lamina cluster-test`, issue 22) in a small variant:
 //! three `lamina cluster` processes behind the test's proxy, concurrent
 //! clients, kills and partitions, then the linearizability and lost-write
-//! checks. The checker itself is tested against hand-made histories and a
+//! checks, unsharded and with two shards. The checker itself is tested against hand-made histories and a
 //! brute-force oracle in `lamina_cluster::linearizability`; the long run
 //! is `scripts/cluster-test.sh --faults 200`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,7 +25,12 @@ fn cluster_test(args: &[&str]) -> [u64; 4] {
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    if !out.status.success() {
+        // The run keeps its members' data and logs for a failure: so must
+        // the test, or the directory it names is gone.
+        let kept = tmp.keep();
+        panic!("{stdout}\n{stderr}\n(kept in {})", kept.display());
+    }
     let last = stdout.lines().last().expect("a summary line");
     let words: Vec<&str> = last.split_whitespace().collect();
     assert_eq!(
@@ -47,6 +52,16 @@ fn ten_faults_lose_no_acknowledged_write_and_stay_linearizable() {
 fn forwarding_followers_under_faults() {
     let [faults, lost, violations, ops] =
         cluster_test(&["--faults", "5", "--forward-writes", "--seed", "2"]);
+    assert_eq!((faults, lost, violations), (5, 0, 0));
+    assert!(ops > 50, "{ops} ops");
+}
+
+#[test]
+fn two_shards_over_four_members_under_faults() {
+    // Shard 1 on members 1-3, shard 2 on members 2-4: members 1 and 4
+    // route the other shard's keys, and ranges cross the shard bound.
+    let [faults, lost, violations, ops] =
+        cluster_test(&["--faults", "5", "--shards", "2", "--seed", "3"]);
     assert_eq!((faults, lost, violations), (5, 0, 0));
     assert!(ops > 50, "{ops} ops");
 }

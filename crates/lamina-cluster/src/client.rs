@@ -11,9 +11,17 @@
 //! | `g K` | the value, or an empty line |
 //! | `r LO HI` | `K:V` pairs of `[LO, HI)` separated by spaces (maybe empty) |
 //! | `@follower-reads on` / `off` | `OK`; on, `g`/`r` read this member's state machine without asking the leader (may be stale) |
-//! | `@leader` | `LEADER ID HOST:PORT` (the leader this member knows of, its client address), `LEADER ID` if it is not in the membership, or `LEADER unknown` (answered locally: may be stale) |
+//! | `@leader` | `LEADER ID HOST:PORT` (the leader this member knows of, its client address), `LEADER ID` if it is not in the membership, or `LEADER unknown` (answered locally: may be stale); with several shards it needs a key |
+//! | `@leader K` | the same for the shard of key `K` (asked of one of its members when this member is not one) |
+//! | `@add-learner ID [S]` | `OK` once member `ID` (a `[[node]]` of the cluster file) is a learner of shard `S`'s group and has caught up |
+//! | `@promote ID [S]` | `OK` once learner `ID` is a voter of shard `S` (openraft's joint consensus: two membership entries) |
+//! | `@remove ID [S]` | `OK` once `ID` is no longer in shard `S`'s group |
 //! | `@sync` | `@sync` |
 //! | `quit`, `@end` | `@bye`, then the connection closes (`lamina client` ends its input with `@end`) |
+//!
+//! `S` may be left out when there is one shard. A membership change runs
+//! on the shard's leader: another member of the shard answers the
+//! redirect; a member outside it says so.
 //!
 //! Errors are one `ERROR ...` line (a line over [`MAX_LINE`] bytes is
 //! skipped and answered `ERROR line longer than 4096 bytes`). On a member that is not the leader,
@@ -22,25 +30,52 @@
 //! unknown`; with `forward_writes` in the cluster file, writes are sent
 //! on to the leader instead and answered with its reply. Only `OK` acknowledges a write: after any `ERROR` other than
 //! a parse error the write may or may not have been committed.
+//!
+//! **Shards.** Each key belongs to one shard ([`crate::config::Shard`]).
+//! A command for a key of a shard this member is in goes through that
+//! shard's group under the rules above. For a shard it is not in, the
+//! member hands the command to one of the shard's members over the Raft
+//! port (the one its last redirect named, else the last one that
+//! answered) and relays the answer: a write's reply line as that member
+//! gives it (`OK`, or the redirect to the shard's leader, which the
+//! client follows), and a read's result, following redirects and trying
+//! the other members itself (a read can be retried safely; a write
+//! cannot). `r LO HI` is cut at shard bounds
+//! and each piece read through its own shard's read index; when the range
+//! spans shards, a piece of a shard this member is in but does not lead
+//! is read through that shard's leader, so no single member has to lead
+//! every shard the range touches. The pieces are joined in key order.
 
+use std::collections::BTreeMap;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use lamina_server::parse::{parse_line, Command};
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
+use openraft::ChangeMembers;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::config::Shard;
 use crate::network::{Connection, RpcReply, RpcRequest};
 use crate::store::StateMachine;
-use crate::types::{LaminaNode, NodeId, Op, Raft, Request};
+use crate::types::{LaminaNode, NodeId, Op, Raft, Request, ShardId};
 
 /// Longest command line.
 pub const MAX_LINE: usize = 4096;
 /// How long a write or a read barrier may take before the client is told
 /// `ERROR timeout`.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a membership change may take (adding a learner waits until
+/// it has caught up, which may take a snapshot transfer).
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a member waits for another to answer a forwarded request (the
+/// other's own [`REQUEST_TIMEOUT`] plus the trip).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(11);
 
 /// The DSL's key encoding (as `lamina-server`): big-endian `i32` with the
 /// sign bit flipped, so byte order is numeric order.
@@ -66,15 +101,18 @@ fn push_datum(out: &mut String, b: &[u8]) {
     }
 }
 
+/// The prefix of a redirect line; the leader's client address follows.
+const REDIRECT: &str = "ERROR not leader; leader is ";
+
 fn not_leader(f: &ForwardToLeader<NodeId, LaminaNode>) -> String {
     match &f.leader_node {
-        Some(n) => format!("ERROR not leader; leader is {}\n", n.client),
+        Some(n) => format!("{REDIRECT}{}\n", n.client),
         None => "ERROR not leader; leader unknown\n".to_string(),
     }
 }
 
-/// The reply to `@leader`: this member's view of the leader.
-fn leader_line(raft: &Raft) -> String {
+/// The reply to `@leader`: this member's view of a group's leader.
+pub(crate) fn leader_line(raft: &Raft) -> String {
     let m = raft.metrics().borrow().clone();
     match m.current_leader {
         None => "LEADER unknown\n".to_string(),
@@ -91,51 +129,572 @@ pub const MAX_WRITE_BATCH: usize = 256;
 /// A write waiting for the batcher, with where its reply line goes.
 pub type PendingWrite = (Op, oneshot::Sender<String>);
 
-/// What a connection needs.
+/// One Raft group this member is in.
 #[derive(Clone)]
-pub struct ClientContext {
-    /// This member's Raft.
+pub struct Group {
+    /// The group's Raft.
     pub raft: Raft,
-    /// This member's state machine.
+    /// This member's copy of the shard's data.
     pub sm: StateMachine,
-    /// The [`write_batcher`]'s queue.
+}
+
+/// A read of one shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Read {
+    /// One key.
+    Get(i32),
+    /// The keys of `[lo, hi)`.
+    Range(i32, i32),
+}
+
+/// The pairs a read found, in key order, or the error line for the client.
+pub type ReadReply = std::result::Result<Vec<(Vec<u8>, Vec<u8>)>, String>;
+
+fn read_state(sm: &StateMachine, read: &Read) -> ReadReply {
+    match *read {
+        Read::Get(k) => {
+            let key = encode_i32(k).to_vec();
+            match sm.get(&key) {
+                Ok(Some(v)) => Ok(vec![(key, v)]),
+                Ok(None) => Ok(Vec::new()),
+                Err(e) => Err(format!("ERROR get failed: {e}\n")),
+            }
+        }
+        Read::Range(lo, hi) => sm
+            .range(&encode_i32(lo), &encode_i32(hi))
+            .map_err(|e| format!("ERROR range failed: {e}\n")),
+    }
+}
+
+/// Why a read index could not be taken.
+enum BarrierError {
+    /// This member does not lead the group.
+    NotLeader(ForwardToLeader<NodeId, LaminaNode>),
+    /// Anything else, as the client's error line.
+    Other(String),
+}
+
+impl BarrierError {
+    fn line(&self) -> String {
+        match self {
+            BarrierError::NotLeader(f) => not_leader(f),
+            BarrierError::Other(line) => line.clone(),
+        }
+    }
+}
+
+/// Confirms leadership with a quorum and waits until the state machine
+/// has applied everything committed before the read arrived (openraft's
+/// read index).
+async fn read_barrier(raft: &Raft) -> std::result::Result<(), BarrierError> {
+    match tokio::time::timeout(REQUEST_TIMEOUT, raft.ensure_linearizable()).await {
+        Err(_) => Err(BarrierError::Other("ERROR timeout\n".to_string())),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+            Err(BarrierError::NotLeader(f))
+        }
+        Ok(Err(e)) => Err(BarrierError::Other(format!("ERROR raft: {e}\n"))),
+    }
+}
+
+/// Reads `read` from this member's copy of a shard: as it is with
+/// `follower`, else after a read index, answering the redirect line when
+/// this member does not lead the group. What a forwarded read runs, so it
+/// is never passed on a second time.
+pub(crate) async fn read_local(group: &Group, read: &Read, follower: bool) -> ReadReply {
+    if !follower {
+        read_barrier(&group.raft).await.map_err(|e| e.line())?;
+    }
+    read_state(&group.sm, read)
+}
+
+/// A shard this member is not in: its members and which of them to ask.
+pub struct RemoteShard {
+    me: NodeId,
+    members: Vec<(NodeId, LaminaNode)>,
+    next: Mutex<usize>,
+}
+
+impl RemoteShard {
+    /// A shard with `members` (in the cluster file's order), asked by
+    /// member `me`.
+    pub fn new(me: NodeId, members: Vec<(NodeId, LaminaNode)>) -> RemoteShard {
+        RemoteShard {
+            me,
+            members,
+            next: Mutex::new(0),
+        }
+    }
+
+    /// The member to ask next.
+    fn target(&self) -> Option<(NodeId, LaminaNode)> {
+        self.members.get(*self.next.lock()).cloned()
+    }
+
+    /// Learns from a member's reply line: a redirect to another member
+    /// makes that one the next asked. Whether it was such a redirect.
+    fn learn(&self, line: &str) -> bool {
+        let Some(addr) = line.trim_end().strip_prefix(REDIRECT) else {
+            return false;
+        };
+        match self.members.iter().position(|(_, n)| n.client == addr) {
+            Some(i) => {
+                *self.next.lock() = i;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves past member `failed`, which did not answer or could not help.
+    fn skip(&self, failed: NodeId) {
+        let mut next = self.next.lock();
+        if self.members.get(*next).is_some_and(|(id, _)| *id == failed) {
+            *next = (*next + 1) % self.members.len();
+        }
+    }
+}
+
+/// Where a shard's commands go.
+pub enum Place {
+    /// This member is in the shard's group.
+    Local(Group),
+    /// It is not: the shard's members are asked.
+    Remote(Arc<RemoteShard>),
+}
+
+/// One shard as the client listener sees it.
+pub struct Route {
+    /// Where its commands go.
+    pub place: Place,
+    /// Its [`write_batcher`]'s queue.
     pub writes: mpsc::Sender<PendingWrite>,
 }
 
-/// Group commit: takes the writes that queued up while the previous
-/// proposal was in flight (at most [`MAX_WRITE_BATCH`]), proposes them as
-/// one log entry (one [`Request`], applied as one `WriteBatch`) and gives
-/// every writer the same reply line. With `forward`, a member that knows
-/// another member is the leader sends the batch there instead (one RPC
-/// over the Raft port; the leader proposes it as one entry) and relays the
-/// leader's reply. It forwards only when it does not believe itself the
-/// leader, before proposing anything: a write proposed here and then
-/// refused (leadership lost) may still commit, and forwarding it too
-/// could apply it twice. Runs until the queue closes or the task is
-/// aborted.
-pub async fn write_batcher(raft: Raft, mut queue: mpsc::Receiver<PendingWrite>, forward: bool) {
+/// What every client connection of a member shares: the shard map and
+/// where each shard's commands go.
+pub struct Router {
+    shards: Vec<Shard>,
+    routes: BTreeMap<ShardId, Route>,
+    nodes: BTreeMap<NodeId, LaminaNode>,
+}
+
+/// A membership change asked on the client port.
+#[derive(Debug, Clone, Copy)]
+pub enum Admin {
+    /// `@add-learner`: openraft's `add_learner`, blocking until caught up.
+    AddLearner,
+    /// `@promote`: a learner becomes a voter.
+    Promote,
+    /// `@remove`: a member leaves the group (not kept as a learner).
+    Remove,
+}
+
+impl Admin {
+    /// The command's name and the change it asks for, when `line` is one.
+    fn parse(line: &[u8]) -> Option<(Admin, &[u8])> {
+        [
+            (&b"@add-learner"[..], Admin::AddLearner),
+            (b"@promote", Admin::Promote),
+            (b"@remove", Admin::Remove),
+        ]
+        .into_iter()
+        .find_map(|(name, admin)| {
+            let rest = line.strip_prefix(name)?;
+            (rest.is_empty() || rest.starts_with(b" ")).then_some((admin, rest))
+        })
+    }
+}
+
+impl Router {
+    /// A router over `shards` (in key order, tiling the key space), with
+    /// a route for each, and the cluster file's `nodes` (whose addresses
+    /// a membership change records).
+    pub fn new(
+        shards: Vec<Shard>,
+        routes: BTreeMap<ShardId, Route>,
+        nodes: BTreeMap<NodeId, LaminaNode>,
+    ) -> Router {
+        Router {
+            shards,
+            routes,
+            nodes,
+        }
+    }
+
+    /// Runs a membership change `what` with arguments `ID [S]` on this
+    /// member's group of shard `S`; the reply line.
+    async fn admin(&self, what: Admin, args: &[u8]) -> String {
+        let args = String::from_utf8_lossy(args);
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let (id, shard) = match words.as_slice() {
+            [id] => (id.parse::<NodeId>().ok(), self.only_shard()),
+            [id, shard] => (id.parse::<NodeId>().ok(), shard.parse::<ShardId>().ok()),
+            _ => (None, None),
+        };
+        let (Some(id), Some(shard)) = (id, shard) else {
+            return match (words.len(), self.only_shard()) {
+                (1, None) => {
+                    "ERROR several shards: name the shard after the member id\n".to_string()
+                }
+                _ => {
+                    "ERROR expected a member id and, with several shards, a shard id\n".to_string()
+                }
+            };
+        };
+        let group = match self.routes.get(&shard).map(|r| &r.place) {
+            None => return format!("ERROR no shard {shard}\n"),
+            Some(Place::Remote(_)) => {
+                return format!("ERROR this member is not in shard {shard}; ask a member of it\n")
+            }
+            Some(Place::Local(group)) => group,
+        };
+        let raft = &group.raft;
+        let set = std::collections::BTreeSet::from([id]);
+        let change = async {
+            match what {
+                Admin::AddLearner => match self.nodes.get(&id) {
+                    Some(node) => Some(raft.add_learner(id, node.clone(), true).await),
+                    None => None,
+                },
+                Admin::Promote => Some(
+                    raft.change_membership(ChangeMembers::AddVoterIds(set), false)
+                        .await,
+                ),
+                Admin::Remove => Some(
+                    raft.change_membership(ChangeMembers::RemoveVoters(set), false)
+                        .await,
+                ),
+            }
+        };
+        match tokio::time::timeout(ADMIN_TIMEOUT, change).await {
+            Err(_) => "ERROR timeout; the change may or may not be done\n".to_string(),
+            Ok(None) => format!("ERROR node {id} is not in the cluster file\n"),
+            Ok(Some(Ok(_))) => "OK\n".to_string(),
+            Ok(Some(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))))) => {
+                not_leader(&f)
+            }
+            Ok(Some(Err(e))) => format!("ERROR raft: {e}\n"),
+        }
+    }
+
+    /// The shard's id when there is only one.
+    fn only_shard(&self) -> Option<ShardId> {
+        match self.shards.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
+        }
+    }
+
+    /// The shard of `key` and its route.
+    fn route(&self, key: i32) -> std::result::Result<(ShardId, &Route), String> {
+        let shard = self
+            .shards
+            .iter()
+            .find(|s| s.contains(key))
+            .ok_or_else(|| format!("ERROR no shard holds key {key}\n"))?;
+        self.routes
+            .get(&shard.id)
+            .map(|r| (shard.id, r))
+            .ok_or_else(|| format!("ERROR shard {} has no route\n", shard.id))
+    }
+
+    async fn write(&self, key: i32, op: Op) -> String {
+        let route = match self.route(key) {
+            Ok((_, r)) => r,
+            Err(line) => return line,
+        };
+        let (tx, rx) = oneshot::channel();
+        if route.writes.send((op, tx)).await.is_err() {
+            return "ERROR shutting down\n".to_string();
+        }
+        match rx.await {
+            Ok(reply) => reply,
+            Err(_) => "ERROR shutting down; the write may or may not be committed\n".to_string(),
+        }
+    }
+
+    /// Reads `read` from `shard`. `spanning`: the read is a piece of a
+    /// range over several shards, so a member that does not lead the
+    /// shard reads it through the leader instead of redirecting.
+    async fn read(
+        &self,
+        shard: ShardId,
+        read: Read,
+        follower: bool,
+        spanning: bool,
+        conns: &mut Conns,
+    ) -> ReadReply {
+        let route = self
+            .routes
+            .get(&shard)
+            .ok_or_else(|| format!("ERROR shard {shard} has no route\n"))?;
+        match &route.place {
+            Place::Local(group) => {
+                if follower {
+                    return read_state(&group.sm, &read);
+                }
+                match read_barrier(&group.raft).await {
+                    Ok(()) => read_state(&group.sm, &read),
+                    Err(BarrierError::NotLeader(f)) if spanning => {
+                        match (f.leader_id, f.leader_node) {
+                            (Some(id), Some(node)) => {
+                                let me = group.raft.metrics().borrow().id;
+                                let req = RpcRequest::Read {
+                                    from: me,
+                                    read,
+                                    follower: false,
+                                };
+                                match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
+                                    Ok(RpcReply::Read(reply)) => reply,
+                                    Ok(other) => Err(odd_reply(id, &other)),
+                                    Err(e) => Err(format!(
+                                    "ERROR reading shard {shard} through its leader {id}: {e}\n"
+                                )),
+                                }
+                            }
+                            _ => Err("ERROR not leader; leader unknown\n".to_string()),
+                        }
+                    }
+                    Err(e) => Err(e.line()),
+                }
+            }
+            Place::Remote(remote) => {
+                let req = RpcRequest::Read {
+                    from: remote.me,
+                    read,
+                    follower,
+                };
+                let mut last = "ERROR not leader; leader unknown\n".to_string();
+                // Each member once, plus the one a redirect names.
+                for _ in 0..=remote.members.len() {
+                    let Some((id, node)) = remote.target() else {
+                        break;
+                    };
+                    match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
+                        Ok(RpcReply::Read(Ok(pairs))) => return Ok(pairs),
+                        Ok(RpcReply::Read(Err(line))) => {
+                            // Not a redirect (no leader known there, a
+                            // timeout): another member may do better.
+                            if !remote.learn(&line) {
+                                remote.skip(id);
+                            }
+                            last = line;
+                        }
+                        Ok(other) => {
+                            remote.skip(id);
+                            last = odd_reply(id, &other);
+                        }
+                        Err(e) => {
+                            remote.skip(id);
+                            last =
+                                format!("ERROR reading shard {shard} through member {id}: {e}\n");
+                        }
+                    }
+                }
+                Err(last)
+            }
+        }
+    }
+
+    async fn get(&self, key: i32, follower: bool, conns: &mut Conns) -> String {
+        let shard = match self.route(key) {
+            Ok((shard, _)) => shard,
+            Err(line) => return line,
+        };
+        match self
+            .read(shard, Read::Get(key), follower, false, conns)
+            .await
+        {
+            Err(line) => line,
+            Ok(pairs) => {
+                let mut s = String::new();
+                if let Some((_, v)) = pairs.first() {
+                    push_datum(&mut s, v);
+                }
+                s.push('\n');
+                s
+            }
+        }
+    }
+
+    async fn range(&self, lo: i32, hi: i32, follower: bool, conns: &mut Conns) -> String {
+        let pieces: Vec<(ShardId, i32, i32)> = self
+            .shards
+            .iter()
+            .filter_map(|s| s.clip(lo, hi).map(|(l, h)| (s.id, l, h)))
+            .collect();
+        let spanning = pieces.len() > 1;
+        let mut s = String::new();
+        let mut first = true;
+        for (shard, l, h) in pieces {
+            let pairs = match self
+                .read(shard, Read::Range(l, h), follower, spanning, conns)
+                .await
+            {
+                Ok(p) => p,
+                Err(line) => return line,
+            };
+            for (k, v) in pairs {
+                if !first {
+                    s.push(' ');
+                }
+                first = false;
+                push_datum(&mut s, &k);
+                s.push(':');
+                push_datum(&mut s, &v);
+            }
+        }
+        s.push('\n');
+        s
+    }
+
+    /// The reply to `@leader ARG`: without a key, the one shard's leader
+    /// (a sharded cluster needs a key); with one, its shard's, asked of a
+    /// member when this member is not one.
+    async fn leader(&self, arg: &[u8], conns: &mut Conns) -> String {
+        let arg = String::from_utf8_lossy(arg);
+        let arg = arg.trim();
+        let key = if arg.is_empty() {
+            match self.shards.as_slice() {
+                [only] => only.first_key(),
+                _ => {
+                    return "ERROR each shard has its own leader: ask `@leader K` for a key K\n"
+                        .to_string()
+                }
+            }
+        } else {
+            match arg.parse::<i32>() {
+                Ok(k) => k,
+                Err(_) => return format!("ERROR @leader takes a key, not {arg:?}\n"),
+            }
+        };
+        let (shard, route) = match self.route(key) {
+            Ok(r) => r,
+            Err(line) => return line,
+        };
+        match &route.place {
+            Place::Local(group) => leader_line(&group.raft),
+            Place::Remote(remote) => {
+                let Some((id, node)) = remote.target() else {
+                    return "LEADER unknown\n".to_string();
+                };
+                let req = RpcRequest::Leader { from: remote.me };
+                match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
+                    Ok(RpcReply::Leader(line)) => line,
+                    Ok(_) | Err(_) => {
+                        remote.skip(id);
+                        "LEADER unknown\n".to_string()
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The error line for a reply of the wrong kind (or a refusal) from
+/// member `id`.
+fn odd_reply(id: NodeId, reply: &RpcReply) -> String {
+    match reply {
+        RpcReply::Refused(why) => format!("ERROR member {id} refused: {why}\n"),
+        _ => format!("ERROR member {id} answered with a reply of the wrong kind\n"),
+    }
+}
+
+/// A client connection's RPC connections to other members (for reads it
+/// passes on), made on first use.
+#[derive(Default)]
+pub struct Conns(BTreeMap<NodeId, Connection>);
+
+impl Conns {
+    fn to(&mut self, id: NodeId, node: &LaminaNode) -> &mut Connection {
+        self.0
+            .entry(id)
+            .or_insert_with(|| Connection::new(id, node.clone()))
+    }
+}
+
+/// Where a [`write_batcher`] sends its batches.
+pub enum BatchTarget {
+    /// This member's group of the shard; with `forward`, a member that
+    /// knows another leader sends the batch there.
+    Local {
+        /// The group's Raft.
+        raft: Raft,
+        /// `forward_writes` of the cluster file.
+        forward: bool,
+    },
+    /// A shard this member is not in: batches go to one of its members.
+    Remote(Arc<RemoteShard>),
+}
+
+/// Group commit for one shard: takes the writes that queued up while the
+/// previous proposal was in flight (at most [`MAX_WRITE_BATCH`]), proposes
+/// them as one log entry (one [`Request`], applied as one `WriteBatch`)
+/// and gives every writer the same reply line. With `forward`, a member
+/// that knows another member is the leader sends the batch there instead
+/// (one RPC over the Raft port; the leader proposes it as one entry) and
+/// relays the leader's reply; a member outside the shard sends every batch
+/// to one of the shard's members the same way. It forwards only when it
+/// does not believe itself the leader, before proposing anything: a write
+/// proposed here and then refused (leadership lost) may still commit, and
+/// forwarding it too could apply it twice; for the same reason a relayed
+/// reply is never retried elsewhere. Runs until the queue closes or the
+/// task is aborted.
+pub async fn write_batcher(
+    shard: ShardId,
+    target: BatchTarget,
+    mut queue: mpsc::Receiver<PendingWrite>,
+) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
-    let mut to_leader: Option<Connection> = None;
+    let mut conn: Option<Connection> = None;
     while queue.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
         let (ops, waiters): (Vec<Op>, Vec<oneshot::Sender<String>>) = batch.drain(..).unzip();
         let request = Request { ops };
-        let reply = match other_leader(&raft).filter(|_| forward) {
-            Some((me, id, node)) => {
-                if to_leader.as_ref().is_none_or(|c| c.target() != id) {
-                    to_leader = Some(Connection::new(id, node));
+        let reply = match &target {
+            BatchTarget::Local { raft, forward } => match other_leader(raft).filter(|_| *forward) {
+                Some((me, id, node)) => {
+                    let c = connection(&mut conn, id, node);
+                    forward_to(c, shard, me, request)
+                        .await
+                        .unwrap_or_else(|line| line)
                 }
-                match to_leader.as_mut() {
-                    Some(c) => forward_to(c, me, request).await,
-                    None => propose(&raft, request).await,
+                None => propose(raft, request).await,
+            },
+            BatchTarget::Remote(remote) => match remote.target() {
+                None => format!("ERROR shard {shard} has no members\n"),
+                Some((id, node)) => {
+                    let c = connection(&mut conn, id, node);
+                    match forward_to(c, shard, remote.me, request).await {
+                        Ok(line) => {
+                            // A member that knows no leader (cut off, or
+                            // in an election) is not asked first next time.
+                            if !remote.learn(&line) && line.starts_with("ERROR") {
+                                remote.skip(id);
+                            }
+                            line
+                        }
+                        Err(line) => {
+                            remote.skip(id);
+                            line
+                        }
+                    }
                 }
-            }
-            None => propose(&raft, request).await,
+            },
         };
         for w in waiters {
             // A writer that went away needs no reply.
             let _ = w.send(reply.clone());
         }
     }
+}
+
+/// The connection in `slot`, made anew when it is to another member.
+fn connection(slot: &mut Option<Connection>, id: NodeId, node: LaminaNode) -> &mut Connection {
+    if slot.as_ref().is_none_or(|c| c.target() != id) {
+        *slot = None;
+    }
+    slot.get_or_insert_with(|| Connection::new(id, node))
 }
 
 /// This member's id, and the leader's when it knows a leader that is
@@ -147,37 +706,49 @@ fn other_leader(raft: &Raft) -> Option<(NodeId, NodeId, LaminaNode)> {
     Some((m.id, leader, node))
 }
 
-/// Sends a batch to the leader; the leader's reply line.
-async fn forward_to(conn: &mut Connection, me: NodeId, request: Request) -> String {
-    let leader = conn.target();
+/// Sends a batch of shard `shard` to another member: its reply line, or
+/// the error line when it could not be had.
+async fn forward_to(
+    conn: &mut Connection,
+    shard: ShardId,
+    me: NodeId,
+    request: Request,
+) -> std::result::Result<String, String> {
+    let to = conn.target();
     match conn
-        .call(&RpcRequest::Forward { from: me, request }, REQUEST_TIMEOUT)
+        .call(
+            shard,
+            &RpcRequest::Forward { from: me, request },
+            FORWARD_TIMEOUT,
+        )
         .await
     {
-        Ok(RpcReply::Forward(line)) => line,
-        Ok(_) => format!(
-            "ERROR forwarding to leader {leader}: reply of the wrong kind; the write may or may not be committed\n"
-        ),
-        Err(e) => format!(
-            "ERROR forwarding to leader {leader}: {e}; the write may or may not be committed\n"
-        ),
+        Ok(RpcReply::Forward(line)) => Ok(line),
+        Ok(other) => Err(format!(
+            "{}; the write may or may not be committed\n",
+            odd_reply(to, &other).trim_end()
+        )),
+        Err(e) => Err(format!(
+            "ERROR forwarding to member {to}: {e}; the write may or may not be committed\n"
+        )),
     }
 }
 
 /// Serves clients from `listener` until the task is aborted (which aborts
 /// every connection too).
-pub async fn serve_clients(listener: TcpListener, ctx: ClientContext) {
+pub async fn serve_clients(listener: TcpListener, router: Arc<Router>) {
     crate::network::accept_loop(listener, "client", move |stream| {
-        serve_client(stream, ctx.clone())
+        serve_client(stream, router.clone())
     })
     .await
 }
 
-async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
+async fn serve_client(stream: TcpStream, router: Arc<Router>) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::new(r);
     let mut follower_reads = false;
+    let mut conns = Conns::default();
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -211,94 +782,52 @@ async fn serve_client(stream: TcpStream, ctx: ClientContext) -> io::Result<()> {
             continue;
         }
         let text = line.trim_ascii();
-        let reply = match text {
-            b"@follower-reads on" => {
-                follower_reads = true;
-                "OK\n".to_string()
-            }
-            b"@follower-reads off" => {
-                follower_reads = false;
-                "OK\n".to_string()
-            }
-            b"@leader" => leader_line(&ctx.raft),
-            _ => match parse_line(text) {
-                Err(e) => format!("ERROR {e}\n"),
-                Ok(Command::Nothing) => continue,
-                // `@end` is what `lamina client` sends after its last line,
-                // waiting for `@bye` (as `lamina serve` answers).
-                Ok(Command::Quit | Command::End) => {
-                    w.write_all(b"@bye\n").await?;
-                    return Ok(());
+        let reply = if let Some(arg) = text.strip_prefix(b"@leader") {
+            router.leader(arg, &mut conns).await
+        } else if let Some((what, args)) = Admin::parse(text) {
+            router.admin(what, args).await
+        } else {
+            match text {
+                b"@follower-reads on" => {
+                    follower_reads = true;
+                    "OK\n".to_string()
                 }
-                Ok(Command::Sync) => "@sync\n".to_string(),
-                Ok(Command::Put(k, v)) => {
-                    write(
-                        &ctx,
-                        Op::Put {
+                b"@follower-reads off" => {
+                    follower_reads = false;
+                    "OK\n".to_string()
+                }
+                _ => match parse_line(text) {
+                    Err(e) => format!("ERROR {e}\n"),
+                    Ok(Command::Nothing) => continue,
+                    // `@end` is what `lamina client` sends after its last line,
+                    // waiting for `@bye` (as `lamina serve` answers).
+                    Ok(Command::Quit | Command::End) => {
+                        w.write_all(b"@bye\n").await?;
+                        return Ok(());
+                    }
+                    Ok(Command::Sync) => "@sync\n".to_string(),
+                    Ok(Command::Put(k, v)) => {
+                        let op = Op::Put {
                             key: encode_i32(k).to_vec(),
                             value: encode_i32(v).to_vec(),
-                        },
-                    )
-                    .await
-                }
-                Ok(Command::Delete(k)) => {
-                    write(
-                        &ctx,
-                        Op::Delete {
+                        };
+                        router.write(k, op).await
+                    }
+                    Ok(Command::Delete(k)) => {
+                        let op = Op::Delete {
                             key: encode_i32(k).to_vec(),
-                        },
-                    )
-                    .await
-                }
-                Ok(Command::Get(k)) => match read_barrier(&ctx, follower_reads).await {
-                    Err(e) => e,
-                    Ok(()) => match ctx.sm.get(&encode_i32(k)) {
-                        Ok(Some(v)) => {
-                            let mut s = String::new();
-                            push_datum(&mut s, &v);
-                            s.push('\n');
-                            s
-                        }
-                        Ok(None) => "\n".to_string(),
-                        Err(e) => format!("ERROR get failed: {e}\n"),
-                    },
+                        };
+                        router.write(k, op).await
+                    }
+                    Ok(Command::Get(k)) => router.get(k, follower_reads, &mut conns).await,
+                    Ok(Command::Range(lo, hi)) => {
+                        router.range(lo, hi, follower_reads, &mut conns).await
+                    }
+                    Ok(_) => "ERROR not supported in cluster mode\n".to_string(),
                 },
-                Ok(Command::Range(lo, hi)) => match read_barrier(&ctx, follower_reads).await {
-                    Err(e) => e,
-                    Ok(()) if lo >= hi => "\n".to_string(),
-                    Ok(()) => match ctx.sm.range(&encode_i32(lo), &encode_i32(hi)) {
-                        Ok(pairs) => {
-                            let mut s = String::new();
-                            for (i, (k, v)) in pairs.iter().enumerate() {
-                                if i > 0 {
-                                    s.push(' ');
-                                }
-                                push_datum(&mut s, k);
-                                s.push(':');
-                                push_datum(&mut s, v);
-                            }
-                            s.push('\n');
-                            s
-                        }
-                        Err(e) => format!("ERROR range failed: {e}\n"),
-                    },
-                },
-                Ok(_) => "ERROR not supported in cluster mode\n".to_string(),
-            },
+            }
         };
         w.write_all(reply.as_bytes()).await?;
-    }
-}
-
-/// Queues one write for the batcher; its reply line.
-async fn write(ctx: &ClientContext, op: Op) -> String {
-    let (tx, rx) = oneshot::channel();
-    if ctx.writes.send((op, tx)).await.is_err() {
-        return "ERROR shutting down\n".to_string();
-    }
-    match rx.await {
-        Ok(reply) => reply,
-        Err(_) => "ERROR shutting down; the write may or may not be committed\n".to_string(),
     }
 }
 
@@ -309,21 +838,6 @@ pub(crate) async fn propose(raft: &Raft, req: Request) -> String {
         Ok(Ok(_)) => "OK\n".to_string(),
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => not_leader(&f),
         Ok(Err(e)) => format!("ERROR raft: {e}\n"),
-    }
-}
-
-/// For a linearizable read, confirms leadership with a quorum and waits
-/// until the state machine has applied everything committed before the
-/// read arrived (openraft's read index); nothing for a follower read.
-async fn read_barrier(ctx: &ClientContext, follower_reads: bool) -> Result<(), String> {
-    if follower_reads {
-        return Ok(());
-    }
-    match tokio::time::timeout(REQUEST_TIMEOUT, ctx.raft.ensure_linearizable()).await {
-        Err(_) => Err("ERROR timeout\n".to_string()),
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => Err(not_leader(&f)),
-        Ok(Err(e)) => Err(format!("ERROR raft: {e}\n")),
     }
 }
 

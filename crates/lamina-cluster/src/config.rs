@@ -27,6 +27,19 @@
 //! snapshot_logs = 5000       # build a snapshot every this many entries
 //! keep_logs = 1000           # entries kept behind the last snapshot
 //! snapshot_chunk_bytes = 1048576  # bytes per InstallSnapshot RPC
+//!
+//! # Optional: range sharding. Without [[shard]], one Raft group of every
+//! # node holds the whole key space (and its data lives directly in the
+//! # member's directory, as it always has).
+//! [[shard]]
+//! id = 1                     # non-zero, unique; data in DIR/shard-1/
+//! hi = 0                     # keys [-2147483648, 0): no `lo` = from the first key
+//! members = [1, 2, 3]
+//!
+//! [[shard]]
+//! id = 2
+//! lo = 0                     # keys [0, 2147483647]: no `hi` = to the last key
+//! members = [2, 3]
 //! ```
 
 use std::collections::BTreeMap;
@@ -35,7 +48,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ClusterError, Result};
-use crate::types::{LaminaNode, NodeId};
+use crate::types::{LaminaNode, NodeId, ShardId};
 
 /// One member as the cluster file names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +68,14 @@ pub struct NodeConfig {
 }
 
 impl NodeConfig {
+    /// The member's addresses as its Raft membership records them.
+    pub fn to_node(&self) -> LaminaNode {
+        LaminaNode {
+            raft: self.raft.clone(),
+            client: self.client.clone(),
+        }
+    }
+
     /// Where the member listens for Raft RPCs.
     pub fn raft_listen_addr(&self) -> &str {
         self.raft_listen.as_deref().unwrap_or(&self.raft)
@@ -93,12 +114,71 @@ impl Default for RaftTiming {
     }
 }
 
+/// One shard of a sharded cluster: a key range and the nodes of the Raft
+/// group that holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardConfig {
+    /// The shard's id (unique, non-zero; 0 is the implicit shard of an
+    /// unsharded cluster).
+    pub id: ShardId,
+    /// First key of the shard; absent: the first key there is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lo: Option<i32>,
+    /// First key past the shard; absent: up to and including the last key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hi: Option<i32>,
+    /// Ids of the nodes in the shard's Raft group.
+    pub members: Vec<NodeId>,
+}
+
+/// A shard as the routing code uses it: bounds as `i64` so that the last
+/// shard's end (one past `i32::MAX`) is a number like the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shard {
+    /// The shard's id (0: the one shard of an unsharded cluster).
+    pub id: ShardId,
+    /// First key of the shard.
+    pub lo: i64,
+    /// First key past the shard (`i32::MAX + 1` for the last shard).
+    pub hi: i64,
+    /// The nodes of its Raft group, as the cluster file lists them.
+    pub members: Vec<NodeId>,
+}
+
+impl Shard {
+    /// Whether `key` belongs to the shard.
+    pub fn contains(&self, key: i32) -> bool {
+        (self.lo..self.hi).contains(&i64::from(key))
+    }
+
+    /// The part of `[lo, hi)` that falls in this shard, if any.
+    pub fn clip(&self, lo: i32, hi: i32) -> Option<(i32, i32)> {
+        let l = self.lo.max(i64::from(lo));
+        let h = self.hi.min(i64::from(hi));
+        // Both are within i32 when `l < h`: `l` at least `lo`, `h` at most `hi`.
+        (l < h).then_some((l as i32, h as i32))
+    }
+
+    /// A key of the shard (its first).
+    pub fn first_key(&self) -> i32 {
+        // `lo` is always an i32 (the key space starts at i32::MIN).
+        self.lo as i32
+    }
+}
+
+/// End of the key space, one past the last key.
+const KEY_SPACE_END: i64 = i32::MAX as i64 + 1;
+
 /// The cluster file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {
     /// The members.
     pub node: Vec<NodeConfig>,
+    /// Range shards; empty: one group of every node holds every key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard: Vec<ShardConfig>,
     /// Timing; defaults when absent.
     #[serde(default)]
     pub raft: RaftTiming,
@@ -135,7 +215,8 @@ impl ClusterConfig {
         Self::parse(&text)
     }
 
-    /// Checks ids are non-zero and unique and timing is sane.
+    /// Checks ids are non-zero and unique, the shards tile the key space
+    /// and name known nodes, and timing is sane.
     pub fn check(&self) -> Result<()> {
         if self.node.is_empty() {
             return Err(ClusterError::Config("no [[node]]".into()));
@@ -149,6 +230,7 @@ impl ClusterConfig {
                 return Err(ClusterError::Config(format!("node id {} twice", n.id)));
             }
         }
+        self.check_shards()?;
         let t = &self.raft;
         // A chunk's JSON frame (up to 4 bytes per byte) must fit a frame.
         if t.snapshot_chunk_bytes == 0
@@ -170,6 +252,115 @@ impl ClusterConfig {
         Ok(())
     }
 
+    /// The `[[shard]]` tables must tile the key space: sorted by `lo`, the
+    /// first starts at the first key, each starts where the previous one
+    /// ends, the last runs to the last key; each has members, all known
+    /// and listed once.
+    fn check_shards(&self) -> Result<()> {
+        let mut ids = BTreeMap::new();
+        for s in &self.shard {
+            if s.id == 0 {
+                return Err(ClusterError::Config(
+                    "shard id 0 is reserved (the one shard of an unsharded cluster)".into(),
+                ));
+            }
+            if ids.insert(s.id, ()).is_some() {
+                return Err(ClusterError::Config(format!("shard id {} twice", s.id)));
+            }
+            if s.members.is_empty() {
+                return Err(ClusterError::Config(format!(
+                    "shard {} has no members",
+                    s.id
+                )));
+            }
+            let mut seen = BTreeMap::new();
+            for &m in &s.members {
+                if self.member(m).is_none() {
+                    return Err(ClusterError::Config(format!(
+                        "shard {} names member {m}, which is no [[node]]",
+                        s.id
+                    )));
+                }
+                if seen.insert(m, ()).is_some() {
+                    return Err(ClusterError::Config(format!(
+                        "shard {} names member {m} twice",
+                        s.id
+                    )));
+                }
+            }
+        }
+        let shards = self.shards();
+        let mut next = i64::from(i32::MIN);
+        for s in &shards {
+            if s.lo >= s.hi {
+                return Err(ClusterError::Config(format!(
+                    "shard {} is empty: lo {} is not below hi {}",
+                    s.id, s.lo, s.hi
+                )));
+            }
+            if s.lo > next {
+                return Err(ClusterError::Config(format!(
+                    "keys [{next}, {}) belong to no shard",
+                    s.lo
+                )));
+            }
+            if s.lo < next {
+                return Err(ClusterError::Config(format!(
+                    "shard {} overlaps the shard before it: it starts at {} but keys below {next} are taken",
+                    s.id, s.lo
+                )));
+            }
+            next = s.hi;
+        }
+        if next != KEY_SPACE_END {
+            return Err(ClusterError::Config(format!(
+                "keys from {next} on belong to no shard (leave `hi` out of the last shard)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether the file has `[[shard]]` tables.
+    pub fn is_sharded(&self) -> bool {
+        !self.shard.is_empty()
+    }
+
+    /// The shards in key order: the `[[shard]]` tables, or, without them,
+    /// shard 0 over every key with every node as a member.
+    pub fn shards(&self) -> Vec<Shard> {
+        if self.shard.is_empty() {
+            return vec![Shard {
+                id: 0,
+                lo: i64::from(i32::MIN),
+                hi: KEY_SPACE_END,
+                members: self.node.iter().map(|n| n.id).collect(),
+            }];
+        }
+        let mut out: Vec<Shard> = self
+            .shard
+            .iter()
+            .map(|s| Shard {
+                id: s.id,
+                lo: s.lo.map_or(i64::from(i32::MIN), i64::from),
+                hi: s.hi.map_or(KEY_SPACE_END, i64::from),
+                members: s.members.clone(),
+            })
+            .collect();
+        out.sort_by_key(|s| (s.lo, s.hi));
+        out
+    }
+
+    /// Where member data of shard `shard` lives under a member's
+    /// directory: the directory itself for an unsharded cluster (the
+    /// layout before sharding existed), `shard-S/` otherwise.
+    pub fn shard_dir(&self, dir: &Path, shard: ShardId) -> std::path::PathBuf {
+        if self.is_sharded() {
+            dir.join(format!("shard-{shard}"))
+        } else {
+            dir.to_path_buf()
+        }
+    }
+
     /// The member `id`.
     pub fn member(&self, id: NodeId) -> Option<&NodeConfig> {
         self.node.iter().find(|n| n.id == id)
@@ -177,17 +368,14 @@ impl ClusterConfig {
 
     /// Every member as openraft's membership wants it.
     pub fn members(&self) -> BTreeMap<NodeId, LaminaNode> {
-        self.node
-            .iter()
-            .map(|n| {
-                (
-                    n.id,
-                    LaminaNode {
-                        raft: n.raft.clone(),
-                        client: n.client.clone(),
-                    },
-                )
-            })
+        self.node.iter().map(|n| (n.id, n.to_node())).collect()
+    }
+
+    /// The members `ids` as openraft's membership wants them (unknown ids
+    /// are left out; [`ClusterConfig::check`] refuses them in a shard).
+    pub fn members_of(&self, ids: &[NodeId]) -> BTreeMap<NodeId, LaminaNode> {
+        ids.iter()
+            .filter_map(|&id| self.member(id).map(|n| (id, n.to_node())))
             .collect()
     }
 
@@ -241,5 +429,101 @@ mod tests {
             ClusterConfig::parse("[[node]]\nid = 1\nraft = \"a\"\nclient = \"b\"\nport = 3\n")
                 .is_err()
         );
+    }
+
+    const NODES: &str = "[[node]]\nid = 1\nraft = \"a\"\nclient = \"b\"\n\
+                         [[node]]\nid = 2\nraft = \"c\"\nclient = \"d\"\n\
+                         [[node]]\nid = 3\nraft = \"e\"\nclient = \"f\"\n";
+
+    fn sharded(shards: &str) -> Result<ClusterConfig> {
+        ClusterConfig::parse(&format!("{NODES}{shards}"))
+    }
+
+    fn refusal(shards: &str) -> String {
+        match sharded(shards) {
+            Ok(c) => panic!("accepted {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_shard_map_that_tiles_the_key_space_is_accepted_in_key_order() {
+        let c = sharded(
+            "[[shard]]\nid = 7\nlo = 100\nmembers = [2, 3]\n\
+             [[shard]]\nid = 1\nhi = -5\nmembers = [1, 2, 3]\n\
+             [[shard]]\nid = 2\nlo = -5\nhi = 100\nmembers = [1]\n",
+        )
+        .unwrap();
+        let s = c.shards();
+        assert_eq!(s.iter().map(|s| s.id).collect::<Vec<_>>(), [1, 2, 7]);
+        // Every key, the extremes and both sides of each bound included,
+        // is in exactly one shard.
+        for k in [i32::MIN, -6, -5, 0, 99, 100, i32::MAX] {
+            assert_eq!(s.iter().filter(|s| s.contains(k)).count(), 1, "key {k}");
+        }
+        assert!(s[0].contains(i32::MIN) && s[2].contains(i32::MAX));
+        assert_eq!(s[1].clip(-10, 1000), Some((-5, 100)));
+        assert_eq!(s[1].clip(100, 1000), None);
+        assert_eq!(s[2].clip(0, i32::MAX), Some((100, i32::MAX)));
+        assert_eq!(
+            c.shard_dir(Path::new("/d"), 7),
+            Path::new("/d/shard-7").to_path_buf()
+        );
+    }
+
+    #[test]
+    fn without_shards_one_shard_holds_every_key_in_the_old_layout() {
+        let c = ClusterConfig::parse(NODES).unwrap();
+        assert!(!c.is_sharded());
+        let s = c.shards();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].id, s[0].members.clone()), (0, vec![1, 2, 3]));
+        assert!(s[0].contains(i32::MIN) && s[0].contains(i32::MAX));
+        assert_eq!(
+            c.shard_dir(Path::new("/d"), 0),
+            Path::new("/d").to_path_buf()
+        );
+        // And the file written back has no shard table.
+        assert!(!toml::to_string(&c).unwrap().contains("shard"));
+    }
+
+    #[test]
+    fn bad_shard_maps_are_refused_with_the_reason() {
+        let gap = refusal(
+            "[[shard]]\nid = 1\nhi = 0\nmembers = [1]\n[[shard]]\nid = 2\nlo = 5\nmembers = [2]\n",
+        );
+        assert!(gap.contains("keys [0, 5) belong to no shard"), "{gap}");
+        let overlap = refusal(
+            "[[shard]]\nid = 1\nhi = 10\nmembers = [1]\n[[shard]]\nid = 2\nlo = 5\nmembers = [2]\n",
+        );
+        assert!(overlap.contains("shard 2 overlaps"), "{overlap}");
+        let no_start = refusal("[[shard]]\nid = 1\nlo = 0\nmembers = [1]\n");
+        assert!(no_start.contains("belong to no shard"), "{no_start}");
+        let no_end = refusal("[[shard]]\nid = 1\nhi = 2147483647\nmembers = [1]\n");
+        assert!(
+            no_end.contains("from 2147483647 on belong to no shard"),
+            "{no_end}"
+        );
+        let empty = refusal(
+            "[[shard]]\nid = 1\nhi = 0\nmembers = [1]\n[[shard]]\nid = 2\nlo = 0\nhi = 0\nmembers = [1]\n[[shard]]\nid = 3\nlo = 0\nmembers = [1]\n",
+        );
+        assert!(empty.contains("shard 2 is empty"), "{empty}");
+        let unknown = refusal("[[shard]]\nid = 1\nmembers = [1, 4]\n");
+        assert!(
+            unknown.contains("member 4, which is no [[node]]"),
+            "{unknown}"
+        );
+        let twice = refusal("[[shard]]\nid = 1\nmembers = [2, 2]\n");
+        assert!(twice.contains("member 2 twice"), "{twice}");
+        let nobody = refusal("[[shard]]\nid = 1\nmembers = []\n");
+        assert!(nobody.contains("shard 1 has no members"), "{nobody}");
+        let zero = refusal("[[shard]]\nid = 0\nmembers = [1]\n");
+        assert!(zero.contains("reserved"), "{zero}");
+        let dup = refusal(
+            "[[shard]]\nid = 1\nhi = 0\nmembers = [1]\n[[shard]]\nid = 1\nlo = 0\nmembers = [1]\n",
+        );
+        assert!(dup.contains("shard id 1 twice"), "{dup}");
+        let typo = refusal("[[shard]]\nid = 1\nmembers = [1]\nhigh = 3\n");
+        assert!(typo.contains("unknown field"), "{typo}");
     }
 }

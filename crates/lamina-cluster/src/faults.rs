@@ -3,7 +3,10 @@
 //! members, and a checker over the recorded history.
 //!
 //! * Members: `lamina cluster` processes on 127.0.0.1, each with its own
-//!   data directory. Every member advertises a [`Proxy`] port as its Raft
+//!   data directory: 3 members in one group, or, with `shards` = N > 1,
+//!   N + 2 members where shard i (keys cut evenly over the test's keys)
+//!   is held by members i, i+1, i+2, so some members are outside some
+//!   shard and route its keys to the shard's members. Every member advertises a [`Proxy`] port as its Raft
 //!   address and listens behind it (`raft_listen`), so all Raft traffic
 //!   between members goes through the proxy, which can cut any directed
 //!   link.
@@ -18,7 +21,8 @@
 //! * Nemesis: `faults` injections one after the other, each healed before
 //!   the next: SIGKILL a member (random, or the leader) and restart it;
 //!   isolate the leader (every link to and from it cut); cut the leader's
-//!   outgoing links only; isolate a random member.
+//!   outgoing links only; isolate a random member. With shards, "the
+//!   leader" is the leader of a shard picked at random.
 //! * Checker: after the last fault every link is healed, every member
 //!   runs, the clients stop, and every key is read once more through the
 //!   leader. Each key's history (a range read counts as a read of every
@@ -45,7 +49,7 @@ use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming};
+use crate::config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming, Shard, ShardConfig};
 use crate::error::{ClusterError, Result};
 use crate::linearizability::{check_register, lost_writes, Kind, Op, Value, Verdict};
 use crate::proxy::Proxy;
@@ -80,6 +84,9 @@ pub struct FaultTestOptions {
     /// Members forward writes to the leader (`forward_writes`) instead of
     /// redirecting the client.
     pub forward_writes: bool,
+    /// Shards: 1 is an unsharded 3-member cluster; N > 1 runs N + 2
+    /// members, shard i on members i, i+1, i+2.
+    pub shards: usize,
 }
 
 impl FaultTestOptions {
@@ -103,6 +110,7 @@ impl FaultTestOptions {
             verbose: false,
             follower_reads: false,
             forward_writes: false,
+            shards: 1,
         }
     }
 }
@@ -185,11 +193,38 @@ struct Cluster {
     members: Mutex<Vec<Member>>,
     proxy: Proxy,
     ids: Vec<NodeId>,
+    shards: Vec<Shard>,
+}
+
+/// The shard map of the test: `n` shards over keys `0..keys` cut evenly
+/// (the first and last reaching to the ends of the key space), shard i on
+/// members i, i+1, i+2; none for `n` = 1.
+fn shard_map(n: usize, keys: i32) -> Vec<ShardConfig> {
+    if n <= 1 {
+        return Vec::new();
+    }
+    let n64 = n as i64;
+    (1..=n64)
+        .map(|i| {
+            let cut = |j: i64| (i64::from(keys) * j / n64) as i32;
+            ShardConfig {
+                id: i as u64,
+                lo: (i > 1).then(|| cut(i - 1)),
+                hi: (i < n64).then(|| cut(i)),
+                members: vec![i as u64, i as u64 + 1, i as u64 + 2],
+            }
+        })
+        .collect()
 }
 
 impl Cluster {
     async fn start(opts: &FaultTestOptions) -> Result<Cluster> {
-        let ids: Vec<NodeId> = vec![1, 2, 3];
+        let shard = shard_map(opts.shards, opts.keys);
+        let ids: Vec<NodeId> = if shard.is_empty() {
+            vec![1, 2, 3]
+        } else {
+            (1..=opts.shards as u64 + 2).collect()
+        };
         let mut nodes = Vec::new();
         let mut routes = Vec::new();
         for &id in &ids {
@@ -211,6 +246,7 @@ impl Cluster {
         }
         let config = ClusterConfig {
             node: nodes,
+            shard,
             raft: opts.timing.clone(),
             client: ClientPolicy {
                 forward_writes: opts.forward_writes,
@@ -223,14 +259,18 @@ impl Cluster {
             .map_err(|e| ClusterError::io(format!("write {}", config_path.display()), e))?;
         let cluster = Cluster {
             opts: opts.clone(),
+            shards: config.shards(),
             config,
             config_path,
             members: Mutex::new(ids.iter().map(|&id| Member { id, child: None }).collect()),
             proxy: Proxy::start(routes),
             ids,
         };
+        // Every member initializes the groups it is in (safe with the same
+        // membership); unsharded, member 1 does, as the README shows.
+        let sharded = cluster.config.is_sharded();
         for &id in &cluster.ids {
-            cluster.spawn(id, id == 1)?;
+            cluster.spawn(id, sharded || id == 1)?;
         }
         Ok(cluster)
     }
@@ -297,20 +337,34 @@ impl Cluster {
         self.config.node.iter().map(|n| n.client.clone()).collect()
     }
 
-    /// The member that says it is the leader (asking each).
-    async fn leader(&self) -> Option<NodeId> {
-        for n in &self.config.node {
+    /// The member that says it leads `shard` (asking each of its members
+    /// `@leader K` for a key K of the shard).
+    async fn leader(&self, shard: &Shard) -> Option<NodeId> {
+        let ask = format!("@leader {}", shard.first_key());
+        for n in self
+            .config
+            .node
+            .iter()
+            .filter(|n| shard.members.contains(&n.id))
+        {
             let mut c = Conn::default();
-            if let Ok(line) = c
-                .call(&n.client, "@leader", Duration::from_millis(500))
-                .await
-            {
+            if let Ok(line) = c.call(&n.client, &ask, Duration::from_millis(500)).await {
                 if line.split_whitespace().nth(1) == Some(&n.id.to_string()) {
                     return Some(n.id);
                 }
             }
         }
         None
+    }
+
+    /// Whether every shard has a leader.
+    async fn all_led(&self) -> bool {
+        for s in &self.shards {
+            if self.leader(s).await.is_none() {
+                return false;
+            }
+        }
+        true
     }
 }
 
@@ -546,7 +600,13 @@ async fn inject(cluster: &Cluster, rng: &mut SmallRng) -> Result<String> {
     let ids = cluster.ids.clone();
     let random = ids[rng.gen_range(0..ids.len())];
     let dice = rng.gen_range(0..100);
-    let leader = cluster.leader().await;
+    // Drawn only with several shards, so an unsharded run's faults stay
+    // those of the same seed before sharding.
+    let shard = match cluster.shards.as_slice() {
+        [only] => only,
+        all => &all[rng.gen_range(0..all.len())],
+    };
+    let leader = cluster.leader(shard).await;
     let what = if dice < 25 || (dice < 50 && leader.is_none()) {
         let hold = rng.gen_range(100..1500);
         cluster.kill(random);
@@ -608,9 +668,9 @@ async fn run_async(opts: &FaultTestOptions) -> Result<FaultReport> {
     let start = Instant::now();
     let cluster = Cluster::start(opts).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
-    while cluster.leader().await.is_none() {
+    while !cluster.all_led().await {
         if Instant::now() > deadline {
-            return Err(harness("no leader within 60 s of starting"));
+            return Err(harness("no leader of every shard within 60 s of starting"));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -755,8 +815,9 @@ async fn final_reads(
     Ok(finals)
 }
 
-/// Waits (at most 60 s) for every member's state machine to hold the
-/// final values; what still differs then: (member, key, its value).
+/// Waits (at most 60 s) for every member's state machine of every shard
+/// it is in to hold the final values; what still differs then: (member,
+/// key, its value).
 async fn converge(
     cluster: &Cluster,
     finals: &BTreeMap<i32, Value>,
@@ -769,31 +830,41 @@ async fn converge(
             follower_reads: true,
             ..Conn::default()
         };
-        loop {
-            let got = conn
-                .call(&n.client, &format!("r 0 {keys}"), Duration::from_secs(5))
-                .await
-                .ok()
-                .and_then(|r| parse_range(&r).ok());
-            let wrong: Vec<(NodeId, i32, Value)> = (0..keys)
-                .filter_map(|k| {
-                    let mine = got.as_ref().map(|m| m.get(&k).copied());
-                    let want = finals.get(&k).copied().flatten();
-                    match mine {
-                        Some(v) if v == want => None,
-                        Some(v) => Some((n.id, k, v)),
-                        None => Some((n.id, k, None)),
-                    }
-                })
-                .collect();
-            if wrong.is_empty() {
-                break;
+        // Its own keys only: a follower read of another shard would read
+        // some member of that shard, not this one.
+        let pieces: Vec<(i32, i32)> = cluster
+            .shards
+            .iter()
+            .filter(|s| s.members.contains(&n.id))
+            .filter_map(|s| s.clip(0, keys))
+            .collect();
+        for (lo, hi) in pieces {
+            loop {
+                let got = conn
+                    .call(&n.client, &format!("r {lo} {hi}"), Duration::from_secs(5))
+                    .await
+                    .ok()
+                    .and_then(|r| parse_range(&r).ok());
+                let wrong: Vec<(NodeId, i32, Value)> = (lo..hi)
+                    .filter_map(|k| {
+                        let mine = got.as_ref().map(|m| m.get(&k).copied());
+                        let want = finals.get(&k).copied().flatten();
+                        match mine {
+                            Some(v) if v == want => None,
+                            Some(v) => Some((n.id, k, v)),
+                            None => Some((n.id, k, None)),
+                        }
+                    })
+                    .collect();
+                if wrong.is_empty() {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    differ.extend(wrong);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            if Instant::now() > deadline {
-                differ.extend(wrong);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
     differ
@@ -815,5 +886,37 @@ mod tests {
         assert_eq!(parse_range(""), Ok(BTreeMap::new()));
         assert!(parse_range("ERROR timeout").is_err());
         assert!(parse_range("1:x").is_err());
+    }
+
+    #[test]
+    fn the_test_shard_map_is_valid_and_puts_members_outside_shards() {
+        for n in 2..=4 {
+            let node = (1..=n as u64 + 2)
+                .map(|id| NodeConfig {
+                    id,
+                    raft: format!("127.0.0.1:{}", 1000 + id),
+                    client: format!("127.0.0.1:{}", 2000 + id),
+                    raft_listen: None,
+                })
+                .collect();
+            let config = ClusterConfig {
+                node,
+                shard: shard_map(n, 8),
+                raft: RaftTiming::default(),
+                client: ClientPolicy::default(),
+            };
+            config.check().unwrap();
+            let shards = config.shards();
+            assert_eq!(shards.len(), n);
+            // Keys 0..8 are spread over every shard.
+            for s in &shards {
+                assert!((0..8).any(|k| s.contains(k)), "{s:?}");
+            }
+            // The first and the last member are each outside a shard.
+            for m in [1, n as u64 + 2] {
+                assert!(shards.iter().any(|s| !s.members.contains(&m)), "member {m}");
+            }
+        }
+        assert!(shard_map(1, 8).is_empty());
     }
 }

@@ -17,8 +17,16 @@
 //! Snapshots are [`lamina::Db::checkpoint`]s of the state machine packed
 //! into one archive (see [`snapshot`]) that openraft sends in chunks.
 //!
-//! [`node::ClusterNode`] runs one member: the Raft RPC listener
-//! ([`network`]), the client listener speaking the CS265 DSL ([`client`]).
+//! With `[[shard]]` tables in the cluster file ([`config`]), the key space
+//! is cut into ranges, each its own Raft group on a subset of the members;
+//! a member keeps the two databases of each shard it is in under
+//! `shard-S/` (without them, directly in its directory, as before
+//! sharding existed).
+//!
+//! [`node::ClusterNode`] runs one member: its groups, the Raft RPC
+//! listener shared by them ([`network`]; each frame names its shard), the
+//! client listener speaking the CS265 DSL ([`client`]), which routes each
+//! key to its shard and runs membership changes.
 //! `docs/cluster.md` says what is guaranteed and what is not yet done.
 
 pub mod client;

@@ -2,8 +2,11 @@
 //! address in the cluster file).
 //!
 //! A frame is a big-endian `u32` length then that many bytes of JSON; a
-//! length over [`MAX_FRAME`] closes the connection. Each request gets one
-//! reply on the same connection, in order. A client keeps one connection
+//! length over [`MAX_FRAME`] closes the connection. Each request is an
+//! [`Envelope`] naming the shard whose Raft group it is for; a member
+//! answers a request for a shard it does not serve with
+//! [`RpcReply::Refused`], never by handing it to another group. Each
+//! request gets one reply on the same connection, in order. A client keeps one connection
 //! per target and reconnects after any error; a malformed request closes
 //! the connection, it never panics the server.
 
@@ -25,14 +28,26 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-use crate::client::propose;
-use crate::types::{LaminaNode, NodeId, Raft, Request, TypeConfig};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::client::{leader_line, propose, read_local, Group, Read, ReadReply};
+use crate::types::{LaminaNode, NodeId, Request, ShardId, TypeConfig};
 
 /// Largest frame accepted or sent (snapshot chunks are configured well
 /// below it; JSON spends up to 4 bytes per byte of a chunk).
 pub const MAX_FRAME: usize = 32 << 20;
 
-/// A Raft RPC.
+/// What travels in a request frame: an RPC and the shard it is for.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Envelope<R> {
+    /// The shard whose group must handle it (0 in an unsharded cluster).
+    pub shard: ShardId,
+    /// The RPC.
+    pub rpc: R,
+}
+
+/// A Raft RPC, or a client request one member hands to another.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum RpcRequest {
     /// AppendEntries.
@@ -48,6 +63,22 @@ pub enum RpcRequest {
         /// The writes, proposed as one entry.
         request: Request,
     },
+    /// A read a member passes to a member of the shard (it is not one, or
+    /// it reads a piece of a range that spans shards through the shard's
+    /// leader). Served there without passing it on again.
+    Read {
+        /// The asking member.
+        from: NodeId,
+        /// What to read.
+        read: Read,
+        /// Read the state machine as it is (no read index).
+        follower: bool,
+    },
+    /// The `@leader` line of a shard, asked of one of its members.
+    Leader {
+        /// The asking member.
+        from: NodeId,
+    },
 }
 
 impl RpcRequest {
@@ -59,7 +90,9 @@ impl RpcRequest {
             RpcRequest::Append(r) => &r.vote,
             RpcRequest::Vote(r) => &r.vote,
             RpcRequest::Snapshot(r) => &r.vote,
-            RpcRequest::Forward { from, .. } => return *from,
+            RpcRequest::Forward { from, .. }
+            | RpcRequest::Read { from, .. }
+            | RpcRequest::Leader { from } => return *from,
         };
         vote.leader_id.node_id
     }
@@ -76,6 +109,12 @@ pub enum RpcReply {
     Snapshot(Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>),
     /// To [`RpcRequest::Forward`]: the reply line the client gets.
     Forward(String),
+    /// To [`RpcRequest::Read`].
+    Read(ReadReply),
+    /// To [`RpcRequest::Leader`]: the `@leader` reply line.
+    Leader(String),
+    /// The member does not serve the envelope's shard: why.
+    Refused(String),
 }
 
 /// Writes one frame.
@@ -177,39 +216,72 @@ where
     }
 }
 
-/// Serves Raft RPCs from `listener` to `raft` until the task is aborted
-/// (which aborts every connection too).
-pub async fn serve_raft(listener: TcpListener, raft: Raft) {
+/// The Raft groups a member serves, by shard.
+pub type Groups = Arc<BTreeMap<ShardId, Group>>;
+
+/// Serves Raft RPCs from `listener` to the group of each request's shard
+/// until the task is aborted (which aborts every connection too).
+pub async fn serve_raft(listener: TcpListener, groups: Groups) {
     accept_loop(listener, "raft", move |stream| {
-        serve_raft_conn(stream, raft.clone())
+        serve_raft_conn(stream, groups.clone())
     })
     .await
 }
 
-async fn serve_raft_conn(mut stream: TcpStream, raft: Raft) -> io::Result<()> {
+async fn serve_raft_conn(mut stream: TcpStream, groups: Groups) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    while let Some(req) = read_frame::<_, RpcRequest>(&mut stream).await? {
-        let reply = match req {
-            RpcRequest::Append(r) => RpcReply::Append(raft.append_entries(r).await),
-            RpcRequest::Vote(r) => RpcReply::Vote(raft.vote(r).await),
-            RpcRequest::Snapshot(r) => RpcReply::Snapshot(raft.install_snapshot(r).await),
-            RpcRequest::Forward { request, .. } => RpcReply::Forward(propose(&raft, request).await),
+    while let Some(Envelope { shard, rpc }) =
+        read_frame::<_, Envelope<RpcRequest>>(&mut stream).await?
+    {
+        let reply = match groups.get(&shard) {
+            None => RpcReply::Refused(format!("this member serves no shard {shard}")),
+            Some(g) => match rpc {
+                RpcRequest::Append(r) => RpcReply::Append(g.raft.append_entries(r).await),
+                RpcRequest::Vote(r) => RpcReply::Vote(g.raft.vote(r).await),
+                RpcRequest::Snapshot(r) => RpcReply::Snapshot(g.raft.install_snapshot(r).await),
+                RpcRequest::Forward { request, .. } => {
+                    RpcReply::Forward(propose(&g.raft, request).await)
+                }
+                RpcRequest::Read { read, follower, .. } => {
+                    RpcReply::Read(read_local(g, &read, follower).await)
+                }
+                RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(&g.raft)),
+            },
         };
         write_frame(&mut stream, &reply).await?;
     }
     Ok(())
 }
 
-/// Makes [`Connection`]s to the members.
-#[derive(Clone, Default)]
-pub struct Network {}
+/// Makes the connections of one shard's Raft group to its members.
+#[derive(Clone)]
+pub struct Network {
+    shard: ShardId,
+}
+
+impl Network {
+    /// The network of shard `shard`'s group.
+    pub fn new(shard: ShardId) -> Network {
+        Network { shard }
+    }
+}
 
 impl RaftNetworkFactory<TypeConfig> for Network {
-    type Network = Connection;
+    type Network = ShardConnection;
 
-    async fn new_client(&mut self, target: NodeId, node: &LaminaNode) -> Connection {
-        Connection::new(target, node.clone())
+    async fn new_client(&mut self, target: NodeId, node: &LaminaNode) -> ShardConnection {
+        ShardConnection {
+            shard: self.shard,
+            conn: Connection::new(target, node.clone()),
+        }
     }
+}
+
+/// A group's RPC client of one member: a [`Connection`] whose requests
+/// all carry the group's shard.
+pub struct ShardConnection {
+    shard: ShardId,
+    conn: Connection,
 }
 
 /// One member's RPC client: a connection made on first use and after
@@ -235,10 +307,16 @@ impl Connection {
         self.target
     }
 
-    /// One RPC, at most `ttl` long; the connection is dropped after any
-    /// failure.
-    pub(crate) async fn call(&mut self, req: &RpcRequest, ttl: Duration) -> io::Result<RpcReply> {
-        let res = tokio::time::timeout(ttl, self.call_inner(req)).await;
+    /// One RPC for shard `shard`, at most `ttl` long; the connection is
+    /// dropped after any failure.
+    pub(crate) async fn call(
+        &mut self,
+        shard: ShardId,
+        req: &RpcRequest,
+        ttl: Duration,
+    ) -> io::Result<RpcReply> {
+        let envelope = Envelope { shard, rpc: req };
+        let res = tokio::time::timeout(ttl, self.call_inner(&envelope)).await;
         let res = match res {
             Ok(r) => r,
             Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")),
@@ -250,7 +328,7 @@ impl Connection {
         res
     }
 
-    async fn call_inner(&mut self, req: &RpcRequest) -> io::Result<RpcReply> {
+    async fn call_inner(&mut self, req: &Envelope<&RpcRequest>) -> io::Result<RpcReply> {
         let stream = match &mut self.stream {
             Some(s) => s,
             None => {
@@ -270,35 +348,49 @@ impl Connection {
             .await?
             .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"))
     }
+}
 
-    fn unexpected<E: std::error::Error>(&self) -> RPCError<NodeId, LaminaNode, E> {
-        RPCError::Network(NetworkError::new(&io::Error::new(
-            io::ErrorKind::InvalidData,
-            "reply of the wrong kind",
-        )))
-    }
+/// A reply that is not the answer to the request: of the wrong kind, or
+/// the target's refusal to serve the shard.
+fn unexpected<E: std::error::Error>(reply: RpcReply) -> RPCError<NodeId, LaminaNode, E> {
+    let why = match reply {
+        RpcReply::Refused(why) => why,
+        _ => "reply of the wrong kind".to_string(),
+    };
+    RPCError::Network(NetworkError::new(&io::Error::new(
+        io::ErrorKind::InvalidData,
+        why,
+    )))
 }
 
 fn unreachable<E: std::error::Error>(e: &io::Error) -> RPCError<NodeId, LaminaNode, E> {
     RPCError::Unreachable(Unreachable::new(e))
 }
 
-impl RaftNetwork<TypeConfig> for Connection {
+impl ShardConnection {
+    fn remote<E: std::error::Error>(&self, e: E) -> RPCError<NodeId, LaminaNode, E> {
+        RPCError::RemoteError(RemoteError::new_with_node(
+            self.conn.target,
+            self.conn.node.clone(),
+            e,
+        ))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for ShardConnection {
     async fn append_entries(
         &mut self,
         rpc: AppendEntriesRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RPCError<NodeId, LaminaNode, RaftError<NodeId>>>
     {
-        match self.call(&RpcRequest::Append(rpc), option.hard_ttl()).await {
-            Ok(RpcReply::Append(r)) => r.map_err(|e| {
-                RPCError::RemoteError(RemoteError::new_with_node(
-                    self.target,
-                    self.node.clone(),
-                    e,
-                ))
-            }),
-            Ok(_) => Err(self.unexpected()),
+        match self
+            .conn
+            .call(self.shard, &RpcRequest::Append(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(RpcReply::Append(r)) => r.map_err(|e| self.remote(e)),
+            Ok(other) => Err(unexpected(other)),
             Err(e) => Err(unreachable(&e)),
         }
     }
@@ -312,17 +404,12 @@ impl RaftNetwork<TypeConfig> for Connection {
         RPCError<NodeId, LaminaNode, RaftError<NodeId, InstallSnapshotError>>,
     > {
         match self
-            .call(&RpcRequest::Snapshot(rpc), option.hard_ttl())
+            .conn
+            .call(self.shard, &RpcRequest::Snapshot(rpc), option.hard_ttl())
             .await
         {
-            Ok(RpcReply::Snapshot(r)) => r.map_err(|e| {
-                RPCError::RemoteError(RemoteError::new_with_node(
-                    self.target,
-                    self.node.clone(),
-                    e,
-                ))
-            }),
-            Ok(_) => Err(self.unexpected()),
+            Ok(RpcReply::Snapshot(r)) => r.map_err(|e| self.remote(e)),
+            Ok(other) => Err(unexpected(other)),
             Err(e) => Err(unreachable(&e)),
         }
     }
@@ -332,15 +419,13 @@ impl RaftNetwork<TypeConfig> for Connection {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RPCError<NodeId, LaminaNode, RaftError<NodeId>>> {
-        match self.call(&RpcRequest::Vote(rpc), option.hard_ttl()).await {
-            Ok(RpcReply::Vote(r)) => r.map_err(|e| {
-                RPCError::RemoteError(RemoteError::new_with_node(
-                    self.target,
-                    self.node.clone(),
-                    e,
-                ))
-            }),
-            Ok(_) => Err(self.unexpected()),
+        match self
+            .conn
+            .call(self.shard, &RpcRequest::Vote(rpc), option.hard_ttl())
+            .await
+        {
+            Ok(RpcReply::Vote(r)) => r.map_err(|e| self.remote(e)),
+            Ok(other) => Err(unexpected(other)),
             Err(e) => Err(unreachable(&e)),
         }
     }
@@ -363,8 +448,11 @@ mod tests {
         let (mut a, mut b) = tokio::io::duplex(1 << 16);
         a.write_all(&3u32.to_be_bytes()).await.unwrap();
         a.write_all(b"{{{").await.unwrap();
-        assert!(read_frame::<_, RpcRequest>(&mut b).await.is_err());
+        assert!(read_frame::<_, Envelope<RpcRequest>>(&mut b).await.is_err());
         drop(a);
-        assert!(read_frame::<_, RpcRequest>(&mut b).await.unwrap().is_none());
+        assert!(read_frame::<_, Envelope<RpcRequest>>(&mut b)
+            .await
+            .unwrap()
+            .is_none());
     }
 }

@@ -1,20 +1,26 @@
-//! One cluster member: its databases, its Raft, its two listeners.
+//! One cluster member: its Raft groups (one per shard it is in, each
+//! with its databases), its two listeners.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lamina::Options;
+use openraft::error::{InitializeError, RaftError};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::client::{serve_clients, write_batcher, ClientContext, MAX_WRITE_BATCH};
+use crate::client::{
+    serve_clients, write_batcher, BatchTarget, Group, Place, RemoteShard, Route, Router,
+    MAX_WRITE_BATCH,
+};
 use crate::config::ClusterConfig;
 use crate::error::{ClusterError, Result};
 use crate::network::{serve_raft, Network};
 use crate::store::{LogStore, StateMachine};
-use crate::types::{NodeId, Raft};
+use crate::types::{NodeId, Raft, ShardId};
 
 /// How a member is started.
 #[derive(Clone)]
@@ -23,11 +29,18 @@ pub struct NodeOptions {
     pub id: NodeId,
     /// The cluster file.
     pub cluster: ClusterConfig,
-    /// Data directory: `raft-log/`, `sm/`, `snapshots/`.
+    /// Data directory: `raft-log/`, `sm/`, `snapshots/` (unsharded), or
+    /// one `shard-S/` holding those for each shard the member is in.
     pub dir: PathBuf,
-    /// Engine options of both databases (their sync mode is forced to
+    /// Engine options of every database (their sync mode is forced to
     /// `always`).
     pub engine: Options,
+}
+
+/// One of a member's Raft groups with its log.
+struct LocalGroup {
+    group: Group,
+    log: LogStore,
 }
 
 /// A running member. [`ClusterNode::shutdown`] stops it and closes its
@@ -35,11 +48,39 @@ pub struct NodeOptions {
 /// runtime ends.
 pub struct ClusterNode {
     id: NodeId,
-    raft: Raft,
-    log: LogStore,
-    sm: StateMachine,
+    /// The group of the lowest-numbered shard this member is in.
+    primary: Group,
+    groups: BTreeMap<ShardId, LocalGroup>,
     tasks: Vec<JoinHandle<()>>,
     cluster: ClusterConfig,
+}
+
+/// Refuses a data directory laid out for the other kind of cluster file
+/// (a sharded file over an unsharded member's data, or the reverse):
+/// opening it would silently start empty groups beside the data.
+fn check_layout(cluster: &ClusterConfig, dir: &Path) -> Result<()> {
+    let unsharded_data = dir.join("raft-log").exists();
+    let shard_dirs = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("shard-"))
+            .count(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(ClusterError::io(format!("read {}", dir.display()), e)),
+    };
+    if cluster.is_sharded() && unsharded_data {
+        return Err(ClusterError::Config(format!(
+            "{} holds the data of an unsharded member (raft-log/), but the cluster file has [[shard]] tables; a cluster cannot be resharded in place",
+            dir.display()
+        )));
+    }
+    if !cluster.is_sharded() && shard_dirs > 0 {
+        return Err(ClusterError::Config(format!(
+            "{} holds the data of a sharded member (shard-*/), but the cluster file has no [[shard]] table",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 impl ClusterNode {
@@ -62,63 +103,117 @@ impl ClusterNode {
     }
 
     /// Starts the member on listeners the caller bound (tests bind port 0
-    /// first, then write the cluster file).
+    /// first, then write the cluster file): one Raft group per shard it is
+    /// in, and a route to the members of every other shard.
     pub async fn start_with(
         opts: NodeOptions,
         raft_listener: TcpListener,
         client_listener: TcpListener,
     ) -> Result<ClusterNode> {
-        std::fs::create_dir_all(&opts.dir)
-            .map_err(|e| ClusterError::io(format!("mkdir {}", opts.dir.display()), e))?;
-        let log = LogStore::open(&opts.dir.join("raft-log"), &opts.engine)?;
-        let sm = StateMachine::open(&opts.dir, &opts.engine)?;
+        let shards = opts.cluster.shards();
+        check_layout(&opts.cluster, &opts.dir)?;
         let config = Arc::new(opts.cluster.raft_config()?);
-        let raft = Raft::new(opts.id, config, Network::default(), log.clone(), sm.clone())
-            .await
-            .map_err(|e| ClusterError::Raft(e.to_string()))?;
-        let (writes, queue) = tokio::sync::mpsc::channel(4 * MAX_WRITE_BATCH);
-        let tasks = vec![
-            tokio::spawn(serve_raft(raft_listener, raft.clone())),
-            tokio::spawn(write_batcher(
-                raft.clone(),
-                queue,
-                opts.cluster.client.forward_writes,
-            )),
-            tokio::spawn(serve_clients(
-                client_listener,
-                ClientContext {
-                    raft: raft.clone(),
-                    sm: sm.clone(),
-                    writes,
-                },
-            )),
-        ];
+        let mut groups = BTreeMap::new();
+        let mut routes = BTreeMap::new();
+        let mut batchers = Vec::new();
+        for shard in &shards {
+            let (writes, queue) = tokio::sync::mpsc::channel(4 * MAX_WRITE_BATCH);
+            let (place, target) = if shard.members.contains(&opts.id) {
+                let dir = opts.cluster.shard_dir(&opts.dir, shard.id);
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| ClusterError::io(format!("mkdir {}", dir.display()), e))?;
+                let log = LogStore::open(&dir.join("raft-log"), &opts.engine)?;
+                let sm = StateMachine::open(&dir, &opts.engine)?;
+                let raft = Raft::new(
+                    opts.id,
+                    config.clone(),
+                    Network::new(shard.id),
+                    log.clone(),
+                    sm.clone(),
+                )
+                .await
+                .map_err(|e| ClusterError::Raft(e.to_string()))?;
+                let group = Group { raft, sm };
+                groups.insert(
+                    shard.id,
+                    LocalGroup {
+                        group: group.clone(),
+                        log,
+                    },
+                );
+                let target = BatchTarget::Local {
+                    raft: group.raft.clone(),
+                    forward: opts.cluster.client.forward_writes,
+                };
+                (Place::Local(group), target)
+            } else {
+                let members = opts
+                    .cluster
+                    .members_of(&shard.members)
+                    .into_iter()
+                    .collect();
+                let remote = Arc::new(RemoteShard::new(opts.id, members));
+                (Place::Remote(remote.clone()), BatchTarget::Remote(remote))
+            };
+            batchers.push(write_batcher(shard.id, target, queue));
+            routes.insert(shard.id, Route { place, writes });
+        }
+        let primary = groups
+            .values()
+            .next()
+            .map(|g: &LocalGroup| g.group.clone())
+            .ok_or_else(|| {
+                ClusterError::Config(format!("node {} is a member of no shard", opts.id))
+            })?;
+        let mut tasks: Vec<JoinHandle<()>> = batchers.into_iter().map(tokio::spawn).collect();
+        let served = groups
+            .iter()
+            .map(|(id, g)| (*id, g.group.clone()))
+            .collect();
+        tasks.push(tokio::spawn(serve_raft(raft_listener, Arc::new(served))));
+        tasks.push(tokio::spawn(serve_clients(
+            client_listener,
+            Arc::new(Router::new(shards, routes, opts.cluster.members())),
+        )));
         Ok(ClusterNode {
             id: opts.id,
-            raft,
-            log,
-            sm,
+            primary,
+            groups,
             tasks,
             cluster: opts.cluster,
         })
     }
 
-    /// Makes every member of the cluster file a voter, if this member has
-    /// never been initialized (run once, on one member, when the cluster
-    /// is created).
+    /// Makes the members of each shard this member is in the voters of
+    /// that shard's group, for every such group never initialized (run
+    /// when the cluster is created, on at least one member of each shard;
+    /// several members initializing a group with the same membership is
+    /// safe).
     pub async fn initialize(&self) -> Result<()> {
-        let done = self
-            .raft
-            .is_initialized()
-            .await
-            .map_err(|e| ClusterError::Raft(e.to_string()))?;
-        if done {
-            return Ok(());
+        for shard in self.cluster.shards() {
+            let Some(g) = self.groups.get(&shard.id) else {
+                continue;
+            };
+            let raft = &g.group.raft;
+            let done = raft
+                .is_initialized()
+                .await
+                .map_err(|e| ClusterError::Raft(e.to_string()))?;
+            if done {
+                continue;
+            }
+            match raft
+                .initialize(self.cluster.members_of(&shard.members))
+                .await
+            {
+                // Another member initialized the group first (with the same
+                // membership, from the same file): openraft documents this
+                // as safe to ignore.
+                Ok(()) | Err(RaftError::APIError(InitializeError::NotAllowed(_))) => {}
+                Err(e) => return Err(ClusterError::Raft(e.to_string())),
+            }
         }
-        self.raft
-            .initialize(self.cluster.members())
-            .await
-            .map_err(|e| ClusterError::Raft(e.to_string()))
+        Ok(())
     }
 
     /// This member's id.
@@ -126,18 +221,26 @@ impl ClusterNode {
         self.id
     }
 
-    /// The Raft handle (metrics, membership changes, client writes).
+    /// This member's group of shard `shard`, if it is in it.
+    pub fn group(&self, shard: ShardId) -> Option<&Group> {
+        self.groups.get(&shard).map(|g| &g.group)
+    }
+
+    /// The Raft handle of the lowest-numbered shard this member is in
+    /// (the only one of an unsharded cluster): metrics, membership
+    /// changes, client writes.
     pub fn raft(&self) -> &Raft {
-        &self.raft
+        &self.primary.raft
     }
 
-    /// The state machine (local, possibly stale reads).
+    /// The state machine of the lowest-numbered shard this member is in
+    /// (local, possibly stale reads).
     pub fn state_machine(&self) -> &StateMachine {
-        &self.sm
+        &self.primary.sm
     }
 
-    /// Stops Raft and the listeners and closes both databases, waiting at
-    /// most `timeout` for every task holding them to let go.
+    /// Stops every Raft and the listeners and closes every database,
+    /// waiting at most `timeout` for every task holding them to let go.
     pub async fn shutdown(self, timeout: Duration) -> Result<()> {
         for t in &self.tasks {
             t.abort();
@@ -145,15 +248,21 @@ impl ClusterNode {
         for t in self.tasks {
             let _ = t.await;
         }
-        self.raft
-            .shutdown()
-            .await
-            .map_err(|e| ClusterError::Shutdown(e.to_string()))?;
-        drop(self.raft);
-        let log = self.log;
-        let sm = self.sm;
+        drop(self.primary);
+        let mut held = Vec::new();
+        for (_, g) in self.groups {
+            g.group
+                .raft
+                .shutdown()
+                .await
+                .map_err(|e| ClusterError::Shutdown(e.to_string()))?;
+            held.push((g.log, g.group.sm));
+        }
         let deadline = Instant::now() + timeout;
-        while Arc::strong_count(log.db()) > 1 || Arc::strong_count(sm.shared()) > 1 {
+        while held
+            .iter()
+            .any(|(log, sm)| Arc::strong_count(log.db()) > 1 || Arc::strong_count(sm.shared()) > 1)
+        {
             if Instant::now() >= deadline {
                 return Err(ClusterError::Shutdown(
                     "databases still in use after the timeout".into(),
@@ -161,8 +270,7 @@ impl ClusterNode {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        drop(log);
-        drop(sm);
+        drop(held);
         Ok(())
     }
 }

@@ -18,7 +18,7 @@ use parking_lot::RwLock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use crate::network::{accept_loop, read_raw_frame, write_raw_frame, RpcRequest};
+use crate::network::{accept_loop, read_raw_frame, write_raw_frame, Envelope, RpcRequest};
 use crate::types::NodeId;
 
 /// The directed links currently cut.
@@ -84,8 +84,9 @@ async fn forward(mut down: TcpStream, to: NodeId, upstream: String, cuts: Cuts) 
     down.set_nodelay(true)?;
     let mut up: Option<TcpStream> = None;
     while let Some(req) = read_raw_frame(&mut down).await? {
-        let from = serde_json::from_slice::<RpcRequest>(&req)
+        let from = serde_json::from_slice::<Envelope<RpcRequest>>(&req)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+            .rpc
             .sender();
         if Proxy::is_cut(&cuts, from, to) {
             return Ok(());

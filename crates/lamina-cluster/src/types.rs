@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 /// A member's id.
 pub type NodeId = u64;
 
+/// A shard's id (0: the one shard of an unsharded cluster).
+pub type ShardId = u64;
+
 /// One write in a [`Request`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Op {

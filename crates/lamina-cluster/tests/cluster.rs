@@ -52,6 +52,7 @@ impl Cluster {
         }
         let config = ClusterConfig {
             node: members,
+            shard: Vec::new(),
             raft: timing,
             client: Default::default(),
         };
@@ -322,6 +323,25 @@ async fn failover_keeps_acknowledged_writes_and_restart_catches_up() {
             wait_applied(cl.node(id), target).await;
             assert_eq!(local_contents(cl.node(id)), model, "node {id}");
         }
+
+        // An unsharded member's directory is refused with a sharded file
+        // (it would start an empty group beside the data).
+        cl.kill(1).await;
+        let mut sharded = cl.config.clone();
+        sharded.shard = vec![lamina_cluster::config::ShardConfig {
+            id: 1,
+            lo: None,
+            hi: None,
+            members: vec![1, 2, 3],
+        }];
+        let r = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let err = match ClusterNode::start_with(opts(&cl.root, &sharded, 1), r, c).await {
+            Ok(_) => panic!("a sharded file opened an unsharded member's data"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("unsharded member"), "{err}");
+        assert!(!cl.root.join("node1/shard-1").exists());
         cl.shutdown().await;
     })
     .await
@@ -479,6 +499,385 @@ async fn concurrent_writers_are_all_acknowledged_and_applied() {
             wait_applied(cl.node(id), target).await;
             assert_eq!(local_contents(cl.node(id)), model, "node {id}");
         }
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// A client that follows redirects (`ERROR not leader; leader is ADDR`)
+/// by reconnecting, at most 5 times per command. Only for a cluster
+/// without faults: a redirected write was then never proposed, so sending
+/// it again cannot apply it twice.
+struct Following {
+    c: Client,
+}
+
+impl Following {
+    async fn call(&mut self, line: &str) -> String {
+        for _ in 0..5 {
+            let reply = self.c.call(line).await;
+            match reply.strip_prefix("ERROR not leader; leader is ") {
+                Some(addr) => self.c = Client::connect(addr).await,
+                None => return reply,
+            }
+        }
+        panic!("{line:?} redirected 5 times");
+    }
+}
+
+/// Shard 1 (keys below 0) on members 1, 2, 3 and shard 2 (0 and up) on
+/// members 2 and 3 only, so member 1 routes every key of shard 2 to them.
+fn two_shards() -> Vec<lamina_cluster::config::ShardConfig> {
+    use lamina_cluster::config::ShardConfig;
+    vec![
+        ShardConfig {
+            id: 1,
+            lo: None,
+            hi: Some(0),
+            members: vec![1, 2, 3],
+        },
+        ShardConfig {
+            id: 2,
+            lo: Some(0),
+            hi: None,
+            members: vec![2, 3],
+        },
+    ]
+}
+
+/// The member that every member of `shard` agrees leads it, once they do.
+async fn shard_leader(cl: &Cluster, shard: u64) -> NodeId {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let views: Vec<(NodeId, Option<NodeId>, bool)> = cl
+            .nodes
+            .values()
+            .flatten()
+            .filter_map(|n| {
+                let g = n.group(shard)?;
+                let m = g.raft.metrics().borrow().clone();
+                Some((
+                    n.id(),
+                    m.current_leader,
+                    m.state == openraft::ServerState::Leader,
+                ))
+            })
+            .collect();
+        if let Some((_, Some(l), _)) = views.first() {
+            let agreed = views.iter().all(|(_, v, _)| *v == Some(*l));
+            if agreed && views.iter().any(|(id, _, leads)| id == l && *leads) {
+                return *l;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "shard {shard}: no leader agreed on: {views:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A shard's contents in `node`'s state machine.
+fn shard_contents(node: &ClusterNode, shard: u64) -> Model {
+    let lo = lamina_cluster::client::encode_i32(i32::MIN);
+    let hi = lamina_cluster::client::encode_i32(i32::MAX);
+    let g = node.group(shard).unwrap();
+    g.sm.range(&lo, &hi)
+        .unwrap()
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                lamina_cluster::client::decode_i32(&k).unwrap(),
+                lamina_cluster::client::decode_i32(&v).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_shards_route_split_ranges_and_match_a_model() {
+    use rand::{Rng, SeedableRng};
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().to_path_buf();
+        let mut listeners = BTreeMap::new();
+        let mut members = Vec::new();
+        for id in 1..=3 {
+            let r = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            members.push(NodeConfig {
+                id,
+                raft: r.local_addr().unwrap().to_string(),
+                client: c.local_addr().unwrap().to_string(),
+                raft_listen: None,
+            });
+            listeners.insert(id, (r, c));
+        }
+        let config = ClusterConfig {
+            node: members,
+            shard: two_shards(),
+            raft: RaftTiming::default(),
+            client: Default::default(),
+        };
+        config.check().unwrap();
+        let mut nodes = BTreeMap::new();
+        for (id, (r, c)) in listeners {
+            let node = ClusterNode::start_with(opts(&root, &config, id), r, c)
+                .await
+                .unwrap();
+            // Every member initializes its groups: the same membership
+            // from several members is safe.
+            node.initialize().await.unwrap();
+            nodes.insert(id, Some(node));
+        }
+        let cl = Cluster {
+            _tmp: tmp,
+            root,
+            config,
+            nodes,
+        };
+        assert!(cl.node(1).group(2).is_none());
+        assert!(!cl.root.join("node1/shard-2").exists());
+        assert!(cl.root.join("node1/shard-1/raft-log").is_dir());
+        assert!(!cl.root.join("node1/raft-log").exists());
+        let leaders = [shard_leader(&cl, 1).await, shard_leader(&cl, 2).await];
+
+        // `@leader K` names the leader of K's shard on every member, also
+        // on member 1 for shard 2 (it asks a member); `@leader` alone is
+        // ambiguous with two shards.
+        for id in 1..=3 {
+            let mut c = Client::connect(&cl.client_addr(id)).await;
+            for (key, leader) in [(-7, leaders[0]), (7, leaders[1])] {
+                assert_eq!(
+                    c.call(&format!("@leader {key}")).await,
+                    format!("LEADER {leader} {}", cl.client_addr(leader)),
+                    "member {id}, key {key}"
+                );
+            }
+            assert!(c.call("@leader").await.starts_with("ERROR "));
+            assert!(c.call("@leader x").await.starts_with("ERROR "));
+        }
+
+        // Random writes, deletes, gets and ranges (many across the bound
+        // at 0) through all three members, against a model.
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(22);
+        let mut clients = Vec::new();
+        for id in 1..=3 {
+            clients.push(Following {
+                c: Client::connect(&cl.client_addr(id)).await,
+            });
+        }
+        let mut model = Model::new();
+        let mut spanning = 0;
+        for i in 0..600 {
+            let c = &mut clients[rng.gen_range(0..3)];
+            let key = rng.gen_range(-40..40);
+            match rng.gen_range(0..100) {
+                0..=39 => {
+                    let v = rng.gen_range(-1000..1000);
+                    assert_eq!(c.call(&format!("p {key} {v}")).await, "OK", "op {i}");
+                    model.insert(key, v);
+                }
+                40..=54 => {
+                    assert_eq!(c.call(&format!("d {key}")).await, "OK", "op {i}");
+                    model.remove(&key);
+                }
+                55..=79 => {
+                    let want = model.get(&key).map(|v| v.to_string()).unwrap_or_default();
+                    assert_eq!(c.call(&format!("g {key}")).await, want, "op {i}: g {key}");
+                }
+                _ => {
+                    let hi = key + rng.gen_range(0..50);
+                    spanning += usize::from(key < 0 && hi > 0);
+                    assert_eq!(
+                        c.call(&format!("r {key} {hi}")).await,
+                        render(&model, key, hi),
+                        "op {i}: r {key} {hi}"
+                    );
+                }
+            }
+        }
+        assert!(spanning > 20, "{spanning} ranges across shards");
+        // The whole key space, from each member, with plain (redirecting)
+        // clients: a range over both shards needs no redirect on any of
+        // them, whichever member leads which shard.
+        for id in 1..=3 {
+            let mut c = Client::connect(&cl.client_addr(id)).await;
+            assert_eq!(
+                c.call(&format!("r {} {}", i32::MIN, i32::MAX)).await,
+                render(&model, i32::MIN, i32::MAX),
+                "member {id}"
+            );
+        }
+
+        // Each member holds exactly its shards' part of the model.
+        let below: Model = model.range(..0).map(|(k, v)| (*k, *v)).collect();
+        let above: Model = model.range(0..).map(|(k, v)| (*k, *v)).collect();
+        for (shard, part, holders) in [(1, &below, vec![1, 2, 3]), (2, &above, vec![2, 3])] {
+            let leader = shard_leader(&cl, shard).await;
+            let target = cl
+                .node(leader)
+                .group(shard)
+                .unwrap()
+                .raft
+                .metrics()
+                .borrow()
+                .last_applied
+                .map(|l| l.index)
+                .unwrap_or(0);
+            for id in holders {
+                let g = cl.node(id).group(shard).unwrap();
+                let deadline = Instant::now() + WAIT;
+                while g
+                    .raft
+                    .metrics()
+                    .borrow()
+                    .last_applied
+                    .map(|l| l.index)
+                    .unwrap_or(0)
+                    < target
+                {
+                    assert!(Instant::now() < deadline, "member {id} shard {shard} lags");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                assert_eq!(
+                    &shard_contents(cl.node(id), shard),
+                    part,
+                    "member {id} shard {shard}"
+                );
+            }
+        }
+
+        // A Raft-port request for a shard the member does not serve is
+        // refused, never handed to another group.
+        {
+            use lamina_cluster::network::{
+                read_frame, write_frame, Envelope, RpcReply, RpcRequest,
+            };
+            let mut s = TcpStream::connect(&cl.config.member(1).unwrap().raft)
+                .await
+                .unwrap();
+            for rpc in [
+                RpcRequest::Leader { from: 2 },
+                RpcRequest::Read {
+                    from: 2,
+                    read: lamina_cluster::client::Read::Get(5),
+                    follower: true,
+                },
+            ] {
+                write_frame(&mut s, &Envelope { shard: 2, rpc })
+                    .await
+                    .unwrap();
+                let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+                assert!(
+                    matches!(&reply, RpcReply::Refused(why) if why.contains("no shard 2")),
+                    "{reply:?}"
+                );
+            }
+        }
+
+        // A member's directory only opens with the kind of cluster file
+        // that wrote it.
+        let root = cl.root.clone();
+        let mut unsharded = cl.config.clone();
+        unsharded.shard.clear();
+        let nodes = cl.nodes;
+        for (_, n) in nodes {
+            n.unwrap().shutdown(Duration::from_secs(10)).await.unwrap();
+        }
+        let r = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let err = match ClusterNode::start_with(opts(&root, &unsharded, 2), r, c).await {
+            Ok(_) => panic!("an unsharded file opened a sharded member's data"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("sharded member"), "{err}");
+        drop(cl._tmp);
+    })
+    .await
+    .expect("test within 90 s");
+}
+
+/// The voters of the group as `node` sees them.
+fn voters(node: &ClusterNode) -> std::collections::BTreeSet<NodeId> {
+    node.raft()
+        .metrics()
+        .borrow()
+        .membership_config
+        .membership()
+        .voter_ids()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_changes_through_the_client_port() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        // Members 1-3 of a 4-member cluster file form the group.
+        let mut cl = Cluster::start_with_voters(4, 3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..80, 8).await;
+
+        // Refusals: a node the file does not list, bad arguments, a shard
+        // that does not exist, a promotion before the member is a
+        // learner, and a follower redirects.
+        assert_eq!(
+            c.call("@add-learner 9").await,
+            "ERROR node 9 is not in the cluster file"
+        );
+        assert!(c.call("@promote x").await.starts_with("ERROR expected"));
+        assert_eq!(c.call("@remove 1 5").await, "ERROR no shard 5");
+        assert!(c.call("@promote 4").await.starts_with("ERROR raft: "));
+        let follower = (1..=3).find(|&i| i != leader).unwrap();
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        assert_eq!(
+            f.call("@add-learner 4").await,
+            format!("ERROR not leader; leader is {}", cl.client_addr(leader))
+        );
+        drop(f);
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3].into());
+
+        // 4 joins (a learner that has caught up), becomes a voter, and 1
+        // leaves (through joint consensus each time).
+        assert_eq!(c.call("@add-learner 4").await, "OK");
+        assert_eq!(c.call("@promote 4").await, "OK");
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3, 4].into());
+        assert_eq!(c.call("@remove 1").await, "OK");
+        assert_eq!(voters(cl.node(leader)), [2, 3, 4].into());
+        drop(c);
+        cl.kill(1).await;
+
+        // Every write, old and new, through the leader of {2, 3, 4}.
+        let second = cl.leader().await;
+        assert_ne!(second, 1);
+        assert_eq!(voters(cl.node(second)), [2, 3, 4].into());
+        let mut c = Following {
+            c: Client::connect(&cl.client_addr(4)).await,
+        };
+        for k in 80..120 {
+            assert_eq!(c.call(&format!("p {k} {}", -k)).await, "OK");
+            model.insert(k, -k);
+        }
+        assert_eq!(c.call("d 3").await, "OK");
+        model.remove(&3);
+        for k in -2..122 {
+            let want = model.get(&k).map(|v| v.to_string()).unwrap_or_default();
+            assert_eq!(c.call(&format!("g {k}")).await, want, "g {k}");
+        }
+        assert_eq!(c.call("r -100 1000").await, render(&model, -100, 1000));
+
+        // Member 4 holds everything: read through it as a voter (its own
+        // state machine), once it has applied what the leader has.
+        let target = applied_index(cl.node(second));
+        wait_applied(cl.node(4), target).await;
+        let mut four = Client::connect(&cl.client_addr(4)).await;
+        assert_eq!(four.call("@follower-reads on").await, "OK");
+        assert_eq!(four.call("r -100 1000").await, render(&model, -100, 1000));
+        assert_eq!(local_contents(cl.node(4)), model);
+        drop(four);
         drop(c);
         cl.shutdown().await;
     })
