@@ -49,6 +49,8 @@ def open(
     bloom_monkey: bool = False,
     memtable_bloom_bits_per_key: float = 10.0,
     block_cache_bytes: int = 64 << 20,
+    compression: str = "none",
+    compression_per_level: List[str] = ...,
     row_cache_bytes: int = 0,
     size_ratio: int = 10,
     target_file_size: int = 16 << 20,
@@ -68,7 +70,10 @@ def open(
     """Opens (by default creates) the database in directory `path`.
 
     `compaction` is a strategy spec ("leveling", "tiered:b=4",
-    "binomial:k=4", ...); `sync` is "none", "always" or "interval:MS".
+    "binomial:k=4", ...); `sync` is "none", "always" or "interval:MS";
+    `compression` is "none", "lz4", "zstd" or "zstd:LEVEL" (1-22), and
+    `compression_per_level` overrides it by level (level 0 first, the
+    last entry for every deeper level).
     An unknown keyword raises TypeError; a value the engine refuses raises
     InvalidArgumentError."""
 

@@ -44,6 +44,8 @@ const OPTION_NAMES: &[&str] = &[
     "bloom_monkey",
     "memtable_bloom_bits_per_key",
     "block_cache_bytes",
+    "compression",
+    "compression_per_level",
     "row_cache_bytes",
     "size_ratio",
     "target_file_size",
@@ -78,6 +80,12 @@ where
     })
 }
 
+/// A compression type by name ("none", "lz4", "zstd", "zstd:LEVEL").
+fn parse_compression(kind: &str) -> PyResult<lamina::Compression> {
+    kind.parse()
+        .map_err(|e: String| invalid(format!("compression {kind:?}: {e}")))
+}
+
 /// `Options` from `open`'s keyword arguments; the engine checks the
 /// combination (`Options::validate`) when it opens.
 fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
@@ -99,6 +107,17 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "bloom_monkey" => o.bloom_monkey = kwarg(&name, v)?,
             "memtable_bloom_bits_per_key" => o.memtable_bloom_bits_per_key = kwarg(&name, v)?,
             "block_cache_bytes" => o.block_cache_bytes = kwarg(&name, v)?,
+            "compression" => {
+                let kind: String = kwarg(&name, v)?;
+                o.compression = parse_compression(&kind)?;
+            }
+            "compression_per_level" => {
+                let kinds: Vec<String> = kwarg(&name, v)?;
+                o.compression_per_level = kinds
+                    .iter()
+                    .map(|k| parse_compression(k))
+                    .collect::<PyResult<_>>()?;
+            }
             "row_cache_bytes" => o.row_cache_bytes = kwarg(&name, v)?,
             "size_ratio" => o.size_ratio = kwarg(&name, v)?,
             "target_file_size" => o.target_file_size = kwarg(&name, v)?,

@@ -265,6 +265,8 @@ def test_options_are_checked(db_path):
         bloom_monkey=False,
         memtable_bloom_bits_per_key=0,
         block_cache_bytes=1 << 20,
+        compression="zstd:3",
+        compression_per_level=["none", "lz4"],
         row_cache_bytes=1 << 16,
         size_ratio=4,
         target_file_size=1 << 20,
@@ -297,6 +299,8 @@ def test_options_are_checked(db_path):
         assert dict(db.scan()) == model
     with pytest.raises(TypeError, match="scan_threads"):
         lamina.open(db_path, scan_threads="two")
+    with pytest.raises(lamina.InvalidArgumentError, match="compression"):
+        lamina.open(db_path, compression="snappy")
 
 
 def test_corruption_is_reported(db_path):
