@@ -16,6 +16,11 @@
 //! | [`Files::len`], [`Files::bytes`] | O(1) |
 //! | [`Files::first`], [`Files::last`] | O(log n) |
 //!
+//! Keys are held as [`PackedKey`]s: the first eight bytes as an integer,
+//! the rest (none for the simulator's 8-byte keys) on the heap. A run of
+//! millions of files is searched by integer compares instead of a `memcmp`
+//! behind a pointer per B-tree key, and filing a file allocates no key.
+//!
 //! Every file an operation hands out or edits adds one to a per-thread
 //! counter ([`visits`]): tests bound the work of a flush with it, so a scan
 //! of a whole run (an id search, a rebuild, a shift of a vector) shows up
@@ -23,8 +28,10 @@
 //! keep counting what it visits or moves.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
+
+use rustc_hash::FxHashMap;
 
 use crate::FileView;
 
@@ -47,15 +54,43 @@ pub fn visits() -> u64 {
     VISITS.with(Cell::get)
 }
 
+/// A user key in a form that orders as its bytes do but compares its first
+/// eight bytes as one integer (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PackedKey {
+    /// The first eight bytes, big-endian, zero-padded: integers order as
+    /// the bytes do, up to the padding.
+    head: u64,
+    /// The bytes after the eighth (an empty box allocates nothing).
+    rest: Box<[u8]>,
+    /// The key's length: of two keys equal up to the padding, the shorter
+    /// is a prefix of the longer and comes first.
+    len: usize,
+}
+
+impl PackedKey {
+    /// Packs `key`.
+    pub fn new(key: &[u8]) -> PackedKey {
+        let mut head = [0u8; 8];
+        let n = key.len().min(8);
+        head[..n].copy_from_slice(&key[..n]);
+        PackedKey {
+            head: u64::from_be_bytes(head),
+            rest: key.get(8..).unwrap_or_default().into(),
+            len: key.len(),
+        }
+    }
+}
+
 /// Where a file sits: its smallest key, then its id (the files of a run are
 /// disjoint, so ids only break ties in a run that breaks that rule).
-type Slot = (Vec<u8>, u64);
+type Slot = (PackedKey, u64);
 
 /// The files of one sorted run, in key order; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     by_key: BTreeMap<Slot, FileView>,
-    key_of: HashMap<u64, Vec<u8>>,
+    key_of: FxHashMap<u64, PackedKey>,
     bytes: u64,
 }
 
@@ -103,8 +138,13 @@ impl Files {
 
     /// The first file whose smallest key is `smallest`.
     pub fn at(&self, smallest: &[u8]) -> Option<&FileView> {
+        self.at_packed(&PackedKey::new(smallest))
+    }
+
+    /// [`Files::at`] for a packed key.
+    pub(crate) fn at_packed(&self, smallest: &PackedKey) -> Option<&FileView> {
         self.by_key
-            .range((smallest.to_vec(), 0)..=(smallest.to_vec(), u64::MAX))
+            .range((smallest.clone(), 0)..=(smallest.clone(), u64::MAX))
             .next()
             .map(|(_, f)| visit(f))
     }
@@ -117,21 +157,26 @@ impl Files {
         lo: &[u8],
         hi: &[u8],
     ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
-        let start = (lo.to_vec(), 0);
+        self.overlapping_packed(PackedKey::new(lo), PackedKey::new(hi))
+    }
+
+    /// [`Files::overlapping`] for packed keys.
+    pub(crate) fn overlapping_packed<'a>(
+        &'a self,
+        lo: PackedKey,
+        hi: PackedKey,
+    ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
         let before = self
             .by_key
-            .range(..start.clone())
+            .range(..(lo.clone(), 0))
             .next_back()
-            .map(|(_, f)| f)
-            .filter(|f| f.largest.as_slice() >= lo && f.smallest.as_slice() <= hi);
+            .filter(|((smallest, _), f)| *smallest <= hi && PackedKey::new(&f.largest) >= lo)
+            .map(|(_, f)| f);
         // No file starts in an inverted range (which would make `range`
         // panic).
         let within = (lo <= hi).then(|| {
             self.by_key
-                .range((
-                    Bound::Included(start),
-                    Bound::Included((hi.to_vec(), u64::MAX)),
-                ))
+                .range((Bound::Included((lo, 0)), Bound::Included((hi, u64::MAX))))
                 .map(|(_, f)| f)
         });
         before
@@ -147,7 +192,7 @@ impl Files {
         if self.get(anchor.id).is_none() {
             return Vec::new();
         }
-        let slot = (anchor.smallest.clone(), anchor.id);
+        let slot = (PackedKey::new(&anchor.smallest), anchor.id);
         let mut window: Vec<&FileView> = self
             .by_key
             .range(slot.clone()..)
@@ -171,8 +216,9 @@ impl Files {
         self.remove(file.id);
         let file = visit(file);
         self.bytes += file.size;
-        self.key_of.insert(file.id, file.smallest.clone());
-        self.by_key.insert((file.smallest.clone(), file.id), file);
+        let key = PackedKey::new(&file.smallest);
+        self.key_of.insert(file.id, key.clone());
+        self.by_key.insert((key, file.id), file);
     }
 
     /// Removes and returns the file with id `id`.
@@ -305,6 +351,39 @@ mod tests {
         // Re-inserting an id replaces the file.
         run.insert(file(1, 0, 5, 1));
         assert_eq!((run.len(), run.bytes()), (3, 38));
+    }
+
+    /// Packed keys order as their bytes do: the oracle is `[u8]`'s order.
+    #[test]
+    fn packed_keys_order_as_bytes() {
+        let keys: Vec<Vec<u8>> = [
+            &b""[..],
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\x01",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgha",
+            b"abcdefghb",
+            b"abcdefgi",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"b",
+        ]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(
+                    PackedKey::new(a).cmp(&PackedKey::new(b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
     }
 
     #[test]
