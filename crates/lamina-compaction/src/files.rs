@@ -28,6 +28,7 @@
 //! keep counting what it visits or moves.
 
 use std::cell::Cell;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -56,7 +57,7 @@ pub fn visits() -> u64 {
 
 /// A user key in a form that orders as its bytes do but compares its first
 /// eight bytes as one integer (see the module docs).
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct PackedKey {
     /// The first eight bytes, big-endian, zero-padded: integers order as
     /// the bytes do, up to the padding.
@@ -79,6 +80,26 @@ impl PackedKey {
             rest: key.get(8..).unwrap_or_default().into(),
             len: key.len(),
         }
+    }
+}
+
+impl Ord for PackedKey {
+    /// By head, rest and length: the bytes' order (see the fields). Keys of
+    /// at most eight bytes, the common case, never reach a `memcmp`.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.head
+            .cmp(&other.head)
+            .then_with(|| match (self.rest.is_empty(), other.rest.is_empty()) {
+                (true, true) => Ordering::Equal,
+                _ => self.rest.cmp(&other.rest),
+            })
+            .then(self.len.cmp(&other.len))
+    }
+}
+
+impl PartialOrd for PackedKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
