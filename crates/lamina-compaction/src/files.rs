@@ -45,7 +45,7 @@ fn visit<T>(item: T) -> T {
     item
 }
 
-fn visit_file(file: &FileView) -> &FileView {
+fn visit_file(file: &FileFiled) -> &FileView {
     visit(file)
 }
 
@@ -107,10 +107,15 @@ impl PartialOrd for PackedKey {
 /// disjoint, so ids only break ties in a run that breaks that rule).
 type Slot = (PackedKey, u64);
 
+/// A file as a run keeps it.
+type FileFiled = Box<FileView>;
+
 /// The files of one sorted run, in key order; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    by_key: BTreeMap<Slot, FileView>,
+    /// Boxed, so that a B-tree edit shifts pointers, not whole files, and
+    /// a search reads small nodes.
+    by_key: BTreeMap<Slot, FileFiled>,
     key_of: FxHashMap<u64, PackedKey>,
     bytes: u64,
 }
@@ -143,18 +148,18 @@ impl Files {
 
     /// The file with the smallest keys.
     pub fn first(&self) -> Option<&FileView> {
-        self.by_key.values().next().map(visit)
+        self.by_key.values().next().map(visit_file)
     }
 
     /// The file with the largest keys.
     pub fn last(&self) -> Option<&FileView> {
-        self.by_key.values().next_back().map(visit)
+        self.by_key.values().next_back().map(visit_file)
     }
 
     /// The file with id `id`.
     pub fn get(&self, id: u64) -> Option<&FileView> {
         let key = self.key_of.get(&id)?;
-        self.by_key.get(&(key.clone(), id)).map(visit)
+        self.by_key.get(&(key.clone(), id)).map(visit_file)
     }
 
     /// The first file whose smallest key is `smallest`.
@@ -167,7 +172,7 @@ impl Files {
         self.by_key
             .range((smallest.clone(), 0)..=(smallest.clone(), u64::MAX))
             .next()
-            .map(|(_, f)| visit(f))
+            .map(|(_, f)| visit_file(f))
     }
 
     /// Files intersecting `[lo, hi]`, in key order. The files are sorted and
@@ -192,13 +197,13 @@ impl Files {
             .range(..(lo.clone(), 0))
             .next_back()
             .filter(|((smallest, _), f)| *smallest <= hi && PackedKey::new(&f.largest) >= lo)
-            .map(|(_, f)| f);
+            .map(|(_, f)| &**f);
         // No file starts in an inverted range (which would make `range`
         // panic).
         let within = (lo <= hi).then(|| {
             self.by_key
                 .range((Bound::Included((lo, 0)), Bound::Included((hi, u64::MAX))))
-                .map(|(_, f)| f)
+                .map(|(_, f)| &**f)
         });
         before
             .into_iter()
@@ -218,7 +223,7 @@ impl Files {
             .by_key
             .range(slot.clone()..)
             .take(n)
-            .map(|(_, f)| visit(f))
+            .map(|(_, f)| visit_file(f))
             .collect();
         let short = n.saturating_sub(window.len());
         let before: Vec<&FileView> = self
@@ -226,7 +231,7 @@ impl Files {
             .range(..slot)
             .rev()
             .take(short)
-            .map(|(_, f)| visit(f))
+            .map(|(_, f)| visit_file(f))
             .collect();
         window.splice(0..0, before.into_iter().rev());
         window
@@ -239,13 +244,13 @@ impl Files {
         self.bytes += file.size;
         let key = PackedKey::new(&file.smallest);
         self.key_of.insert(file.id, key.clone());
-        self.by_key.insert((key, file.id), file);
+        self.by_key.insert((key, file.id), Box::new(file));
     }
 
     /// Removes and returns the file with id `id`.
     pub fn remove(&mut self, id: u64) -> Option<FileView> {
         let key = self.key_of.remove(&id)?;
-        let file = visit(self.by_key.remove(&(key, id))?);
+        let file = *visit(self.by_key.remove(&(key, id))?);
         self.bytes -= file.size;
         Some(file)
     }
@@ -286,8 +291,8 @@ impl From<Vec<FileView>> for Files {
 
 /// The files of a run in key order ([`Files::iter`]).
 pub type Iter<'a> = std::iter::Map<
-    std::collections::btree_map::Values<'a, Slot, FileView>,
-    fn(&FileView) -> &FileView,
+    std::collections::btree_map::Values<'a, Slot, FileFiled>,
+    fn(&FileFiled) -> &FileView,
 >;
 
 impl<'a> IntoIterator for &'a Files {
