@@ -45,8 +45,8 @@ fn visit<T>(item: T) -> T {
     item
 }
 
-fn visit_file(file: &FileFiled) -> &FileView {
-    visit(file)
+fn visit_file(filed: &Filed) -> &FileView {
+    visit(&filed.file)
 }
 
 /// Files that runs of this thread have handed out or edited so far (see
@@ -107,15 +107,30 @@ impl PartialOrd for PackedKey {
 /// disjoint, so ids only break ties in a run that breaks that rule).
 type Slot = (PackedKey, u64);
 
-/// A file as a run keeps it.
-type FileFiled = Box<FileView>;
+/// A file as a run keeps it: what overlap sums and searches read sits in
+/// the B-tree node; the file itself is boxed, so that a B-tree edit shifts
+/// a pointer, not a whole file.
+#[derive(Debug, Clone)]
+pub struct Filed {
+    largest: PackedKey,
+    size: u64,
+    file: Box<FileView>,
+}
+
+impl Filed {
+    fn new(file: FileView) -> Filed {
+        Filed {
+            largest: PackedKey::new(&file.largest),
+            size: file.size,
+            file: Box::new(file),
+        }
+    }
+}
 
 /// The files of one sorted run, in key order; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    /// Boxed, so that a B-tree edit shifts pointers, not whole files, and
-    /// a search reads small nodes.
-    by_key: BTreeMap<Slot, FileFiled>,
+    by_key: BTreeMap<Slot, Filed>,
     key_of: FxHashMap<u64, PackedKey>,
     bytes: u64,
 }
@@ -196,19 +211,32 @@ impl Files {
             .by_key
             .range(..(lo.clone(), 0))
             .next_back()
-            .filter(|((smallest, _), f)| *smallest <= hi && PackedKey::new(&f.largest) >= lo)
-            .map(|(_, f)| &**f);
+            .filter(|((smallest, _), f)| *smallest <= hi && f.largest >= lo)
+            .map(|(_, f)| &*f.file);
         // No file starts in an inverted range (which would make `range`
         // panic).
         let within = (lo <= hi).then(|| {
             self.by_key
                 .range((Bound::Included((lo, 0)), Bound::Included((hi, u64::MAX))))
-                .map(|(_, f)| &**f)
+                .map(|(_, f)| &*f.file)
         });
         before
             .into_iter()
             .chain(within.into_iter().flatten())
             .map(visit)
+    }
+
+    /// Bytes of the files intersecting `[lo, hi]`, read from the B-tree's
+    /// nodes alone: walking down from `hi`, the first file ending below
+    /// `lo` ends the walk (the files are disjoint). Each file summed counts
+    /// as a visit.
+    pub(crate) fn overlap_bytes(&self, lo: &PackedKey, hi: &PackedKey) -> u64 {
+        self.by_key
+            .range(..=(hi.clone(), u64::MAX))
+            .rev()
+            .take_while(|(_, f)| f.largest >= *lo)
+            .map(|(_, f)| visit(f.size))
+            .sum()
     }
 
     /// `n` consecutive files (fewer if the run has fewer) starting at
@@ -244,13 +272,13 @@ impl Files {
         self.bytes += file.size;
         let key = PackedKey::new(&file.smallest);
         self.key_of.insert(file.id, key.clone());
-        self.by_key.insert((key, file.id), Box::new(file));
+        self.by_key.insert((key, file.id), Filed::new(file));
     }
 
     /// Removes and returns the file with id `id`.
     pub fn remove(&mut self, id: u64) -> Option<FileView> {
         let key = self.key_of.remove(&id)?;
-        let file = *visit(self.by_key.remove(&(key, id))?);
+        let file = *visit(self.by_key.remove(&(key, id))?).file;
         self.bytes -= file.size;
         Some(file)
     }
@@ -291,8 +319,8 @@ impl From<Vec<FileView>> for Files {
 
 /// The files of a run in key order ([`Files::iter`]).
 pub type Iter<'a> = std::iter::Map<
-    std::collections::btree_map::Values<'a, Slot, FileFiled>,
-    fn(&FileFiled) -> &FileView,
+    std::collections::btree_map::Values<'a, Slot, Filed>,
+    fn(&Filed) -> &FileView,
 >;
 
 impl<'a> IntoIterator for &'a Files {

@@ -79,8 +79,7 @@ fn overlap_bytes(
 ) -> u64 {
     target_runs(levels, target, below)
         .iter()
-        .flat_map(|r| r.files.overlapping_packed(lo.clone(), hi.clone()))
-        .map(|o| o.size)
+        .map(|r| r.files.overlap_bytes(lo, hi))
         .sum()
 }
 
