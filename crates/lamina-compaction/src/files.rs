@@ -103,6 +103,13 @@ impl PartialOrd for PackedKey {
     }
 }
 
+/// A file's smallest and largest keys and its size.
+pub(crate) type Span<'a> = (&'a PackedKey, &'a PackedKey, u64);
+
+fn span<'a>(((smallest, _), filed): (&'a Slot, &'a Filed)) -> Span<'a> {
+    visit((smallest, &filed.largest, filed.size))
+}
+
 /// Where a file sits: its smallest key, then its id (the files of a run are
 /// disjoint, so ids only break ties in a run that breaks that rule).
 type Slot = (PackedKey, u64);
@@ -207,23 +214,42 @@ impl Files {
         lo: PackedKey,
         hi: PackedKey,
     ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
+        self.entries_overlapping(lo, hi)
+            .map(|(_, filed)| visit_file(filed))
+    }
+
+    /// The key ranges and sizes of the files intersecting `[lo, hi]`, in
+    /// key order, read from the B-tree's nodes alone.
+    pub(crate) fn spans_overlapping(
+        &self,
+        lo: PackedKey,
+        hi: PackedKey,
+    ) -> impl Iterator<Item = Span<'_>> {
+        self.entries_overlapping(lo, hi).map(span)
+    }
+
+    /// The key ranges and sizes of every file, in key order.
+    pub(crate) fn spans(&self) -> impl Iterator<Item = Span<'_>> {
+        self.by_key.iter().map(span)
+    }
+
+    fn entries_overlapping(
+        &self,
+        lo: PackedKey,
+        hi: PackedKey,
+    ) -> impl DoubleEndedIterator<Item = (&Slot, &Filed)> + Clone {
         let before = self
             .by_key
             .range(..(lo.clone(), 0))
             .next_back()
-            .filter(|((smallest, _), f)| *smallest <= hi && f.largest >= lo)
-            .map(|(_, f)| &*f.file);
+            .filter(|((smallest, _), f)| *smallest <= hi && f.largest >= lo);
         // No file starts in an inverted range (which would make `range`
         // panic).
         let within = (lo <= hi).then(|| {
             self.by_key
                 .range((Bound::Included((lo, 0)), Bound::Included((hi, u64::MAX))))
-                .map(|(_, f)| &*f.file)
         });
-        before
-            .into_iter()
-            .chain(within.into_iter().flatten())
-            .map(visit)
+        before.into_iter().chain(within.into_iter().flatten())
     }
 
     /// Bytes of the files intersecting `[lo, hi]`, read from the B-tree's

@@ -22,7 +22,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::files::PackedKey;
+use crate::files::{PackedKey, Span};
 use crate::{FileView, LevelView, RunView, TreeView};
 
 /// Which runs of the target level a file's overlap counts.
@@ -137,18 +137,17 @@ impl Ranking {
             by_key: BTreeMap::new(),
             by_score: BTreeSet::new(),
         };
-        for f in &run.files {
-            r.insert(levels, f);
+        for span in run.files.spans() {
+            r.insert(levels, span);
         }
         work.fetch_add(run.files.len() as u64, AtomicOrdering::Relaxed);
         r
     }
 
-    fn insert(&mut self, levels: &[LevelView], f: &FileView) {
-        let (lo, hi) = (PackedKey::new(&f.smallest), PackedKey::new(&f.largest));
-        let score = score_of(levels, self.key.target, self.key.below, &lo, &hi, f.size);
+    fn insert(&mut self, levels: &[LevelView], (lo, hi, size): Span<'_>) {
+        let score = score_of(levels, self.key.target, self.key.below, lo, hi, size);
         self.by_score.insert((score, lo.clone()));
-        self.by_key.insert(lo, (hi, f.size, score));
+        self.by_key.insert(lo.clone(), (hi.clone(), size, score));
     }
 
     /// Smallest keys of the ranked files intersecting `[lo, hi]` (the files
@@ -179,8 +178,8 @@ impl Ranking {
             }
         }
         let mut fresh = 0;
-        for f in run.files.overlapping_packed(lo.clone(), hi.clone()) {
-            self.insert(levels, f);
+        for span in run.files.spans_overlapping(lo.clone(), hi.clone()) {
+            self.insert(levels, span);
             fresh += 1;
         }
         (stale.len() + fresh) as u64
