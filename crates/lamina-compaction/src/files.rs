@@ -344,10 +344,8 @@ impl From<Vec<FileView>> for Files {
 }
 
 /// The files of a run in key order ([`Files::iter`]).
-pub type Iter<'a> = std::iter::Map<
-    std::collections::btree_map::Values<'a, Slot, Filed>,
-    fn(&Filed) -> &FileView,
->;
+pub type Iter<'a> =
+    std::iter::Map<std::collections::btree_map::Values<'a, Slot, Filed>, fn(&Filed) -> &FileView>;
 
 impl<'a> IntoIterator for &'a Files {
     type Item = &'a FileView;
