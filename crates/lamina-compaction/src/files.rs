@@ -397,9 +397,18 @@ mod tests {
         all.sort_by(|a, b| a.smallest.cmp(&b.smallest));
         for lo in 0..=100u8 {
             for hi in 0..=100u8 {
+                let expected = scan(&all, lo, hi);
+                assert_eq!(ids(run.overlapping(&[lo], &[hi])), expected, "{lo}..{hi}");
+                let (lo_key, hi_key) = (PackedKey::new(&[lo]), PackedKey::new(&[hi]));
+                let spans: Vec<u64> = run
+                    .spans_overlapping(lo_key.clone(), hi_key.clone())
+                    .map(|(_, _, size)| size)
+                    .collect();
+                // Sizes are the ids here.
+                assert_eq!(spans, expected, "{lo}..{hi}");
                 assert_eq!(
-                    ids(run.overlapping(&[lo], &[hi])),
-                    scan(&all, lo, hi),
+                    run.overlap_bytes(&lo_key, &hi_key),
+                    expected.iter().sum::<u64>(),
                     "{lo}..{hi}"
                 );
             }
@@ -461,6 +470,19 @@ mod tests {
                     "{a:?} vs {b:?}"
                 );
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// Random keys over an alphabet rich in the bytes that padding and
+        /// prefixes confuse.
+        #[test]
+        fn packed_keys_order_as_random_bytes(
+            a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0x61, 0xff]), 0..20),
+            b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0x61, 0xff]), 0..20),
+        ) {
+            proptest::prop_assert_eq!(PackedKey::new(&a).cmp(&PackedKey::new(&b)), a.cmp(&b));
+            proptest::prop_assert_eq!(PackedKey::new(&a) == PackedKey::new(&b), a == b);
         }
     }
 
