@@ -9,7 +9,8 @@
 #
 #   scripts/sim-identical.sh OLD/lamina NEW/lamina [FLUSHES...]
 #
-# FLUSHES defaults to 10000 30000. The rr, cold and old movements rank every
+# FLUSHES defaults to 10000 30000; POLICIES="a b" replaces the list of
+# policies. The rr, cold and old movements rank every
 # file of a level at each pick and are compared at 10^4 flushes at most.
 # Writes only under a temporary directory it removes; exits 1 on the first
 # difference, naming the policy and the options.
@@ -30,6 +31,9 @@ policies=(
     exploring:k=5 constant:k=4 concurrent:k=4 nomerge full lo1 lo2 rr cold old
     tsd tsa tier 1-leveling lazy-leveling lazy-leveled partial
 )
+if [[ -n ${POLICIES:-} ]]; then
+    read -r -a policies <<<"$POLICIES"
+fi
 variants=("" "--dup-ratio 0.3 --flush-uniform 500000,1500000 --seed 7")
 
 work=$(mktemp -d)
