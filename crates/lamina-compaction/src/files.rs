@@ -16,6 +16,11 @@
 //! | [`Files::len`], [`Files::bytes`] | O(1) |
 //! | [`Files::first`], [`Files::last`] | O(log n) |
 //!
+//! Keys are held as [`PackedKey`]s: the first eight bytes as an integer,
+//! the rest (none for the simulator's 8-byte keys) on the heap. A run of
+//! millions of files is searched by integer compares instead of a `memcmp`
+//! behind a pointer per B-tree key, and filing a file allocates no key.
+//!
 //! Every file an operation hands out or edits adds one to a per-thread
 //! counter ([`visits`]): tests bound the work of a flush with it, so a scan
 //! of a whole run (an id search, a rebuild, a shift of a vector) shows up
@@ -23,8 +28,11 @@
 //! keep counting what it visits or moves.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::ops::Bound;
+
+use rustc_hash::FxHashMap;
 
 use crate::FileView;
 
@@ -37,8 +45,8 @@ fn visit<T>(item: T) -> T {
     item
 }
 
-fn visit_file(file: &FileView) -> &FileView {
-    visit(file)
+fn visit_file(filed: &Filed) -> &FileView {
+    visit(&filed.file)
 }
 
 /// Files that runs of this thread have handed out or edited so far (see
@@ -47,15 +55,90 @@ pub fn visits() -> u64 {
     VISITS.with(Cell::get)
 }
 
+/// A user key in a form that orders as its bytes do but compares its first
+/// eight bytes as one integer (see the module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct PackedKey {
+    /// The first eight bytes, big-endian, zero-padded: integers order as
+    /// the bytes do, up to the padding.
+    head: u64,
+    /// The bytes after the eighth (an empty box allocates nothing).
+    rest: Box<[u8]>,
+    /// The key's length: of two keys equal up to the padding, the shorter
+    /// is a prefix of the longer and comes first.
+    len: usize,
+}
+
+impl PackedKey {
+    /// Packs `key`.
+    pub fn new(key: &[u8]) -> PackedKey {
+        let mut head = [0u8; 8];
+        let n = key.len().min(8);
+        head[..n].copy_from_slice(&key[..n]);
+        PackedKey {
+            head: u64::from_be_bytes(head),
+            rest: key.get(8..).unwrap_or_default().into(),
+            len: key.len(),
+        }
+    }
+}
+
+impl Ord for PackedKey {
+    /// By head, rest and length: the bytes' order (see the fields). Keys of
+    /// at most eight bytes, the common case, never reach a `memcmp`.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.head
+            .cmp(&other.head)
+            .then_with(|| match (self.rest.is_empty(), other.rest.is_empty()) {
+                (true, true) => Ordering::Equal,
+                _ => self.rest.cmp(&other.rest),
+            })
+            .then(self.len.cmp(&other.len))
+    }
+}
+
+impl PartialOrd for PackedKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A file's smallest and largest keys and its size.
+pub(crate) type Span<'a> = (&'a PackedKey, &'a PackedKey, u64);
+
+fn span<'a>(((smallest, _), filed): (&'a Slot, &'a Filed)) -> Span<'a> {
+    visit((smallest, &filed.largest, filed.size))
+}
+
 /// Where a file sits: its smallest key, then its id (the files of a run are
 /// disjoint, so ids only break ties in a run that breaks that rule).
-type Slot = (Vec<u8>, u64);
+type Slot = (PackedKey, u64);
+
+/// A file as a run keeps it: what overlap sums and searches read sits in
+/// the B-tree node; the file itself is boxed, so that a B-tree edit shifts
+/// a pointer, not a whole file.
+#[derive(Debug, Clone)]
+pub struct Filed {
+    largest: PackedKey,
+    size: u64,
+    file: Box<FileView>,
+}
+
+impl Filed {
+    fn new(file: FileView) -> Filed {
+        Filed {
+            largest: PackedKey::new(&file.largest),
+            size: file.size,
+            file: Box::new(file),
+        }
+    }
+}
 
 /// The files of one sorted run, in key order; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    by_key: BTreeMap<Slot, FileView>,
-    key_of: HashMap<u64, Vec<u8>>,
+    by_key: BTreeMap<Slot, Filed>,
+    key_of: FxHashMap<u64, PackedKey>,
     bytes: u64,
 }
 
@@ -87,26 +170,31 @@ impl Files {
 
     /// The file with the smallest keys.
     pub fn first(&self) -> Option<&FileView> {
-        self.by_key.values().next().map(visit)
+        self.by_key.values().next().map(visit_file)
     }
 
     /// The file with the largest keys.
     pub fn last(&self) -> Option<&FileView> {
-        self.by_key.values().next_back().map(visit)
+        self.by_key.values().next_back().map(visit_file)
     }
 
     /// The file with id `id`.
     pub fn get(&self, id: u64) -> Option<&FileView> {
         let key = self.key_of.get(&id)?;
-        self.by_key.get(&(key.clone(), id)).map(visit)
+        self.by_key.get(&(key.clone(), id)).map(visit_file)
     }
 
     /// The first file whose smallest key is `smallest`.
     pub fn at(&self, smallest: &[u8]) -> Option<&FileView> {
+        self.at_packed(&PackedKey::new(smallest))
+    }
+
+    /// [`Files::at`] for a packed key.
+    pub(crate) fn at_packed(&self, smallest: &PackedKey) -> Option<&FileView> {
         self.by_key
-            .range((smallest.to_vec(), 0)..=(smallest.to_vec(), u64::MAX))
+            .range((smallest.clone(), 0)..=(smallest.clone(), u64::MAX))
             .next()
-            .map(|(_, f)| visit(f))
+            .map(|(_, f)| visit_file(f))
     }
 
     /// Files intersecting `[lo, hi]`, in key order. The files are sorted and
@@ -117,27 +205,64 @@ impl Files {
         lo: &[u8],
         hi: &[u8],
     ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
-        let start = (lo.to_vec(), 0);
+        self.overlapping_packed(PackedKey::new(lo), PackedKey::new(hi))
+    }
+
+    /// [`Files::overlapping`] for packed keys.
+    pub(crate) fn overlapping_packed<'a>(
+        &'a self,
+        lo: PackedKey,
+        hi: PackedKey,
+    ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
+        self.entries_overlapping(lo, hi)
+            .map(|(_, filed)| visit_file(filed))
+    }
+
+    /// The key ranges and sizes of the files intersecting `[lo, hi]`, in
+    /// key order, read from the B-tree's nodes alone.
+    pub(crate) fn spans_overlapping(
+        &self,
+        lo: PackedKey,
+        hi: PackedKey,
+    ) -> impl Iterator<Item = Span<'_>> {
+        self.entries_overlapping(lo, hi).map(span)
+    }
+
+    /// The key ranges and sizes of every file, in key order.
+    pub(crate) fn spans(&self) -> impl Iterator<Item = Span<'_>> {
+        self.by_key.iter().map(span)
+    }
+
+    fn entries_overlapping(
+        &self,
+        lo: PackedKey,
+        hi: PackedKey,
+    ) -> impl DoubleEndedIterator<Item = (&Slot, &Filed)> + Clone {
         let before = self
             .by_key
-            .range(..start.clone())
+            .range(..(lo.clone(), 0))
             .next_back()
-            .map(|(_, f)| f)
-            .filter(|f| f.largest.as_slice() >= lo && f.smallest.as_slice() <= hi);
+            .filter(|((smallest, _), f)| *smallest <= hi && f.largest >= lo);
         // No file starts in an inverted range (which would make `range`
         // panic).
         let within = (lo <= hi).then(|| {
             self.by_key
-                .range((
-                    Bound::Included(start),
-                    Bound::Included((hi.to_vec(), u64::MAX)),
-                ))
-                .map(|(_, f)| f)
+                .range((Bound::Included((lo, 0)), Bound::Included((hi, u64::MAX))))
         });
-        before
-            .into_iter()
-            .chain(within.into_iter().flatten())
-            .map(visit)
+        before.into_iter().chain(within.into_iter().flatten())
+    }
+
+    /// Bytes of the files intersecting `[lo, hi]`, read from the B-tree's
+    /// nodes alone: walking down from `hi`, the first file ending below
+    /// `lo` ends the walk (the files are disjoint). Each file summed counts
+    /// as a visit.
+    pub(crate) fn overlap_bytes(&self, lo: &PackedKey, hi: &PackedKey) -> u64 {
+        self.by_key
+            .range(..=(hi.clone(), u64::MAX))
+            .rev()
+            .take_while(|(_, f)| f.largest >= *lo)
+            .map(|(_, f)| visit(f.size))
+            .sum()
     }
 
     /// `n` consecutive files (fewer if the run has fewer) starting at
@@ -147,12 +272,12 @@ impl Files {
         if self.get(anchor.id).is_none() {
             return Vec::new();
         }
-        let slot = (anchor.smallest.clone(), anchor.id);
+        let slot = (PackedKey::new(&anchor.smallest), anchor.id);
         let mut window: Vec<&FileView> = self
             .by_key
             .range(slot.clone()..)
             .take(n)
-            .map(|(_, f)| visit(f))
+            .map(|(_, f)| visit_file(f))
             .collect();
         let short = n.saturating_sub(window.len());
         let before: Vec<&FileView> = self
@@ -160,7 +285,7 @@ impl Files {
             .range(..slot)
             .rev()
             .take(short)
-            .map(|(_, f)| visit(f))
+            .map(|(_, f)| visit_file(f))
             .collect();
         window.splice(0..0, before.into_iter().rev());
         window
@@ -171,14 +296,15 @@ impl Files {
         self.remove(file.id);
         let file = visit(file);
         self.bytes += file.size;
-        self.key_of.insert(file.id, file.smallest.clone());
-        self.by_key.insert((file.smallest.clone(), file.id), file);
+        let key = PackedKey::new(&file.smallest);
+        self.key_of.insert(file.id, key.clone());
+        self.by_key.insert((key, file.id), Filed::new(file));
     }
 
     /// Removes and returns the file with id `id`.
     pub fn remove(&mut self, id: u64) -> Option<FileView> {
         let key = self.key_of.remove(&id)?;
-        let file = visit(self.by_key.remove(&(key, id))?);
+        let file = *visit(self.by_key.remove(&(key, id))?).file;
         self.bytes -= file.size;
         Some(file)
     }
@@ -218,10 +344,8 @@ impl From<Vec<FileView>> for Files {
 }
 
 /// The files of a run in key order ([`Files::iter`]).
-pub type Iter<'a> = std::iter::Map<
-    std::collections::btree_map::Values<'a, Slot, FileView>,
-    fn(&FileView) -> &FileView,
->;
+pub type Iter<'a> =
+    std::iter::Map<std::collections::btree_map::Values<'a, Slot, Filed>, fn(&Filed) -> &FileView>;
 
 impl<'a> IntoIterator for &'a Files {
     type Item = &'a FileView;
@@ -273,9 +397,18 @@ mod tests {
         all.sort_by(|a, b| a.smallest.cmp(&b.smallest));
         for lo in 0..=100u8 {
             for hi in 0..=100u8 {
+                let expected = scan(&all, lo, hi);
+                assert_eq!(ids(run.overlapping(&[lo], &[hi])), expected, "{lo}..{hi}");
+                let (lo_key, hi_key) = (PackedKey::new(&[lo]), PackedKey::new(&[hi]));
+                let spans: Vec<u64> = run
+                    .spans_overlapping(lo_key.clone(), hi_key.clone())
+                    .map(|(_, _, size)| size)
+                    .collect();
+                // Sizes are the ids here.
+                assert_eq!(spans, expected, "{lo}..{hi}");
                 assert_eq!(
-                    ids(run.overlapping(&[lo], &[hi])),
-                    scan(&all, lo, hi),
+                    run.overlap_bytes(&lo_key, &hi_key),
+                    expected.iter().sum::<u64>(),
                     "{lo}..{hi}"
                 );
             }
@@ -305,6 +438,52 @@ mod tests {
         // Re-inserting an id replaces the file.
         run.insert(file(1, 0, 5, 1));
         assert_eq!((run.len(), run.bytes()), (3, 38));
+    }
+
+    /// Packed keys order as their bytes do: the oracle is `[u8]`'s order.
+    #[test]
+    fn packed_keys_order_as_bytes() {
+        let keys: Vec<Vec<u8>> = [
+            &b""[..],
+            b"\0",
+            b"a",
+            b"a\0",
+            b"a\x01",
+            b"ab",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgha",
+            b"abcdefghb",
+            b"abcdefgi",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"b",
+        ]
+        .iter()
+        .map(|k| k.to_vec())
+        .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(
+                    PackedKey::new(a).cmp(&PackedKey::new(b)),
+                    a.cmp(b),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Random keys over an alphabet rich in the bytes that padding and
+        /// prefixes confuse.
+        #[test]
+        fn packed_keys_order_as_random_bytes(
+            a in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0x61, 0xff]), 0..20),
+            b in proptest::collection::vec(proptest::sample::select(vec![0u8, 1, 0x61, 0xff]), 0..20),
+        ) {
+            proptest::prop_assert_eq!(PackedKey::new(&a).cmp(&PackedKey::new(&b)), a.cmp(&b));
+            proptest::prop_assert_eq!(PackedKey::new(&a) == PackedKey::new(&b), a == b);
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard};
 
+use crate::files::{PackedKey, Span};
 use crate::{FileView, LevelView, RunView, TreeView};
 
 /// Which runs of the target level a file's overlap counts.
@@ -68,18 +69,31 @@ fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] 
     }
 }
 
-/// Bytes of `target`'s runs (by `below`) overlapping `f`'s key range.
-pub(crate) fn overlap_bytes(
+/// Bytes of `target`'s runs (by `below`) overlapping `[lo, hi]`.
+fn overlap_bytes(
     levels: &[LevelView],
     target: usize,
     below: Below,
-    f: &FileView,
+    lo: &PackedKey,
+    hi: &PackedKey,
 ) -> u64 {
     target_runs(levels, target, below)
         .iter()
-        .flat_map(|r| r.overlapping(&f.smallest, &f.largest))
-        .map(|o| o.size)
+        .map(|r| r.files.overlap_bytes(lo, hi))
         .sum()
+}
+
+/// The least-overlap score of a file spanning `[lo, hi]` with `size` bytes:
+/// overlapping bytes per byte of the file.
+fn score_of(
+    levels: &[LevelView],
+    target: usize,
+    below: Below,
+    lo: &PackedKey,
+    hi: &PackedKey,
+    size: u64,
+) -> Score {
+    Score(overlap_bytes(levels, target, below, lo, hi) as f64 / size.max(1) as f64)
 }
 
 /// The least-overlap score of `f`: overlapping bytes per byte of `f`.
@@ -89,7 +103,8 @@ pub(crate) fn overlap_score(
     below: Below,
     f: &FileView,
 ) -> f64 {
-    overlap_bytes(levels, target, below, f) as f64 / f.size.max(1) as f64
+    let (lo, hi) = (PackedKey::new(&f.smallest), PackedKey::new(&f.largest));
+    score_of(levels, target, below, &lo, &hi, f.size).0
 }
 
 /// What a ranking was built from: its run's file count and the target
@@ -110,8 +125,8 @@ struct Ranking {
     key: Key,
     shape: (usize, u64),
     /// Smallest key → (largest key, size, score).
-    by_key: BTreeMap<Vec<u8>, (Vec<u8>, u64, Score)>,
-    by_score: BTreeSet<(Score, Vec<u8>)>,
+    by_key: BTreeMap<PackedKey, (PackedKey, u64, Score)>,
+    by_score: BTreeSet<(Score, PackedKey)>,
 }
 
 impl Ranking {
@@ -122,68 +137,69 @@ impl Ranking {
             by_key: BTreeMap::new(),
             by_score: BTreeSet::new(),
         };
-        for f in &run.files {
-            r.insert(levels, f);
+        for span in run.files.spans() {
+            r.insert(levels, span);
         }
         work.fetch_add(run.files.len() as u64, AtomicOrdering::Relaxed);
         r
     }
 
-    fn insert(&mut self, levels: &[LevelView], f: &FileView) {
-        let score = Score(overlap_score(levels, self.key.target, self.key.below, f));
-        self.by_score.insert((score, f.smallest.clone()));
-        self.by_key
-            .insert(f.smallest.clone(), (f.largest.clone(), f.size, score));
+    fn insert(&mut self, levels: &[LevelView], (lo, hi, size): Span<'_>) {
+        let score = score_of(levels, self.key.target, self.key.below, lo, hi, size);
+        self.by_score.insert((score, lo.clone()));
+        self.by_key.insert(lo.clone(), (hi.clone(), size, score));
     }
 
     /// Smallest keys of the ranked files intersecting `[lo, hi]` (the files
     /// are disjoint: walking down from `hi`, the first one ending below
     /// `lo` ends the walk).
-    fn intersecting(&self, lo: &[u8], hi: &[u8]) -> Vec<Vec<u8>> {
+    fn intersecting(&self, lo: &PackedKey, hi: &PackedKey) -> Vec<PackedKey> {
         self.by_key
-            .range::<[u8], _>((Bound::Unbounded, Bound::Included(hi)))
+            .range((Bound::Unbounded, Bound::Included(hi)))
             .rev()
-            .take_while(|(_, (largest, _, _))| largest.as_slice() >= lo)
+            .take_while(|(_, (largest, _, _))| largest >= lo)
             .map(|(smallest, _)| smallest.clone())
             .collect()
     }
 
     /// The run's files in `[lo, hi]` changed: drop what was ranked there and
     /// rank what is there now.
-    fn refresh(&mut self, levels: &[LevelView], run: &RunView, lo: &[u8], hi: &[u8]) -> u64 {
+    fn refresh(
+        &mut self,
+        levels: &[LevelView],
+        run: &RunView,
+        lo: &PackedKey,
+        hi: &PackedKey,
+    ) -> u64 {
         let stale = self.intersecting(lo, hi);
-        for smallest in &stale {
-            if let Some((_, _, score)) = self.by_key.remove(smallest) {
-                self.by_score.remove(&(score, smallest.clone()));
+        for smallest in stale.iter().cloned() {
+            if let Some((_, _, score)) = self.by_key.remove(&smallest) {
+                self.by_score.remove(&(score, smallest));
             }
         }
         let mut fresh = 0;
-        for f in run.overlapping(lo, hi) {
-            self.insert(levels, f);
+        for span in run.files.spans_overlapping(lo.clone(), hi.clone()) {
+            self.insert(levels, span);
             fresh += 1;
         }
         (stale.len() + fresh) as u64
     }
 
     /// The target level changed in `[lo, hi]`: rescore the files over it.
-    fn rescore(&mut self, levels: &[LevelView], lo: &[u8], hi: &[u8]) -> u64 {
+    fn rescore(&mut self, levels: &[LevelView], lo: &PackedKey, hi: &PackedKey) -> u64 {
         let touched = self.intersecting(lo, hi);
         for smallest in &touched {
             let Some(entry) = self.by_key.get_mut(smallest) else {
                 continue;
             };
-            let probe = FileView {
-                smallest: smallest.clone(),
-                largest: entry.0.clone(),
-                size: entry.1,
-                ..FileView::default()
-            };
-            let score = Score(overlap_score(
+            let score = score_of(
                 levels,
                 self.key.target,
                 self.key.below,
-                &probe,
-            ));
+                smallest,
+                &entry.0,
+                entry.1,
+            );
             self.by_score.remove(&(entry.2, smallest.clone()));
             self.by_score.insert((score, smallest.clone()));
             entry.2 = score;
@@ -256,7 +272,7 @@ impl TreeView {
         let mut found = None;
         for (_, smallest) in &rankings[at].by_score {
             visited += 1;
-            let Some(f) = run.files.at(smallest) else {
+            let Some(f) = run.files.at_packed(smallest) else {
                 continue;
             };
             if let Some(t) = accept(f) {
@@ -272,6 +288,7 @@ impl TreeView {
     /// added or removed. [`crate::plan::apply`] calls it; so must anything
     /// else that edits `levels` in place between picks.
     pub fn changed(&self, level: usize, lo: &[u8], hi: &[u8]) {
+        let (lo, hi) = (&PackedKey::new(lo), &PackedKey::new(hi));
         let index = &self.index;
         let mut rankings = index.lock();
         let levels = &self.levels;

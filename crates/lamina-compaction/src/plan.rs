@@ -12,6 +12,8 @@
 //! from sizes; both end in the same tree, which [`apply`] computes for a
 //! `TreeView`.
 
+use rustc_hash::FxHashSet;
+
 use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
 use crate::partition::{sweep_groups, Partition, Partitioning, SweepFile};
 use crate::{placement, CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
@@ -234,6 +236,9 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         }
         let run = positions[position].1;
         let mut files = Vec::with_capacity(input.file_ids.len());
+        // A set, not a search of `files`: a merge into a whole level names
+        // thousands of files.
+        let mut named = FxHashSet::default();
         for id in &input.file_ids {
             let f = run
                 .files
@@ -242,7 +247,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             if f.busy {
                 return Err(invalid(task, format!("file {id} is being compacted")));
             }
-            if files.iter().any(|g: &FileView| g.id == *id) {
+            if !named.insert(*id) {
                 return Err(invalid(task, format!("file {id} named twice")));
             }
             files.push(f.clone());

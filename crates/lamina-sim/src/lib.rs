@@ -54,7 +54,7 @@
 //! of a flush is the largest total size during its merges (inputs and
 //! output coexist until a merge ends) divided by the bytes flushed so far.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use lamina_compaction::partition::{binary_split, dyadic_root, Partition, Partitioning};
 use lamina_compaction::plan::{self, Action, Destination};
@@ -329,7 +329,7 @@ pub struct Simulator {
     /// Seed 003's `Σ δ`: bytes of the files each step left that it created.
     new_sstable_bytes: u64,
     /// Files created during the current step (id → bytes) and still present.
-    step_files: HashMap<u64, u64>,
+    step_files: FxHashMap<u64, u64>,
     total_bytes: u64,
     run_sum: u128,
     run_sum_at_flush: u128,
@@ -401,7 +401,7 @@ impl Simulator {
             flush_bytes: 0,
             merge_bytes: 0,
             new_sstable_bytes: 0,
-            step_files: HashMap::new(),
+            step_files: FxHashMap::default(),
             total_bytes: 0,
             run_sum: 0,
             run_sum_at_flush: 0,
