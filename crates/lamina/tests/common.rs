@@ -144,3 +144,18 @@ pub fn record_holding(bytes: &[u8], offset: u64) -> u64 {
         .find(|&s| s <= offset)
         .unwrap()
 }
+
+/// Data blocks stored compressed in the SSTs of `/db`.
+pub fn compressed_blocks(fs: &MemFs) -> u64 {
+    let vfs: Arc<dyn lamina::vfs::Vfs> = Arc::new(fs.clone());
+    let dir = std::path::Path::new("/db");
+    fs.file_names(dir)
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .map(|n| {
+            lamina::inspect::sst(&vfs, &dir.join(n))
+                .unwrap()
+                .compressed_blocks
+        })
+        .sum()
+}

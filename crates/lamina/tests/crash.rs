@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{dump, key};
+use common::{compressed_blocks, dump, key};
 use lamina::vfs::mem::MemFs;
 use lamina::{Compression, Db, Options, SyncMode, WriteBatch};
 use rand::rngs::StdRng;
@@ -216,21 +216,6 @@ fn power_loss_compressed(
         );
     }
     (checked, stats.compactions + stats.trivial_moves)
-}
-
-/// Data blocks stored compressed in the SSTs of `/db`.
-fn compressed_blocks(fs: &MemFs) -> u64 {
-    let vfs: Arc<dyn lamina::vfs::Vfs> = Arc::new(fs.clone());
-    let dir = std::path::Path::new("/db");
-    fs.file_names(dir)
-        .iter()
-        .filter(|n| n.ends_with(".sst"))
-        .map(|n| {
-            lamina::inspect::sst(&vfs, &dir.join(n))
-                .unwrap()
-                .compressed_blocks
-        })
-        .sum()
 }
 
 /// Both sync modes with LZ4 tables: flushes and compactions write

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{dump, key};
+use common::{compressed_blocks, dump, key};
 use lamina::vfs::fault::FaultFs;
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
@@ -80,18 +80,7 @@ fn error_at_every_index_compressed(compaction: &str, compression: Compression) -
     let (acked, _) = workload(&clean, compaction, compression);
     assert_eq!(acked.len() as u64, WRITES);
     if compression != Compression::None {
-        let vfs: Arc<dyn lamina::vfs::Vfs> = Arc::new(clean_mem.clone());
-        let dir = std::path::Path::new("/db");
-        let compressed: u64 = clean_mem
-            .file_names(dir)
-            .iter()
-            .filter(|n| n.ends_with(".sst"))
-            .map(|n| {
-                lamina::inspect::sst(&vfs, &dir.join(n))
-                    .unwrap()
-                    .compressed_blocks
-            })
-            .sum();
+        let compressed = compressed_blocks(&clean_mem);
         assert!(compressed > 0, "{compression}: no block stored compressed");
     }
     let total = clean.ops();
