@@ -284,11 +284,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // snapshot as soon as openraft hands the snapshot to the state
         // machine, while the install is still running. Killed in between,
         // the member would restart with its log purged past its state
-        // machine and no snapshot covering the gap: its first apply then
-        // fails and its Raft stops for good, while the process still
-        // serves its stale data. So nothing is purged that the state
-        // machine has not durably applied (an install or an apply that
-        // failed ends the wait with an error).
+        // machine and no snapshot covering the gap: openraft's state check
+        // panics in the Raft core at startup and the group stops for good,
+        // while the process still serves its stale data. So nothing is
+        // purged that the state machine has not durably applied; the Raft
+        // core waits here for the install (an install or an apply that
+        // failed, or a state machine gone, ends the wait with an error).
         let durable = self
             .durable
             .wait_for(|d| match d {
@@ -299,7 +300,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map(|d| *d);
         if !matches!(durable, Ok(Durable::Applied(_))) {
             return Err(sio_logs_write(ClusterError::Raft(format!(
-                "not purging the log to {log_id}: the state machine failed before applying it"
+                "not purging the log to {log_id}: the state machine failed or closed before applying it"
             ))));
         }
         let v = to_json(&log_id).map_err(sio_logs_write)?;
