@@ -122,8 +122,8 @@ impl ClusterNode {
                 let dir = opts.cluster.shard_dir(&opts.dir, shard.id);
                 std::fs::create_dir_all(&dir)
                     .map_err(|e| ClusterError::io(format!("mkdir {}", dir.display()), e))?;
-                let log = LogStore::open(&dir.join("raft-log"), &opts.engine)?;
                 let sm = StateMachine::open(&dir, &opts.engine)?;
+                let log = LogStore::open(&dir.join("raft-log"), &opts.engine, &sm)?;
                 let raft = Raft::new(
                     opts.id,
                     config.clone(),

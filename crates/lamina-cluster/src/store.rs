@@ -23,6 +23,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::io::AsyncWriteExt;
+use tokio::sync::watch;
 
 use crate::error::{ClusterError, Result};
 use crate::snapshot::{pack_dir, sync_dir, unpack, SnapshotFile};
@@ -100,13 +101,19 @@ pub fn synced(opts: &Options) -> Options {
 #[derive(Clone)]
 pub struct LogStore {
     db: Arc<Db>,
+    /// How far the group's state machine is durable: a purge waits for it.
+    durable: watch::Receiver<Durable>,
 }
 
 impl LogStore {
-    /// Opens (or creates) the log database at `dir`.
-    pub fn open(dir: &Path, opts: &Options) -> Result<LogStore> {
+    /// Opens (or creates) the log database at `dir`, the log of the group
+    /// whose state machine is `sm`.
+    pub fn open(dir: &Path, opts: &Options, sm: &StateMachine) -> Result<LogStore> {
         let db = Db::open(dir, synced(opts))?;
-        Ok(LogStore { db: Arc::new(db) })
+        Ok(LogStore {
+            db: Arc::new(db),
+            durable: sm.shared.durable.subscribe(),
+        })
     }
 
     /// The database, for shutdown bookkeeping.
@@ -273,6 +280,29 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId) -> std::result::Result<(), StorageError> {
+        // A follower given a snapshot has its log purged up to the
+        // snapshot as soon as openraft hands the snapshot to the state
+        // machine, while the install is still running. Killed in between,
+        // the member would restart with its log purged past its state
+        // machine and no snapshot covering the gap: openraft's state check
+        // panics in the Raft core at startup and the group stops for good,
+        // while the process still serves its stale data. So nothing is
+        // purged that the state machine has not durably applied; the Raft
+        // core waits here for the install (an install or an apply that
+        // failed, or a state machine gone, ends the wait with an error).
+        let durable = self
+            .durable
+            .wait_for(|d| match d {
+                Durable::Applied(a) => a.map(|a| a.index) >= Some(log_id.index),
+                Durable::Failed => true,
+            })
+            .await
+            .map(|d| *d);
+        if !matches!(durable, Ok(Durable::Applied(_))) {
+            return Err(sio_logs_write(ClusterError::Raft(format!(
+                "not purging the log to {log_id}: the state machine failed or closed before applying it"
+            ))));
+        }
         let v = to_json(&log_id).map_err(sio_logs_write)?;
         let hi = log_id.index.checked_add(1);
         // The purged id and the deletions in one batch.
@@ -295,6 +325,17 @@ pub struct SmShared {
     /// Held while the current snapshot is switched.
     publish_lock: Mutex<()>,
     snap_seq: AtomicU64,
+    /// What is durably applied (every apply and install is fsynced).
+    durable: watch::Sender<Durable>,
+}
+
+/// How far a state machine is durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durable {
+    /// Every entry up to this log id is applied and fsynced.
+    Applied(Option<LogId>),
+    /// An apply or a snapshot install failed: openraft stops the group.
+    Failed,
 }
 
 /// The replicated key-value data, a lamina database whose writes are the
@@ -387,6 +428,7 @@ impl StateMachine {
             }
         }
         let db = Db::open(sm_dir.join(&live), synced(opts))?;
+        let (applied, _) = Self::applied(&db)?;
         Ok(StateMachine {
             shared: Arc::new(SmShared {
                 sm_dir,
@@ -397,6 +439,7 @@ impl StateMachine {
                 apply_lock: Mutex::new(()),
                 publish_lock: Mutex::new(()),
                 snap_seq: AtomicU64::new(0),
+                durable: watch::Sender::new(Durable::Applied(applied)),
             }),
         })
     }
@@ -438,6 +481,11 @@ impl StateMachine {
         let applied = read_json(db, KEY_APPLIED, "applied log id")?;
         let membership = read_json(db, KEY_MEMBERSHIP, "membership")?.unwrap_or_default();
         Ok((applied, membership))
+    }
+
+    /// Publishes how far the state machine is durable (to the log's purge).
+    fn durable(&self, d: Durable) {
+        self.shared.durable.send_replace(d);
     }
 
     /// A name no earlier snapshot file of this directory had.
@@ -634,7 +682,13 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             batch.put(KEY_MEMBERSHIP, &to_json(&m).map_err(sm_err)?);
         }
         let _g = self.shared.apply_lock.lock();
-        self.db().write(batch).map_err(|e| sm_err(e.into()))?;
+        match self.db().write(batch) {
+            Ok(()) => self.durable(Durable::Applied(Some(last))),
+            Err(e) => {
+                self.durable(Durable::Failed);
+                return Err(sm_err(e.into()));
+            }
+        }
         Ok(replies)
     }
 
@@ -666,11 +720,19 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         };
         // openraft wrote the chunks through tokio's file, which finishes
         // writes in the background: flush, then make them durable.
-        snapshot.file.flush().await.map_err(|e| werr(&e))?;
-        snapshot.file.sync_all().await.map_err(|e| werr(&e))?;
-        let path = snapshot.path.clone();
-        drop(snapshot);
-        self.install(meta, &path).map_err(|e| werr(&e))
+        let installed = async {
+            snapshot.file.flush().await.map_err(|e| werr(&e))?;
+            snapshot.file.sync_all().await.map_err(|e| werr(&e))?;
+            let path = snapshot.path.clone();
+            drop(snapshot);
+            self.install(meta, &path).map_err(|e| werr(&e))
+        }
+        .await;
+        self.durable(match installed {
+            Ok(()) => Durable::Applied(meta.last_log_id),
+            Err(_) => Durable::Failed,
+        });
+        installed
     }
 
     async fn get_current_snapshot(
@@ -689,5 +751,126 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             meta: cur.meta,
             snapshot: Box::new(file),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::time::Duration;
+
+    use openraft::CommittedLeaderId;
+
+    use super::*;
+    use crate::types::Request;
+
+    fn id(index: u64) -> LogId {
+        LogId::new(CommittedLeaderId::new(1, 1), index)
+    }
+
+    fn entry(index: u64) -> Entry {
+        Entry {
+            log_id: id(index),
+            payload: EntryPayload::Normal(Request {
+                ops: vec![Op::Put {
+                    key: index.to_be_bytes().to_vec(),
+                    value: b"v".to_vec(),
+                }],
+            }),
+        }
+    }
+
+    /// A state machine and its log holding entries 1..=`n` (written
+    /// directly: openraft's append callback cannot be made outside it).
+    fn open(dir: &Path, n: u64) -> (StateMachine, LogStore) {
+        let opts = Options::default();
+        let sm = StateMachine::open(dir, &opts).unwrap();
+        let log = LogStore::open(&dir.join("raft-log"), &opts, &sm).unwrap();
+        let mut batch = WriteBatch::new();
+        for i in 1..=n {
+            batch.put(&log_key(i), &to_json(&entry(i)).unwrap());
+        }
+        log.db.write(batch).unwrap();
+        (sm, log)
+    }
+
+    fn indexes(log: &LogStore) -> Vec<u64> {
+        let all = log.entries(Bound::Unbounded, Bound::Unbounded).unwrap();
+        all.iter().map(|e| e.log_id.index).collect()
+    }
+
+    /// The restart hazard: openraft purges a follower's log up to a
+    /// snapshot it has only handed to the state machine. The purge must
+    /// not happen (nor be recorded) before the state machine holds the
+    /// entries durably.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn purge_waits_until_the_state_machine_has_applied_the_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut sm, mut log) = open(dir.path(), 4);
+        let mut purging = log.clone();
+        let purge = tokio::spawn(async move { purging.purge(id(3)).await });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!purge.is_finished(), "purged past an empty state machine");
+        assert_eq!(indexes(&log), [1, 2, 3, 4]);
+        assert_eq!(log.get_log_state().await.unwrap().last_purged_log_id, None);
+
+        sm.apply([entry(1), entry(2)]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!purge.is_finished(), "purged past applied entry 2");
+        assert_eq!(indexes(&log), [1, 2, 3, 4]);
+
+        sm.apply([entry(3)]).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), purge)
+            .await
+            .expect("the purge ends once entry 3 is applied")
+            .unwrap()
+            .unwrap();
+        assert_eq!(indexes(&log), [4]);
+        let state = log.get_log_state().await.unwrap();
+        assert_eq!(state.last_purged_log_id, Some(id(3)));
+
+        // Behind what is applied, a purge does not wait.
+        let (mut sm, mut log) = open(&dir.path().join("applied"), 3);
+        sm.apply([entry(1), entry(2), entry(3)]).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(10), log.purge(id(2)))
+            .await
+            .expect("no wait behind the applied entries")
+            .unwrap();
+        assert_eq!(indexes(&log), [3]);
+
+        // A log whose state machine is gone refuses rather than waiting for
+        // ever.
+        let (sm, mut log) = open(&dir.path().join("gone"), 1);
+        drop(sm);
+        let res = tokio::time::timeout(Duration::from_secs(10), log.purge(id(1)))
+            .await
+            .expect("no wait once the state machine is gone");
+        assert!(res.is_err());
+        assert_eq!(indexes(&log), [1]);
+    }
+
+    /// A failed install ends the wait with an error (openraft stops the
+    /// group), and nothing is purged.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_install_ends_the_purge_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut sm, mut log) = open(dir.path(), 5);
+        let mut purging = log.clone();
+        let purge = tokio::spawn(async move { purging.purge(id(5)).await });
+        let mut received = sm.begin_receiving_snapshot().await.unwrap();
+        received.file.write_all(b"not an archive").await.unwrap();
+        let meta = SnapshotMeta {
+            last_log_id: Some(id(5)),
+            last_membership: StoredMembership::default(),
+            snapshot_id: "test".into(),
+        };
+        assert!(sm.install_snapshot(&meta, received).await.is_err());
+        let res = tokio::time::timeout(Duration::from_secs(10), purge)
+            .await
+            .expect("the purge ends when the install fails")
+            .unwrap();
+        assert!(res.is_err());
+        assert_eq!(indexes(&log), [1, 2, 3, 4, 5]);
+        assert_eq!(log.get_log_state().await.unwrap().last_purged_log_id, None);
     }
 }
