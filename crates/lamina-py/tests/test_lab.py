@@ -160,9 +160,10 @@ def test_the_gil_is_released_while_the_engine_works():
     import time
 
     done = []
-    # Leveling's simulation is the slowest per flush (about 2 s for 5,000
-    # flushes in a release build).
-    t = threading.Thread(target=lambda: done.append(lamina.sim("leveling", 5000)))
+    # Leveling's simulation is the slowest per flush (about 0.15 s for
+    # 5,000 flushes in a release build, about 1.5 s for 40,000).
+    flushes = 40_000
+    t = threading.Thread(target=lambda: done.append(lamina.sim("leveling", flushes)))
     last, longest = time.perf_counter(), 0.0
     start = last
     t.start()
@@ -172,6 +173,6 @@ def test_the_gil_is_released_while_the_engine_works():
         last = now
     t.join()
     took = time.perf_counter() - start
-    assert len(done[0]) == 5000
+    assert len(done[0]) == flushes
     assert took > 0.2, "the simulation is too short to tell"
     assert longest < took / 2, (longest, took)
