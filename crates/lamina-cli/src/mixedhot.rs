@@ -5,7 +5,9 @@
 //! second a line of the time series records read and write throughput and,
 //! for lamina, the block cache's hit ratio and usage and the database's
 //! size: the periodic hit-ratio drops a leveled tree's compactions cause
-//! are what LSbM removes.
+//! are what LSbM removes. A line's rates are over the time it covers
+//! (`interval_s`); a sampler that falls behind skips seconds rather than
+//! writing lines for them.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -173,7 +175,7 @@ impl MixedHot<'_> {
                 );
                 writeln!(
                     f,
-                    "second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks"
+                    "second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s"
                 )?;
                 Some(f)
             }
@@ -236,19 +238,25 @@ impl MixedHot<'_> {
                     Ok(())
                 }));
             }
-            // The sampler: one line per second.
-            let mut last = (0u64, 0u64, stats());
+            // The sampler: one line per second. Counters are read before the
+            // statistics, which may take a while (a merge's new tables), so a
+            // line's interval runs from one counter read to the next.
+            let sample = || Sample {
+                at: Instant::now(),
+                reads: reads.load(Ordering::Relaxed),
+                writes: writes.load(Ordering::Relaxed),
+                stats: stats(),
+            };
+            let mut last = sample();
             let mut second = 0u64;
             let mut failure = None;
             while start.elapsed() < self.duration && failure.is_none() {
-                second += 1;
+                // The next whole second not yet passed: a late sampler skips
+                // seconds instead of writing empty lines for them.
+                second = (second + 1).max(start.elapsed().as_secs() + 1);
                 let next = start + Duration::from_secs(second);
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
-                let now = (
-                    reads.load(Ordering::Relaxed),
-                    writes.load(Ordering::Relaxed),
-                    stats(),
-                );
+                let now = sample();
                 if let Some(f) = series.as_mut() {
                     if let Err(e) = write_sample(f, second, &last, &now) {
                         failure = Some(e);
@@ -278,16 +286,28 @@ impl MixedHot<'_> {
     }
 }
 
-/// One line of the series: the second's throughput and cache hit ratio
-/// (data blocks), and the state at its end.
+/// What the sampler reads at one moment.
+struct Sample {
+    at: Instant,
+    reads: u64,
+    writes: u64,
+    stats: Option<DbStats>,
+}
+
+/// One line of the series: throughput and cache hit ratio (data blocks)
+/// between two samples, per second of the time between them, and the state
+/// at the second one.
 fn write_sample(
     f: &mut impl std::io::Write,
     second: u64,
-    before: &(u64, u64, Option<DbStats>),
-    after: &(u64, u64, Option<DbStats>),
+    before: &Sample,
+    after: &Sample,
 ) -> Result<()> {
-    let (reads, writes) = (after.0 - before.0, after.1 - before.1);
-    match (&before.2, &after.2) {
+    let interval = after.at.duration_since(before.at).as_secs_f64();
+    let per_second = |n: u64| (n as f64 / interval.max(1e-9)).round() as u64;
+    let reads = per_second(after.reads - before.reads);
+    let writes = per_second(after.writes - before.writes);
+    match (&before.stats, &after.stats) {
         (Some(b), Some(a)) => {
             let hits = a.cache_hits.data.saturating_sub(b.cache_hits.data);
             let misses = a.cache_misses.data.saturating_sub(b.cache_misses.data);
@@ -305,7 +325,7 @@ fn write_sample(
             );
             writeln!(
                 f,
-                "{second},{reads},{writes},{block_ratio},{row_ratio},{},{},{},{},{},{}",
+                "{second},{reads},{writes},{block_ratio},{row_ratio},{},{},{},{},{},{},{interval:.3}",
                 a.block_cache_usage,
                 a.disk_bytes,
                 a.buffer.bytes,
@@ -314,7 +334,7 @@ fn write_sample(
                 a.cache_invalidated_blocks
             )?;
         }
-        _ => writeln!(f, "{second},{reads},{writes},,,,,,,,")?,
+        _ => writeln!(f, "{second},{reads},{writes},,,,,,,,,{interval:.3}")?,
     }
     Ok(())
 }
@@ -345,6 +365,96 @@ mod tests {
         ] {
             assert!(bad.parse::<ReadDist>().is_err(), "{bad}");
         }
+    }
+
+    /// A store that only counts: reads and writes succeed at once.
+    struct Counting;
+
+    impl Store for Counting {
+        fn put(&self, _: &[u8], _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn get(&self, _: &[u8]) -> Result<Option<usize>> {
+            std::thread::sleep(Duration::from_millis(1));
+            Ok(None)
+        }
+        fn delete(&self, _: &[u8]) -> Result<()> {
+            Ok(())
+        }
+        fn scan(
+            &self,
+            _: Option<&[u8]>,
+            _: Option<&[u8]>,
+            _: u64,
+            _: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> Result<u64> {
+            Ok(0)
+        }
+        fn scan_rev(
+            &self,
+            _: Option<&[u8]>,
+            _: u64,
+            _: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> Result<u64> {
+            Ok(0)
+        }
+    }
+
+    /// A statistics call that takes 2.5 s (as one opening a merge's new
+    /// tables on an emulated disk did) used to make the sampler write a
+    /// line per missed second at once: lines of 0 reads and 0 writes that
+    /// looked like a stalled engine. Now each line covers the time since the
+    /// previous one, no second is written twice or with an empty interval,
+    /// and the lines' reads add up to the reads the run counted.
+    #[test]
+    fn a_slow_statistics_call_skips_seconds_instead_of_writing_empty_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("series.csv");
+        let calls = AtomicU64::new(0);
+        let stats = || {
+            if calls.fetch_add(1, Ordering::Relaxed) == 2 {
+                std::thread::sleep(Duration::from_millis(2_500));
+            }
+            None
+        };
+        let work = MixedHot {
+            num: 1_000,
+            key_size: 16,
+            readers: 2,
+            dist: ReadDist::Zipfian(0.99),
+            write_rate: 100,
+            scan_entries: 0,
+            duration: Duration::from_secs(6),
+            seed: 1,
+            next_value: &|_| vec![b'v'; 10],
+            timeseries: Some(&path),
+        };
+        let totals = work.run(&Counting, &stats).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<Vec<f64>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').filter_map(|v| v.parse().ok()).collect())
+            .collect();
+        let (mut seconds, mut reads) = (Vec::new(), 0.0);
+        for row in &rows {
+            let (second, qps, writes, interval) = (row[0], row[1], row[2], row[3]);
+            assert!(interval > 0.5, "a line covers {interval} s: {text}");
+            assert!(qps > 0.0 && writes > 0.0, "an empty line: {text}");
+            seconds.push(second as u64);
+            reads += qps * interval;
+        }
+        assert!(seconds.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(
+            rows.len() < 6,
+            "the slow call's seconds were written: {text}"
+        );
+        let counted = totals.reads as f64;
+        // Reads before the first sample and after the last are in no line.
+        assert!(
+            reads <= counted && reads > 0.6 * counted,
+            "lines add up to {reads} of {counted} reads: {text}"
+        );
     }
 
     /// RangeHot sends its share of reads to the middle range: an exact count

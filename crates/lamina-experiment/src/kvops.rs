@@ -121,7 +121,8 @@ pub trait Store: Sync {
         limit: u64,
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<u64>;
-    /// The engine's statistics, if it is lamina (peers have none).
+    /// The engine's statistics, if it is lamina (peers have none), taken
+    /// without opening a table (`Db::sample_stats`), for samplers.
     fn stats(&self) -> Option<lamina::DbStats> {
         None
     }
@@ -153,7 +154,7 @@ impl Store for Db {
     }
 
     fn stats(&self) -> Option<lamina::DbStats> {
-        Some(Db::stats(self))
+        Some(Db::sample_stats(self))
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {

@@ -623,6 +623,12 @@ pub struct LevelStats {
     pub tombstones: u64,
     /// Bloom filter bytes.
     pub filter_bytes: u64,
+    /// Files whose filter figures (`filter_bytes`, `bloom_bits_per_key`,
+    /// `bloom_fpr_theoretical`) are counted: every file from
+    /// [`Db::stats`](crate::Db::stats), only the open ones from
+    /// [`Db::sample_stats`](crate::Db::sample_stats).
+    #[serde(default)]
+    pub filter_files: usize,
     /// Bloom bits per key of the level's files (entry-weighted mean).
     pub bloom_bits_per_key: f64,
     /// Theoretical false-positive rate of the level's filters (entry-weighted).

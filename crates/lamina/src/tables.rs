@@ -130,8 +130,9 @@ impl TableCache {
     }
 
     /// The static figures of `level` (numbered `number` in the statistics):
-    /// sizes and counts from the metadata, filter figures from the tables.
-    pub fn level_stats(&self, number: usize, level: &Level) -> LevelStats {
+    /// sizes and counts from the metadata, filter figures from the tables,
+    /// opening those not open yet if `open` (else they are left out).
+    pub fn level_stats(&self, number: usize, level: &Level, open: bool) -> LevelStats {
         let mut s = LevelStats {
             level: number,
             runs: level.runs.len(),
@@ -146,7 +147,13 @@ impl TableCache {
             if let Some(cache) = &self.cache {
                 s.cached_blocks += cache.cached_blocks(f.id);
             }
-            if let Ok(t) = self.table(f) {
+            let table = if open {
+                self.table(f).ok()
+            } else {
+                self.shard(f.id).read().get(&f.id).cloned()
+            };
+            if let Some(t) = table {
+                s.filter_files += 1;
                 let p = t.properties();
                 s.filter_bytes += p.filter_bytes;
                 bits += p.bloom_bits_per_key * f.entries as f64;

@@ -515,7 +515,9 @@ impl Inner {
         result
     }
 
-    pub(super) fn stats(&self) -> DbStats {
+    /// `open_tables`: whether filter figures may open the tables not open
+    /// yet (see [`LevelStats::filter_files`](crate::stats::LevelStats)).
+    pub(super) fn stats(&self, open_tables: bool) -> DbStats {
         let sv = Arc::clone(&self.sv.read());
         let levels = sv
             .version
@@ -523,7 +525,7 @@ impl Inner {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let mut s = self.loader.level_stats(i, l);
+                let mut s = self.loader.level_stats(i, l, open_tables);
                 self.stats.fill_measured_level_stats(i, &mut s);
                 s
             })

@@ -321,3 +321,47 @@ fn shutdown_ends_the_wait_of_compaction_priority() {
     });
     assert!(matches!(outcome, Error::Closed), "{outcome:?}");
 }
+
+/// `sample_stats` opens no table (no read reaches the file system) and
+/// counts filter figures of the open tables only; `stats` opens them all.
+/// Everything but the filter figures agrees between the two.
+#[test]
+fn sample_stats_opens_no_table() {
+    let fs = MemFs::new();
+    let slow = Arc::new(crate::vfs::SlowReads::new(
+        Arc::new(fs.clone()),
+        Duration::ZERO,
+    ));
+    let mut o = options(&fs);
+    o.vfs = slow.clone();
+    {
+        let db = Db::open("/db", o.clone()).unwrap();
+        for n in 0..2_000u32 {
+            db.put(format!("key{n:06}").as_bytes(), &[7; 50]).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    }
+    let db = Db::open("/db", o).unwrap();
+    db.wait_for_compactions().unwrap();
+    let before = slow.seeks();
+    let sampled = db.sample_stats();
+    assert_eq!(slow.seeks(), before, "sample_stats read a file");
+    let full = db.stats();
+    assert!(slow.seeks() > before, "stats opened no table");
+    let files: usize = full.levels.iter().map(|l| l.files).sum();
+    assert!(files > 1, "{files}");
+    assert!(sampled.levels.iter().all(|l| l.filter_files == 0));
+    for (s, f) in sampled.levels.iter().zip(&full.levels) {
+        assert_eq!(f.filter_files, f.files);
+        assert_eq!((s.files, s.bytes, s.entries), (f.files, f.bytes, f.entries));
+    }
+    // Now every table is open: the two agree on the filters too.
+    let again = db.sample_stats();
+    for (s, f) in again.levels.iter().zip(&full.levels) {
+        assert_eq!(
+            (s.filter_files, s.filter_bytes),
+            (f.filter_files, f.filter_bytes)
+        );
+    }
+}
