@@ -8,7 +8,7 @@
 # while a miss costs the same 10 ms, so a slower writer gives the cache
 # the paper's time to refill between rounds. Writes RESULTS/SYSTEM-wRATE.*,
 # summary.json, results.md and the charts.
-# Usage: experiments/lsbm/dilation.sh   (about 20 minutes)
+# Usage: [RATES=250,500] experiments/lsbm/dilation.sh   (about 20 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-experiments/lsbm/results-dilation}
