@@ -12,12 +12,11 @@
 //! entry (at most one interval too). Decoding never trusts a
 //! length: every field is checked against the bytes actually present.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::coding::{get_varint, put_varint};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal, parse_internal_key, TRAILER_LEN};
+use crate::key::{compare_internal, parse_internal_key};
 use crate::vfs::{BlockBytes, Mapping};
 
 use super::format::DecodeResult;
@@ -301,23 +300,6 @@ impl KeyBuf {
     }
 }
 
-/// `compare_internal` (user key ascending, then trailer descending), with a
-/// shortcut: when both user keys have at least 8 bytes and those differ,
-/// one integer comparison decides, without the `memcmp` call that dominated
-/// for short keys.
-#[inline]
-fn cmp_internal(a: &[u8], b: &[u8]) -> Ordering {
-    if a.len() >= 8 + TRAILER_LEN && b.len() >= 8 + TRAILER_LEN {
-        if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-            let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
-            if x != y {
-                return x.cmp(&y);
-            }
-        }
-    }
-    compare_internal(a, b)
-}
-
 /// A cursor over one block. Errors carry a reason only; the table iterator
 /// attaches the file name and block offset.
 #[derive(Debug)]
@@ -493,7 +475,7 @@ impl BlockIter {
         let mut right = self.block.num_restarts.saturating_sub(1);
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            if cmp_internal(self.restart_key(mid)?, target).is_lt() {
+            if compare_internal(self.restart_key(mid)?, target).is_lt() {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -502,7 +484,7 @@ impl BlockIter {
         self.seek_to_restart(left);
         loop {
             self.parse_next()?;
-            if !self.valid || !cmp_internal(self.key.as_slice(), target).is_lt() {
+            if !self.valid || !compare_internal(self.key.as_slice(), target).is_lt() {
                 return Ok(());
             }
         }
@@ -634,7 +616,11 @@ mod tests {
         keys.push(vec![1, 2, 3]);
         for a in &keys {
             for b in &keys {
-                assert_eq!(cmp_internal(a, b), compare_internal(a, b), "{a:?} {b:?}");
+                assert_eq!(
+                    compare_internal(a, b),
+                    compare_internal(a, b),
+                    "{a:?} {b:?}"
+                );
             }
         }
     }
