@@ -122,7 +122,7 @@ for eng in $ENGINES; do
                 >"$out.log" 2>"$out.err"
             n=$(bench_thread_instructions "$out" "$fn")
             # Every thread's, to show background work that ran meanwhile.
-            all=$(cat "$out"-* | awk '/^summary:/ { s += $2 } END { print s }')
+            all=$(cat "$out"-* | awk '/^summary:/ { s += $2 } END { printf "%d", s }')
             printf '%s\t%s\t%s\t%s\t%s\n' "$eng" "$b" "$reads" "$n" "$all" >>"$WORKDIR/counts.tsv"
         done
         rm -rf "$WORKDIR/db-$eng"
