@@ -586,6 +586,48 @@ pub(crate) mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Keys whose first 8 bytes tie (a shared long prefix, and keys
+        /// shorter than 8 bytes that are prefixes of each other), spread
+        /// over children: the merge's cached prefixes must fall back to
+        /// whole keys and still match the sorted union.
+        #[test]
+        fn merge_of_keys_with_tied_prefixes_matches_the_oracle(
+            items in proptest::collection::vec((0usize..12, 1u64..4, 0usize..3), 0..60),
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            use crate::key::{make_internal_key, ValueKind};
+            use rand::SeedableRng;
+            const KEYS: [&[u8]; 12] = [
+                b"", b"a", b"a\0", b"a\0\0", b"ab", b"abcdefgh", b"abcdefgh\0",
+                b"abcdefgh1", b"abcdefgh12", b"abcdefgh2", b"abcdefgi", b"\xff",
+            ];
+            let mut owner = std::collections::BTreeMap::new();
+            for &(k, seq, c) in &items {
+                owner.entry((k, seq)).or_insert(c);
+            }
+            let entries = |pick: &dyn Fn(usize) -> bool| {
+                let mut v: Vec<_> = owner
+                    .iter()
+                    .filter(|(_, &c)| pick(c))
+                    .map(|(&(k, seq), _)| {
+                        (make_internal_key(KEYS[k], seq, ValueKind::Put), vec![k as u8, seq as u8])
+                    })
+                    .collect();
+                v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+                v
+            };
+            let all = entries(&|_| true);
+            let children: Vec<Box<dyn InternalIterator>> = (0..3)
+                .map(|c| Box::new(VecIter::new(entries(&|o| o == c))) as Box<dyn InternalIterator>)
+                .collect();
+            let mut m = MergingIterator::new(children);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let moves = random_moves(&mut rng, &all, 200);
+            check_moves(&mut m, &all, &moves);
+        }
+    }
+
     #[test]
     fn merge_switches_direction_mid_stream() {
         // Interleaved children: every step back or forth changes child.
