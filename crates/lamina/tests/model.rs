@@ -101,9 +101,12 @@ fn model_delete_range(model: &mut Model, lo: &[u8], hi: &[u8]) {
 
 const LEVELING: &str = "leveling:T=3,l0=2";
 
+/// A scan's `next_ref`: the next pair, lent until the next call.
+type NextRef<I> = fn(&mut I) -> Option<lamina::Result<(&[u8], &[u8])>>;
+
 /// The pairs a scan lends through `next_ref`, each copied only here, after
 /// the scan has produced it.
-fn lent<I>(mut scan: I, next_ref: fn(&mut I) -> Option<lamina::Result<(&[u8], &[u8])>>) -> Entries {
+fn lent<I>(mut scan: I, next_ref: NextRef<I>) -> Entries {
     let mut pairs = Entries::new();
     while let Some(pair) = next_ref(&mut scan) {
         let (k, v) = pair.unwrap();
