@@ -313,6 +313,26 @@ pub struct BlockIter {
     /// Offset of the entry after the current one.
     next_pos: usize,
     valid: bool,
+    /// The entries a backward rescan decoded before the one it wanted,
+    /// oldest first, their keys back to back in `behind_keys`: the next
+    /// `prev`s take them from here instead of rescanning the restart
+    /// interval once per step (RocksDB's block iterator keeps them the
+    /// same way). Used only while the last one ends where the current
+    /// entry starts; the block never changes, so they stay right.
+    behind: Vec<Behind>,
+    behind_keys: Vec<u8>,
+}
+
+/// An entry kept by a backward rescan (see [`BlockIter::behind`]).
+#[derive(Debug, Clone, Copy)]
+struct Behind {
+    pos: usize,
+    next_pos: usize,
+    value_start: usize,
+    value_end: usize,
+    /// Where its key ends in `behind_keys` (it starts where the previous
+    /// one's ends).
+    key_end: usize,
 }
 
 impl BlockIter {
@@ -326,6 +346,8 @@ impl BlockIter {
             pos: 0,
             next_pos: 0,
             valid: false,
+            behind: Vec::new(),
+            behind_keys: Vec::new(),
         }
     }
 
@@ -417,8 +439,11 @@ impl BlockIter {
     /// Decodes entries from restart point `i` on up to the one ending at
     /// `end` (the start of the entry after it, or the end of the entry
     /// area): the step back of `prev` and `seek_to_last`.
+    /// The entries decoded before it are kept for the next `prev`s.
     fn scan_to(&mut self, i: usize, end: usize) -> DecodeResult<()> {
         self.seek_to_restart(i);
+        self.behind.clear();
+        self.behind_keys.clear();
         loop {
             self.parse_next()?;
             if !self.valid {
@@ -427,6 +452,14 @@ impl BlockIter {
             if self.next_pos >= end {
                 break;
             }
+            self.behind_keys.extend_from_slice(self.key.as_slice());
+            self.behind.push(Behind {
+                pos: self.pos,
+                next_pos: self.next_pos,
+                value_start: self.value_start,
+                value_end: self.value_end,
+                key_end: self.behind_keys.len(),
+            });
         }
         if self.next_pos != end {
             self.valid = false;
@@ -448,6 +481,9 @@ impl BlockIter {
         if !self.valid {
             return Ok(());
         }
+        if self.prev_from_behind()? {
+            return Ok(());
+        }
         let original = self.pos;
         // Restart points before the current entry (restart 0 is offset 0).
         let (mut before, mut hi) = (0, self.block.num_restarts);
@@ -466,6 +502,27 @@ impl BlockIter {
                 Ok(())
             }
         }
+    }
+
+    /// Steps back to the entry kept by the last rescan if it is the one
+    /// just before the current entry; false if there is none.
+    fn prev_from_behind(&mut self) -> DecodeResult<bool> {
+        let Some(&e) = self.behind.last().filter(|e| e.next_pos == self.pos) else {
+            return Ok(false);
+        };
+        self.behind.pop();
+        let start = self.behind.last().map_or(0, |b| b.key_end);
+        let key = self
+            .behind_keys
+            .get(start..e.key_end)
+            .ok_or("kept entry out of range")?;
+        self.key.set(0, key).ok_or("kept entry out of range")?;
+        self.behind_keys.truncate(start);
+        self.pos = e.pos;
+        self.next_pos = e.next_pos;
+        self.value_start = e.value_start;
+        self.value_end = e.value_end;
+        Ok(true)
     }
 
     /// Positions at the first entry `>= target` (invalid if none).
