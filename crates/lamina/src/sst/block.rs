@@ -9,7 +9,8 @@
 //! its offset is listed in the restart array, so a seek binary-searches the
 //! restarts and then scans at most one interval. Entries decode only
 //! forward: a step back rescans from the restart point before the current
-//! entry (at most one interval too). Decoding never trusts a
+//! entry (at most one interval too) and keeps what it decoded on the way,
+//! so the steps back after it cost no decoding. Decoding never trusts a
 //! length: every field is checked against the bytes actually present.
 
 use std::sync::Arc;
