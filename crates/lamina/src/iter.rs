@@ -11,7 +11,7 @@
 use std::cmp::Ordering;
 
 use crate::error::Result;
-use crate::key::compare_internal;
+use crate::key::{compare_internal, user_key_prefix};
 
 /// A cursor over `(internal key, value)` entries in internal-key order that
 /// moves both ways. `next` and `prev` on an invalid cursor do nothing; after
@@ -155,7 +155,9 @@ impl<I: InternalIterator, F: Fn(&[u8]) -> bool + Send> InternalIterator for Filt
 /// engine never produces, as sequence numbers are unique) the earlier child
 /// wins going forward and the later one going backward. Finding the minimum
 /// (maximum) is a linear scan: the engine merges at most a few dozen sorted
-/// runs, where a scan beats a heap's bookkeeping.
+/// runs, where a scan beats a heap's bookkeeping. The scan compares each
+/// child's cached key prefix (see `heads`) and asks children for their
+/// keys only when two prefixes tie.
 ///
 /// Moving forward, every valid child sits at its first entry after the
 /// current key; moving backward, at its last entry before it. `next` after
@@ -163,42 +165,92 @@ impl<I: InternalIterator, F: Fn(&[u8]) -> bool + Send> InternalIterator for Filt
 /// that invariant, as LevelDB's merging iterator does.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
+    /// Per child, the first 8 bytes of its current user key as a
+    /// big-endian integer ([`user_key_prefix`]), `None` while it is
+    /// invalid; refreshed after every move of the child. Prefixes that
+    /// differ order the keys the same way, so picking the next entry
+    /// compares integers instead of calling every child for its key
+    /// (LevelDB's `IteratorWrapper` caches each child's key for the same
+    /// reason).
+    heads: Vec<Option<u64>>,
     current: Option<usize>,
     backward: bool,
+}
+
+/// What [`MergingIterator::heads`] holds for `child`.
+#[inline]
+fn head(child: &dyn InternalIterator) -> Option<u64> {
+    child.valid().then(|| user_key_prefix(child.key()))
 }
 
 impl MergingIterator {
     /// Merges `children` (newest first).
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
         MergingIterator {
+            // Children start unpositioned: nothing is current until a seek.
+            heads: vec![None; children.len()],
             children,
             current: None,
             backward: false,
         }
     }
 
+    /// Applies `step` to every child, refreshing their heads.
+    fn move_all(
+        &mut self,
+        mut step: impl FnMut(&mut dyn InternalIterator) -> Result<()>,
+    ) -> Result<()> {
+        for (child, h) in self.children.iter_mut().zip(self.heads.iter_mut()) {
+            let res = step(child.as_mut());
+            *h = head(child.as_ref());
+            res?;
+        }
+        Ok(())
+    }
+
     /// Makes the smallest (`FORWARD`) or largest valid child current.
     fn find<const FORWARD: bool>(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, child) in self.children.iter().enumerate() {
-            if !child.valid() {
+        let mut best: Option<(usize, u64)> = None;
+        for (i, h) in self.heads.iter().enumerate() {
+            let Some(p) = *h else {
                 continue;
-            }
+            };
             best = match best {
-                Some(b) => {
-                    let ord = compare_internal(child.key(), self.children[b].key());
+                Some((b, bp)) => {
+                    let ord = match p.cmp(&bp) {
+                        Ordering::Equal => {
+                            compare_internal(self.children[i].key(), self.children[b].key())
+                        }
+                        unequal => unequal,
+                    };
                     let better = if FORWARD {
                         ord == Ordering::Less
                     } else {
                         ord != Ordering::Less
                     };
-                    Some(if better { i } else { b })
+                    Some(if better { (i, p) } else { (b, bp) })
                 }
-                None => Some(i),
+                None => Some((i, p)),
             };
         }
-        self.current = best;
+        self.current = best.map(|(i, _)| i);
         self.backward = !FORWARD;
+    }
+
+    /// Moves the current child with `step` and refreshes its head.
+    #[inline]
+    fn move_current(
+        &mut self,
+        step: impl FnOnce(&mut dyn InternalIterator) -> Result<()>,
+    ) -> Result<()> {
+        if let Some(i) = self.current {
+            if let (Some(child), Some(h)) = (self.children.get_mut(i), self.heads.get_mut(i)) {
+                let res = step(child.as_mut());
+                *h = head(child.as_ref());
+                res?;
+            }
+        }
+        Ok(())
     }
 
     /// Repositions every child but the current one for moving forward (or,
@@ -208,23 +260,32 @@ impl MergingIterator {
             return Ok(());
         };
         let key = self.key().to_vec();
-        for (i, child) in self.children.iter_mut().enumerate() {
+        let children = self.children.iter_mut().zip(self.heads.iter_mut());
+        for (i, (child, h)) in children.enumerate() {
             if i == cur {
                 continue;
             }
-            child.seek(&key)?;
-            if forward {
-                // Skip an equal key: it was already yielded.
-                if child.valid() && compare_internal(child.key(), &key).is_eq() {
-                    child.next()?;
-                }
-            } else if child.valid() {
-                child.prev()?;
-            } else {
-                child.seek_to_last()?;
-            }
+            let res = reposition(child.as_mut(), &key, forward);
+            *h = head(child.as_ref());
+            res?;
         }
         Ok(())
+    }
+}
+
+/// Positions `child` just after `key` (`forward`) or just before it.
+fn reposition(child: &mut dyn InternalIterator, key: &[u8], forward: bool) -> Result<()> {
+    child.seek(key)?;
+    if forward {
+        // Skip an equal key: it was already yielded.
+        if child.valid() && compare_internal(child.key(), key).is_eq() {
+            child.next()?;
+        }
+        Ok(())
+    } else if child.valid() {
+        child.prev()
+    } else {
+        child.seek_to_last()
     }
 }
 
@@ -251,9 +312,7 @@ impl InternalIterator for MergingIterator {
         if self.backward {
             self.switch_direction(true)?;
         }
-        if let Some(child) = self.current.and_then(|i| self.children.get_mut(i)) {
-            child.next()?;
-        }
+        self.move_current(|c| c.next())?;
         self.find::<true>();
         Ok(())
     }
@@ -262,41 +321,31 @@ impl InternalIterator for MergingIterator {
         if !self.backward {
             self.switch_direction(false)?;
         }
-        if let Some(child) = self.current.and_then(|i| self.children.get_mut(i)) {
-            child.prev()?;
-        }
+        self.move_current(|c| c.prev())?;
         self.find::<false>();
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        for child in &mut self.children {
-            child.seek(target)?;
-        }
+        self.move_all(|c| c.seek(target))?;
         self.find::<true>();
         Ok(())
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        for child in &mut self.children {
-            child.seek_to_first()?;
-        }
+        self.move_all(|c| c.seek_to_first())?;
         self.find::<true>();
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        for child in &mut self.children {
-            child.seek_to_last()?;
-        }
+        self.move_all(|c| c.seek_to_last())?;
         self.find::<false>();
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        for child in &mut self.children {
-            child.seek_for_prev(target)?;
-        }
+        self.move_all(|c| c.seek_for_prev(target))?;
         self.find::<false>();
         Ok(())
     }
@@ -534,6 +583,48 @@ pub(crate) mod tests {
             // Seek targets drawn from every entry, kept or not.
             let moves = random_moves(&mut rng, &all, 200);
             check_moves(&mut f, &kept, &moves);
+        }
+    }
+
+    proptest::proptest! {
+        /// Keys whose first 8 bytes tie (a shared long prefix, and keys
+        /// shorter than 8 bytes that are prefixes of each other), spread
+        /// over children: the merge's cached prefixes must fall back to
+        /// whole keys and still match the sorted union.
+        #[test]
+        fn merge_of_keys_with_tied_prefixes_matches_the_oracle(
+            items in proptest::collection::vec((0usize..12, 1u64..4, 0usize..3), 0..60),
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            use crate::key::{make_internal_key, ValueKind};
+            use rand::SeedableRng;
+            const KEYS: [&[u8]; 12] = [
+                b"", b"a", b"a\0", b"a\0\0", b"ab", b"abcdefgh", b"abcdefgh\0",
+                b"abcdefgh1", b"abcdefgh12", b"abcdefgh2", b"abcdefgi", b"\xff",
+            ];
+            let mut owner = std::collections::BTreeMap::new();
+            for &(k, seq, c) in &items {
+                owner.entry((k, seq)).or_insert(c);
+            }
+            let entries = |pick: &dyn Fn(usize) -> bool| {
+                let mut v: Vec<_> = owner
+                    .iter()
+                    .filter(|(_, &c)| pick(c))
+                    .map(|(&(k, seq), _)| {
+                        (make_internal_key(KEYS[k], seq, ValueKind::Put), vec![k as u8, seq as u8])
+                    })
+                    .collect();
+                v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+                v
+            };
+            let all = entries(&|_| true);
+            let children: Vec<Box<dyn InternalIterator>> = (0..3)
+                .map(|c| Box::new(VecIter::new(entries(&|o| o == c))) as Box<dyn InternalIterator>)
+                .collect();
+            let mut m = MergingIterator::new(children);
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let moves = random_moves(&mut rng, &all, 200);
+            check_moves(&mut m, &all, &moves);
         }
     }
 

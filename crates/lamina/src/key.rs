@@ -104,7 +104,20 @@ fn trailer(ikey: &[u8]) -> u64 {
 }
 
 /// Total order on internal keys: user key ascending, then newest first.
+///
+/// A shortcut first: when both user keys have at least 8 bytes and those
+/// differ, one integer comparison decides, without the `memcmp` call that
+/// dominated seeks and merges of short keys.
+#[inline]
 pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
+    if a.len() >= 8 + TRAILER_LEN && b.len() >= 8 + TRAILER_LEN {
+        if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+            let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+    }
     user_key(a)
         .cmp(user_key(b))
         .then_with(|| trailer(b).cmp(&trailer(a)))

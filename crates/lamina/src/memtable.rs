@@ -13,7 +13,6 @@
 //! does not hold (once data outgrows the buffer, nearly all of them)
 //! without a B-tree search.
 
-use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -371,7 +370,7 @@ impl MemTable {
     pub fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator {
             mem: Arc::clone(self),
-            buf: VecDeque::new(),
+            buf: Batch::default(),
             batch: 1,
             exhausted: true,
             backward: false,
@@ -382,6 +381,55 @@ impl MemTable {
 /// Entries copied by the largest refill of a [`MemTableIterator`].
 const MAX_BATCH: usize = 64;
 
+/// Entries copied out of a memtable, back to back in one buffer that every
+/// refill reuses: a scan allocates nothing per entry.
+#[derive(Debug, Default)]
+struct Batch {
+    /// Each entry's internal key, then its value.
+    bytes: Vec<u8>,
+    /// Per entry, where its key ends and where its value ends in `bytes`
+    /// (the next entry starts at the latter).
+    ends: Vec<(usize, usize)>,
+    /// The current entry.
+    pos: usize,
+}
+
+impl Batch {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.pos = 0;
+    }
+
+    fn push(&mut self, e: &Entry) {
+        self.bytes.extend_from_slice(e.key());
+        let key_end = self.bytes.len();
+        self.bytes.extend_from_slice(e.value());
+        self.ends.push((key_end, self.bytes.len()));
+    }
+
+    /// Entries from the current one on.
+    fn remaining(&self) -> usize {
+        self.ends.len().saturating_sub(self.pos)
+    }
+
+    /// The current entry's key and value (empty past the end).
+    #[inline]
+    fn current(&self) -> (&[u8], &[u8]) {
+        let start = match self.pos.checked_sub(1) {
+            Some(prev) => self.ends.get(prev).map_or(0, |e| e.1),
+            None => 0,
+        };
+        match self.ends.get(self.pos) {
+            Some(&(key_end, value_end)) => (
+                self.bytes.get(start..key_end).unwrap_or_default(),
+                self.bytes.get(key_end..value_end).unwrap_or_default(),
+            ),
+            None => (&[], &[]),
+        }
+    }
+}
+
 /// A cursor over a memtable; see the module docs for why it copies batches.
 ///
 /// A seek copies one entry and each refill doubles the batch up to
@@ -391,9 +439,9 @@ const MAX_BATCH: usize = 64;
 #[derive(Debug)]
 pub struct MemTableIterator {
     mem: Arc<MemTable>,
-    /// The current entry first, then the ones that follow in the direction
-    /// of travel.
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The current entry, then the ones that follow in the direction of
+    /// travel.
+    buf: Batch,
     /// Size of the next refill.
     batch: usize,
     /// True when no entry follows the last one in `buf`.
@@ -404,23 +452,23 @@ pub struct MemTableIterator {
 
 impl MemTableIterator {
     /// Copies the next batch of entries beyond `bound` in the direction of
-    /// travel (after it forward, before it backward) into the empty `buf`.
+    /// travel (after it forward, before it backward) into `buf`, replacing
+    /// what it held.
     fn fill(&mut self, bound: Bound<&Entry>) {
+        self.buf.clear();
         let map = self.mem.map.read();
-        let copy = |e: &Entry| (e.key().to_vec(), e.value().to_vec());
         if self.backward {
             let entries = map.range((Bound::Unbounded, bound)).rev();
-            self.buf.extend(entries.take(self.batch).map(copy));
+            entries.take(self.batch).for_each(|e| self.buf.push(e));
         } else {
             let entries = map.range((bound, Bound::Unbounded));
-            self.buf.extend(entries.take(self.batch).map(copy));
+            entries.take(self.batch).for_each(|e| self.buf.push(e));
         }
-        self.exhausted = self.buf.len() < self.batch;
+        self.exhausted = self.buf.remaining() < self.batch;
         self.batch = (self.batch * 2).min(MAX_BATCH);
     }
 
     fn restart(&mut self, backward: bool, bound: Bound<&Entry>) {
-        self.buf.clear();
         self.batch = 1;
         self.backward = backward;
         self.fill(bound);
@@ -428,18 +476,21 @@ impl MemTableIterator {
 
     /// Drops the current entry, refilling past it when `buf` runs dry.
     fn step(&mut self) {
-        if let Some((last, _)) = self.buf.pop_front() {
-            if self.buf.is_empty() && !self.exhausted {
-                let last = Entry::probe(&last);
-                self.fill(Bound::Excluded(&last));
-            }
+        if self.buf.remaining() == 0 {
+            return;
+        }
+        if self.buf.remaining() == 1 && !self.exhausted {
+            let last = Entry::probe(self.buf.current().0);
+            self.fill(Bound::Excluded(&last));
+        } else {
+            self.buf.pos += 1;
         }
     }
 
     /// Restarts from the current entry in the other direction.
     fn turn(&mut self) {
-        if let Some((cur, _)) = self.buf.front() {
-            let cur = Entry::probe(cur);
+        if self.buf.remaining() > 0 {
+            let cur = Entry::probe(self.buf.current().0);
             self.restart(!self.backward, Bound::Excluded(&cur));
         }
     }
@@ -447,15 +498,15 @@ impl MemTableIterator {
 
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
-        !self.buf.is_empty()
+        self.buf.remaining() > 0
     }
 
     fn key(&self) -> &[u8] {
-        self.buf.front().map(|(k, _)| k.as_slice()).unwrap_or(&[])
+        self.buf.current().0
     }
 
     fn value(&self) -> &[u8] {
-        self.buf.front().map(|(_, v)| v.as_slice()).unwrap_or(&[])
+        self.buf.current().1
     }
 
     fn next(&mut self) -> Result<()> {

@@ -89,10 +89,12 @@ impl TableCache {
         &self.open[id as usize % SHARDS]
     }
 
-    /// The opened table of `meta`.
+    /// The opened table of `meta` (which learns whether the file holds
+    /// range tombstones).
     pub fn table(&self, meta: &FileMeta) -> Result<Arc<Table>> {
         let shard = self.shard(meta.id);
         if let Some(t) = shard.read().get(&meta.id) {
+            learn_range_tombstones(meta, t);
             return Ok(Arc::clone(t));
         }
         // Opened outside the lock: a racing opener may win, and either table
@@ -118,6 +120,7 @@ impl TableCache {
             self.cache.clone(),
             Arc::clone(&self.stats),
         )?;
+        learn_range_tombstones(meta, &table);
         Ok(Arc::clone(shard.write().entry(meta.id).or_insert(table)))
     }
 
@@ -165,6 +168,16 @@ impl TableCache {
             s.bloom_fpr_theoretical = fpr / s.entries as f64;
         }
         s
+    }
+}
+
+/// Notes in `meta` whether its table holds range tombstones (a copy of
+/// the metadata made before the table opened does not know yet).
+fn learn_range_tombstones(meta: &FileMeta, table: &Table) {
+    if meta.range_tombstones.get().is_none() {
+        let _ = meta
+            .range_tombstones
+            .set(!table.range_tombstones().is_empty());
     }
 }
 

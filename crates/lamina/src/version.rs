@@ -14,7 +14,7 @@
 //! A lookup therefore stops at the first run that holds the key.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use std::collections::HashMap;
 
@@ -58,9 +58,20 @@ pub struct FileMeta {
     /// The MBR of the file's points (files of a spatial index only): window
     /// queries skip files whose MBR misses the window.
     pub mbr: Option<Rect>,
+    /// Whether the file holds range tombstones, once known (not persisted:
+    /// learnt from the properties of a new file or when the table cache
+    /// opens it). A cursor gathers the range tombstones of every file its
+    /// bounds overlap; this lets it skip the table-cache lookup of files
+    /// known to hold none.
+    pub(crate) range_tombstones: OnceLock<bool>,
 }
 
 impl FileMeta {
+    /// False only if the file is known to hold no range tombstone.
+    pub(crate) fn may_hold_range_tombstones(&self) -> bool {
+        self.range_tombstones.get().copied().unwrap_or(true)
+    }
+
     /// True if the key ranges `[lo, hi]` and this file's intersect.
     pub fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
         self.smallest.as_slice() <= hi && lo <= self.largest.as_slice()
@@ -127,6 +138,7 @@ impl FileMeta {
             arrived_ms: AtomicU64::new(v[6]),
             last_read_ms: AtomicU64::new(0),
             mbr: None,
+            range_tombstones: OnceLock::new(),
         })
     }
 }
@@ -380,6 +392,7 @@ impl FileMeta {
             arrived_ms: AtomicU64::new(now_ms),
             last_read_ms: AtomicU64::new(0),
             mbr: p.mbr,
+            range_tombstones: OnceLock::from(p.range_tombstones > 0),
         }
     }
 
@@ -400,6 +413,7 @@ impl FileMeta {
             arrived_ms: AtomicU64::new(self.arrived_ms()),
             last_read_ms: AtomicU64::new(self.last_read_ms.load(Ordering::Relaxed)),
             mbr: self.mbr,
+            range_tombstones: self.range_tombstones.clone(),
         }
     }
 }
@@ -746,6 +760,7 @@ pub(crate) mod tests {
             arrived_ms: AtomicU64::new(7),
             last_read_ms: AtomicU64::new(0),
             mbr: None,
+            range_tombstones: OnceLock::new(),
         }
     }
 

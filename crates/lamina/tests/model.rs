@@ -10,11 +10,12 @@ use std::ops::Bound;
 
 use common::{dump, key, tiny_options};
 use lamina::vfs::mem::MemFs;
-use lamina::{Compression, Db, WriteBatch};
+use lamina::{Compression, Db, DbIterator, DbRevIterator, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn value(rng: &mut StdRng) -> Vec<u8> {
     let len = rng.gen_range(0..120);
@@ -100,7 +101,22 @@ fn model_delete_range(model: &mut Model, lo: &[u8], hi: &[u8]) {
 
 const LEVELING: &str = "leveling:T=3,l0=2";
 
-/// A scan of `[lo, hi]` both ways equals the oracle's range.
+/// A scan's `next_ref`: the next pair, lent until the next call.
+type NextRef<I> = fn(&mut I) -> Option<lamina::Result<(&[u8], &[u8])>>;
+
+/// The pairs a scan lends through `next_ref`, each copied only here, after
+/// the scan has produced it.
+fn lent<I>(mut scan: I, next_ref: NextRef<I>) -> Entries {
+    let mut pairs = Entries::new();
+    while let Some(pair) = next_ref(&mut scan) {
+        let (k, v) = pair.unwrap();
+        pairs.push((k.to_vec(), v.to_vec()));
+    }
+    pairs
+}
+
+/// A scan of `[lo, hi]` both ways, owned and borrowed, equals the
+/// oracle's range.
 fn check_scans(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>, what: &str) {
     let got: Vec<_> = db
         .scan(as_ref(lo), as_ref(hi))
@@ -109,6 +125,12 @@ fn check_scans(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>,
         .collect();
     let mut expected = expected_range(model, lo, hi);
     assert_eq!(got, expected, "{what} scan");
+    let scan = db.scan(as_ref(lo), as_ref(hi)).unwrap();
+    assert_eq!(
+        lent(scan, DbIterator::next_ref),
+        expected,
+        "{what} scan, borrowed"
+    );
     let rev: Vec<_> = db
         .scan_rev(as_ref(lo), as_ref(hi))
         .unwrap()
@@ -116,6 +138,12 @@ fn check_scans(db: &Db, model: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>,
         .collect();
     expected.reverse();
     assert_eq!(rev, expected, "{what} scan_rev");
+    let scan = db.scan_rev(as_ref(lo), as_ref(hi)).unwrap();
+    assert_eq!(
+        lent(scan, DbRevIterator::next_ref),
+        expected,
+        "{what} scan_rev, borrowed"
+    );
 }
 
 fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize) {
@@ -233,6 +261,15 @@ fn run_model_compressed(
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
                     assert_eq!(rev, want, "seed {seed} step {step} snapshot scan_rev");
+                    let all = snap.scan(Bound::Unbounded, Bound::Unbounded).unwrap();
+                    let all: Model = lent(all, DbIterator::next_ref).into_iter().collect();
+                    assert_eq!(all, old, "seed {seed} step {step} snapshot scan, borrowed");
+                    let rev = snap.scan_rev(Bound::Unbounded, Bound::Unbounded).unwrap();
+                    assert_eq!(
+                        lent(rev, DbRevIterator::next_ref),
+                        want,
+                        "seed {seed} step {step} snapshot scan_rev, borrowed"
+                    );
                 }
             }
             93..=95 => db.flush().unwrap(),

@@ -170,7 +170,7 @@ impl Inner {
             for f in files {
                 let overlaps =
                     hi.is_none_or(|h| f.smallest.as_slice() <= h) && lo <= f.largest.as_slice();
-                if overlaps {
+                if overlaps && f.may_hold_range_tombstones() {
                     tombstones.extend_from_slice(self.loader.table(f)?.range_tombstones());
                 }
             }
@@ -490,13 +490,16 @@ impl Drop for WindowIter {
     }
 }
 
-/// A [`Cursor`] walked one way as a Rust iterator of owned pairs; an
-/// error is yielded once, then the walk ends.
+/// A [`Cursor`] walked one way, pair by pair: borrowed
+/// ([`DbIterator::next_ref`]) or copied (the `Iterator`s). An error is
+/// yielded once, then the walk ends.
 struct Walk {
     cursor: Cursor,
     forward: bool,
-    /// An error met while stepping past the last pair returned.
-    error: Option<Error>,
+    /// The cursor is on the pair returned last: the next call steps first.
+    /// Stepping lazily, a walk that stops after `n` pairs makes `n - 1`
+    /// steps, and a borrowed pair stays valid until the next call.
+    returned: bool,
     done: bool,
 }
 
@@ -505,52 +508,99 @@ impl Walk {
         Walk {
             cursor,
             forward,
-            error: None,
+            returned: false,
             done: false,
         }
     }
 
     #[inline]
-    fn step(&mut self) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
-        if let Some(e) = self.error.take() {
-            self.done = true;
-            return Some(Err(e));
+    fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        if self.done {
+            return None;
         }
-        if self.done || !self.cursor.valid() {
+        if self.returned {
+            let moved = if self.forward {
+                self.cursor.next()
+            } else {
+                self.cursor.prev()
+            };
+            if let Err(e) = moved {
+                self.done = true;
+                return Some(Err(e));
+            }
+        }
+        if !self.cursor.valid() {
             self.done = true;
             return None;
         }
-        let item = (self.cursor.key().to_vec(), self.cursor.value().to_vec());
-        let moved = if self.forward {
-            self.cursor.next()
-        } else {
-            self.cursor.prev()
-        };
-        self.error = moved.err();
-        Some(Ok(item))
+        self.returned = true;
+        Some(Ok((self.cursor.key(), self.cursor.value())))
+    }
+
+    fn next_owned(&mut self) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        self.next_ref()
+            .map(|pair| pair.map(|(k, v)| (k.to_vec(), v.to_vec())))
     }
 }
 
 /// Iterates live entries in key order (see [`Db::scan`]): a [`Cursor`]
-/// walked forward.
+/// walked forward. As an `Iterator` it yields owned copies;
+/// [`DbIterator::next_ref`] lends each pair instead.
 pub struct DbIterator(Walk);
+
+impl DbIterator {
+    /// The next pair, borrowed from the iterator until the next call: no
+    /// copy and no allocation per entry (a lending iterator, which
+    /// `Iterator` cannot express). `None` at the end; an error is
+    /// returned once, then `None`.
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = lamina::Db::open(dir.path(), lamina::Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.put(b"b", b"22")?;
+    /// let mut scan = db.scan(Bound::Unbounded, Bound::Unbounded)?;
+    /// let mut bytes = 0;
+    /// while let Some(pair) = scan.next_ref() {
+    ///     let (key, value) = pair?;
+    ///     bytes += key.len() + value.len();
+    /// }
+    /// assert_eq!(bytes, 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        self.0.next_ref()
+    }
+}
 
 impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.step()
+        self.0.next_owned()
     }
 }
 
 /// Iterates live entries in descending key order (see [`Db::scan_rev`]):
-/// a [`Cursor`] walked backward.
+/// a [`Cursor`] walked backward. As an `Iterator` it yields owned copies;
+/// [`DbRevIterator::next_ref`] lends each pair instead.
 pub struct DbRevIterator(Walk);
+
+impl DbRevIterator {
+    /// The next pair in descending key order, borrowed until the next call
+    /// (see [`DbIterator::next_ref`]).
+    #[inline]
+    pub fn next_ref(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        self.0.next_ref()
+    }
+}
 
 impl Iterator for DbRevIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.step()
+        self.0.next_owned()
     }
 }

@@ -9,15 +9,15 @@
 //! its offset is listed in the restart array, so a seek binary-searches the
 //! restarts and then scans at most one interval. Entries decode only
 //! forward: a step back rescans from the restart point before the current
-//! entry (at most one interval too). Decoding never trusts a
+//! entry (at most one interval too) and keeps what it decoded on the way,
+//! so the steps back after it cost no decoding. Decoding never trusts a
 //! length: every field is checked against the bytes actually present.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::coding::{get_varint, put_varint};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal, parse_internal_key, TRAILER_LEN};
+use crate::key::{compare_internal, parse_internal_key};
 use crate::vfs::{BlockBytes, Mapping};
 
 use super::format::DecodeResult;
@@ -301,23 +301,6 @@ impl KeyBuf {
     }
 }
 
-/// `compare_internal` (user key ascending, then trailer descending), with a
-/// shortcut: when both user keys have at least 8 bytes and those differ,
-/// one integer comparison decides, without the `memcmp` call that dominated
-/// for short keys.
-#[inline]
-fn cmp_internal(a: &[u8], b: &[u8]) -> Ordering {
-    if a.len() >= 8 + TRAILER_LEN && b.len() >= 8 + TRAILER_LEN {
-        if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-            let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
-            if x != y {
-                return x.cmp(&y);
-            }
-        }
-    }
-    compare_internal(a, b)
-}
-
 /// A cursor over one block. Errors carry a reason only; the table iterator
 /// attaches the file name and block offset.
 #[derive(Debug)]
@@ -331,6 +314,26 @@ pub struct BlockIter {
     /// Offset of the entry after the current one.
     next_pos: usize,
     valid: bool,
+    /// The entries a backward rescan decoded before the one it wanted,
+    /// oldest first, their keys back to back in `behind_keys`: the next
+    /// `prev`s take them from here instead of rescanning the restart
+    /// interval once per step (RocksDB's block iterator keeps them the
+    /// same way). Used only while the last one ends where the current
+    /// entry starts; the block never changes, so they stay right.
+    behind: Vec<Behind>,
+    behind_keys: Vec<u8>,
+}
+
+/// An entry kept by a backward rescan (see [`BlockIter::behind`]).
+#[derive(Debug, Clone, Copy)]
+struct Behind {
+    pos: usize,
+    next_pos: usize,
+    value_start: usize,
+    value_end: usize,
+    /// Where its key ends in `behind_keys` (it starts where the previous
+    /// one's ends).
+    key_end: usize,
 }
 
 impl BlockIter {
@@ -344,6 +347,8 @@ impl BlockIter {
             pos: 0,
             next_pos: 0,
             valid: false,
+            behind: Vec::new(),
+            behind_keys: Vec::new(),
         }
     }
 
@@ -435,8 +440,11 @@ impl BlockIter {
     /// Decodes entries from restart point `i` on up to the one ending at
     /// `end` (the start of the entry after it, or the end of the entry
     /// area): the step back of `prev` and `seek_to_last`.
+    /// The entries decoded before it are kept for the next `prev`s.
     fn scan_to(&mut self, i: usize, end: usize) -> DecodeResult<()> {
         self.seek_to_restart(i);
+        self.behind.clear();
+        self.behind_keys.clear();
         loop {
             self.parse_next()?;
             if !self.valid {
@@ -445,6 +453,14 @@ impl BlockIter {
             if self.next_pos >= end {
                 break;
             }
+            self.behind_keys.extend_from_slice(self.key.as_slice());
+            self.behind.push(Behind {
+                pos: self.pos,
+                next_pos: self.next_pos,
+                value_start: self.value_start,
+                value_end: self.value_end,
+                key_end: self.behind_keys.len(),
+            });
         }
         if self.next_pos != end {
             self.valid = false;
@@ -464,6 +480,9 @@ impl BlockIter {
     /// entry, as entries are only decodable forward.
     pub fn prev(&mut self) -> DecodeResult<()> {
         if !self.valid {
+            return Ok(());
+        }
+        if self.prev_from_behind()? {
             return Ok(());
         }
         let original = self.pos;
@@ -486,6 +505,27 @@ impl BlockIter {
         }
     }
 
+    /// Steps back to the entry kept by the last rescan if it is the one
+    /// just before the current entry; false if there is none.
+    fn prev_from_behind(&mut self) -> DecodeResult<bool> {
+        let Some(&e) = self.behind.last().filter(|e| e.next_pos == self.pos) else {
+            return Ok(false);
+        };
+        self.behind.pop();
+        let start = self.behind.last().map_or(0, |b| b.key_end);
+        let key = self
+            .behind_keys
+            .get(start..e.key_end)
+            .ok_or("kept entry out of range")?;
+        self.key.set(0, key).ok_or("kept entry out of range")?;
+        self.behind_keys.truncate(start);
+        self.pos = e.pos;
+        self.next_pos = e.next_pos;
+        self.value_start = e.value_start;
+        self.value_end = e.value_end;
+        Ok(true)
+    }
+
     /// Positions at the first entry `>= target` (invalid if none).
     pub fn seek(&mut self, target: &[u8]) -> DecodeResult<()> {
         // Largest restart whose key is < target: the answer lies after it.
@@ -493,7 +533,7 @@ impl BlockIter {
         let mut right = self.block.num_restarts.saturating_sub(1);
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            if cmp_internal(self.restart_key(mid)?, target).is_lt() {
+            if compare_internal(self.restart_key(mid)?, target).is_lt() {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -502,7 +542,7 @@ impl BlockIter {
         self.seek_to_restart(left);
         loop {
             self.parse_next()?;
-            if !self.valid || !cmp_internal(self.key.as_slice(), target).is_lt() {
+            if !self.valid || !compare_internal(self.key.as_slice(), target).is_lt() {
                 return Ok(());
             }
         }
@@ -634,7 +674,11 @@ mod tests {
         keys.push(vec![1, 2, 3]);
         for a in &keys {
             for b in &keys {
-                assert_eq!(cmp_internal(a, b), compare_internal(a, b), "{a:?} {b:?}");
+                assert_eq!(
+                    compare_internal(a, b),
+                    compare_internal(a, b),
+                    "{a:?} {b:?}"
+                );
             }
         }
     }
