@@ -69,31 +69,46 @@ fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] 
     }
 }
 
-/// Bytes of `target`'s runs (by `below`) overlapping `[lo, hi]`.
-fn overlap_bytes(
-    levels: &[LevelView],
-    target: usize,
-    below: Below,
-    lo: &PackedKey,
-    hi: &PackedKey,
-) -> u64 {
-    target_runs(levels, target, below)
-        .iter()
-        .map(|r| r.files.overlap_bytes(lo, hi))
-        .sum()
+/// Bytes of `target`'s runs (by `below`) overlapping each of `spans`, files
+/// of one run in key order: one walk over each target run's files under
+/// the spans, not a search per file. A merge hands the index its outputs
+/// at once, and a search of a large run costs a B-tree descent each (the
+/// bulk of ranking a merge's outputs when they were scored one by one).
+fn overlaps(levels: &[LevelView], target: usize, below: Below, spans: &[Span<'_>]) -> Vec<u64> {
+    let mut sums = vec![0u64; spans.len()];
+    let Some(lo) = spans.first().map(|s| s.0) else {
+        return sums;
+    };
+    let Some(hi) = spans.iter().map(|s| s.1).max() else {
+        return sums;
+    };
+    for run in target_runs(levels, target, below) {
+        let under: Vec<Span<'_>> = run
+            .files
+            .spans_overlapping(lo.clone(), hi.clone())
+            .collect();
+        // The spans start in key order, so the target files ending before
+        // one span's start end before every later span's.
+        let mut start = 0;
+        for (sum, &(lo, hi, _)) in sums.iter_mut().zip(spans) {
+            while under.get(start).is_some_and(|u| u.1 < lo) {
+                start += 1;
+            }
+            *sum += under[start..]
+                .iter()
+                .take_while(|u| u.0 <= hi)
+                .filter(|u| u.1 >= lo)
+                .map(|u| u.2)
+                .sum::<u64>();
+        }
+    }
+    sums
 }
 
-/// The least-overlap score of a file spanning `[lo, hi]` with `size` bytes:
-/// overlapping bytes per byte of the file.
-fn score_of(
-    levels: &[LevelView],
-    target: usize,
-    below: Below,
-    lo: &PackedKey,
-    hi: &PackedKey,
-    size: u64,
-) -> Score {
-    Score(overlap_bytes(levels, target, below, lo, hi) as f64 / size.max(1) as f64)
+/// The least-overlap score of a file with `size` bytes overlapping
+/// `overlap` bytes of the target level: overlapping bytes per byte.
+fn score(overlap: u64, size: u64) -> Score {
+    Score(overlap as f64 / size.max(1) as f64)
 }
 
 /// The least-overlap score of `f`: overlapping bytes per byte of `f`.
@@ -104,7 +119,8 @@ pub(crate) fn overlap_score(
     f: &FileView,
 ) -> f64 {
     let (lo, hi) = (PackedKey::new(&f.smallest), PackedKey::new(&f.largest));
-    score_of(levels, target, below, &lo, &hi, f.size).0
+    let overlap = overlaps(levels, target, below, &[(&lo, &hi, f.size)]);
+    score(overlap.iter().sum(), f.size).0
 }
 
 /// What a ranking was built from: its run's file count and the target
@@ -137,29 +153,35 @@ impl Ranking {
             by_key: BTreeMap::new(),
             by_score: BTreeSet::new(),
         };
-        for span in run.files.spans() {
-            r.insert(levels, span);
-        }
+        let spans: Vec<Span<'_>> = run.files.spans().collect();
+        r.rank(levels, &spans);
         work.fetch_add(run.files.len() as u64, AtomicOrdering::Relaxed);
         r
     }
 
-    fn insert(&mut self, levels: &[LevelView], (lo, hi, size): Span<'_>) {
-        let score = score_of(levels, self.key.target, self.key.below, lo, hi, size);
-        self.by_score.insert((score, lo.clone()));
-        self.by_key.insert(lo.clone(), (hi.clone(), size, score));
+    /// Ranks `spans`, files of the run in key order.
+    fn rank(&mut self, levels: &[LevelView], spans: &[Span<'_>]) {
+        let overlaps = overlaps(levels, self.key.target, self.key.below, spans);
+        for (&(lo, hi, size), overlap) in spans.iter().zip(overlaps) {
+            let score = score(overlap, size);
+            self.by_score.insert((score, lo.clone()));
+            self.by_key.insert(lo.clone(), (hi.clone(), size, score));
+        }
     }
 
-    /// Smallest keys of the ranked files intersecting `[lo, hi]` (the files
-    /// are disjoint: walking down from `hi`, the first one ending below
-    /// `lo` ends the walk).
-    fn intersecting(&self, lo: &PackedKey, hi: &PackedKey) -> Vec<PackedKey> {
-        self.by_key
+    /// The ranked files intersecting `[lo, hi]` as (smallest, largest,
+    /// size), in key order (the files are disjoint: walking down from `hi`,
+    /// the first one ending below `lo` ends the walk).
+    fn intersecting(&self, lo: &PackedKey, hi: &PackedKey) -> Vec<(PackedKey, PackedKey, u64)> {
+        let mut found: Vec<(PackedKey, PackedKey, u64)> = self
+            .by_key
             .range((Bound::Unbounded, Bound::Included(hi)))
             .rev()
             .take_while(|(_, (largest, _, _))| largest >= lo)
-            .map(|(smallest, _)| smallest.clone())
-            .collect()
+            .map(|(smallest, (largest, size, _))| (smallest.clone(), largest.clone(), *size))
+            .collect();
+        found.reverse();
+        found
     }
 
     /// The run's files in `[lo, hi]` changed: drop what was ranked there and
@@ -172,34 +194,29 @@ impl Ranking {
         hi: &PackedKey,
     ) -> u64 {
         let stale = self.intersecting(lo, hi);
-        for smallest in stale.iter().cloned() {
-            if let Some((_, _, score)) = self.by_key.remove(&smallest) {
-                self.by_score.remove(&(score, smallest));
+        for (smallest, _, _) in &stale {
+            if let Some((_, _, score)) = self.by_key.remove(smallest) {
+                self.by_score.remove(&(score, smallest.clone()));
             }
         }
-        let mut fresh = 0;
-        for span in run.files.spans_overlapping(lo.clone(), hi.clone()) {
-            self.insert(levels, span);
-            fresh += 1;
-        }
-        (stale.len() + fresh) as u64
+        let fresh: Vec<Span<'_>> = run
+            .files
+            .spans_overlapping(lo.clone(), hi.clone())
+            .collect();
+        self.rank(levels, &fresh);
+        (stale.len() + fresh.len()) as u64
     }
 
     /// The target level changed in `[lo, hi]`: rescore the files over it.
     fn rescore(&mut self, levels: &[LevelView], lo: &PackedKey, hi: &PackedKey) -> u64 {
         let touched = self.intersecting(lo, hi);
-        for smallest in &touched {
+        let spans: Vec<Span<'_>> = touched.iter().map(|(l, h, size)| (l, h, *size)).collect();
+        let overlaps = overlaps(levels, self.key.target, self.key.below, &spans);
+        for (&(smallest, _, size), overlap) in spans.iter().zip(overlaps) {
             let Some(entry) = self.by_key.get_mut(smallest) else {
                 continue;
             };
-            let score = score_of(
-                levels,
-                self.key.target,
-                self.key.below,
-                smallest,
-                &entry.0,
-                entry.1,
-            );
+            let score = score(overlap, size);
             self.by_score.remove(&(entry.2, smallest.clone()));
             self.by_score.insert((score, smallest.clone()));
             entry.2 = score;
@@ -316,5 +333,95 @@ impl TreeView {
     /// this view so far: a measure of picking work that tests bound.
     pub fn overlap_work(&self) -> u64 {
         self.index.work.load(AtomicOrdering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::files::searches;
+
+    fn file(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            smallest: lo.to_be_bytes().to_vec(),
+            largest: hi.to_be_bytes().to_vec(),
+            ..FileView::default()
+        }
+    }
+
+    fn run(id: u64, files: Vec<FileView>) -> LevelView {
+        LevelView {
+            runs: vec![RunView {
+                id,
+                order: id,
+                files: files.into(),
+            }],
+        }
+    }
+
+    /// The least-overlap file by brute force: every file scored against
+    /// every file of the level below, ties in key order.
+    fn scan(view: &TreeView) -> Option<u64> {
+        let below = &view.levels[2].runs[0].files;
+        let mut best: Option<(f64, u64)> = None;
+        for f in &view.levels[1].runs[0].files {
+            let bytes: u64 = below
+                .iter()
+                .filter(|o| o.overlaps(&f.smallest, &f.largest))
+                .map(|o| o.size)
+                .sum();
+            let score = bytes as f64 / f.size as f64;
+            if best.is_none_or(|(b, _)| score < b) {
+                best = Some((score, f.id));
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
+    /// Ranking a run scores all its files in one walk over the level below
+    /// (a search per file made ranking a merge's outputs cost a B-tree
+    /// descent each), and so does re-ranking after a change; the pick is
+    /// the brute-force one throughout.
+    #[test]
+    fn ranking_walks_the_level_below_once() {
+        for n in [10u64, 200] {
+            // Level 1: n files of 100 keys; level 2: ten files under each,
+            // sizes varied so that scores differ.
+            let upper = (0..n)
+                .map(|k| file(k + 1, 100 * k, 100 * k + 99, 1 + k % 3))
+                .collect();
+            let lower = (0..10 * n)
+                .map(|j| file(10_000 + j, 10 * j, 10 * j + 9, 1 + j * 7 % 5))
+                .collect();
+            let mut view = TreeView {
+                levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
+                ..TreeView::default()
+            };
+            let pick = |view: &TreeView| {
+                let run = &view.levels[1].runs[0];
+                view.by_least_overlap(1, run, 2, Below::Newest, |f| Some(f.id))
+            };
+            let before = searches();
+            assert_eq!(pick(&view), scan(&view));
+            let spent = searches() - before;
+            assert!(spent <= 8, "{n} files ranked with {spent} searches");
+            assert_eq!(view.overlap_work(), n + 1, "n ranked, one offered");
+
+            // Every level-1 file is replaced by one of another size: the
+            // whole run is re-ranked at once.
+            let run = &mut view.levels[1].runs[0];
+            for k in 0..n {
+                run.files.update(k + 1, |f| f.size = 1 + (k * 5) % 7);
+            }
+            let before = searches();
+            view.changed(1, &0u64.to_be_bytes(), &(100 * n).to_be_bytes());
+            assert_eq!(pick(&view), scan(&view));
+            let spent = searches() - before;
+            assert!(spent <= 8, "{n} files re-ranked with {spent} searches");
+        }
     }
 }

@@ -129,18 +129,9 @@ impl Leveling {
             reason: format!("level {level} over capacity (score {score:.2}), least overlap"),
         })
     }
-}
-
-impl CompactionPolicy for Leveling {
-    fn spec(&self) -> String {
-        format!("leveling:T={},l0={}", self.size_ratio, self.l0_trigger)
-    }
-
-    fn size_ratio(&self) -> Option<f64> {
-        Some(self.size_ratio as f64)
-    }
-
-    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+    /// The tasks of [`CompactionPolicy::pick`], most urgent first, each
+    /// built only when asked for.
+    fn tasks<'a>(&'a self, view: &'a TreeView) -> impl Iterator<Item = CompactionTask> + 'a {
         // Score every level; merge the most urgent first.
         let mut scored: Vec<(f64, usize)> = Vec::new();
         for (i, level) in view.levels.iter().enumerate() {
@@ -158,20 +149,35 @@ impl CompactionPolicy for Leveling {
             }
         }
         scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        scored
-            .into_iter()
-            .filter_map(|(score, i)| {
-                if i == 0 || view.level(i).runs.len() > 1 {
-                    self.merge_level_down(
-                        view,
-                        i,
-                        format!("level {i} has {} runs", view.level(i).runs.len()),
-                    )
-                } else {
-                    self.push_one_file(view, i, score)
-                }
-            })
-            .collect()
+        scored.into_iter().filter_map(move |(score, i)| {
+            if i == 0 || view.level(i).runs.len() > 1 {
+                self.merge_level_down(
+                    view,
+                    i,
+                    format!("level {i} has {} runs", view.level(i).runs.len()),
+                )
+            } else {
+                self.push_one_file(view, i, score)
+            }
+        })
+    }
+}
+
+impl CompactionPolicy for Leveling {
+    fn spec(&self) -> String {
+        format!("leveling:T={},l0={}", self.size_ratio, self.l0_trigger)
+    }
+
+    fn size_ratio(&self) -> Option<f64> {
+        Some(self.size_ratio as f64)
+    }
+
+    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        self.tasks(view).collect()
+    }
+
+    fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
+        self.tasks(view).next()
     }
 }
 

@@ -283,6 +283,13 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     /// Tasks to run now, most urgent first; empty if the tree is in shape.
     /// Tasks must not include busy files.
     fn pick(&self, view: &TreeView) -> Vec<CompactionTask>;
+    /// The first task [`CompactionPolicy::pick`] returns, for callers that
+    /// run one task and ask again (the simulator): a policy that builds
+    /// its tasks one by one overrides it to build only that one. Default:
+    /// the first of `pick`.
+    fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
+        self.pick(view).into_iter().next()
+    }
     /// The bound `k` on sorted runs that a bounded-depth policy restores once
     /// a flush's merges are done; `None` for unbounded policies. The engine
     /// uses it only to count overshoots (flushes that arrive while runs are

@@ -12,6 +12,8 @@
 //! from sizes; both end in the same tree, which [`apply`] computes for a
 //! `TreeView`.
 
+use std::cell::Cell;
+
 use rustc_hash::FxHashSet;
 
 use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
@@ -196,6 +198,18 @@ impl Plan {
     }
 }
 
+thread_local! {
+    static ID_CHECKS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Comparisons the planner has made on this thread so far to find an input
+/// id named twice: one per id with a set, where a search of the files
+/// resolved so far made one per pair (quadratic in a merge of a whole
+/// level). Tests bound it.
+pub fn id_checks() -> u64 {
+    ID_CHECKS.with(Cell::get)
+}
+
 /// Runs of the tree in recency order: level by level, each newest first.
 fn runs_newest_first(view: &TreeView) -> Vec<(usize, &RunView)> {
     view.levels
@@ -247,6 +261,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             if f.busy {
                 return Err(invalid(task, format!("file {id} is being compacted")));
             }
+            ID_CHECKS.with(|c| c.set(c.get().wrapping_add(1)));
             if !named.insert(*id) {
                 return Err(invalid(task, format!("file {id} named twice")));
             }
@@ -710,6 +725,33 @@ mod tests {
             &task(&[(0, 10, &[1])], 1, OutputRun::New),
             "being compacted",
         );
+    }
+
+    /// A merge of a whole level names thousands of files: finding an id
+    /// named twice costs a comparison per id, not per pair of ids. Repeats
+    /// are still refused, wherever they are.
+    #[test]
+    fn the_repeat_check_is_linear_in_the_ids() {
+        let n = 2000u64;
+        let files = (1..=n)
+            .map(|id| file(id, &id.to_be_bytes(), &id.to_be_bytes()))
+            .collect();
+        let view = tree(vec![(0, 10, files)]);
+        let ids: Vec<u64> = (1..=n).rev().collect();
+        let before = id_checks();
+        let p = plan(&view, &task(&[(0, 10, &ids)], 1, OutputRun::New)).unwrap();
+        assert_eq!(p.input_file_ids().count() as u64, n);
+        let checks = id_checks() - before;
+        assert!(checks <= n, "{checks} comparisons for {n} ids");
+        for repeat in [1, n / 2, n] {
+            let mut twice = ids.clone();
+            twice.push(repeat);
+            refused(
+                &view,
+                &task(&[(0, 10, &twice)], 1, OutputRun::New),
+                &format!("file {repeat} named twice"),
+            );
+        }
     }
 
     fn spatial(id: u64, lo: &[u8], hi: &[u8], mbr: (f64, f64, f64, f64)) -> FileView {

@@ -489,11 +489,7 @@ impl Simulator {
         let runs_at_flush = self.sorted_runs();
         let mut peak = self.total_bytes;
         let mut merges = 0;
-        loop {
-            let tasks = self.policy.pick(&self.view);
-            let Some(task) = tasks.into_iter().next() else {
-                break;
-            };
+        while let Some(task) = self.policy.pick_first(&self.view) {
             if merges >= self.opts.max_merges_per_flush {
                 return Err(SimError::NotSettling {
                     policy: self.spec.clone(),
@@ -571,7 +567,7 @@ impl Simulator {
         let mut peak = self.total_bytes;
         let mut started = 0;
         while self.running.len() < a.threads {
-            let Some(task) = self.policy.pick(&self.view).into_iter().next() else {
+            let Some(task) = self.policy.pick_first(&self.view) else {
                 break;
             };
             if started >= self.opts.max_merges_per_flush {

@@ -9,9 +9,14 @@
 //! is counted, not timed. And the index picks what scoring every file picks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use lamina_compaction::files::visits;
 use lamina_compaction::index::Below;
-use lamina_compaction::{FileView, TreeView};
+use lamina_compaction::{
+    policy_from_spec, CompactionPolicy, CompactionTask, FileView, PolicyDefaults, TreeView,
+};
 use lamina_sim::{ModelOptions, Simulator};
 
 const UNIT: u64 = 1000;
@@ -137,5 +142,83 @@ fn the_index_picks_what_a_full_scan_picks() {
                 }
             }
         }
+    }
+}
+
+/// A policy that counts the full picks asked of it and, at each first
+/// pick, checks it against the full pick's first task and counts the files
+/// each visits.
+#[derive(Debug)]
+struct CountingPicks {
+    inner: Box<dyn CompactionPolicy>,
+    counts: Arc<PickCounts>,
+}
+
+#[derive(Debug, Default)]
+struct PickCounts {
+    full_picks: AtomicU64,
+    first_picks: AtomicU64,
+    first_visits: AtomicU64,
+    all_visits: AtomicU64,
+    disagreements: AtomicU64,
+}
+
+impl CompactionPolicy for CountingPicks {
+    fn spec(&self) -> String {
+        self.inner.spec()
+    }
+
+    fn pick(&self, view: &TreeView) -> Vec<CompactionTask> {
+        self.counts.full_picks.fetch_add(1, Ordering::Relaxed);
+        self.inner.pick(view)
+    }
+
+    fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
+        let c = &self.counts;
+        c.first_picks.fetch_add(1, Ordering::Relaxed);
+        let before = visits();
+        let first = self.inner.pick_first(view);
+        c.first_visits
+            .fetch_add(visits() - before, Ordering::Relaxed);
+        let before = visits();
+        let all = self.inner.pick(view);
+        c.all_visits.fetch_add(visits() - before, Ordering::Relaxed);
+        if first != all.into_iter().next() {
+            c.disagreements.fetch_add(1, Ordering::Relaxed);
+        }
+        first
+    }
+}
+
+/// The simulator runs one task and asks again, so it asks only for the
+/// first: `pick` builds a task for every level in need, each with its
+/// overlap searches and reason, and all but one were thrown away. The
+/// first is `pick`'s first (the oracle), and building it alone visits
+/// fewer files over a run than building them all.
+#[test]
+fn the_simulator_builds_only_the_task_it_runs() {
+    let defaults = PolicyDefaults {
+        size_ratio: 10,
+        target_file_size: UNIT,
+    };
+    for spec in ["leveling", "lo1", "1-leveling"] {
+        let counts = Arc::new(PickCounts::default());
+        let policy = CountingPicks {
+            inner: policy_from_spec(spec, defaults).unwrap(),
+            counts: counts.clone(),
+        };
+        let mut sim = Simulator::new(Box::new(policy), opts()).unwrap();
+        for _ in 0..2000 {
+            sim.flush(UNIT).unwrap();
+        }
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        assert_eq!(get(&counts.full_picks), 0, "{spec}");
+        assert!(get(&counts.first_picks) > 2000, "{spec}");
+        assert_eq!(get(&counts.disagreements), 0, "{spec}");
+        let (first, all) = (get(&counts.first_visits), get(&counts.all_visits));
+        assert!(
+            first < all,
+            "{spec}: {first} files visited for first tasks, {all} for all"
+        );
     }
 }

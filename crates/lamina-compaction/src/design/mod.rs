@@ -386,6 +386,11 @@ impl CompactionPolicy for Composed {
             .collect()
     }
 
+    fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
+        let (deepest, needs) = self.needs(view);
+        needs.iter().find_map(|n| self.build(view, deepest, n))
+    }
+
     fn stalls_writes(&self, view: &TreeView) -> bool {
         self.block_writes
             && (view
@@ -394,7 +399,7 @@ impl CompactionPolicy for Composed {
                 .flat_map(|l| &l.runs)
                 .flat_map(|r| &r.files)
                 .any(|f| f.busy)
-                || !self.pick(view).is_empty())
+                || self.pick_first(view).is_some())
     }
 }
 
