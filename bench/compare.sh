@@ -8,27 +8,30 @@
 #
 # Usage: bench/compare.sh [--lz4]
 #
+#   --lz4    every engine compresses its blocks: --compression_type=lz4
+#            (LevelDB has only Snappy and gets it; each run prints its mapping)
+#
 # Environment:
 #   NUM=2000000        keys (and writes) per run
 #   ROUNDS=3           rounds; round r starts with the r-th engine
 #   BENCHMARKS=fillrandom,readrandom,seekrandom,readseq,readreverse,overwrite
+#                      (readwhilewriting may be added: THREADS readers and one writer)
 #   SEEK_NEXTS=10      entries read after each seek (seekrandom)
+#   THREADS=1          --threads: client threads (readwhilewriting's readers)
 #   ENGINES=           engines to run [default: lamina and every peer built in]
 #   FEATURES=peer-rocksdb,peer-leveldb   cargo features of the build
 #   SEED=301           --seed
 #   EXTRA_FLAGS=       more flags for every engine (e.g. --reads=2000000)
-#   WORKDIR=/tmp/lamina-compare   databases, logs, results.{tsv,md,json}
+#   WORKDIR=/tmp/lamina-compare (with --lz4: /tmp/lamina-compare-lz4)
+#                      databases, logs, results.{tsv,md,json}
 #   SKIP_BUILD=1       use the existing target/release/lamina
 #   SKIP_INSTALL=1     do not install build tools with apt-get
 set -euo pipefail
 
+COMPRESSION=none
 for arg in "$@"; do
     case "$arg" in
-    --lz4)
-        echo "compare.sh: --lz4 is not available: lamina does not compress yet, so there is no" >&2
-        echo "compressed configuration to compare (every engine here runs uncompressed)." >&2
-        exit 2
-        ;;
+    --lz4) COMPRESSION=lz4 ;;
     *)
         echo "compare.sh: unknown argument $arg (see the header of this script)" >&2
         exit 2
@@ -40,10 +43,15 @@ NUM=${NUM:-2000000}
 ROUNDS=${ROUNDS:-3}
 BENCHMARKS=${BENCHMARKS:-fillrandom,readrandom,seekrandom,readseq,readreverse,overwrite}
 SEEK_NEXTS=${SEEK_NEXTS:-10}
+THREADS=${THREADS:-1}
 FEATURES=${FEATURES:-peer-rocksdb,peer-leveldb}
 SEED=${SEED:-301}
 EXTRA_FLAGS=${EXTRA_FLAGS:-}
-WORKDIR=${WORKDIR:-/tmp/lamina-compare}
+if [ "$COMPRESSION" = none ]; then
+    WORKDIR=${WORKDIR:-/tmp/lamina-compare}
+else
+    WORKDIR=${WORKDIR:-/tmp/lamina-compare-$COMPRESSION}
+fi
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
 # RocksDB's build takes its CPU features from Rust's target features, which
@@ -97,6 +105,8 @@ mkdir -p "$WORKDIR/logs"
 LOGS="$WORKDIR/logs"
 RESULTS="$WORKDIR/results.tsv"
 printf 'engine\tround\tbenchmark\tmicros_per_op\tops_per_sec\tfound\n' >"$RESULTS"
+SIZES="$WORKDIR/db_bytes.tsv"
+printf 'engine\tround\tbytes\n' >"$SIZES"
 
 if [ -z "${ENGINES:-}" ]; then
     ENGINES=lamina
@@ -124,9 +134,10 @@ FLAGS=(
     --memtable_bloom_bits=10
     --cache_size=8388608
     --block_size=4096
-    --compression_type=none
+    --compression_type="$COMPRESSION"
+    --compression_ratio=0.5
     --sync=false
-    --threads=1
+    --threads="$THREADS"
     --seek_nexts="$SEEK_NEXTS"
     --seed="$SEED"
     $EXTRA_FLAGS
@@ -143,6 +154,7 @@ FLAGS=(
     echo "leveldb_sys=$(awk '/^name = "leveldb-sys"/ { getline; print $3 }' "$REPO/Cargo.lock" | tr -d '"')"
     echo "fjall=$(awk '/^name = "fjall"/ { getline; print $3 }' "$REPO/Cargo.lock" | tr -d '"')"
     echo "cxxflags=${CXXFLAGS:-}"
+    echo "compression=$COMPRESSION"
     echo "flags=${FLAGS[*]}"
     echo "df_tmp=$(df -h "$WORKDIR" | awk 'NR == 2 { print $4 " free" }')"
 } >"$WORKDIR/meta.txt"
@@ -169,6 +181,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
                 }
                 printf "%s\t%s\t%s\t%s\t%s\t%s\n", eng, round, $1, $3, $5, found
             }' "$out" >>"$RESULTS"
+        # The database's size after the last benchmark (WAL and all): what
+        # compression saves, independent of the load.
+        printf '%s\t%s\t%s\n' "$eng" "$round" "$(du -sb "$db" | cut -f1)" >>"$SIZES"
         rm -rf "$db"
     done
 done
@@ -200,7 +215,11 @@ med = {k: statistics.median(v.values()) for k, v in ops.items()}
 peers = [e for e in engines if e != "lamina"]
 fmt = lambda x: f"{x:,.0f}"
 out = []
+compression = meta["compression"]
+if compression != "none" and "leveldb" in engines:
+    compression += " (LevelDB: Snappy, its only compressor)"
 out.append(f"NUM={meta['flags'].split('--num=')[1].split()[0]}, rounds={len(rounds)}, "
+           f"compression {compression}, "
            f"{meta['date_start']} .. {meta['date_end']}, commit {meta['commit']}")
 out.append(f"load before: {meta['uptime_start'].strip()}")
 out.append(f"load after:  {meta['uptime_end'].strip()}")
@@ -230,6 +249,15 @@ for b in benchmarks:
         else:
             rs.append("")
     out.append(f"| {b} | " + " | ".join(cells) + " | " + " | ".join(rs) + " |")
+sizes = {}
+for r in csv.DictReader(open(f"{workdir}/db_bytes.tsv"), delimiter="\t"):
+    sizes.setdefault(r["engine"], {})[int(r["round"])] = int(r["bytes"])
+out.append("")
+out.append("Database bytes after the last benchmark (`du -sb`, median of the rounds):")
+out.append("")
+out.append("| " + " | ".join(engines) + " |")
+out.append("|" + " ---: |" * len(engines))
+out.append("| " + " | ".join(fmt(statistics.median(sizes[e].values())) if e in sizes else "" for e in engines) + " |")
 text = "\n".join(out) + "\n"
 print(text)
 open(f"{workdir}/results.md", "w").write(text)
@@ -241,6 +269,7 @@ doc = {
     "found": {f"{e}/{b}": {str(r): v for r, v in sorted(x.items())} for (e, b), x in found.items()},
     "median_ops_per_sec": {f"{e}/{b}": v for (e, b), v in med.items()},
     "lamina_over_peer": ratios,
+    "db_bytes": {e: {str(r): v for r, v in sorted(x.items())} for e, x in sizes.items()},
 }
 json.dump(doc, open(f"{workdir}/results.json", "w"), indent=2)
 print(f"(also {workdir}/results.md and {workdir}/results.json; raw logs in {workdir}/logs)")

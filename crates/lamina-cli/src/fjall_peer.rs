@@ -4,7 +4,7 @@
 //! The benchmark flags map onto fjall's options: `--write_buffer_size` is
 //! the partition's memtable size and the keyspace's write-buffer budget,
 //! `--cache_size` the block cache, `--block_size`, `--bloom_bits` (0: no
-//! filters), no compression. `--sync` makes every write persist the journal
+//! filters), `--compression_type` none or lz4. `--sync` makes every write persist the journal
 //! with `fdatasync`; without it fjall keeps journal writes in its own buffer
 //! until it fills (a weaker guarantee than lamina's `write()` per commit).
 
@@ -16,6 +16,7 @@ use fjall::{
 };
 
 use crate::peer::{OptionMap, PeerSettings};
+use lamina::Compression;
 use lamina_experiment::kvops::{visit_first, Store};
 
 /// One fjall partition of a keyspace in `--db`.
@@ -57,10 +58,31 @@ impl FjallStore {
             format!("bloom_filter_bits={bits:?}"),
             "",
         );
+        let compression = match s.compression {
+            Compression::None => CompressionType::None,
+            Compression::Lz4 => CompressionType::Lz4,
+            Compression::Zstd(_) => bail!(
+                "--compression_type={}: fjall 2 has no zstd (lz4 or none)",
+                s.compression
+            ),
+        };
         m.row(
             format!("--compression_type={}", s.compression),
-            "CompressionType::None",
-            "",
+            format!("CompressionType::{compression:?}"),
+            if compression == CompressionType::None {
+                ""
+            } else {
+                "differs: fjall compresses every block, lamina keeps raw those it shrinks by < 1/8"
+            },
+        );
+        m.row(
+            format!("--mmap_read={}", s.mmap_read),
+            "blocks read with pread",
+            if s.mmap_read {
+                "differs: fjall has no mapped reads"
+            } else {
+                ""
+            },
         );
         m.row(
             format!("--sync={}", s.sync),
@@ -95,7 +117,7 @@ impl FjallStore {
                     .max_memtable_size(u32::try_from(s.write_buffer_size).unwrap_or(u32::MAX))
                     .block_size(u32::try_from(s.block_size).unwrap_or(u32::MAX))
                     .bloom_filter_bits(bits)
-                    .compression(CompressionType::None),
+                    .compression(compression),
             )
             .context("opening the fjall partition")?;
         Ok((

@@ -1,6 +1,6 @@
 //! LevelDB as a `lamina bench` peer: `lamina bench --engine leveldb`, built
 //! with the `peer-leveldb` feature (LevelDB 1.22 compiled from source by
-//! `leveldb-sys` with cmake, build type `Release`, without Snappy).
+//! `leveldb-sys` with cmake, build type `Release`, with Snappy).
 //!
 //! LevelDB is C++; this module drives it through its C API, the only
 //! binding that exposes the Bloom filter policy. That takes `unsafe`
@@ -18,6 +18,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use leveldb_sys as ffi;
 
 use crate::peer::{OptionMap, PeerSettings};
+use lamina::Compression;
 use lamina_experiment::kvops::Store;
 
 /// LevelDB's level-0 compaction trigger (`config::kL0_CompactionTrigger`,
@@ -69,9 +70,18 @@ fn flag(b: bool) -> c_uchar {
     c_uchar::from(b)
 }
 
+/// The LevelDB options [`plan`] chose that are not copied from the
+/// settings as they are.
+pub struct LevelConfig {
+    /// Bloom filter bits per key (whole bits), or no filter.
+    bloom_bits: Option<i32>,
+    /// Block compression.
+    compression: ffi::Compression,
+}
+
 /// What LevelDB gets for `s` (the values [`LevelStore::open`] sets), and
 /// the mapping that explains them; refuses what LevelDB cannot do.
-pub fn plan(s: &PeerSettings) -> Result<(Option<i32>, OptionMap)> {
+pub fn plan(s: &PeerSettings) -> Result<(LevelConfig, OptionMap)> {
     if s.disable_wal {
         bail!("--disable_wal: LevelDB always writes its log");
     }
@@ -133,10 +143,36 @@ pub fn plan(s: &PeerSettings) -> Result<(Option<i32>, OptionMap)> {
         format!("block_size={}", s.block_size),
         "",
     );
+    let compression = match s.compression {
+        Compression::None => {
+            m.row(
+                format!("--compression_type={}", s.compression),
+                "compression=kNoCompression",
+                "",
+            );
+            ffi::Compression::No
+        }
+        Compression::Lz4 => {
+            m.row(
+                format!("--compression_type={}", s.compression),
+                "compression=kSnappyCompression",
+                "differs: LevelDB has only Snappy; raw unless it saves 1/8, as lamina",
+            );
+            ffi::Compression::Snappy
+        }
+        Compression::Zstd(_) => bail!(
+            "--compression_type={}: LevelDB 1.22 has no zstd (only Snappy, which --compression_type=lz4 maps to)",
+            s.compression
+        ),
+    };
     m.row(
-        format!("--compression_type={}", s.compression),
-        "compression=kNoCompression",
-        "",
+        format!("--mmap_read={}", s.mmap_read),
+        "tables read through mmap (up to 1000 on 64-bit, fixed)",
+        if s.mmap_read {
+            ""
+        } else {
+            "differs: LevelDB always maps its tables"
+        },
     );
     m.row(
         format!("--sync={}", s.sync),
@@ -189,14 +225,20 @@ pub fn plan(s: &PeerSettings) -> Result<(Option<i32>, OptionMap)> {
         "ReadOptions::fill_cache=true (default)",
         "differs: LevelDB iterators cache the blocks they read",
     );
-    Ok((bits, m))
+    Ok((
+        LevelConfig {
+            bloom_bits: bits,
+            compression,
+        },
+        m,
+    ))
 }
 
 impl LevelStore {
     /// Opens (or creates) the database in `dir` with `s`'s settings and
     /// returns it with the option mapping.
     pub fn open(dir: &Path, s: &PeerSettings) -> Result<(LevelStore, OptionMap)> {
-        let (bits, map) = plan(s)?;
+        let (config, map) = plan(s)?;
         let name = CString::new(dir.as_os_str().as_bytes())
             .with_context(|| format!("{} holds a NUL byte", dir.display()))?;
         // SAFETY: each constructor returns a fresh object that `Drop` frees
@@ -205,7 +247,7 @@ impl LevelStore {
         let mut store = unsafe {
             let options = ffi::leveldb_options_create();
             let cache = ffi::leveldb_cache_create_lru(s.cache_size);
-            let filter = bits.map_or(ptr::null_mut(), |b| {
+            let filter = config.bloom_bits.map_or(ptr::null_mut(), |b| {
                 ffi::leveldb_filterpolicy_create_bloom(b)
             });
             ffi::leveldb_options_set_create_if_missing(options, 1);
@@ -215,7 +257,7 @@ impl LevelStore {
                 ffi::leveldb_options_set_filter_policy(options, filter);
             }
             ffi::leveldb_options_set_block_size(options, s.block_size);
-            ffi::leveldb_options_set_compression(options, ffi::Compression::No);
+            ffi::leveldb_options_set_compression(options, config.compression);
             let read = ffi::leveldb_readoptions_create();
             let write = ffi::leveldb_writeoptions_create();
             ffi::leveldb_writeoptions_set_sync(write, flag(s.sync));
@@ -475,5 +517,31 @@ mod tests {
             PeerSettings::from_args(&crate::peer::args(&["--write_buffer_size=4096"])).unwrap();
         let (store, _) = LevelStore::open(dir.path(), &args).unwrap();
         check_store_against_a_model(&store);
+    }
+
+    #[test]
+    fn lz4_maps_to_snappy_zstd_is_refused_and_tables_are_always_mapped() {
+        let plan_for = |flags: &[&str]| {
+            plan(&PeerSettings::from_args(&crate::peer::args(flags)).unwrap())
+                .map(|(config, map)| (config.compression as i32, map.render("leveldb")))
+        };
+        let (kind, text) = plan_for(&[]).unwrap();
+        assert_eq!(kind, ffi::Compression::No as i32);
+        assert!(text.contains("compression=kNoCompression\n"), "{text}");
+        assert!(
+            text.contains("differs: LevelDB always maps its tables"),
+            "{text}"
+        );
+        let (kind, text) = plan_for(&["--compression_type=lz4", "--mmap_read"]).unwrap();
+        assert_eq!(kind, ffi::Compression::Snappy as i32);
+        let line = text.lines().find(|l| l.contains("--compression_type=lz4"));
+        assert!(
+            line.is_some_and(|l| l.contains("kSnappyCompression")
+                && l.contains("differs: LevelDB has only Snappy")),
+            "{text}"
+        );
+        assert!(!text.contains("always maps"), "{text}");
+        let err = plan_for(&["--compression_type=zstd:5"]).unwrap_err();
+        assert!(err.to_string().contains("no zstd"), "{err}");
     }
 }

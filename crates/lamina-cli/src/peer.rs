@@ -100,8 +100,11 @@ pub struct PeerSettings {
     pub target_file_size: u64,
     /// Level-0 runs at which writes stop.
     pub level0_stop_runs: usize,
-    /// `--compression_type`.
-    pub compression: String,
+    /// `--compression_type`: how every level's blocks are compressed (each
+    /// peer maps it, or refuses what it lacks).
+    pub compression: Compression,
+    /// `--mmap_read`: read tables through memory maps.
+    pub mmap_read: bool,
 }
 
 impl PeerSettings {
@@ -128,12 +131,6 @@ impl PeerSettings {
                 "--compaction {other} has no equivalent in the peers: they run leveled compaction (--compaction leveling[:T=..,l0=..])"
             ),
         };
-        if args.compression_type != Compression::None {
-            bail!(
-                "--compression_type={}: the peers are not mapped for compression yet; the peer comparison runs uncompressed",
-                args.compression_type
-            );
-        }
         let mut sized = Options::default();
         sized.write_buffer_size = args.write_buffer_size;
         sized.memtable_bloom_bits_per_key = args.memtable_bloom_bits;
@@ -156,7 +153,8 @@ impl PeerSettings {
             size_ratio: leveling.size_ratio,
             target_file_size: leveling.target_file_size,
             level0_stop_runs: defaults.level0_stop_runs,
-            compression: args.compression_type.to_string(),
+            compression: args.compression_type,
+            mmap_read: args.mmap_read,
         })
     }
 }
@@ -347,7 +345,26 @@ mod tests {
         let s = PeerSettings::from_args(&args(&[])).unwrap();
         assert_eq!((s.size_ratio, s.l0_trigger), (10, 4));
         assert!(PeerSettings::from_args(&args(&["--compaction=tiered"])).is_err());
-        assert!(PeerSettings::from_args(&args(&["--compression_type=lz4"])).is_err());
+        assert_eq!((s.compression, s.mmap_read), (Compression::None, false));
+        // Compression and mapped reads reach the peers as lamina gets them;
+        // each peer maps them (or refuses) itself.
+        for (flags, compression, mmap) in [
+            (&["--compression_type=lz4"][..], Compression::Lz4, false),
+            (&["--compression_type=zstd"], Compression::Zstd(3), false),
+            (
+                &["--compression_type=zstd:7", "--mmap_read"],
+                Compression::Zstd(7),
+                true,
+            ),
+            (&["--mmap_read=true"], Compression::None, true),
+        ] {
+            let s = PeerSettings::from_args(&args(flags)).unwrap();
+            assert_eq!(
+                (s.compression, s.mmap_read),
+                (compression, mmap),
+                "{flags:?}"
+            );
+        }
     }
 
     #[test]

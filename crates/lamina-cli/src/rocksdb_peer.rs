@@ -1,6 +1,6 @@
 //! RocksDB as a `lamina bench` peer: `lamina bench --engine rocksdb`, built
 //! with the `peer-rocksdb` feature (the `rocksdb` crate's bundled RocksDB,
-//! compiled optimised with `NDEBUG`, without its compression libraries).
+//! compiled optimised with `NDEBUG`, with LZ4 and zstd).
 //!
 //! [`configure`] sets every RocksDB option the comparison depends on to the
 //! value lamina runs with and records each choice in an [`OptionMap`] that
@@ -15,7 +15,12 @@ use rocksdb::{
 };
 
 use crate::peer::{OptionMap, PeerSettings};
+use lamina::Compression;
 use lamina_experiment::kvops::Store;
+
+/// RocksDB's default `compression_opts.window_bits` (zlib's; zstd ignores
+/// it), passed again when the zstd level is set.
+const DEFAULT_WINDOW_BITS: i32 = -14;
 
 /// RocksDB's largest memtable Bloom filter, as a fraction of the write
 /// buffer (it clamps `memtable_prefix_bloom_size_ratio` to this).
@@ -113,11 +118,41 @@ pub fn configure(s: &PeerSettings) -> (rocksdb::Options, WriteOptions, OptionMap
     );
     o.set_block_based_table_factory(&t);
 
-    o.set_compression_type(DBCompressionType::None);
-    o.set_bottommost_compression_type(DBCompressionType::None);
+    // lamina compresses every level alike; RocksDB's bottommost level has
+    // a setting of its own, given the same type. A block stays raw in both
+    // unless compressing it saves 1/8 (RocksDB's default
+    // `max_compressed_bytes_per_kb=896`).
+    let (kind, name) = match s.compression {
+        Compression::None => (DBCompressionType::None, "kNoCompression"),
+        Compression::Lz4 => (DBCompressionType::Lz4, "kLZ4Compression"),
+        Compression::Zstd(_) => (DBCompressionType::Zstd, "kZSTD"),
+    };
+    o.set_compression_type(kind);
+    o.set_bottommost_compression_type(kind);
+    // Only zstd takes lamina's level: a level >= 1 would turn RocksDB's LZ4
+    // into LZ4HC, so LZ4 keeps the default (plain LZ4, acceleration 1, as
+    // lz4_flex). The other values are RocksDB's defaults; the bottommost
+    // level uses these options while its own are not enabled.
+    let level = match s.compression {
+        Compression::Zstd(level) => {
+            o.set_compression_options(DEFAULT_WINDOW_BITS, level, 0, 0);
+            format!(", compression_opts.level={level}")
+        }
+        Compression::None | Compression::Lz4 => String::new(),
+    };
     m.row(
         format!("--compression_type={}", s.compression),
-        "compression=kNoCompression, bottommost_compression=kNoCompression",
+        format!("compression={name}, bottommost_compression={name}{level}"),
+        if s.compression == Compression::None {
+            ""
+        } else {
+            "every level; raw unless it saves 1/8, as lamina"
+        },
+    );
+    o.set_allow_mmap_reads(s.mmap_read);
+    m.row(
+        format!("--mmap_read={}", s.mmap_read),
+        format!("allow_mmap_reads={}", s.mmap_read),
         "",
     );
 
@@ -336,5 +371,70 @@ mod tests {
         let (store, _) = RocksStore::open(dir.path(), &args).unwrap();
         check_store_against_a_model(&store);
         store.close().unwrap();
+    }
+
+    /// The options RocksDB records in the newest `OPTIONS-*` file of `dir`
+    /// (its own serialisation of what it runs with), as `name -> value`.
+    fn recorded_options(dir: &Path) -> std::collections::HashMap<String, String> {
+        let newest = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("OPTIONS-"))
+            .max_by_key(|n| n["OPTIONS-".len()..].parse::<u64>().unwrap())
+            .unwrap();
+        std::fs::read_to_string(dir.join(newest))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.trim().split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn compression_and_mapped_reads_reach_rocksdb() {
+        for (flags, kind, level, mmap) in [
+            (&[][..], "kNoCompression", None, "false"),
+            (
+                &["--compression_type=lz4"],
+                "kLZ4Compression",
+                None,
+                "false",
+            ),
+            (
+                &["--compression_type=zstd:5", "--mmap_read"],
+                "kZSTD",
+                Some(5),
+                "true",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = PeerSettings::from_args(&crate::peer::args(flags)).unwrap();
+            let (store, map) = RocksStore::open(dir.path(), &s).unwrap();
+            store.close().unwrap();
+            let o = recorded_options(dir.path());
+            assert_eq!(o["compression"], kind, "{flags:?}");
+            assert_eq!(o["bottommost_compression"], kind, "{flags:?}");
+            assert_eq!(o["allow_mmap_reads"], mmap, "{flags:?}");
+            let opts: std::collections::HashMap<&str, &str> = o["compression_opts"]
+                .trim_matches(|c| c == '{' || c == '}')
+                .split(';')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            // zstd gets lamina's level; LZ4 keeps RocksDB's default level
+            // (any level >= 1 would make it LZ4HC).
+            // (32767: RocksDB's kDefaultCompressionLevel.)
+            let want = level.map_or("32767".to_string(), |l: i32| l.to_string());
+            assert_eq!(opts["level"], want, "{flags:?}");
+            // A block is kept raw unless it saves 1/8, as lamina's.
+            assert_eq!(opts["max_compressed_bytes_per_kb"], "896", "{flags:?}");
+            let text = map.render("rocksdb");
+            assert!(
+                text.contains(&format!(
+                    "compression={kind}, bottommost_compression={kind}"
+                )),
+                "{text}"
+            );
+            assert!(text.contains(&format!("allow_mmap_reads={mmap}")), "{text}");
+        }
     }
 }

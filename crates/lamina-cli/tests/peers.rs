@@ -14,6 +14,60 @@
 use std::path::Path;
 use std::process::Command;
 
+/// Bytes of the table files in `dir` (RocksDB's and lamina's `*.sst`,
+/// LevelDB's `*.ldb`).
+fn table_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".sst") || name.ends_with(".ldb")
+        })
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// `--compression_type=lz4` stores `engine`'s tables in fewer bytes than
+/// `none` (values compress to about half at db_bench's default
+/// `--compression_ratio=0.5`), and a peer's mapping names `mapped`.
+fn lz4_shrinks_the_tables(engine: &str, mapped: Option<&str>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    for kind in ["none", "lz4"] {
+        let db = dir.path().join(kind);
+        let (ok, out, err) = bench(
+            &db,
+            &[
+                &format!("--engine={engine}"),
+                "--benchmarks=fillseq",
+                "--num=20000",
+                "--compression_ratio=0.5",
+                &format!("--compression_type={kind}"),
+                // Small buffers: the keys go to several flushed tables.
+                "--write_buffer_size=65536",
+            ],
+        );
+        assert!(ok, "{engine} {kind}: {err}\n{out}");
+        if let (Some(mapped), "lz4") = (mapped, kind) {
+            let line = out
+                .lines()
+                .find(|l| l.contains("--compression_type=lz4"))
+                .unwrap_or_else(|| panic!("no compression in the mapping:\n{out}"));
+            assert!(line.contains(mapped), "{line}");
+        }
+        bytes.push(table_bytes(&db));
+    }
+    let (none, lz4) = (bytes[0], bytes[1]);
+    // 20,000 entries of 116 bytes: most of them in tables.
+    assert!(none > 1_000_000, "{engine}: {none} bytes uncompressed");
+    assert!(
+        lz4 * 4 < none * 3,
+        "{engine}: {lz4} bytes with lz4 against {none} without"
+    );
+}
+
 fn bench(db: &Path, args: &[&str]) -> (bool, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_lamina"))
         .arg("bench")
@@ -47,7 +101,7 @@ fn reads_find_what_was_written(engine: &str, mapped: &[&str]) {
         &db,
         &[
             &format!("--engine={engine}"),
-            "--benchmarks=fillseq,readrandom,seekrandom,readseq,readreverse,overwrite,readrandom,stats",
+            "--benchmarks=fillseq,readrandom,seekrandom,readseq,readreverse,overwrite,readrandom,readwhilewriting,stats",
             &format!("--num={num}"),
             "--reads=2000",
             "--seek_nexts=10",
@@ -77,6 +131,12 @@ fn reads_find_what_was_written(engine: &str, mapped: &[&str]) {
         2
     );
     assert!(fields(&out, "seekrandom").ends_with(&["(2000", "of", "2000", "found)"]));
+    // The readers of readwhilewriting find every key too: the writer only
+    // overwrites keys of [0, num).
+    assert!(
+        fields(&out, "readwhilewriting").ends_with(&["(2000", "of", "2000", "found)"]),
+        "{out}"
+    );
     // One full scan each way (the entries they visit are checked against a
     // model by the peer modules' unit tests).
     for scan in ["readseq", "readreverse"] {
@@ -161,4 +221,27 @@ fn leveldb_refuses_what_it_cannot_do() {
         &["--engine=leveldb", "--num=10", "--disable_wal"],
     );
     assert!(!ok && err.contains("always writes its log"), "{err}");
+    let (ok, _, err) = bench(
+        &dir.path().join("zstd"),
+        &["--engine=leveldb", "--num=10", "--compression_type=zstd"],
+    );
+    assert!(!ok && err.contains("LevelDB 1.22 has no zstd"), "{err}");
+}
+
+#[cfg(feature = "peer-rocksdb")]
+#[test]
+fn rocksdb_compresses_with_lz4() {
+    lz4_shrinks_the_tables("rocksdb", Some("compression=kLZ4Compression"));
+}
+
+#[cfg(feature = "peer-leveldb")]
+#[test]
+fn leveldb_compresses_with_snappy_for_lz4() {
+    lz4_shrinks_the_tables("leveldb", Some("compression=kSnappyCompression"));
+}
+
+/// The same check on lamina, the reference the peers are held to.
+#[test]
+fn lamina_compresses_with_lz4() {
+    lz4_shrinks_the_tables("lamina", None);
 }
