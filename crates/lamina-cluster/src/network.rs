@@ -239,13 +239,14 @@ async fn serve_raft_conn(mut stream: TcpStream, groups: Groups) -> io::Result<()
                 RpcRequest::Append(r) => RpcReply::Append(g.raft.append_entries(r).await),
                 RpcRequest::Vote(r) => RpcReply::Vote(g.raft.vote(r).await),
                 RpcRequest::Snapshot(r) => RpcReply::Snapshot(g.raft.install_snapshot(r).await),
-                RpcRequest::Forward { request, .. } => {
-                    RpcReply::Forward(propose(&g.raft, request).await)
-                }
+                RpcRequest::Forward { request, .. } => RpcReply::Forward(match g.check_running() {
+                    Ok(()) => propose(&g.raft, request).await,
+                    Err(line) => line,
+                }),
                 RpcRequest::Read { read, follower, .. } => {
                     RpcReply::Read(read_local(g, &read, follower).await)
                 }
-                RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(&g.raft)),
+                RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(g)),
             },
         };
         write_frame(&mut stream, &reply).await?;

@@ -7,7 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use lamina::vfs::fault::{FaultFs, OpKind};
+use lamina::vfs::OsFs;
 
 use lamina_cluster::config::ShardConfig;
 use lamina_cluster::{ClusterConfig, ClusterNode, NodeConfig, NodeId, NodeOptions, RaftTiming};
@@ -24,6 +28,9 @@ struct Cluster {
     root: PathBuf,
     config: ClusterConfig,
     nodes: BTreeMap<NodeId, Option<ClusterNode>>,
+    /// Each member's file system: the real one, through a fault injector
+    /// that passes everything until a test arms it.
+    faults: BTreeMap<NodeId, FaultFs>,
 }
 
 impl Cluster {
@@ -59,17 +66,21 @@ impl Cluster {
         };
         config.check().unwrap();
         let mut nodes = BTreeMap::new();
+        let mut faults = BTreeMap::new();
         for (id, (r, c)) in listeners {
-            let node = ClusterNode::start_with(opts(&root, &config, id), r, c)
+            let fault = FaultFs::new(Arc::new(OsFs));
+            let node = ClusterNode::start_with(faulty_opts(&root, &config, id, &fault), r, c)
                 .await
                 .unwrap();
             nodes.insert(id, Some(node));
+            faults.insert(id, fault);
         }
         Cluster {
             _tmp: tmp,
             root,
             config,
             nodes,
+            faults,
         }
     }
 
@@ -101,7 +112,7 @@ impl Cluster {
     }
 
     async fn restart(&mut self, id: NodeId) {
-        let node = ClusterNode::start(opts(&self.root, &self.config, id))
+        let node = ClusterNode::start(faulty_opts(&self.root, &self.config, id, &self.faults[&id]))
             .await
             .unwrap();
         self.nodes.insert(id, Some(node));
@@ -166,6 +177,18 @@ fn opts(root: &std::path::Path, config: &ClusterConfig, id: NodeId) -> NodeOptio
         dir: root.join(format!("node{id}")),
         engine,
     }
+}
+
+/// [`opts`] with the member's databases on `fault`.
+fn faulty_opts(
+    root: &std::path::Path,
+    config: &ClusterConfig,
+    id: NodeId,
+    fault: &FaultFs,
+) -> NodeOptions {
+    let mut o = opts(root, config, id);
+    o.engine.vfs = Arc::new(fault.clone());
+    o
 }
 
 struct Client {
@@ -854,6 +877,115 @@ async fn membership_changes_through_the_client_port() {
         assert_eq!(four.call("r -100 1000").await, render(&model, -100, 1000));
         assert_eq!(local_contents(cl.node(4)), model);
         drop(four);
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// A member whose Raft core dies (here: its disk starts failing every
+/// write, so its next log append is a storage error) refuses every request
+/// of the shard, on the client port and the Raft port, instead of serving
+/// its frozen state machine; the two other members go on committing, and
+/// every acknowledged write reads back through them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_raft_core_died_refuses_requests() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..40, 3).await;
+        let dead = (1..=3).find(|&i| i != leader).unwrap();
+        wait_applied(cl.node(dead), applied_index(cl.node(leader))).await;
+        let mut f = Client::connect(&cl.client_addr(dead)).await;
+        assert_eq!(f.call("@follower-reads on").await, "OK");
+        assert_eq!(f.call("r 0 40").await, render(&model, 0, 40));
+        assert!(cl.node(dead).stopped_group().is_none());
+
+        // Every write of the member's disk fails from now on.
+        let fault = &cl.faults[&dead];
+        fault.fail_kinds(&[OpKind::Write, OpKind::Sync]);
+        fault.fail_from(fault.ops_matching());
+        write_all(&mut c, &mut model, 40..80, 4).await;
+        let deadline = Instant::now() + WAIT;
+        let why = loop {
+            if let Some((shard, why)) = cl.node(dead).stopped_group() {
+                assert_eq!(shard, 0);
+                break why;
+            }
+            assert!(Instant::now() < deadline, "member {dead}'s core still runs");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(fault.injected() > 0);
+        assert!(
+            why.to_lowercase().contains("storage") || why.contains("error"),
+            "{why}"
+        );
+
+        // Nothing stale comes out of it: reads (follower or not), writes,
+        // membership changes and `@leader` are all refused, with the reason.
+        let refused = "ERROR this member's Raft group of shard 0 has stopped (";
+        for line in [
+            "g 1",
+            "r 0 100",
+            "p 1 1",
+            "d 1",
+            "@leader",
+            "@add-learner 1",
+        ] {
+            let reply = f.call(line).await;
+            assert!(reply.starts_with(refused), "{line}: {reply}");
+            assert!(reply.ends_with("until it is restarted"), "{line}: {reply}");
+        }
+        assert_eq!(f.call("@follower-reads off").await, "OK");
+        assert!(f.call("g 1").await.starts_with(refused));
+        // The Raft port refuses the reads and forwarded writes it would
+        // have served from the dead group.
+        {
+            use lamina_cluster::network::{
+                read_frame, write_frame, Envelope, RpcReply, RpcRequest,
+            };
+            let mut s = TcpStream::connect(&cl.config.member(dead).unwrap().raft)
+                .await
+                .unwrap();
+            let rpc = RpcRequest::Read {
+                from: leader,
+                read: lamina_cluster::client::Read::Range(0, 100),
+                follower: true,
+            };
+            write_frame(&mut s, &Envelope { shard: 0, rpc })
+                .await
+                .unwrap();
+            let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+            assert!(
+                matches!(&reply, RpcReply::Read(Err(line)) if line.starts_with(refused)),
+                "{reply:?}"
+            );
+            let rpc = RpcRequest::Forward {
+                from: leader,
+                request: lamina_cluster::Request {
+                    ops: vec![lamina_cluster::Op::Delete {
+                        key: lamina_cluster::client::encode_i32(1).to_vec(),
+                    }],
+                },
+            };
+            write_frame(&mut s, &Envelope { shard: 0, rpc })
+                .await
+                .unwrap();
+            let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+            assert!(
+                matches!(&reply, RpcReply::Forward(line) if line.starts_with(refused)),
+                "{reply:?}"
+            );
+        }
+
+        // The two others still form a majority: more writes commit, and
+        // every acknowledged write reads back through the leader.
+        write_all(&mut c, &mut model, 80..120, 5).await;
+        check_reads(&mut c, &model, -5..125).await;
+        drop(f);
         drop(c);
         cl.shutdown().await;
     })
