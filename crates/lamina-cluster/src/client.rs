@@ -391,6 +391,18 @@ impl Router {
             return line;
         }
         let raft = &group.raft;
+        // A learner leaves by openraft's RemoveNodes, a voter by RemoveVoters.
+        let learner = {
+            let m = raft.metrics().borrow().clone();
+            let membership = m.membership_config.membership();
+            let voter = membership.voter_ids().any(|v| v == id);
+            let known = membership.get_node(&id).is_some();
+            if matches!(what, Admin::Remove) && !known && m.current_leader == Some(m.id) {
+                // openraft would answer OK to removing nobody.
+                return format!("ERROR member {id} is not in shard {shard}'s group\n");
+            }
+            known && !voter
+        };
         let set = std::collections::BTreeSet::from([id]);
         let change = async {
             match what {
@@ -402,10 +414,14 @@ impl Router {
                     raft.change_membership(ChangeMembers::AddVoterIds(set), false)
                         .await,
                 ),
-                Admin::Remove => Some(
-                    raft.change_membership(ChangeMembers::RemoveVoters(set), false)
-                        .await,
-                ),
+                Admin::Remove => {
+                    let change = if learner {
+                        ChangeMembers::RemoveNodes(set)
+                    } else {
+                        ChangeMembers::RemoveVoters(set)
+                    };
+                    Some(raft.change_membership(change, false).await)
+                }
             }
         };
         match tokio::time::timeout(ADMIN_TIMEOUT, change).await {

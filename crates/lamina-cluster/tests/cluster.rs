@@ -992,3 +992,114 @@ async fn a_member_whose_raft_core_died_refuses_requests() {
     .await
     .expect("test within 60 s");
 }
+
+/// `line` through the current leader of the group, whichever it is:
+/// follows redirects and waits out elections (`leader unknown`).
+async fn on_leader(cl: &Cluster, line: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let leader = cl.leader().await;
+        let reply = Client::connect(&cl.client_addr(leader))
+            .await
+            .call(line)
+            .await;
+        if !reply.starts_with("ERROR not leader") {
+            return reply;
+        }
+        assert!(Instant::now() < deadline, "{line}: {reply}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Membership commands a careless or hostile client may send: ids that
+/// are in no file or no group, absurd ids, repeated adds and promotions,
+/// removing the leader, then removing voters down to one and trying to
+/// remove that one. Each gets a clear reply, and no acknowledged write is
+/// lost at any point (checked against a `BTreeMap` model).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_membership_commands_lose_nothing() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let mut cl = Cluster::start_with_voters(4, 3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..60, 6).await;
+
+        let usage = "ERROR expected a member id and, with several shards, a shard id";
+        for (line, want) in [
+            // Nobody to remove: not a silent OK.
+            ("@remove 9", "ERROR member 9 is not in shard 0's group"),
+            ("@remove 4", "ERROR member 4 is not in shard 0's group"),
+            (
+                "@promote 9",
+                "ERROR raft: Learner 9 not found: add it as learner before adding it as a voter",
+            ),
+            ("@promote 18446744073709551616", usage),
+            ("@remove -1", usage),
+            ("@add-learner 4 0 7", usage),
+            ("@remove", usage),
+            ("@remove 1e3", usage),
+            // Already in the group: nothing changes, so OK (idempotent).
+            ("@add-learner 1", "OK"),
+            // A learner added, then removed again (openraft's RemoveNodes:
+            // RemoveVoters would leave it in), then added for good.
+            ("@add-learner 4", "OK"),
+            ("@add-learner 4", "OK"),
+            ("@remove 4", "OK"),
+            ("@add-learner 4", "OK"),
+            // A repeated promotion is a no-op.
+            ("@promote 4", "OK"),
+            ("@promote 4", "OK"),
+        ] {
+            assert_eq!(c.call(line).await, want, "{line}");
+            if line == "@remove 4" && want == "OK" {
+                assert!(cl
+                    .node(leader)
+                    .raft()
+                    .metrics()
+                    .borrow()
+                    .membership_config
+                    .membership()
+                    .get_node(&4)
+                    .is_none());
+            }
+        }
+        drop(c);
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3, 4].into());
+
+        // The leader removes itself: the others elect a new one, and every
+        // write is still there.
+        assert_eq!(on_leader(&cl, &format!("@remove {leader}")).await, "OK");
+        let mut left: Vec<NodeId> = (1..=4).filter(|&i| i != leader).collect();
+        cl.kill(leader).await;
+        let second = cl.leader().await;
+        assert!(left.contains(&second));
+        let mut c = Client::connect(&cl.client_addr(second)).await;
+        check_reads(&mut c, &model, -5..65).await;
+        write_all(&mut c, &mut model, 60..80, 7).await;
+        drop(c);
+
+        // Down to one voter; the last one cannot be removed.
+        while left.len() > 1 {
+            let leader = cl.leader().await;
+            let victim = *left.iter().find(|&&i| i != leader).unwrap();
+            assert_eq!(on_leader(&cl, &format!("@remove {victim}")).await, "OK");
+            left.retain(|&i| i != victim);
+            cl.kill(victim).await;
+        }
+        let last = left[0];
+        assert_eq!(
+            on_leader(&cl, &format!("@remove {last}")).await,
+            "ERROR raft: new membership can not be empty"
+        );
+        assert_eq!(voters(cl.node(last)), [last].into());
+        let mut c = Client::connect(&cl.client_addr(cl.leader().await)).await;
+        check_reads(&mut c, &model, -5..85).await;
+        write_all(&mut c, &mut model, 80..90, 8).await;
+        check_reads(&mut c, &model, -5..95).await;
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 90 s");
+}
