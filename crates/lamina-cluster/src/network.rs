@@ -160,8 +160,16 @@ where
             format!("frame of {len} bytes over the limit"),
         ));
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body).await?;
+    // Grown as the bytes arrive, not allocated at the announced length: a
+    // peer announcing 32 MiB and sending nothing costs nothing.
+    let mut body = Vec::new();
+    r.take(len as u64).read_to_end(&mut body).await?;
+    if body.len() < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("frame cut short: {} of {len} bytes", body.len()),
+        ));
+    }
     Ok(Some(body))
 }
 
