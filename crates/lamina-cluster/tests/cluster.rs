@@ -1103,3 +1103,188 @@ async fn hostile_membership_commands_lose_nothing() {
     .await
     .expect("test within 90 s");
 }
+
+/// The test process's resident memory (all three members), KiB.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Hostile bytes on a member's two ports. On the Raft port: a wrong
+/// shard, a cut-off frame, lengths at and past the limit, garbage and
+/// deeply nested JSON, an unknown RPC. On the client port: non-UTF-8, an
+/// endless line, a flood of reads from a client that does not read its
+/// replies, hundreds of idle connections, resets. Each gets an error or a
+/// closed connection; afterwards the cluster still commits, and every
+/// acknowledged write reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_bytes_on_the_raft_and_client_ports() {
+    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply, RpcRequest};
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..50, 9).await;
+        let raft_addr = cl.config.member(leader).unwrap().raft.clone();
+
+        // A shard the member does not serve: refused, the connection goes on.
+        let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+        let rpc = RpcRequest::Leader { from: 2 };
+        write_frame(&mut s, &Envelope { shard: 7, rpc })
+            .await
+            .unwrap();
+        let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+        assert!(
+            matches!(&reply, RpcReply::Refused(why) if why.contains("no shard 7")),
+            "{reply:?}"
+        );
+        let rpc = RpcRequest::Leader { from: 2 };
+        write_frame(&mut s, &Envelope { shard: 0, rpc })
+            .await
+            .unwrap();
+        let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+        assert!(
+            matches!(&reply, RpcReply::Leader(l) if l.starts_with("LEADER ")),
+            "{reply:?}"
+        );
+
+        // Frames the member must close the connection on, without a reply.
+        let nested = "[".repeat(100_000);
+        let frames: Vec<(&str, Vec<u8>)> = vec![
+            ("garbage JSON", b"{{{ not json".to_vec()),
+            ("deeply nested JSON", nested.into_bytes()),
+            (
+                "an unknown RPC",
+                br#"{"shard":0,"rpc":{"Bogus":1}}"#.to_vec(),
+            ),
+            (
+                "a negative shard",
+                br#"{"shard":-1,"rpc":{"Leader":{"from":1}}}"#.to_vec(),
+            ),
+            ("binary", vec![0xff, 0xfe, 0x00, 0x80]),
+        ];
+        for (what, body) in frames {
+            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&body);
+            s.write_all(&frame).await.unwrap();
+            let mut rest = Vec::new();
+            let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest)).await;
+            assert!(
+                matches!(n, Ok(Ok(0)) | Ok(Err(_))),
+                "{what}: {n:?} {rest:?}"
+            );
+        }
+        // Lengths past the limit close at once; a frame announced at the
+        // limit and cut short holds no buffer of its size: 64 of them at
+        // 32 MiB each cost the members far less than 64 * 32 MiB.
+        for len in [u32::MAX, lamina_cluster::network::MAX_FRAME as u32 + 1] {
+            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            s.write_all(&len.to_be_bytes()).await.unwrap();
+            let mut rest = Vec::new();
+            let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest)).await;
+            assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "length {len}: {n:?}");
+        }
+        let base = rss_kib();
+        let mut stalled = Vec::new();
+        for _ in 0..64 {
+            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
+                .await
+                .unwrap();
+            s.write_all(&[b'['; 4096]).await.unwrap();
+            stalled.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let grown = rss_kib().saturating_sub(base);
+        eprintln!("64 frames announced at 32 MiB, 4 KiB sent each: RSS +{grown} KiB");
+        assert!(grown < 64 << 10, "RSS grew {grown} KiB");
+        // Cut short: the connections close, the member goes on.
+        drop(stalled);
+
+        // The client port: non-UTF-8 gets an error line and the session
+        // goes on; an endless line is skipped in bounded memory.
+        let mut raw = TcpStream::connect(cl.client_addr(leader)).await.unwrap();
+        raw.write_all(b"g \xff\xfe\n\xc0\xc1 1 2\np 1\n")
+            .await
+            .unwrap();
+        raw.write_all(&vec![b'7'; 1 << 20]).await.unwrap();
+        raw.write_all(b"\ng 1\n").await.unwrap();
+        let mut r = BufReader::new(raw);
+        let mut lines = Vec::new();
+        for _ in 0..5 {
+            let mut l = String::new();
+            r.read_line(&mut l).await.unwrap();
+            lines.push(l);
+        }
+        for l in &lines[..4] {
+            assert!(l.starts_with("ERROR "), "{lines:?}");
+        }
+        assert_eq!(lines[3], "ERROR line longer than 4096 bytes\n");
+        assert_eq!(lines[4], format!("{}\n", model[&1]));
+        drop(r);
+
+        // A client floods reads and reads no reply for a while: the member
+        // stops reading it (its replies wait in the socket), and serves
+        // others meanwhile; then every reply is right.
+        let flood_reads = 20_000;
+        let mut flood = TcpStream::connect(cl.client_addr(leader)).await.unwrap();
+        let base = rss_kib();
+        let sender = tokio::spawn(async move {
+            flood
+                .write_all("g 2\n".repeat(flood_reads).as_bytes())
+                .await
+                .unwrap();
+            flood
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        write_all(&mut c, &mut model, 50..60, 10).await;
+        let grown = rss_kib().saturating_sub(base);
+        eprintln!("a flood of {flood_reads} reads, replies unread: RSS +{grown} KiB");
+        assert!(grown < 32 << 10, "RSS grew {grown} KiB");
+        let flood = sender.await.unwrap();
+        let mut r = BufReader::new(flood);
+        for i in 0..flood_reads {
+            let mut l = String::new();
+            r.read_line(&mut l).await.unwrap();
+            assert_eq!(l, format!("{}\n", model[&2]), "reply {i}");
+        }
+        drop(r);
+
+        // 500 idle connections, each after one command; then half close,
+        // half reset in the middle of a line (unread input makes the close
+        // a reset).
+        let base = rss_kib();
+        let mut idle = Vec::new();
+        for _ in 0..500 {
+            let mut s = Client::connect(&cl.client_addr(leader)).await;
+            assert_eq!(s.call("@sync").await, "@sync");
+            idle.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let per = rss_kib().saturating_sub(base) / 500;
+        eprintln!("500 idle client connections: {per} KiB each");
+        assert!(per < 96, "{per} KiB per idle connection");
+        for (i, mut s) in idle.into_iter().enumerate() {
+            if i % 2 == 0 {
+                s.w.shutdown().await.unwrap();
+            } else {
+                s.w.write_all(b"@sync\np 1").await.unwrap();
+            }
+        }
+
+        // Everything acknowledged is there, and writes still commit.
+        write_all(&mut c, &mut model, 60..80, 11).await;
+        check_reads(&mut c, &model, -5..85).await;
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 90 s");
+}
