@@ -37,7 +37,7 @@ fn seed_frames() -> Vec<Vec<u8>> {
             },
         ],
     };
-    let requests = vec![
+    let requests = [
         Envelope {
             shard: 0,
             rpc: RpcRequest::Vote(VoteRequest {
