@@ -536,7 +536,7 @@ impl MetricsServer {
     }
 
     /// Answers scrapes until the stop flag is set, each on its own thread
-    /// (at most [`MAX_SCRAPES`] at once) within [`IO_TIMEOUT`]: a client
+    /// (at most 16 at once) within 2 s: a client
     /// that sends its request slowly, or never, holds up only itself.
     pub fn run(self) {
         let busy = Arc::new(AtomicUsize::new(0));
