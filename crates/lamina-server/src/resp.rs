@@ -23,8 +23,9 @@
 //! as Redis does.
 //!
 //! Limits bound each connection's memory: a request of at most
-//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; a reply growing past
-//! [`MAX_REPLY`] bytes (a huge `MGET`) is replaced by an error.
+//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; replies leave in
+//! chunks of [`STREAM_CHUNK`] bytes (a huge `MGET` too, as it is read), and
+//! a `SCAN` reply ends after [`SCAN_REPLY`] bytes of keys.
 //!
 //! Differences from Redis, by design: keys share the database with the DSL
 //! port (a DSL key `k` is the 4-byte key the DSL encodes it to); there are
@@ -52,8 +53,6 @@ use crate::stream::{ConnectionConfig, IdleClock};
 pub const MAX_REQUEST: usize = 64 << 20;
 /// Most arguments of one command.
 pub const MAX_ARGS: usize = 1 << 20;
-/// Largest reply before it is replaced by an error, bytes.
-pub const MAX_REPLY: usize = 256 << 20;
 /// Key bytes after which a `SCAN` reply ends early (with a cursor).
 pub const SCAN_REPLY: usize = 1 << 20;
 /// SCAN cursors remembered.
@@ -476,25 +475,37 @@ impl Pending {
     }
 }
 
-/// Executes one command, appending its reply to `out`; plain `SET` and
-/// `MSET` join `pending`, every other command first writes it.
+/// Where a reply goes while it is produced, once `out` holds
+/// [`STREAM_CHUNK`] bytes: the client's socket.
+pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
+
+/// Executes one command, appending its reply to `out` (a long `MGET`
+/// reply leaves through `sink` in chunks as it is read); plain `SET` and
+/// `MSET` join `pending`, every other command first writes it. What to do
+/// next, and whether the reply was an error; `Err` only when `sink`
+/// failed.
 pub fn execute(
     state: &RespState,
     pending: &mut Pending,
     args: &[Vec<u8>],
     out: &mut Vec<u8>,
-) -> After {
+    sink: &mut Sink<'_>,
+) -> io::Result<(After, bool)> {
     let Some((name, rest)) = args.split_first() else {
-        return After::Continue;
+        return Ok((After::Continue, false));
     };
     let cmd = lower(name);
     let plain_set = cmd == "set" && rest.len() == 2;
     let mset = cmd == "mset" && !rest.is_empty() && rest.len() % 2 == 0;
     if plain_set || mset {
         pending.gather(out, rest);
-        return After::Continue;
+        return Ok((After::Continue, false));
     }
     pending.apply(&state.db, out);
+    if cmd == "mget" && !rest.is_empty() {
+        mget(&state.db, rest, out, sink)?;
+        return Ok((After::Continue, false));
+    }
     let start = out.len();
     let after = match run(state, &cmd, rest, out) {
         Ok(after) => after,
@@ -504,14 +515,26 @@ pub fn execute(
             After::Continue
         }
     };
-    if out.len() - start > MAX_REPLY {
-        out.truncate(start);
-        error(
-            out,
-            &format!("ERR reply larger than {MAX_REPLY} bytes; ask for fewer keys"),
-        );
+    Ok((after, out.get(start) == Some(&b'-')))
+}
+
+/// `MGET`: the values go to `sink` in chunks as they are read, so a reply
+/// of any size takes bounded memory. A key whose read fails gets an error
+/// element where its value would be (RESP2 allows errors in arrays): the
+/// array's start is already sent.
+fn mget(db: &Db, keys: &[Vec<u8>], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io::Result<()> {
+    array(out, keys.len());
+    for k in keys {
+        match db.get(k) {
+            Ok(v) => maybe_bulk(out, v.as_deref()),
+            Err(e) => error(out, &format!("ERR {e}")),
+        }
+        if out.len() >= STREAM_CHUNK {
+            sink(out)?;
+            out.clear();
+        }
     }
-    after
+    Ok(())
 }
 
 fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<After> {
@@ -548,16 +571,6 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
                 }
             }
             integer(out, n);
-        }
-        ("mget", n) if n >= 1 => {
-            array(out, a.len());
-            for k in a {
-                maybe_bulk(out, db.get(k)?.as_deref());
-                if out.len() > MAX_REPLY {
-                    // `execute` replaces the reply; stop reading values.
-                    return Ok(After::Continue);
-                }
-            }
         }
         ("scan", n) if n >= 1 => scan(state, a, out)?,
         ("dbsize", 0) => {
@@ -830,10 +843,10 @@ pub fn serve_resp_connection(
                 }
                 Ok((Request::Command(args), used)) => {
                     input.consume(used);
-                    let mark = out.len();
-                    let after = execute(state, &mut pending, &args, &mut out);
+                    let mut sink = |bytes: &[u8]| (&mut writer).write_all(bytes);
+                    let (after, failed) = execute(state, &mut pending, &args, &mut out, &mut sink)?;
                     if let (Some(c), Some(name)) = (&config.counters, args.first()) {
-                        c.command(Protocol::Resp, name, out.get(mark) == Some(&b'-'));
+                        c.command(Protocol::Resp, name, failed);
                     }
                     if after == After::Close {
                         pending.apply(&state.db, &mut out);

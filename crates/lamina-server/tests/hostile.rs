@@ -261,6 +261,39 @@ fn resp_floods_idle_crowds_and_huge_scans_take_bounded_memory() {
     s.shutdown(Shutdown::Both).unwrap();
     drop((r, s));
 
+    // One MGET of 64 values of 256 KiB (a 16 MiB reply) from a client
+    // that reads nothing for a second: the reply streams as it is read,
+    // so the server holds a chunk of it, not all of it.
+    let big: Vec<Vec<u8>> = (0..64u8).map(|i| vec![i; 256 << 10]).collect();
+    let mut w = connect(addr);
+    let mut sets = Vec::new();
+    for (i, v) in big.iter().enumerate() {
+        sets.extend_from_slice(&request(&[b"SET", format!("m{i}").as_bytes(), v]));
+    }
+    w.write_all(&sets).unwrap();
+    let mut r = BufReader::new(w.try_clone().unwrap());
+    for _ in 0..64 {
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        assert_eq!(l, "+OK\r\n");
+    }
+    let names: Vec<Vec<u8>> = (0..64).map(|i| format!("m{i}").into_bytes()).collect();
+    let mut mget: Vec<&[u8]> = vec![b"MGET"];
+    mget.extend(names.iter().map(|n| n.as_slice()));
+    let base = rss_kib();
+    w.write_all(&request(&mget)).unwrap();
+    thread::sleep(Duration::from_secs(1));
+    let grown = rss_kib().saturating_sub(base);
+    eprintln!("a stalled MGET of 16 MiB: RSS +{grown} KiB");
+    assert!(grown < 8 << 10, "RSS grew {grown} KiB for a stalled MGET");
+    let mut l = String::new();
+    r.read_line(&mut l).unwrap();
+    assert_eq!(l, "*64\r\n");
+    for (i, v) in big.iter().enumerate() {
+        assert_eq!(read_bulk(&mut r).as_ref(), Some(v), "value {i}");
+    }
+    drop((r, w));
+
     // A SCAN with an absurd COUNT returns at most about SCAN_REPLY bytes
     // of keys and a cursor; following it yields every key exactly once.
     let mut batch = connect(addr);
@@ -279,6 +312,7 @@ fn resp_floods_idle_crowds_and_huge_scans_take_bounded_memory() {
         assert_eq!(l, "+OK\r\n");
     }
     keys.insert(b"big".to_vec());
+    keys.extend(names.iter().cloned());
     let mut seen = BTreeSet::new();
     let mut cursor = b"0".to_vec();
     let mut rounds = 0;
@@ -308,7 +342,12 @@ fn resp_floods_idle_crowds_and_huge_scans_take_bounded_memory() {
             break;
         }
     }
-    assert_eq!(seen, keys);
+    assert!(
+        seen == keys,
+        "SCAN saw {} keys of {}",
+        seen.len(),
+        keys.len()
+    );
     assert!(rounds >= 2, "2 MB of keys fit one reply?");
     drop((r, batch));
 
