@@ -230,8 +230,7 @@ def redis_port(tmp, n=1000):
     print(f"redis: {got / 1e6:.1f} MB of pipelined GET replies read slowly, server RSS "
           f"{base} KiB before, peak {peak} KiB (+{(peak - base) / 1024:.1f} MiB)")
 
-    # One MGET of 64 values of 1 MiB: a single reply is built whole (at most
-    # 256 MiB, then replaced by an error), so it costs its size while read.
+    # One MGET of 64 values of 1 MiB: its reply streams as it is read.
     big = b"m" * (1 << 20)
     with socket.create_connection(("127.0.0.1", port)) as s:
         for i in range(64):
