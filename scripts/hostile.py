@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Figures for docs/reliability.md, "Hostile clients": server memory per idle
 connection, memory while streaming a ~100 MB reply to a slow reader, and the
-time from SIGTERM to exit while a client loads a large file.
+time from SIGTERM to exit while a client loads a large file; the same for
+the Redis port (idle connections, a slowly read pipeline of GETs, one big
+MGET) and the metrics port (a crowd of silent connections, a slow scrape).
 
     scripts/hostile.py [LAMINA_BINARY]      # default: target/release/lamina
+    ONLY=redis,metrics scripts/hostile.py   # some of idle,slow,load,redis,metrics
 
 Only loopback connections; every loop is bounded.
 """
@@ -15,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 LAMINA = sys.argv[1] if len(sys.argv) > 1 else "target/release/lamina"
@@ -37,17 +41,32 @@ def rss_kib(pid):
     return 0
 
 
-def start(db, *extra, cwd=None):
+# The start-up lines naming each port, by the name start() gives the port.
+PORT_LINES = {"dsl": "lamina: listening on ", "redis": "lamina: redis protocol on ",
+              "metrics": "lamina: metrics on "}
+
+
+def start_ports(db, *extra, want=("dsl",), cwd=None):
+    """Starts `lamina serve`; returns the process and the ports in `want`."""
     p = subprocess.Popen(
         [LAMINA, "serve", "--port", "0", "--dir", db, *extra],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         cwd=cwd, text=True)
+    ports = {}
     for _ in range(10):
-        line = p.stdout.readline()
-        if line.startswith("lamina: listening on "):
-            return p, int(line.rsplit(":", 1)[1])
+        line = p.stdout.readline().strip()
+        for name, prefix in PORT_LINES.items():
+            if line.startswith(prefix):
+                ports[name] = int(line.removesuffix("/metrics").rsplit(":", 1)[1])
+        if all(w in ports for w in want):
+            return p, ports
     p.kill()
     raise SystemExit("server did not start")
+
+
+def start(db, *extra, cwd=None):
+    p, ports = start_ports(db, *extra, cwd=cwd)
+    return p, ports["dsl"]
 
 
 def stop(p):
@@ -142,13 +161,145 @@ def stuck_load(tmp, records=20_000_000):
     s.close()
 
 
+def resp_request(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else a.encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def recv_exactly(s, n):
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(min(1 << 16, n - len(data)))
+        if not chunk:
+            raise SystemExit("connection closed early")
+        data += chunk
+    return data
+
+
+def slow_read(p, s, total, base):
+    """Reads `total` bytes from `s` at a trickle; the server's peak RSS."""
+    peak, got = base, 0
+    while got < total:
+        chunk = s.recv(64 * 1024)
+        if not chunk:
+            break
+        got += len(chunk)
+        time.sleep(0.002)
+        peak = max(peak, rss_kib(p.pid))
+    return got, peak
+
+
+def redis_port(tmp, n=1000):
+    p, ports = start_ports(os.path.join(tmp, "redis"), "--resp", "0", want=("dsl", "redis"))
+    port = ports["redis"]
+    time.sleep(0.5)
+    base = rss_kib(p.pid)
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"PING\r\n")
+        socks.append(s)
+    for s in socks:
+        assert recv_exactly(s, 7) == b"+PONG\r\n"
+    time.sleep(3)  # past the server's 1 s idle release
+    idle = rss_kib(p.pid)
+    for s in socks:
+        s.close()
+    print(f"redis: {n} idle connections, server RSS {base} KiB -> {idle} KiB, "
+          f"{(idle - base) / n:.1f} KiB per idle connection")
+
+    # A pipeline of 100,000 GETs of a 1 KiB value (a 100 MB reply stream)
+    # read at a trickle: replies go out in 64 KiB chunks as they are made.
+    value = b"v" * 1024
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp_request("SET", "big", value))
+        assert recv_exactly(s, 5) == b"+OK\r\n"
+    time.sleep(1)
+    base = rss_kib(p.pid)
+    gets = 100_000
+    reply = b"$1024\r\n" + value + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sender = threading.Thread(target=s.sendall, args=(resp_request("GET", "big") * gets,))
+        sender.start()
+        got, peak = slow_read(p, s, gets * len(reply), base)
+        sender.join()
+    print(f"redis: {got / 1e6:.1f} MB of pipelined GET replies read slowly, server RSS "
+          f"{base} KiB before, peak {peak} KiB (+{(peak - base) / 1024:.1f} MiB)")
+
+    # One MGET of 64 values of 1 MiB: its reply streams as it is read.
+    big = b"m" * (1 << 20)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for i in range(64):
+            s.sendall(resp_request("SET", f"m{i}", big))
+            assert recv_exactly(s, 5) == b"+OK\r\n"
+    time.sleep(1)
+    base = rss_kib(p.pid)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.sendall(resp_request("MGET", *[f"m{i}" for i in range(64)]))
+        got, peak = slow_read(p, s, 64 * (len(big) + 12) + 5, base)
+    print(f"redis: one MGET reply of {got / 1e6:.1f} MB read slowly, server RSS {base} KiB "
+          f"before, peak {peak} KiB (+{(peak - base) / 1024:.1f} MiB)")
+    stop(p)
+
+
+def metrics_port(tmp, n=1000):
+    p, ports = start_ports(os.path.join(tmp, "metrics"), "--metrics", "127.0.0.1:0",
+                           want=("dsl", "metrics"))
+    port = ports["metrics"]
+    time.sleep(0.5)
+    base = rss_kib(p.pid)
+    # n connections that send nothing: 16 are held (2 s at most), the rest
+    # answered 503 at once.
+    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+    time.sleep(1)
+    held = rss_kib(p.pid)
+    statuses = {}
+    for s in socks:
+        s.settimeout(10)
+        head = b""
+        try:
+            while b"\r\n" not in head:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                head += chunk
+        except OSError:
+            pass
+        status = head.split(b"\r\n", 1)[0].decode() or "closed without a reply"
+        statuses[status] = statuses.get(status, 0) + 1
+        s.close()
+    print(f"metrics: {n} silent connections, server RSS {base} KiB -> {held} KiB "
+          f"({(held - base) / n:.1f} KiB per connection); outcomes {statuses}")
+    # A scrape read at a trickle.
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        t, body = time.time(), b""
+        while True:
+            chunk = s.recv(512)
+            if not chunk:
+                break
+            body += chunk
+            time.sleep(0.01)
+    print(f"metrics: a {len(body)} B scrape read 512 B per 10 ms took {time.time() - t:.2f} s")
+    stop(p)
+
+
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     with tempfile.TemporaryDirectory() as tmp:
-        idle_connections(tmp)
-        slow_reader(tmp)
-        stuck_load(tmp)
+        only = os.environ.get("ONLY")  # e.g. ONLY=redis,metrics
+        for name, f in [("idle", idle_connections), ("slow", slow_reader),
+                        ("load", stuck_load), ("redis", redis_port),
+                        ("metrics", metrics_port)]:
+            if not only or name in only.split(","):
+                f(tmp)
 
 
 if __name__ == "__main__":

@@ -111,9 +111,13 @@ fn not_leader(f: &ForwardToLeader<NodeId, LaminaNode>) -> String {
     }
 }
 
-/// The reply to `@leader`: this member's view of a group's leader.
-pub(crate) fn leader_line(raft: &Raft) -> String {
-    let m = raft.metrics().borrow().clone();
+/// The reply to `@leader`: this member's view of a group's leader (a
+/// stopped group's last view would be stale: refused).
+pub(crate) fn leader_line(group: &Group) -> String {
+    if let Err(line) = group.check_running() {
+        return line;
+    }
+    let m = group.raft.metrics().borrow().clone();
     match m.current_leader {
         None => "LEADER unknown\n".to_string(),
         Some(id) => match m.membership_config.membership().get_node(&id) {
@@ -132,10 +136,43 @@ pub type PendingWrite = (Op, oneshot::Sender<String>);
 /// One Raft group this member is in.
 #[derive(Clone)]
 pub struct Group {
+    /// The shard it holds.
+    pub shard: ShardId,
     /// The group's Raft.
     pub raft: Raft,
     /// This member's copy of the shard's data.
     pub sm: StateMachine,
+}
+
+impl Group {
+    /// Why the group's Raft core has stopped, if it has: the error it
+    /// stopped on (a storage error), or that its task ended (a panic drops
+    /// the metrics sender without reporting). A stopped core never catches
+    /// up again, so its state machine only grows staler.
+    pub fn stopped(&self) -> Option<String> {
+        let metrics = self.raft.metrics();
+        if let Err(fatal) = &metrics.borrow().running_state {
+            return Some(fatal.to_string());
+        }
+        metrics
+            .has_changed()
+            .is_err()
+            .then(|| "its Raft core task ended".to_string())
+    }
+
+    /// `Err` with the client's error line when the group's Raft core has
+    /// stopped: every request of the shard is refused rather than served
+    /// from a state machine that no longer follows the log.
+    pub(crate) fn check_running(&self) -> std::result::Result<(), String> {
+        match self.stopped() {
+            None => Ok(()),
+            Some(why) => Err(format!(
+                "ERROR this member's Raft group of shard {} has stopped ({}); it serves none of the shard's requests until it is restarted\n",
+                self.shard,
+                why.replace('\n', " ")
+            )),
+        }
+    }
 }
 
 /// A read of one shard.
@@ -202,6 +239,7 @@ async fn read_barrier(raft: &Raft) -> std::result::Result<(), BarrierError> {
 /// this member does not lead the group. What a forwarded read runs, so it
 /// is never passed on a second time.
 pub(crate) async fn read_local(group: &Group, read: &Read, follower: bool) -> ReadReply {
+    group.check_running()?;
     if !follower {
         read_barrier(&group.raft).await.map_err(|e| e.line())?;
     }
@@ -349,7 +387,22 @@ impl Router {
             }
             Some(Place::Local(group)) => group,
         };
+        if let Err(line) = group.check_running() {
+            return line;
+        }
         let raft = &group.raft;
+        // A learner leaves by openraft's RemoveNodes, a voter by RemoveVoters.
+        let learner = {
+            let m = raft.metrics().borrow().clone();
+            let membership = m.membership_config.membership();
+            let voter = membership.voter_ids().any(|v| v == id);
+            let known = membership.get_node(&id).is_some();
+            if matches!(what, Admin::Remove) && !known && m.current_leader == Some(m.id) {
+                // openraft would answer OK to removing nobody.
+                return format!("ERROR member {id} is not in shard {shard}'s group\n");
+            }
+            known && !voter
+        };
         let set = std::collections::BTreeSet::from([id]);
         let change = async {
             match what {
@@ -361,10 +414,14 @@ impl Router {
                     raft.change_membership(ChangeMembers::AddVoterIds(set), false)
                         .await,
                 ),
-                Admin::Remove => Some(
-                    raft.change_membership(ChangeMembers::RemoveVoters(set), false)
-                        .await,
-                ),
+                Admin::Remove => {
+                    let change = if learner {
+                        ChangeMembers::RemoveNodes(set)
+                    } else {
+                        ChangeMembers::RemoveVoters(set)
+                    };
+                    Some(raft.change_membership(change, false).await)
+                }
             }
         };
         match tokio::time::timeout(ADMIN_TIMEOUT, change).await {
@@ -431,6 +488,7 @@ impl Router {
             .ok_or_else(|| format!("ERROR shard {shard} has no route\n"))?;
         match &route.place {
             Place::Local(group) => {
+                group.check_running()?;
                 if follower {
                     return read_state(&group.sm, &read);
                 }
@@ -574,7 +632,7 @@ impl Router {
             Err(line) => return line,
         };
         match &route.place {
-            Place::Local(group) => leader_line(&group.raft),
+            Place::Local(group) => leader_line(group),
             Place::Remote(remote) => {
                 let Some((id, node)) = remote.target() else {
                     return "LEADER unknown\n".to_string();
@@ -619,8 +677,8 @@ pub enum BatchTarget {
     /// This member's group of the shard; with `forward`, a member that
     /// knows another leader sends the batch there.
     Local {
-        /// The group's Raft.
-        raft: Raft,
+        /// The group (a stopped one refuses every batch).
+        group: Group,
         /// `forward_writes` of the cluster file.
         forward: bool,
     },
@@ -652,14 +710,17 @@ pub async fn write_batcher(
         let (ops, waiters): (Vec<Op>, Vec<oneshot::Sender<String>>) = batch.drain(..).unzip();
         let request = Request { ops };
         let reply = match &target {
-            BatchTarget::Local { raft, forward } => match other_leader(raft).filter(|_| *forward) {
-                Some((me, id, node)) => {
-                    let c = connection(&mut conn, id, node);
-                    forward_to(c, shard, me, request)
-                        .await
-                        .unwrap_or_else(|line| line)
-                }
-                None => propose(raft, request).await,
+            BatchTarget::Local { group, forward } => match group.check_running() {
+                Err(line) => line,
+                Ok(()) => match other_leader(&group.raft).filter(|_| *forward) {
+                    Some((me, id, node)) => {
+                        let c = connection(&mut conn, id, node);
+                        forward_to(c, shard, me, request)
+                            .await
+                            .unwrap_or_else(|line| line)
+                    }
+                    None => propose(&group.raft, request).await,
+                },
             },
             BatchTarget::Remote(remote) => match remote.target() {
                 None => format!("ERROR shard {shard} has no members\n"),

@@ -33,6 +33,8 @@ pub mod client;
 pub mod config;
 mod error;
 pub mod faults;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod linearizability;
 pub mod network;
 pub mod node;

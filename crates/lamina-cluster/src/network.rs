@@ -160,8 +160,16 @@ where
             format!("frame of {len} bytes over the limit"),
         ));
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body).await?;
+    // Grown as the bytes arrive, not allocated at the announced length: a
+    // peer announcing 32 MiB and sending nothing costs nothing.
+    let mut body = Vec::new();
+    r.take(len as u64).read_to_end(&mut body).await?;
+    if body.len() < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("frame cut short: {} of {len} bytes", body.len()),
+        ));
+    }
     Ok(Some(body))
 }
 
@@ -239,13 +247,14 @@ async fn serve_raft_conn(mut stream: TcpStream, groups: Groups) -> io::Result<()
                 RpcRequest::Append(r) => RpcReply::Append(g.raft.append_entries(r).await),
                 RpcRequest::Vote(r) => RpcReply::Vote(g.raft.vote(r).await),
                 RpcRequest::Snapshot(r) => RpcReply::Snapshot(g.raft.install_snapshot(r).await),
-                RpcRequest::Forward { request, .. } => {
-                    RpcReply::Forward(propose(&g.raft, request).await)
-                }
+                RpcRequest::Forward { request, .. } => RpcReply::Forward(match g.check_running() {
+                    Ok(()) => propose(&g.raft, request).await,
+                    Err(line) => line,
+                }),
                 RpcRequest::Read { read, follower, .. } => {
                     RpcReply::Read(read_local(g, &read, follower).await)
                 }
-                RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(&g.raft)),
+                RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(g)),
             },
         };
         write_frame(&mut stream, &reply).await?;

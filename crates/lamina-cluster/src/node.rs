@@ -133,7 +133,11 @@ impl ClusterNode {
                 )
                 .await
                 .map_err(|e| ClusterError::Raft(e.to_string()))?;
-                let group = Group { raft, sm };
+                let group = Group {
+                    shard: shard.id,
+                    raft,
+                    sm,
+                };
                 groups.insert(
                     shard.id,
                     LocalGroup {
@@ -142,7 +146,7 @@ impl ClusterNode {
                     },
                 );
                 let target = BatchTarget::Local {
-                    raft: group.raft.clone(),
+                    group: group.clone(),
                     forward: opts.cluster.client.forward_writes,
                 };
                 (Place::Local(group), target)
@@ -239,6 +243,15 @@ impl ClusterNode {
         &self.primary.sm
     }
 
+    /// The first of this member's groups whose Raft core has stopped (a
+    /// storage error or a panic), with why. Its requests are refused
+    /// from then on ([`Group::stopped`]).
+    pub fn stopped_group(&self) -> Option<(ShardId, String)> {
+        self.groups
+            .iter()
+            .find_map(|(shard, g)| g.group.stopped().map(|why| (*shard, why)))
+    }
+
     /// Stops every Raft and the listeners and closes every database,
     /// waiting at most `timeout` for every task holding them to let go.
     pub async fn shutdown(self, timeout: Duration) -> Result<()> {
@@ -276,7 +289,10 @@ impl ClusterNode {
 }
 
 /// Runs member `opts.id` until `stop` is set (the CLI sets it on SIGINT or
-/// SIGTERM), initializing the cluster first when `init`.
+/// SIGTERM), initializing the cluster first when `init`. Returns an error
+/// once one of its Raft groups has stopped (a storage error or a panic in
+/// the core): the member shuts down so that a supervisor restarts it, and
+/// the restart recovers the group from its log and state machine.
 pub fn run_until(opts: NodeOptions, init: bool, stop: Arc<AtomicBool>) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -288,6 +304,17 @@ pub fn run_until(opts: NodeOptions, init: bool, stop: Arc<AtomicBool>) -> Result
             node.initialize().await?;
         }
         while !stop.load(Ordering::Relaxed) {
+            if let Some((shard, why)) = node.stopped_group() {
+                tracing::error!("the Raft group of shard {shard} stopped: {why}; shutting down");
+                // The databases are closed as far as they can be; the error
+                // that matters is the group's.
+                if let Err(e) = node.shutdown(Duration::from_secs(10)).await {
+                    tracing::error!("{e}");
+                }
+                return Err(ClusterError::Raft(format!(
+                    "the Raft group of shard {shard} stopped ({why}); restart this member"
+                )));
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         node.shutdown(Duration::from_secs(10)).await

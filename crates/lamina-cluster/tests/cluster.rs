@@ -7,7 +7,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use lamina::vfs::fault::{FaultFs, OpKind};
+use lamina::vfs::OsFs;
 
 use lamina_cluster::config::ShardConfig;
 use lamina_cluster::{ClusterConfig, ClusterNode, NodeConfig, NodeId, NodeOptions, RaftTiming};
@@ -24,6 +28,9 @@ struct Cluster {
     root: PathBuf,
     config: ClusterConfig,
     nodes: BTreeMap<NodeId, Option<ClusterNode>>,
+    /// Each member's file system: the real one, through a fault injector
+    /// that passes everything until a test arms it.
+    faults: BTreeMap<NodeId, FaultFs>,
 }
 
 impl Cluster {
@@ -59,17 +66,21 @@ impl Cluster {
         };
         config.check().unwrap();
         let mut nodes = BTreeMap::new();
+        let mut faults = BTreeMap::new();
         for (id, (r, c)) in listeners {
-            let node = ClusterNode::start_with(opts(&root, &config, id), r, c)
+            let fault = FaultFs::new(Arc::new(OsFs));
+            let node = ClusterNode::start_with(faulty_opts(&root, &config, id, &fault), r, c)
                 .await
                 .unwrap();
             nodes.insert(id, Some(node));
+            faults.insert(id, fault);
         }
         Cluster {
             _tmp: tmp,
             root,
             config,
             nodes,
+            faults,
         }
     }
 
@@ -101,7 +112,7 @@ impl Cluster {
     }
 
     async fn restart(&mut self, id: NodeId) {
-        let node = ClusterNode::start(opts(&self.root, &self.config, id))
+        let node = ClusterNode::start(faulty_opts(&self.root, &self.config, id, &self.faults[&id]))
             .await
             .unwrap();
         self.nodes.insert(id, Some(node));
@@ -166,6 +177,18 @@ fn opts(root: &std::path::Path, config: &ClusterConfig, id: NodeId) -> NodeOptio
         dir: root.join(format!("node{id}")),
         engine,
     }
+}
+
+/// [`opts`] with the member's databases on `fault`.
+fn faulty_opts(
+    root: &std::path::Path,
+    config: &ClusterConfig,
+    id: NodeId,
+    fault: &FaultFs,
+) -> NodeOptions {
+    let mut o = opts(root, config, id);
+    o.engine.vfs = Arc::new(fault.clone());
+    o
 }
 
 struct Client {
@@ -859,4 +882,411 @@ async fn membership_changes_through_the_client_port() {
     })
     .await
     .expect("test within 60 s");
+}
+
+/// A member whose Raft core dies (here: its disk starts failing every
+/// write, so its next log append is a storage error) refuses every request
+/// of the shard, on the client port and the Raft port, instead of serving
+/// its frozen state machine; the two other members go on committing, and
+/// every acknowledged write reads back through them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_member_whose_raft_core_died_refuses_requests() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..40, 3).await;
+        let dead = (1..=3).find(|&i| i != leader).unwrap();
+        wait_applied(cl.node(dead), applied_index(cl.node(leader))).await;
+        let mut f = Client::connect(&cl.client_addr(dead)).await;
+        assert_eq!(f.call("@follower-reads on").await, "OK");
+        assert_eq!(f.call("r 0 40").await, render(&model, 0, 40));
+        assert!(cl.node(dead).stopped_group().is_none());
+
+        // Every write of the member's disk fails from now on.
+        let fault = &cl.faults[&dead];
+        fault.fail_kinds(&[OpKind::Write, OpKind::Sync]);
+        fault.fail_from(fault.ops_matching());
+        write_all(&mut c, &mut model, 40..80, 4).await;
+        let deadline = Instant::now() + WAIT;
+        let why = loop {
+            if let Some((shard, why)) = cl.node(dead).stopped_group() {
+                assert_eq!(shard, 0);
+                break why;
+            }
+            assert!(Instant::now() < deadline, "member {dead}'s core still runs");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(fault.injected() > 0);
+        assert!(
+            why.to_lowercase().contains("storage") || why.contains("error"),
+            "{why}"
+        );
+
+        // Nothing stale comes out of it: reads (follower or not), writes,
+        // membership changes and `@leader` are all refused, with the reason.
+        let refused = "ERROR this member's Raft group of shard 0 has stopped (";
+        for line in [
+            "g 1",
+            "r 0 100",
+            "p 1 1",
+            "d 1",
+            "@leader",
+            "@add-learner 1",
+        ] {
+            let reply = f.call(line).await;
+            assert!(reply.starts_with(refused), "{line}: {reply}");
+            assert!(reply.ends_with("until it is restarted"), "{line}: {reply}");
+        }
+        assert_eq!(f.call("@follower-reads off").await, "OK");
+        assert!(f.call("g 1").await.starts_with(refused));
+        // The Raft port refuses the reads and forwarded writes it would
+        // have served from the dead group.
+        {
+            use lamina_cluster::network::{
+                read_frame, write_frame, Envelope, RpcReply, RpcRequest,
+            };
+            let mut s = TcpStream::connect(&cl.config.member(dead).unwrap().raft)
+                .await
+                .unwrap();
+            let rpc = RpcRequest::Read {
+                from: leader,
+                read: lamina_cluster::client::Read::Range(0, 100),
+                follower: true,
+            };
+            write_frame(&mut s, &Envelope { shard: 0, rpc })
+                .await
+                .unwrap();
+            let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+            assert!(
+                matches!(&reply, RpcReply::Read(Err(line)) if line.starts_with(refused)),
+                "{reply:?}"
+            );
+            let rpc = RpcRequest::Forward {
+                from: leader,
+                request: lamina_cluster::Request {
+                    ops: vec![lamina_cluster::Op::Delete {
+                        key: lamina_cluster::client::encode_i32(1).to_vec(),
+                    }],
+                },
+            };
+            write_frame(&mut s, &Envelope { shard: 0, rpc })
+                .await
+                .unwrap();
+            let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+            assert!(
+                matches!(&reply, RpcReply::Forward(line) if line.starts_with(refused)),
+                "{reply:?}"
+            );
+        }
+
+        // The two others still form a majority: more writes commit, and
+        // every acknowledged write reads back through the leader.
+        write_all(&mut c, &mut model, 80..120, 5).await;
+        check_reads(&mut c, &model, -5..125).await;
+        drop(f);
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// `line` through the current leader of the group, whichever it is:
+/// follows redirects and waits out elections (`leader unknown`).
+async fn on_leader(cl: &Cluster, line: &str) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let leader = cl.leader().await;
+        let reply = Client::connect(&cl.client_addr(leader))
+            .await
+            .call(line)
+            .await;
+        if !reply.starts_with("ERROR not leader") {
+            return reply;
+        }
+        assert!(Instant::now() < deadline, "{line}: {reply}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Membership commands a careless or hostile client may send: ids that
+/// are in no file or no group, absurd ids, repeated adds and promotions,
+/// removing the leader, then removing voters down to one and trying to
+/// remove that one. Each gets a clear reply, and no acknowledged write is
+/// lost at any point (checked against a `BTreeMap` model).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_membership_commands_lose_nothing() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let mut cl = Cluster::start_with_voters(4, 3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..60, 6).await;
+
+        let usage = "ERROR expected a member id and, with several shards, a shard id";
+        for (line, want) in [
+            // Nobody to remove: not a silent OK.
+            ("@remove 9", "ERROR member 9 is not in shard 0's group"),
+            ("@remove 4", "ERROR member 4 is not in shard 0's group"),
+            (
+                "@promote 9",
+                "ERROR raft: Learner 9 not found: add it as learner before adding it as a voter",
+            ),
+            ("@promote 18446744073709551616", usage),
+            ("@remove -1", usage),
+            ("@add-learner 4 0 7", usage),
+            ("@remove", usage),
+            ("@remove 1e3", usage),
+            // Already in the group: nothing changes, so OK (idempotent).
+            ("@add-learner 1", "OK"),
+            // A learner added, then removed again (openraft's RemoveNodes:
+            // RemoveVoters would leave it in), then added for good.
+            ("@add-learner 4", "OK"),
+            ("@add-learner 4", "OK"),
+            ("@remove 4", "OK"),
+            ("@add-learner 4", "OK"),
+            // A repeated promotion is a no-op.
+            ("@promote 4", "OK"),
+            ("@promote 4", "OK"),
+        ] {
+            assert_eq!(c.call(line).await, want, "{line}");
+            if line == "@remove 4" && want == "OK" {
+                assert!(cl
+                    .node(leader)
+                    .raft()
+                    .metrics()
+                    .borrow()
+                    .membership_config
+                    .membership()
+                    .get_node(&4)
+                    .is_none());
+            }
+        }
+        drop(c);
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3, 4].into());
+
+        // The leader removes itself: the others elect a new one, and every
+        // write is still there.
+        assert_eq!(on_leader(&cl, &format!("@remove {leader}")).await, "OK");
+        let mut left: Vec<NodeId> = (1..=4).filter(|&i| i != leader).collect();
+        cl.kill(leader).await;
+        let second = cl.leader().await;
+        assert!(left.contains(&second));
+        let mut c = Client::connect(&cl.client_addr(second)).await;
+        check_reads(&mut c, &model, -5..65).await;
+        write_all(&mut c, &mut model, 60..80, 7).await;
+        drop(c);
+
+        // Down to one voter; the last one cannot be removed.
+        while left.len() > 1 {
+            let leader = cl.leader().await;
+            let victim = *left.iter().find(|&&i| i != leader).unwrap();
+            assert_eq!(on_leader(&cl, &format!("@remove {victim}")).await, "OK");
+            left.retain(|&i| i != victim);
+            cl.kill(victim).await;
+        }
+        let last = left[0];
+        assert_eq!(
+            on_leader(&cl, &format!("@remove {last}")).await,
+            "ERROR raft: new membership can not be empty"
+        );
+        assert_eq!(voters(cl.node(last)), [last].into());
+        let mut c = Client::connect(&cl.client_addr(cl.leader().await)).await;
+        check_reads(&mut c, &model, -5..85).await;
+        write_all(&mut c, &mut model, 80..90, 8).await;
+        check_reads(&mut c, &model, -5..95).await;
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 90 s");
+}
+
+/// The test process's resident memory (all three members), KiB. The
+/// tests of this file run in parallel in one process, so bounds on it
+/// leave room for the others' allocations.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Hostile bytes on a member's two ports. On the Raft port: a wrong
+/// shard, a cut-off frame, lengths at and past the limit, garbage and
+/// deeply nested JSON, an unknown RPC. On the client port: non-UTF-8, an
+/// endless line, a flood of reads from a client that does not read its
+/// replies, hundreds of idle connections, resets. Each gets an error or a
+/// closed connection; afterwards the cluster still commits, and every
+/// acknowledged write reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_bytes_on_the_raft_and_client_ports() {
+    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply, RpcRequest};
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..50, 9).await;
+        let raft_addr = cl.config.member(leader).unwrap().raft.clone();
+
+        // A shard the member does not serve: refused, the connection goes on.
+        let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+        let rpc = RpcRequest::Leader { from: 2 };
+        write_frame(&mut s, &Envelope { shard: 7, rpc })
+            .await
+            .unwrap();
+        let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+        assert!(
+            matches!(&reply, RpcReply::Refused(why) if why.contains("no shard 7")),
+            "{reply:?}"
+        );
+        let rpc = RpcRequest::Leader { from: 2 };
+        write_frame(&mut s, &Envelope { shard: 0, rpc })
+            .await
+            .unwrap();
+        let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+        assert!(
+            matches!(&reply, RpcReply::Leader(l) if l.starts_with("LEADER ")),
+            "{reply:?}"
+        );
+
+        // Frames the member must close the connection on, without a reply.
+        let nested = "[".repeat(100_000);
+        let frames: Vec<(&str, Vec<u8>)> = vec![
+            ("garbage JSON", b"{{{ not json".to_vec()),
+            ("deeply nested JSON", nested.into_bytes()),
+            (
+                "an unknown RPC",
+                br#"{"shard":0,"rpc":{"Bogus":1}}"#.to_vec(),
+            ),
+            (
+                "a negative shard",
+                br#"{"shard":-1,"rpc":{"Leader":{"from":1}}}"#.to_vec(),
+            ),
+            ("binary", vec![0xff, 0xfe, 0x00, 0x80]),
+        ];
+        for (what, body) in frames {
+            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+            frame.extend_from_slice(&body);
+            s.write_all(&frame).await.unwrap();
+            let mut rest = Vec::new();
+            let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest)).await;
+            assert!(
+                matches!(n, Ok(Ok(0)) | Ok(Err(_))),
+                "{what}: {n:?} {rest:?}"
+            );
+        }
+        // Lengths past the limit close at once; a frame announced at the
+        // limit and cut short holds no buffer of its size: 64 of them at
+        // 32 MiB each cost the members far less than 64 * 32 MiB.
+        for len in [u32::MAX, lamina_cluster::network::MAX_FRAME as u32 + 1] {
+            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            s.write_all(&len.to_be_bytes()).await.unwrap();
+            let mut rest = Vec::new();
+            let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest)).await;
+            assert!(matches!(n, Ok(Ok(0)) | Ok(Err(_))), "length {len}: {n:?}");
+        }
+        let base = rss_kib();
+        let mut stalled = Vec::new();
+        for _ in 0..64 {
+            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
+                .await
+                .unwrap();
+            s.write_all(&[b'['; 4096]).await.unwrap();
+            stalled.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let grown = rss_kib().saturating_sub(base);
+        eprintln!("64 frames announced at 32 MiB, 4 KiB sent each: RSS +{grown} KiB");
+        assert!(grown < 128 << 10, "RSS grew {grown} KiB");
+        // Cut short: the connections close, the member goes on.
+        drop(stalled);
+
+        // The client port: non-UTF-8 gets an error line and the session
+        // goes on; an endless line is skipped in bounded memory.
+        let mut raw = TcpStream::connect(cl.client_addr(leader)).await.unwrap();
+        raw.write_all(b"g \xff\xfe\n\xc0\xc1 1 2\np 1\n")
+            .await
+            .unwrap();
+        raw.write_all(&vec![b'7'; 1 << 20]).await.unwrap();
+        raw.write_all(b"\ng 1\n").await.unwrap();
+        let mut r = BufReader::new(raw);
+        let mut lines = Vec::new();
+        for _ in 0..5 {
+            let mut l = String::new();
+            r.read_line(&mut l).await.unwrap();
+            lines.push(l);
+        }
+        for l in &lines[..4] {
+            assert!(l.starts_with("ERROR "), "{lines:?}");
+        }
+        assert_eq!(lines[3], "ERROR line longer than 4096 bytes\n");
+        assert_eq!(lines[4], format!("{}\n", model[&1]));
+        drop(r);
+
+        // A client floods reads and reads no reply for a while: the member
+        // stops reading it (its replies wait in the socket), and serves
+        // others meanwhile; then every reply is right.
+        let flood_reads = 20_000;
+        let mut flood = TcpStream::connect(cl.client_addr(leader)).await.unwrap();
+        let base = rss_kib();
+        let sender = tokio::spawn(async move {
+            flood
+                .write_all("g 2\n".repeat(flood_reads).as_bytes())
+                .await
+                .unwrap();
+            flood
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        write_all(&mut c, &mut model, 50..60, 10).await;
+        let grown = rss_kib().saturating_sub(base);
+        eprintln!("a flood of {flood_reads} reads, replies unread: RSS +{grown} KiB");
+        assert!(grown < 64 << 10, "RSS grew {grown} KiB");
+        let flood = sender.await.unwrap();
+        let mut r = BufReader::new(flood);
+        for i in 0..flood_reads {
+            let mut l = String::new();
+            r.read_line(&mut l).await.unwrap();
+            assert_eq!(l, format!("{}\n", model[&2]), "reply {i}");
+        }
+        drop(r);
+
+        // 500 idle connections, each after one command; then half close,
+        // half reset in the middle of a line (unread input makes the close
+        // a reset).
+        let base = rss_kib();
+        let mut idle = Vec::new();
+        for _ in 0..500 {
+            let mut s = Client::connect(&cl.client_addr(leader)).await;
+            assert_eq!(s.call("@sync").await, "@sync");
+            idle.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let per = rss_kib().saturating_sub(base) / 500;
+        eprintln!("500 idle client connections: {per} KiB each");
+        assert!(per < 256, "{per} KiB per idle connection");
+        for (i, mut s) in idle.into_iter().enumerate() {
+            if i % 2 == 0 {
+                s.w.shutdown().await.unwrap();
+            } else {
+                s.w.write_all(b"@sync\np 1").await.unwrap();
+            }
+        }
+
+        // Everything acknowledged is there, and writes still commit.
+        write_all(&mut c, &mut model, 60..80, 11).await;
+        check_reads(&mut c, &model, -5..85).await;
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 90 s");
 }

@@ -1,4 +1,5 @@
-//! Entry points for fuzzing the DSL parser and the server's command loop
+//! Entry points for fuzzing the DSL parser, the server's command loop and
+//! the Redis protocol's request parser
 //! (used by the `fuzz/` cargo-fuzz targets and by the corpus replay test).
 //! Whatever the bytes, each returns normally: `ERROR` replies are correct
 //! answers, a panic or hang is a bug. Not part of the crate's API.
@@ -11,6 +12,7 @@ use lamina::{Db, Options};
 use crate::exec::{Control, Mode, Session};
 use crate::lines::{Line, LineReader};
 use crate::parse::{parse_line, Command};
+use crate::resp::{parse_request, Request, RequestParser};
 
 /// Line limit of the fuzzed command loop: short, so over-long lines are
 /// cheap to produce.
@@ -63,4 +65,55 @@ pub fn command_loop(data: &[u8]) -> Vec<u8> {
     }
     let _ = db.close();
     out
+}
+
+/// What a RESP connection makes of a byte stream: its commands in order,
+/// then the protocol error that ended it, if one did.
+type RespStream = (Vec<Vec<Vec<u8>>>, Option<String>);
+
+/// Parses `data` (after its first byte) as a Redis-port connection's
+/// input, as the server does, twice: whole, and arriving in pieces of the
+/// first byte's size (the parser resuming an incomplete request). Both
+/// must give the same commands and the same error; every command, encoded
+/// again as a RESP array, must parse back to itself.
+pub fn resp(data: &[u8]) {
+    let Some((&piece, data)) = data.split_first() else {
+        return;
+    };
+    let whole = resp_stream(data, data.len().max(1));
+    let pieced = resp_stream(data, usize::from(piece).max(1));
+    assert_eq!(whole, pieced, "pieces of {piece}");
+    for args in whole.0 {
+        let mut encoded = format!("*{}\r\n", args.len()).into_bytes();
+        for a in &args {
+            encoded.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            encoded.extend_from_slice(a);
+            encoded.extend_from_slice(b"\r\n");
+        }
+        let parsed = parse_request(&encoded);
+        // An empty command encodes as `*0`, which parses as the same.
+        assert_eq!(parsed, Ok((Request::Command(args), encoded.len())));
+    }
+}
+
+/// The commands and the error of `data` arriving `piece` bytes at a time.
+fn resp_stream(data: &[u8], piece: usize) -> RespStream {
+    let mut parser = RequestParser::default();
+    let mut commands = Vec::new();
+    let mut start = 0;
+    let mut end = 0;
+    while end < data.len() {
+        end = (end + piece).min(data.len());
+        loop {
+            match parser.parse(&data[start..end]) {
+                Ok((Request::Incomplete, _)) => break,
+                Ok((Request::Command(args), used)) => {
+                    commands.push(args);
+                    start += used;
+                }
+                Err(e) => return (commands, Some(e)),
+            }
+        }
+    }
+    (commands, None)
 }

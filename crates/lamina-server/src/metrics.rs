@@ -4,16 +4,18 @@
 //! 0.0.4) at `GET /metrics` ([`MetricsServer`]).
 //!
 //! The HTTP side is the least a scraper needs: one request per connection,
-//! answered and closed; requests bounded to 8 KiB and 2 s; anything but
-//! `GET /metrics` is a 404 (405 for another method).
+//! answered and closed; a request head bounded to 8 KiB (431 beyond) and
+//! the whole exchange to 2 s; at most 16 scrapes at once (503 beyond);
+//! anything but `GET /metrics` is a 404 (405 for another method, 400 for a
+//! malformed request line).
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lamina::{DbStats, LatencySummary};
 
@@ -490,15 +492,20 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
     out
 }
 
-/// Largest HTTP request read.
+/// Largest HTTP request head read; a longer one is answered 431.
 const MAX_REQUEST: usize = 8 << 10;
-/// Longest wait for a request or its reply.
+/// Longest time a scrape may take, from accept to the last byte of the
+/// reply (a slowloris client is cut off after it, whatever it sends).
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
+/// Scrapes answered at once; a connection over it is answered 503.
+const MAX_SCRAPES: usize = 16;
+/// Stack of a scrape's thread (it renders a few KiB of text).
+const SCRAPE_STACK: usize = 128 * 1024;
 
 /// The `/metrics` endpoint.
 pub struct MetricsServer {
     listener: TcpListener,
-    render: Box<dyn Fn() -> String + Send>,
+    render: Arc<dyn Fn() -> String + Send + Sync>,
     stop: Arc<AtomicBool>,
 }
 
@@ -506,14 +513,14 @@ impl MetricsServer {
     /// Binds `addr`; each scrape calls `render` for the body.
     pub fn bind(
         addr: impl ToSocketAddrs,
-        render: Box<dyn Fn() -> String + Send>,
+        render: Box<dyn Fn() -> String + Send + Sync>,
     ) -> io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         // Polled, so the stop flag ends the loop within one interval.
         listener.set_nonblocking(true)?;
         Ok(MetricsServer {
             listener,
-            render,
+            render: Arc::from(render),
             stop: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -528,13 +535,14 @@ impl MetricsServer {
         Arc::clone(&self.stop)
     }
 
-    /// Answers scrapes, one at a time, until the stop flag is set.
+    /// Answers scrapes until the stop flag is set, each on its own thread
+    /// (at most 16 at once) within 2 s: a client
+    /// that sends its request slowly, or never, holds up only itself.
     pub fn run(self) {
+        let busy = Arc::new(AtomicUsize::new(0));
         while !self.stop.load(Ordering::Acquire) {
             match self.listener.accept() {
-                Ok((stream, _)) => {
-                    let _ = self.answer(stream);
-                }
+                Ok((stream, _)) => self.dispatch(stream, &busy),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     thread::sleep(Duration::from_millis(50));
                 }
@@ -546,47 +554,159 @@ impl MetricsServer {
         }
     }
 
-    fn answer(&self, mut stream: TcpStream) -> io::Result<()> {
-        stream.set_nonblocking(false)?;
-        stream.set_read_timeout(Some(IO_TIMEOUT))?;
-        stream.set_write_timeout(Some(IO_TIMEOUT))?;
-        let mut req = Vec::new();
-        let mut buf = [0u8; 1024];
-        while !req.windows(4).any(|w| w == b"\r\n\r\n") && !req.windows(2).any(|w| w == b"\n\n") {
-            let n = stream.read(&mut buf)?;
-            if n == 0 || req.len() + n > MAX_REQUEST {
-                break;
-            }
-            req.extend_from_slice(&buf[..n]);
+    fn dispatch(&self, stream: TcpStream, busy: &Arc<AtomicUsize>) {
+        if busy.fetch_add(1, Ordering::AcqRel) >= MAX_SCRAPES {
+            busy.fetch_sub(1, Ordering::AcqRel);
+            let _ = reply(
+                &stream,
+                "503 Service Unavailable",
+                "too many scrapes at once\n",
+                "text/plain",
+            );
+            return;
         }
-        let line = req.split(|&b| b == b'\n').next().unwrap_or_default();
-        let mut words = line.split(|&b| b == b' ');
-        let (method, path) = (
-            words.next().unwrap_or_default(),
-            words.next().unwrap_or_default(),
-        );
-        let path = path.split(|&b| b == b'?').next().unwrap_or_default();
-        let (status, body, kind) = if method != b"GET" {
-            (
-                "405 Method Not Allowed",
-                "only GET\n".to_string(),
+        let render = Arc::clone(&self.render);
+        let done = Arc::clone(busy);
+        let spawned = thread::Builder::new()
+            .name("lamina-metrics".into())
+            .stack_size(SCRAPE_STACK)
+            .spawn(move || {
+                let _ = answer(&stream, render.as_ref());
+                done.fetch_sub(1, Ordering::AcqRel);
+            });
+        if let Err(e) = spawned {
+            busy.fetch_sub(1, Ordering::AcqRel);
+            tracing::warn!("metrics: cannot spawn a scrape thread: {e}");
+        }
+    }
+}
+
+/// Why a request head could not be had.
+enum Head {
+    /// The head, up to its blank line.
+    Complete(Vec<u8>),
+    /// Longer than [`MAX_REQUEST`].
+    TooLarge,
+    /// The client closed, or stalled past the deadline, before a whole head.
+    Cut,
+}
+
+/// Reads a request head (up to its blank line) before `deadline`.
+fn read_head(mut stream: &TcpStream, deadline: Instant) -> io::Result<Head> {
+    let mut req = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        if let Some(end) = head_end(&req) {
+            req.truncate(end);
+            return Ok(Head::Complete(req));
+        }
+        if req.len() > MAX_REQUEST {
+            return Ok(Head::TooLarge);
+        }
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return Ok(Head::Cut);
+        };
+        if left.is_zero() {
+            return Ok(Head::Cut);
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(Head::Cut),
+            Ok(n) => req.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(Head::Cut)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Where a request head ends (after `\r\n\r\n`, or `\n\n` from a client
+/// that sends bare newlines).
+fn head_end(req: &[u8]) -> Option<usize> {
+    let crlf = req.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
+    let lf = req.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
+    match (crlf, lf) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Answers one scrape: `GET /metrics` gets the exposition; a bad request
+/// line 400, another method 405, another path 404, a head over
+/// [`MAX_REQUEST`] 431. One request per connection, always closed after
+/// it (`Connection: close`): whatever follows the head (a body, a second
+/// request) is never read as a request, so nothing can be smuggled
+/// behind it.
+fn answer(stream: &TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> io::Result<()> {
+    let deadline = Instant::now() + IO_TIMEOUT;
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let head = match read_head(stream, deadline)? {
+        Head::Complete(head) => head,
+        Head::TooLarge => {
+            return reply(
+                stream,
+                "431 Request Header Fields Too Large",
+                "request head over 8 KiB\n",
                 "text/plain",
             )
-        } else if path == b"/metrics" {
-            (
-                "200 OK",
-                (self.render)(),
-                "text/plain; version=0.0.4; charset=utf-8",
-            )
-        } else {
-            ("404 Not Found", "try /metrics\n".to_string(), "text/plain")
-        };
-        let head = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
+        }
+        // Nobody is waiting for a reply, or nobody deserves one.
+        Head::Cut => return Ok(()),
+    };
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let words: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    let [method, target, version] = words.as_slice() else {
+        return reply(
+            stream,
+            "400 Bad Request",
+            "bad request line\n",
+            "text/plain",
         );
-        stream.write_all(head.as_bytes())?;
-        stream.write_all(body.as_bytes())?;
-        stream.flush()
+    };
+    if !version.starts_with(b"HTTP/1.") {
+        return reply(
+            stream,
+            "400 Bad Request",
+            "bad request line\n",
+            "text/plain",
+        );
     }
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    if *method != b"GET" {
+        reply(stream, "405 Method Not Allowed", "only GET\n", "text/plain")
+    } else if path == b"/metrics" {
+        reply(
+            stream,
+            "200 OK",
+            &render(),
+            "text/plain; version=0.0.4; charset=utf-8",
+        )
+    } else {
+        reply(stream, "404 Not Found", "try /metrics\n", "text/plain")
+    }
+}
+
+/// Writes a whole response and closes the connection.
+fn reply(mut stream: &TcpStream, status: &str, body: &str, kind: &str) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    stream.flush()?;
+    // Whatever else the client sent stays unread: shut our side down
+    // first, so the reply is delivered before the close resets.
+    let _ = stream.shutdown(Shutdown::Write);
+    Ok(())
 }

@@ -9,7 +9,7 @@
 //! | `DEL key...`, `EXISTS key...` | how many of the keys existed |
 //! | `MGET key...` | the values (nil where missing) |
 //! | `MSET key value...` | `OK`, all written in one atomic batch |
-//! | `SCAN cursor [MATCH pattern] [COUNT n] [TYPE string]` | the next cursor and up to `n` (10) keys, in key order |
+//! | `SCAN cursor [MATCH pattern] [COUNT n] [TYPE string]` | the next cursor and up to `n` (10) keys, in key order (at most about [`SCAN_REPLY`] bytes of keys) |
 //! | `DBSIZE` | the number of keys (a full scan) |
 //! | `FLUSHALL [SYNC\|ASYNC]` | deletes every key; refused unless the server runs with `--allow-flushall` |
 //! | `PING [msg]`, `ECHO msg`, `QUIT`, `SELECT 0`, `INFO`, `COMMAND`, `CONFIG GET`, `CLIENT ...` | what `redis-cli`, `redis-benchmark` and client libraries ask at start-up |
@@ -23,8 +23,9 @@
 //! as Redis does.
 //!
 //! Limits bound each connection's memory: a request of at most
-//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; a reply growing past
-//! [`MAX_REPLY`] bytes (a huge `MGET`) is replaced by an error.
+//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; replies leave in
+//! chunks of [`STREAM_CHUNK`] bytes (a huge `MGET` too, as it is read), and
+//! a `SCAN` reply ends after [`SCAN_REPLY`] bytes of keys.
 //!
 //! Differences from Redis, by design: keys share the database with the DSL
 //! port (a DSL key `k` is the 4-byte key the DSL encodes it to); there are
@@ -52,8 +53,8 @@ use crate::stream::{ConnectionConfig, IdleClock};
 pub const MAX_REQUEST: usize = 64 << 20;
 /// Most arguments of one command.
 pub const MAX_ARGS: usize = 1 << 20;
-/// Largest reply before it is replaced by an error, bytes.
-pub const MAX_REPLY: usize = 256 << 20;
+/// Key bytes after which a `SCAN` reply ends early (with a cursor).
+pub const SCAN_REPLY: usize = 1 << 20;
 /// SCAN cursors remembered.
 pub const MAX_CURSORS: usize = 4096;
 /// Longest inline command line.
@@ -123,52 +124,92 @@ pub enum Request {
 }
 
 /// Parses one request from the front of `buf`: the request and the bytes it
-/// used, or a protocol error.
+/// used, or a protocol error. A fresh [`RequestParser`]: for one-off
+/// parsing; a connection keeps its parser across reads.
 pub fn parse_request(buf: &[u8]) -> Result<(Request, usize), String> {
-    let Some(&first) = buf.first() else {
-        return Ok((Request::Incomplete, 0));
-    };
-    if first != b'*' {
-        return parse_inline(buf);
+    RequestParser::default().parse(buf)
+}
+
+/// Parses requests that arrive in pieces: a request of many arguments
+/// that is still incomplete is resumed after the last whole argument, so
+/// it is parsed once however many reads bring it (re-parsing from the
+/// start on every read made a client trickling a 1,000,000-argument
+/// request cost the server time quadratic in its length).
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    /// Arguments the `*N` header announced (0: no header read yet).
+    announced: usize,
+    /// The arguments read so far.
+    args: Vec<Vec<u8>>,
+    /// Where the next argument starts in the buffer.
+    pos: usize,
+}
+
+impl RequestParser {
+    /// Parses one request from the front of `buf`, which must start with
+    /// the same bytes as in the previous call until that call returns a
+    /// [`Request::Command`] or an error (the bytes used are consumed only
+    /// then). The request and the bytes it used, or a protocol error.
+    pub fn parse(&mut self, buf: &[u8]) -> Result<(Request, usize), String> {
+        let parsed = self.resume(buf);
+        if !matches!(parsed, Ok((Request::Incomplete, _))) {
+            *self = RequestParser::default();
+        }
+        parsed
     }
-    let Some((count, mut pos)) = int_line(buf, 1, MAX_INLINE)? else {
-        return Ok((Request::Incomplete, 0));
-    };
-    if count <= 0 {
-        // `*0` and `*-1` are empty requests Redis skips.
-        return Ok((Request::Command(Vec::new()), pos));
-    }
-    let count = usize::try_from(count).map_err(|_| "invalid multibulk length".to_string())?;
-    if count > MAX_ARGS {
-        return Err("invalid multibulk length".into());
-    }
-    let mut args = Vec::with_capacity(count.min(1024));
-    for _ in 0..count {
-        match buf.get(pos) {
-            None => return Ok((Request::Incomplete, 0)),
-            Some(b'$') => {}
-            Some(&b) => {
-                return Err(format!("expected '$', got '{}'", char::from(b)));
+
+    fn resume(&mut self, buf: &[u8]) -> Result<(Request, usize), String> {
+        if self.announced == 0 {
+            let Some(&first) = buf.first() else {
+                return Ok((Request::Incomplete, 0));
+            };
+            if first != b'*' {
+                return parse_inline(buf);
             }
+            let Some((count, pos)) = int_line(buf, 1, MAX_INLINE)? else {
+                return Ok((Request::Incomplete, 0));
+            };
+            if count <= 0 {
+                // `*0` and `*-1` are empty requests Redis skips.
+                return Ok((Request::Command(Vec::new()), pos));
+            }
+            let count =
+                usize::try_from(count).map_err(|_| "invalid multibulk length".to_string())?;
+            if count > MAX_ARGS {
+                return Err("invalid multibulk length".into());
+            }
+            self.announced = count;
+            self.args = Vec::with_capacity(count.min(1024));
+            self.pos = pos;
         }
-        let Some((len, at)) = int_line(buf, pos + 1, MAX_INLINE)? else {
-            return Ok((Request::Incomplete, 0));
-        };
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= MAX_REQUEST)
-            .ok_or_else(|| "invalid bulk length".to_string())?;
-        let end = at + len;
-        if buf.len() < end + 2 {
-            return Ok((Request::Incomplete, 0));
+        while self.args.len() < self.announced {
+            let pos = self.pos;
+            match buf.get(pos) {
+                None => return Ok((Request::Incomplete, 0)),
+                Some(b'$') => {}
+                Some(&b) => {
+                    return Err(format!("expected '$', got '{}'", char::from(b)));
+                }
+            }
+            let Some((len, at)) = int_line(buf, pos + 1, MAX_INLINE)? else {
+                return Ok((Request::Incomplete, 0));
+            };
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= MAX_REQUEST)
+                .ok_or_else(|| "invalid bulk length".to_string())?;
+            let end = at + len;
+            if buf.len() < end + 2 {
+                return Ok((Request::Incomplete, 0));
+            }
+            if &buf[end..end + 2] != b"\r\n" {
+                return Err("bulk string not terminated by CRLF".into());
+            }
+            self.args.push(buf[at..end].to_vec());
+            self.pos = end + 2;
         }
-        if &buf[end..end + 2] != b"\r\n" {
-            return Err("bulk string not terminated by CRLF".into());
-        }
-        args.push(buf[at..end].to_vec());
-        pos = end + 2;
+        Ok((Request::Command(std::mem::take(&mut self.args)), self.pos))
     }
-    Ok((Request::Command(args), pos))
 }
 
 /// `<integer>\r\n` starting at `from`: the value and the offset after it.
@@ -434,25 +475,37 @@ impl Pending {
     }
 }
 
-/// Executes one command, appending its reply to `out`; plain `SET` and
-/// `MSET` join `pending`, every other command first writes it.
+/// Where a reply goes while it is produced, once `out` holds
+/// [`STREAM_CHUNK`] bytes: the client's socket.
+pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
+
+/// Executes one command, appending its reply to `out` (a long `MGET`
+/// reply leaves through `sink` in chunks as it is read); plain `SET` and
+/// `MSET` join `pending`, every other command first writes it. What to do
+/// next, and whether the reply was an error; `Err` only when `sink`
+/// failed.
 pub fn execute(
     state: &RespState,
     pending: &mut Pending,
     args: &[Vec<u8>],
     out: &mut Vec<u8>,
-) -> After {
+    sink: &mut Sink<'_>,
+) -> io::Result<(After, bool)> {
     let Some((name, rest)) = args.split_first() else {
-        return After::Continue;
+        return Ok((After::Continue, false));
     };
     let cmd = lower(name);
     let plain_set = cmd == "set" && rest.len() == 2;
     let mset = cmd == "mset" && !rest.is_empty() && rest.len() % 2 == 0;
     if plain_set || mset {
         pending.gather(out, rest);
-        return After::Continue;
+        return Ok((After::Continue, false));
     }
     pending.apply(&state.db, out);
+    if cmd == "mget" && !rest.is_empty() {
+        mget(&state.db, rest, out, sink)?;
+        return Ok((After::Continue, false));
+    }
     let start = out.len();
     let after = match run(state, &cmd, rest, out) {
         Ok(after) => after,
@@ -462,14 +515,26 @@ pub fn execute(
             After::Continue
         }
     };
-    if out.len() - start > MAX_REPLY {
-        out.truncate(start);
-        error(
-            out,
-            &format!("ERR reply larger than {MAX_REPLY} bytes; ask for fewer keys"),
-        );
+    Ok((after, out.get(start) == Some(&b'-')))
+}
+
+/// `MGET`: the values go to `sink` in chunks as they are read, so a reply
+/// of any size takes bounded memory. A key whose read fails gets an error
+/// element where its value would be (RESP2 allows errors in arrays): the
+/// array's start is already sent.
+fn mget(db: &Db, keys: &[Vec<u8>], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io::Result<()> {
+    array(out, keys.len());
+    for k in keys {
+        match db.get(k) {
+            Ok(v) => maybe_bulk(out, v.as_deref()),
+            Err(e) => error(out, &format!("ERR {e}")),
+        }
+        if out.len() >= STREAM_CHUNK {
+            sink(out)?;
+            out.clear();
+        }
     }
-    after
+    Ok(())
 }
 
 fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<After> {
@@ -506,16 +571,6 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
                 }
             }
             integer(out, n);
-        }
-        ("mget", n) if n >= 1 => {
-            array(out, a.len());
-            for k in a {
-                maybe_bulk(out, db.get(k)?.as_deref());
-                if out.len() > MAX_REPLY {
-                    // `execute` replaces the reply; stop reading values.
-                    return Ok(After::Continue);
-                }
-            }
         }
         ("scan", n) if n >= 1 => scan(state, a, out)?,
         ("dbsize", 0) => {
@@ -710,7 +765,11 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
         }
     };
     // Like Redis, COUNT bounds the keys examined, not the keys returned.
+    // The reply is also cut at SCAN_REPLY bytes of keys (SCAN may always
+    // return fewer keys; the cursor goes on from there), so a huge COUNT
+    // does not gather the whole key space in memory.
     let mut keys = Vec::new();
+    let mut key_bytes = 0;
     let mut next = None;
     for (examined, kv) in state
         .db
@@ -718,11 +777,12 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
         .enumerate()
     {
         let (k, _) = kv?;
-        if examined == count {
+        if examined == count || key_bytes >= SCAN_REPLY {
             next = Some(k);
             break;
         }
         if pattern.is_none_or(|p| glob(p, &k)) {
+            key_bytes += k.len();
             keys.push(k);
         }
     }
@@ -736,6 +796,18 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
     Ok(())
 }
 
+/// Sends the last replies and closes: our side first, then what the
+/// client still sends is read and dropped for a bounded time. Closing with
+/// unread input would reset the connection, and a reset can destroy the
+/// replies (a protocol error's reason) before the client reads them.
+fn close_after(stream: &TcpStream, out: &[u8]) -> io::Result<()> {
+    let mut writer = stream;
+    writer.write_all(out)?;
+    let _ = stream.shutdown(Shutdown::Write);
+    crate::stream::linger(stream);
+    Ok(())
+}
+
 /// Serves one connection (see the module docs) until `QUIT`, a protocol
 /// error, a disconnect or the idle time-out.
 pub fn serve_resp_connection(
@@ -745,6 +817,7 @@ pub fn serve_resp_connection(
 ) -> io::Result<()> {
     // The line reader's buffer and reads, parsed as RESP.
     let mut input = LineReader::new(MAX_INLINE, READ_CHUNK);
+    let mut parser = RequestParser::default();
     let mut out = Vec::new();
     let mut pending = Pending::default();
     let mut reader = stream;
@@ -759,30 +832,25 @@ pub fn serve_resp_connection(
             return Ok(());
         }
         loop {
-            match parse_request(input.buffered()) {
+            match parser.parse(input.buffered()) {
                 Ok((Request::Incomplete, _)) => {
                     if input.buffered().len() > MAX_REQUEST {
                         pending.apply(&state.db, &mut out);
                         error(&mut out, "ERR Protocol error: request too large");
-                        writer.write_all(&out)?;
-                        let _ = stream.shutdown(Shutdown::Both);
-                        return Ok(());
+                        return close_after(stream, &out);
                     }
                     break;
                 }
                 Ok((Request::Command(args), used)) => {
                     input.consume(used);
-                    let mark = out.len();
-                    let after = execute(state, &mut pending, &args, &mut out);
+                    let mut sink = |bytes: &[u8]| (&mut writer).write_all(bytes);
+                    let (after, failed) = execute(state, &mut pending, &args, &mut out, &mut sink)?;
                     if let (Some(c), Some(name)) = (&config.counters, args.first()) {
-                        c.command(Protocol::Resp, name, out.get(mark) == Some(&b'-'));
+                        c.command(Protocol::Resp, name, failed);
                     }
                     if after == After::Close {
                         pending.apply(&state.db, &mut out);
-                        writer.write_all(&out)?;
-                        let _ = stream.shutdown(Shutdown::Write);
-                        crate::stream::linger(stream);
-                        return Ok(());
+                        return close_after(stream, &out);
                     }
                     if out.len() >= STREAM_CHUNK {
                         pending.apply(&state.db, &mut out);
@@ -793,9 +861,7 @@ pub fn serve_resp_connection(
                 Err(e) => {
                     pending.apply(&state.db, &mut out);
                     error(&mut out, &format!("ERR Protocol error: {e}"));
-                    writer.write_all(&out)?;
-                    let _ = stream.shutdown(Shutdown::Both);
-                    return Ok(());
+                    return close_after(stream, &out);
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! The DSL fuzz targets' entry points (`lamina_server::fuzzing`) fed the
+//! The DSL and RESP fuzz targets' entry points (`lamina_server::fuzzing`) fed the
 //! committed seed corpora (`fuzz/corpus/<target>/`), random mutations of
 //! them, and random bytes: the CI-sized stand-in for a libFuzzer run
 //! (`scripts/fuzz-smoke.sh`). Passing means no input panicked.
@@ -53,6 +53,21 @@ fn sessions() -> Vec<String> {
     vec![every, mixed, "p 1 2\r\ng 1\r\n  g   1  \nbogus\n".into()]
 }
 
+/// Redis-port streams: the first byte is the piece size the fuzz entry
+/// point feeds them in.
+fn resp_streams() -> Vec<Vec<u8>> {
+    let mut pipelined = b"\x03*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\na\x00b\r\n".to_vec();
+    pipelined.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*0\r\n*-1\r\nPING\r\n");
+    vec![
+        pipelined,
+        b"\x01set 'a b' \"c\\x41\\n\"\r\nget \"a b\"\r\n".to_vec(),
+        b"\x07*1\r\n$18446744073709551615\r\n".to_vec(),
+        b"\x02*2\r\n*1\r\n$1\r\na\r\n".to_vec(),
+        b"\x05*4\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\nSCAN 0 COUNT 5\r\n"
+            .to_vec(),
+    ]
+}
+
 #[test]
 #[ignore = "writes the seed corpora when LAMINA_WRITE_CORPUS is set"]
 fn write_seed_corpora() {
@@ -67,6 +82,11 @@ fn write_seed_corpora() {
     let dir = corpus_dir("command_loop");
     std::fs::create_dir_all(&dir).unwrap();
     for (i, s) in sessions().iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
+    }
+    let dir = corpus_dir("resp_parse");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, s) in resp_streams().iter().enumerate() {
         std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
     }
 }
@@ -133,5 +153,27 @@ fn command_loop_survives_seeds_mutations_and_random_bytes() {
     for _ in 0..40 {
         let bytes: Vec<u8> = (0..rng.gen_range(0..600)).map(|_| rng.gen()).collect();
         fuzzing::command_loop(&bytes);
+    }
+}
+
+#[test]
+fn resp_parser_survives_seeds_mutations_and_random_bytes() {
+    const RESP: &[u8] = b"*$\r\n0123456789-:+ \"'\\x\xff";
+    let mut rng = StdRng::seed_from_u64(3);
+    for input in inputs("resp_parse") {
+        fuzzing::resp(&input);
+        for _ in 0..2_000 {
+            let mut m = mutate(&mut rng, &input);
+            // RESP's own bytes, beside the DSL alphabet of `mutate`.
+            if !m.is_empty() {
+                let i = rng.gen_range(0..m.len());
+                m[i] = RESP[rng.gen_range(0..RESP.len())];
+            }
+            fuzzing::resp(&m);
+        }
+    }
+    for _ in 0..5_000 {
+        let bytes: Vec<u8> = (0..rng.gen_range(0..80)).map(|_| rng.gen()).collect();
+        fuzzing::resp(&bytes);
     }
 }
