@@ -14,37 +14,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lamina::{Db, Options};
 use lamina_server::metrics::MetricsServer;
 use lamina_server::resp::SCAN_REPLY;
-use lamina_server::{Server, ShutdownHandle};
 
-struct Running {
-    addr: SocketAddr,
-    handle: ShutdownHandle,
-    thread: thread::JoinHandle<()>,
-    db: Arc<Db>,
-}
-
-fn start_resp(dir: &std::path::Path) -> Running {
-    let db = Arc::new(Db::open(dir, Options::default()).unwrap());
-    let server = Server::bind_resp(Arc::clone(&db), "127.0.0.1:0", false).unwrap();
-    let addr = server.local_addr();
-    let handle = server.shutdown_handle();
-    let thread = thread::spawn(move || server.run().unwrap());
-    Running {
-        addr,
-        handle,
-        thread,
-        db,
-    }
-}
-
-fn stop(r: Running) {
-    r.handle.trigger();
-    r.thread.join().unwrap();
-    Arc::try_unwrap(r.db).ok().unwrap().close().unwrap();
-}
+mod common;
+use common::{start_resp, stop};
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap();
@@ -108,7 +82,7 @@ fn rss_kib() -> u64 {
 #[test]
 fn resp_garbage_gets_a_protocol_error_and_a_close() {
     let tmp = tempfile::tempdir().unwrap();
-    let running = start_resp(tmp.path());
+    let running = start_resp(tmp.path(), false);
     set(running.addr, b"canary", b"still here");
     let endless_inline = vec![b'a'; 70 << 10];
     let mut endless_count = b"*".to_vec();
@@ -236,7 +210,7 @@ fn resp_requests_split_anywhere_parse_as_one() {
 #[test]
 fn resp_floods_idle_crowds_and_huge_scans_take_bounded_memory() {
     let tmp = tempfile::tempdir().unwrap();
-    let running = start_resp(tmp.path());
+    let running = start_resp(tmp.path(), false);
     let addr = running.addr;
     let value = vec![b'v'; 1024];
     set(addr, b"big", &value);

@@ -5,11 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
-use std::thread;
 
-use lamina::{Db, Options};
-use lamina_server::{Server, ShutdownHandle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -94,32 +90,8 @@ impl Client {
     }
 }
 
-struct Running {
-    addr: SocketAddr,
-    handle: ShutdownHandle,
-    thread: thread::JoinHandle<()>,
-    db: Arc<Db>,
-}
-
-fn start(dir: &std::path::Path, allow_flushall: bool) -> Running {
-    let db = Arc::new(Db::open(dir, Options::default()).unwrap());
-    let server = Server::bind_resp(Arc::clone(&db), "127.0.0.1:0", allow_flushall).unwrap();
-    let addr = server.local_addr();
-    let handle = server.shutdown_handle();
-    let thread = thread::spawn(move || server.run().unwrap());
-    Running {
-        addr,
-        handle,
-        thread,
-        db,
-    }
-}
-
-fn stop(r: Running) {
-    r.handle.trigger();
-    r.thread.join().unwrap();
-    Arc::try_unwrap(r.db).ok().unwrap().close().unwrap();
-}
+mod common;
+use common::{start_resp, stop};
 
 fn key(rng: &mut StdRng) -> Vec<u8> {
     // A small domain with the bytes a text protocol would trip on.
@@ -235,7 +207,7 @@ fn pipelined_commands_equal_the_model_and_survive_a_restart() {
     let dir = tmp.path().join("db");
     let mut model = BTreeMap::new();
     let mut rng = StdRng::seed_from_u64(7);
-    let running = start(&dir, false);
+    let running = start_resp(&dir, false);
     let mut c = Client::connect(running.addr);
     for round in 0..60 {
         // Pipelines of 1 to 80 commands, written at once, then read.
@@ -276,7 +248,7 @@ fn pipelined_commands_equal_the_model_and_survive_a_restart() {
     assert!(rest.is_empty(), "the server closes after QUIT");
     stop(running);
 
-    let running = start(&dir, false);
+    let running = start_resp(&dir, false);
     let mut c = Client::connect(running.addr);
     for (k, v) in &model {
         assert_eq!(c.cmd(&[b"GET", k]), bulk(v));
@@ -288,7 +260,7 @@ fn pipelined_commands_equal_the_model_and_survive_a_restart() {
 #[test]
 fn errors_read_like_redis_and_bad_framing_closes() {
     let tmp = tempfile::tempdir().unwrap();
-    let running = start(&tmp.path().join("db"), false);
+    let running = start_resp(&tmp.path().join("db"), false);
     let mut c = Client::connect(running.addr);
     assert_eq!(c.cmd(&[b"PING"]), Simple("PONG".into()));
     assert_eq!(c.cmd(&[b"ECHO", b"a\r\nb"]), bulk(b"a\r\nb"));
@@ -328,7 +300,7 @@ fn errors_read_like_redis_and_bad_framing_closes() {
 #[test]
 fn flushall_when_allowed_deletes_every_key() {
     let tmp = tempfile::tempdir().unwrap();
-    let running = start(&tmp.path().join("db"), true);
+    let running = start_resp(&tmp.path().join("db"), true);
     let mut c = Client::connect(running.addr);
     let mut wire = Vec::new();
     let mut keys = BTreeSet::new();
