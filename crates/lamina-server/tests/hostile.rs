@@ -18,23 +18,12 @@ use lamina_server::metrics::MetricsServer;
 use lamina_server::resp::SCAN_REPLY;
 
 mod common;
-use common::{start_resp, stop};
+use common::{request, start_resp, stop};
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s
-}
-
-/// A RESP request, encoded here (not by the server's code).
-fn request(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
 }
 
 /// One bulk-string reply (`None` for nil), read off `r`.

@@ -40,16 +40,6 @@ impl Client {
         Client { w, r }
     }
 
-    fn encode(args: &[&[u8]]) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", args.len()).into_bytes();
-        for a in args {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
-        out
-    }
-
     fn line(&mut self) -> String {
         let mut l = String::new();
         self.r.read_line(&mut l).unwrap();
@@ -85,13 +75,13 @@ impl Client {
     }
 
     fn cmd(&mut self, args: &[&[u8]]) -> Reply {
-        self.w.write_all(&Self::encode(args)).unwrap();
+        self.w.write_all(&request(args)).unwrap();
         self.read()
     }
 }
 
 mod common;
-use common::{start_resp, stop};
+use common::{request, start_resp, stop};
 
 fn key(rng: &mut StdRng) -> Vec<u8> {
     // A small domain with the bytes a text protocol would trip on.
@@ -221,7 +211,7 @@ fn pipelined_commands_equal_the_model_and_survive_a_restart() {
         for _ in 0..n {
             let (args, reply) = random_command(&mut rng, &mut model);
             let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            wire.extend(Client::encode(&refs));
+            wire.extend(request(&refs));
             want.push((args, reply));
         }
         c.w.write_all(&wire).unwrap();
@@ -307,7 +297,7 @@ fn flushall_when_allowed_deletes_every_key() {
     for i in 0..25_000u32 {
         let k = i.to_be_bytes();
         keys.insert(k.to_vec());
-        wire.extend(Client::encode(&[b"SET", &k, b"v"]));
+        wire.extend(request(&[b"SET", &k, b"v"]));
     }
     c.w.write_all(&wire).unwrap();
     for _ in 0..25_000 {

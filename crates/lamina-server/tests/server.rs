@@ -263,36 +263,13 @@ fn quit_and_end_stop_local_input() {
     assert_eq!(out, "\n");
 }
 
-struct Running {
-    addr: std::net::SocketAddr,
-    handle: lamina_server::ShutdownHandle,
-    thread: thread::JoinHandle<()>,
-    db: Arc<Db>,
-}
+mod common;
+use common::{serve, Running};
 
 fn start(dir: &Path) -> Running {
     let db = Arc::new(open(dir));
     let server = Server::bind(Arc::clone(&db), "127.0.0.1:0").unwrap();
-    let addr = server.local_addr();
-    let handle = server.shutdown_handle();
-    let thread = thread::spawn(move || server.run().unwrap());
-    Running {
-        addr,
-        handle,
-        thread,
-        db,
-    }
-}
-
-impl Running {
-    fn stop(self) -> Db {
-        self.handle.trigger();
-        self.thread.join().unwrap();
-        match Arc::try_unwrap(self.db) {
-            Ok(db) => db,
-            Err(_) => panic!("the server still holds the db"),
-        }
-    }
+    serve(db, server)
 }
 
 fn client(addr: std::net::SocketAddr, input: &[u8]) -> Result<String, ClientError> {

@@ -1,4 +1,6 @@
-//! A Redis-port server on a fresh database, for the integration tests.
+//! Servers on fresh databases and a Redis request encoder, shared by the
+//! integration tests (each test file uses part of it).
+#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -14,11 +16,20 @@ pub struct Running {
     pub db: Arc<Db>,
 }
 
-/// Serves the Redis protocol on a free loopback port over the database
-/// in `dir`.
-pub fn start_resp(dir: &std::path::Path, allow_flushall: bool) -> Running {
-    let db = Arc::new(Db::open(dir, Options::default()).unwrap());
-    let server = Server::bind_resp(Arc::clone(&db), "127.0.0.1:0", allow_flushall).unwrap();
+impl Running {
+    /// Shuts the server down and hands back its database.
+    pub fn stop(self) -> Db {
+        self.handle.trigger();
+        self.thread.join().unwrap();
+        match Arc::try_unwrap(self.db) {
+            Ok(db) => db,
+            Err(_) => panic!("the server still holds the db"),
+        }
+    }
+}
+
+/// Runs `server` (bound over `db`) on its own thread.
+pub fn serve(db: Arc<Db>, server: Server) -> Running {
     let addr = server.local_addr();
     let handle = server.shutdown_handle();
     let thread = thread::spawn(move || server.run().unwrap());
@@ -30,9 +41,26 @@ pub fn start_resp(dir: &std::path::Path, allow_flushall: bool) -> Running {
     }
 }
 
+/// Serves the Redis protocol on a free loopback port over the database
+/// in `dir`.
+pub fn start_resp(dir: &std::path::Path, allow_flushall: bool) -> Running {
+    let db = Arc::new(Db::open(dir, Options::default()).unwrap());
+    let server = Server::bind_resp(Arc::clone(&db), "127.0.0.1:0", allow_flushall).unwrap();
+    serve(db, server)
+}
+
 /// Shuts the server down and closes its database cleanly.
 pub fn stop(r: Running) {
-    r.handle.trigger();
-    r.thread.join().unwrap();
-    Arc::try_unwrap(r.db).ok().unwrap().close().unwrap();
+    r.stop().close().unwrap();
+}
+
+/// A RESP request, encoded here (not by the server's code).
+pub fn request(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
 }
