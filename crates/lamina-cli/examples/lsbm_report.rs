@@ -19,6 +19,8 @@ struct Sample {
     read_qps: f64,
     write_qps: f64,
     hit_ratio: Option<f64>,
+    /// Data-block lookups behind `hit_ratio` (absent from older series).
+    cache_lookups: Option<f64>,
     row_cache_hit_ratio: Option<f64>,
     db_bytes: f64,
     buffer_bytes: f64,
@@ -47,8 +49,10 @@ fn read_series(path: &Path) -> Result<Vec<Sample>> {
         col("compaction_bytes_written")?,
         col("cache_invalidated_blocks")?,
     ];
-    // Absent from series written before the row cache existed.
+    // Absent from series written before the row cache existed, and before
+    // the lookups were counted.
     let row_col = header.iter().position(|h| *h == "row_cache_hit_ratio");
+    let lookups_col = header.iter().position(|h| *h == "cache_lookups");
     let mut out = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
@@ -67,6 +71,9 @@ fn read_series(path: &Path) -> Result<Vec<Sample>> {
             compaction_bytes_written: num(6)?,
             cache_invalidated_blocks: num(7)?,
             row_cache_hit_ratio: row_col.and_then(|c| f.get(c)).and_then(|v| v.parse().ok()),
+            cache_lookups: lookups_col
+                .and_then(|c| f.get(c))
+                .and_then(|v| v.parse().ok()),
         });
     }
     if out.is_empty() {
@@ -95,6 +102,22 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// The hit ratio over every lookup of `samples` (each second weighed by
+/// its lookups, so it is what sets the read throughput), if the series
+/// counted them.
+fn overall_hit_ratio(samples: &[&Sample]) -> Option<f64> {
+    let (mut hits, mut lookups) = (0.0, 0.0);
+    for s in samples {
+        if let (Some(r), Some(n)) = (s.hit_ratio, s.cache_lookups) {
+            hits += r * n;
+            lookups += n;
+        } else if s.cache_lookups.is_none() {
+            return None;
+        }
+    }
+    (lookups > 0.0).then(|| hits / lookups)
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [dir, warmup, systems, dists] = args.as_slice() else {
@@ -106,7 +129,7 @@ fn main() -> Result<()> {
     let dists: Vec<&str> = dists.split(',').collect();
     let mut summary: BTreeMap<String, BTreeMap<String, BTreeMap<&str, f64>>> = BTreeMap::new();
     let mut md = String::from(
-        "| dist | system | hit ratio | lowest second | sd | seconds < 0.9 | row cache hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| dist | system | hit ratio (mean of seconds) | hit ratio (all lookups) | lowest second | sd | seconds < 0.9 | row cache hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for dist in &dists {
         let mut charts: [Vec<Curve>; 3] = Default::default();
@@ -119,7 +142,8 @@ fn main() -> Result<()> {
             };
             let ratios: Vec<f64> = steady.iter().filter_map(|s| s.hit_ratio).collect();
             let (lowest, sd, below) = flatness(&ratios);
-            let row = BTreeMap::from([
+            let overall = overall_hit_ratio(&steady);
+            let mut row = BTreeMap::from([
                 ("hit_ratio", mean(ratios.iter().copied())),
                 ("hit_ratio_lowest", lowest),
                 ("hit_ratio_sd", sd),
@@ -145,9 +169,13 @@ fn main() -> Result<()> {
                 ),
                 ("seconds", last.second - first.second + 1.0),
             ]);
+            if let Some(o) = overall {
+                row.insert("hit_ratio_overall", o);
+            }
             md.push_str(&format!(
-                "| {dist} | {system} | {:.3} | {:.3} | {:.3} | {:.0} of {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
+                "| {dist} | {system} | {:.3} | {} | {:.3} | {:.3} | {:.0} of {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
                 row["hit_ratio"],
+                overall.map_or("–".to_string(), |o| format!("{o:.3}")),
                 lowest,
                 sd,
                 below,
@@ -226,5 +254,36 @@ mod tests {
         assert_eq!(lowest, 0.8);
         assert!((sd - (0.02f64 / 4.0).sqrt()).abs() < 1e-12, "{sd}");
         assert_eq!(below, 1.0);
+    }
+
+    fn sample(hit_ratio: Option<f64>, cache_lookups: Option<f64>) -> Sample {
+        Sample {
+            second: 1.0,
+            read_qps: 0.0,
+            write_qps: 0.0,
+            hit_ratio,
+            cache_lookups,
+            row_cache_hit_ratio: None,
+            db_bytes: 0.0,
+            buffer_bytes: 0.0,
+            compaction_bytes_written: 0.0,
+            cache_invalidated_blocks: 0.0,
+        }
+    }
+
+    /// By hand: a second of 1,000 lookups at 0.99 and one of 10 at 0.0 is
+    /// 990 hits of 1,010 lookups (0.980), where the mean of the two seconds
+    /// is 0.495. A series without the lookups has no overall ratio.
+    #[test]
+    fn overall_ratio_weighs_seconds_by_their_lookups() {
+        let (a, b) = (
+            sample(Some(0.99), Some(1000.0)),
+            sample(Some(0.0), Some(10.0)),
+        );
+        let o = overall_hit_ratio(&[&a, &b]).unwrap();
+        assert!((o - 990.0 / 1010.0).abs() < 1e-12, "{o}");
+        let idle = sample(None, Some(0.0));
+        assert_eq!(overall_hit_ratio(&[&a, &idle]), Some(0.99));
+        assert_eq!(overall_hit_ratio(&[&sample(Some(0.9), None)]), None);
     }
 }

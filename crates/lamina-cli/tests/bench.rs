@@ -218,7 +218,7 @@ fn mixedhot_writes_a_per_second_series() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s")
+        Some("second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s,cache_lookups")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // One line per second; a sampler held up past a second skips it.
@@ -226,7 +226,7 @@ fn mixedhot_writes_a_per_second_series() {
     let mut writes = 0.0;
     let mut last_second = 0;
     for r in &rows {
-        assert_eq!(r.len(), 12, "{text}");
+        assert_eq!(r.len(), 13, "{text}");
         let second: u64 = r[0].parse().unwrap();
         assert!(second > last_second && second <= 3, "{text}");
         last_second = second;
@@ -238,6 +238,8 @@ fn mixedhot_writes_a_per_second_series() {
             let ratio: f64 = ratio.parse().unwrap();
             assert!((0.0..=1.0).contains(&ratio), "{text}");
         }
+        // The block-cache ratio has lookups behind it.
+        assert!(r[12].parse::<u64>().unwrap() > 0, "{text}");
     }
     let writes = writes.round() as u64;
     // Paced at 500 writes per second for 3 seconds.

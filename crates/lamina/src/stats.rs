@@ -62,9 +62,12 @@ pub struct IoStats {
     pub bloom_negatives: Counter,
     /// Probes the filter answered "maybe" for a key the file does not hold.
     pub bloom_false_positives: Counter,
-    /// Block cache hits per kind: data, index, filter.
+    /// Block cache hits per kind: data, index, filter. Data blocks count
+    /// queries' lookups only: a compaction reading its inputs does not
+    /// count, so the hit ratio is the queries'.
     pub cache_hits: [Counter; 3],
-    /// Block cache misses per kind: data, index, filter.
+    /// Block cache misses per kind: data, index, filter (data: queries'
+    /// lookups only, as `cache_hits`).
     pub cache_misses: [Counter; 3],
     /// Cached blocks dropped because their file was deleted.
     pub cache_invalidated_blocks: Counter,
@@ -788,9 +791,10 @@ pub struct DbStats {
     pub bloom_negatives: u64,
     /// Probes answered "maybe" for an absent key.
     pub bloom_false_positives: u64,
-    /// Block cache hits by kind.
+    /// Block cache hits by kind (data blocks: queries' lookups only, not
+    /// a compaction's reads of its inputs).
     pub cache_hits: BlockCounts,
-    /// Block cache misses by kind.
+    /// Block cache misses by kind (data blocks: queries' lookups only).
     pub cache_misses: BlockCounts,
     /// Cached blocks dropped because their file was deleted.
     pub cache_invalidated_blocks: u64,

@@ -194,6 +194,9 @@ pub struct RunIterator {
     readahead: usize,
     /// Blocks stepped into enter the cache cold ([`Table::iter_scan`]).
     cold_steps: bool,
+    /// A query's cursor, not a compaction's input
+    /// ([`TableIterator::for_compaction`]).
+    query: bool,
     index: usize,
     current: Option<TableIterator>,
 }
@@ -210,7 +213,7 @@ impl RunIterator {
             fill_cache,
             window: None,
             readahead: 0,
-
+            query: true,
             index: 0,
             current: None,
         }
@@ -231,6 +234,7 @@ impl RunIterator {
             // A compaction filling the cache (`compaction_fills_cache`)
             // means it: its blocks enter as most recently used.
             cold_steps: false,
+            query: false,
             ..RunIterator::new(files, loader, fill_cache)
         }
     }
@@ -249,12 +253,13 @@ impl RunIterator {
         self.current = match self.files.get(index) {
             Some(meta) => {
                 let table = self.loader.table(meta)?;
-                Some(match self.window {
+                let it = match self.window {
                     Some(w) => table.iter_window(w),
                     None if self.readahead > 0 => table.iter_readahead(self.readahead),
                     None if self.cold_steps => table.iter_scan(true),
                     None => table.iter_filling(self.fill_cache),
-                })
+                };
+                Some(if self.query { it } else { it.for_compaction() })
             }
             None => None,
         };

@@ -287,7 +287,25 @@ impl Table {
 
     /// Data block `idx`, from the cache or the file; a block read from the
     /// file enters the cache as `fill` says.
-    fn data_block(&self, idx: usize, fill: Fill) -> Result<Arc<Block>> {
+    /// Counts a data-block cache lookup in the hit/miss statistics, if a
+    /// query made it.
+    fn count_data_lookup(&self, hit: bool, query: bool) {
+        if !query {
+            return;
+        }
+        let data = kind_idx(BlockKind::Data);
+        if hit {
+            self.stats.cache_hits[data].inc();
+        } else {
+            self.stats.cache_misses[data].inc();
+        }
+        count_data_cache(hit);
+    }
+
+    /// `query`: a query's read, whose cache lookup counts in the hit and
+    /// miss statistics; a compaction's reads do not, so that the hit ratio
+    /// is the queries' (seed 002's), not diluted by merges reading inputs.
+    fn data_block(&self, idx: usize, fill: Fill, query: bool) -> Result<Arc<Block>> {
         let handle = self
             .index
             .handle(idx)
@@ -301,20 +319,17 @@ impl Table {
                 let total = raw_len(&self.file_name, handle)?;
                 match cache.lookup(self.file_id, handle.offset, total) {
                     Lookup::Hit(b) => {
-                        self.stats.cache_hits[data].inc();
-                        count_data_cache(true);
+                        self.count_data_lookup(true, query);
                         return Ok(b);
                     }
                     Lookup::Miss(spare) => buf = spare,
                 }
             } else if let Some(b) = cache.get(self.file_id, handle.offset) {
-                self.stats.cache_hits[data].inc();
-                count_data_cache(true);
+                self.count_data_lookup(true, query);
                 return Ok(b);
             }
         }
-        self.stats.cache_misses[data].inc();
-        count_data_cache(false);
+        self.count_data_lookup(false, query);
         let block = self.read_block(handle, buf)?;
         if let Some(cache) = &self.cache {
             match fill {
@@ -363,24 +378,20 @@ impl Table {
     /// Data block `idx` for a sequential reader (a compaction's input): from
     /// the cache if it holds the block, else from `ahead`'s buffer, refilled
     /// with one read of up to `ahead.size` bytes of consecutive data blocks
-    /// when the block is not in it. Blocks read so do not enter the cache.
+    /// when the block is not in it. Blocks read so do not enter the cache,
+    /// and its lookups do not count in the queries' hit/miss statistics.
     fn data_block_ahead(&self, idx: usize, ahead: &mut Readahead) -> Result<Arc<Block>> {
         let handle = self
             .index
             .handle(idx)
             .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
-        let data = kind_idx(BlockKind::Data);
         if let Some(b) = self
             .cache
             .as_ref()
             .and_then(|c| c.get(self.file_id, handle.offset))
         {
-            self.stats.cache_hits[data].inc();
-            count_data_cache(true);
             return Ok(b);
         }
-        self.stats.cache_misses[data].inc();
-        count_data_cache(false);
         if self.map.is_some() {
             // A mapped file needs no buffer: the kernel reads ahead itself.
             return self.read_block(handle, Vec::new());
@@ -445,7 +456,7 @@ impl Table {
         if idx >= self.index.len() {
             return Ok(None);
         }
-        let mut it = BlockIter::new(self.data_block(idx, Fill::Hot)?);
+        let mut it = BlockIter::new(self.data_block(idx, Fill::Hot, true)?);
         it.seek(target).map_err(|r| self.corrupt_block(idx, r))?;
         if !it.valid() {
             return Err(self.corrupt_block(idx, "block ends before its indexed last key"));
@@ -604,6 +615,7 @@ impl Table {
     /// enter the cache.
     pub fn iter_readahead(self: &Arc<Self>, readahead: usize) -> TableIterator {
         let mut it = TableIterator::new(self.clone(), false, None);
+        it.query = false;
         it.readahead = Some(Readahead {
             size: readahead,
             start: 0,
@@ -885,6 +897,9 @@ pub struct TableIterator {
     cold_steps: bool,
     /// Set for a compaction's input ([`Table::iter_readahead`]).
     readahead: Option<Readahead>,
+    /// A query's iterator: its cache lookups count in the hit and miss
+    /// statistics (a compaction input's do not).
+    query: bool,
     block_idx: usize,
     iter: Option<BlockIter>,
     /// A window query's rectangle: blocks whose MBR misses it are skipped
@@ -905,12 +920,20 @@ impl fmt::Debug for TableIterator {
 }
 
 impl TableIterator {
+    /// Marks the iterator as a compaction's input: its cache lookups stay
+    /// out of the queries' hit and miss statistics.
+    pub(crate) fn for_compaction(mut self) -> Self {
+        self.query = false;
+        self
+    }
+
     fn new(table: Arc<Table>, fill_cache: bool, window: Option<Rect>) -> Self {
         TableIterator {
             table,
             fill_cache,
             cold_steps: false,
             readahead: None,
+            query: true,
             block_idx: 0,
             iter: None,
             window,
@@ -944,7 +967,7 @@ impl TableIterator {
                     (true, false) => Fill::Hot,
                     (true, true) => Fill::Cold,
                 };
-                self.table.data_block(idx, fill)?
+                self.table.data_block(idx, fill, self.query)?
             }
         };
         self.iter = Some(BlockIter::new(block));
