@@ -310,7 +310,6 @@ impl Table {
             .index
             .handle(idx)
             .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
-        let data = kind_idx(BlockKind::Data);
         let mut buf = Vec::new();
         if let Some(cache) = &self.cache {
             if fill != Fill::Skip && self.map.is_none() {
