@@ -248,11 +248,6 @@ impl Merge {
         self.merged.seek_to_first()
     }
 
-    /// Positions at the first entry at or after `target` (a [`seek_key`]).
-    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.merged.seek(target)
-    }
-
     /// Advances to the next entry in merged order (the engine's `next`).
     pub fn advance(&mut self) -> Result<()> {
         self.merged.next()
