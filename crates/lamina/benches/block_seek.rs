@@ -51,7 +51,9 @@ fn bench(c: &mut Criterion) {
         .map(|_| {
             let i = rand::Rng::gen_range(&mut rng, 0..entries.len() - 1);
             let mut key = entries[i].0.clone();
-            key[7] += 1; // 2i + 1, as the low big-endian byte of an even number
+            // The odd key after this even one: its last big-endian byte
+            // (key[7]) is even, so adding 1 cannot carry.
+            key[7] += 1;
             key
         })
         .collect();
