@@ -33,6 +33,8 @@ mod key;
 mod lru;
 mod manifest;
 mod memtable;
+#[doc(hidden)]
+pub mod microbench;
 mod options;
 pub mod options_file;
 mod range_del;

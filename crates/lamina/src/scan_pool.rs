@@ -508,7 +508,8 @@ impl InternalIterator for PrefetchIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iter::tests::{check_moves, random_moves, VecIter};
+    use crate::iter::tests::{check_moves, random_moves};
+    use crate::iter::VecIter;
     use crate::key::{make_internal_key, ValueKind};
 
     /// Entries `key{k}` at sequence numbers from `seqs`, sorted.

@@ -26,12 +26,12 @@ mod tests;
 use crate::compression::Compression;
 use crate::spatial::{Comparator, Rect};
 pub use block::Block;
-pub(crate) use block::BlockIter;
-pub(crate) use bloom::{key_hash, num_probes, BloomFilter};
+pub(crate) use block::{BlockBuilder, BlockIter};
+pub(crate) use bloom::{build_filter, key_hash, num_probes, BloomFilter};
 pub use builder::TableBuilder;
 pub(crate) use format::{
-    block_trailer, decode_index, decode_properties, get_rect, put_rect, BlockHandle, DecodeResult,
-    Footer, FOOTER_LEN,
+    block_trailer, check_block, decode_index, decode_properties, encode_index, get_rect, put_rect,
+    BlockHandle, DecodeResult, FenceIndex, Footer, IndexEntry, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use lamina_compaction::partition::{KeyImage, StreamHist};
 pub use reader::{thread_blocks_read, thread_data_cache, Table, TableIterator};
