@@ -253,11 +253,10 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         // A set, not a search of `files`: a merge into a whole level names
         // thousands of files.
         let mut named = FxHashSet::default();
-        for id in &input.file_ids {
-            let f = run
-                .files
-                .get(*id)
-                .ok_or_else(|| invalid(task, format!("no file {id} in run {}", run.id)))?;
+        // One search for ids of consecutive files (what policies name).
+        let found = run.files.get_all(&input.file_ids);
+        for (id, f) in input.file_ids.iter().zip(found) {
+            let f = f.ok_or_else(|| invalid(task, format!("no file {id} in run {}", run.id)))?;
             if f.busy {
                 return Err(invalid(task, format!("file {id} is being compacted")));
             }
@@ -491,9 +490,8 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
             .get_mut(input.level)
             .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
         {
-            for f in &input.files {
-                run.files.remove(f.id);
-            }
+            let ids: Vec<u64> = input.files.iter().map(|f| f.id).collect();
+            run.files.remove_all(&ids);
         }
     }
     while view.levels.len() <= plan.output_level {
