@@ -17,7 +17,9 @@
 
 use std::fmt::Debug;
 
-/// Entries per block at most; a larger block splits in halves.
+/// Entries per block at most; a larger block splits in halves. Blocks
+/// are allocated with room for this many, so that a splice moves at most
+/// a block's entries and never reallocates them.
 pub(crate) const MAX: usize = 128;
 /// Entries per block below which a block joins its next neighbour.
 const MIN: usize = MAX / 8;
@@ -137,6 +139,24 @@ impl<E: Entry> Blocks<E> {
         }
     }
 
+    /// [`Blocks::partition_point`] for a point known to lie at `from` or
+    /// after it, usually close by: a walk of up to `walk` entries, then (if
+    /// the walk did not get there) a search; true if it took the search.
+    pub(crate) fn partition_point_from(
+        &self,
+        mut from: Pos,
+        walk: usize,
+        before: impl Fn(&E::Key) -> bool,
+    ) -> (Pos, bool) {
+        for _ in 0..walk {
+            match self.get(from) {
+                Some(e) if before(e.key()) => from = self.next(from),
+                _ => return (from, false),
+            }
+        }
+        (self.partition_point(before), true)
+    }
+
     /// The entry at `pos` (none at the end).
     pub(crate) fn get(&self, pos: Pos) -> Option<&E> {
         self.blocks.get(pos.block)?.entries.get(pos.at)
@@ -202,7 +222,9 @@ impl<E: Entry> Blocks<E> {
         }
         self.len += entries.len();
         if self.blocks.is_empty() {
-            self.blocks.push(Block::new(entries));
+            let mut block = Vec::with_capacity(MAX.max(entries.len()));
+            block.extend(entries);
+            self.blocks.push(Block::new(block));
             self.fix(0);
             return;
         }
@@ -293,7 +315,8 @@ impl<E: Entry> Blocks<E> {
             let mut halves = Vec::with_capacity(len.div_ceil(MAX / 2));
             let mut rest = entries.into_iter();
             loop {
-                let chunk: Vec<E> = rest.by_ref().take(MAX / 2).collect();
+                let mut chunk = Vec::with_capacity(MAX);
+                chunk.extend(rest.by_ref().take(MAX / 2));
                 if chunk.is_empty() {
                     break;
                 }

@@ -35,7 +35,7 @@ use std::cmp::Ordering;
 
 use rustc_hash::FxHashMap;
 
-use crate::blocks::{Blocks, Entry, Pos, Range};
+use crate::blocks::{self, Blocks, Entry, Pos, Range};
 use crate::FileView;
 
 thread_local! {
@@ -73,7 +73,7 @@ pub fn visits() -> u64 {
 
 /// A user key in a form that orders as its bytes do but compares its first
 /// eight bytes as one integer (see the module docs).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, Eq)]
 pub struct PackedKey {
     /// The first eight bytes, big-endian, zero-padded: integers order as
     /// the bytes do, up to the padding.
@@ -110,6 +110,14 @@ impl Ord for PackedKey {
                 _ => self.rest.cmp(&other.rest),
             })
             .then(self.len.cmp(&other.len))
+    }
+}
+
+impl PartialEq for PackedKey {
+    /// As [`Ord`]: the heads and lengths first, the rest only if both
+    /// have one.
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
     }
 }
 
@@ -293,7 +301,7 @@ impl Files {
         &self,
         lo: &PackedKey,
         hi: &PackedKey,
-    ) -> impl Iterator<Item = Span<'_>> {
+    ) -> impl Iterator<Item = Span<'_>> + Clone {
         self.entries_overlapping(lo, hi).map(span)
     }
 
@@ -307,9 +315,9 @@ impl Files {
         lo: &PackedKey,
         hi: &PackedKey,
     ) -> impl DoubleEndedIterator<Item = &Filed> + Clone {
-        // One search for the first file starting at `lo` or later, one for
-        // the end of the range.
-        search();
+        // One search for the first file starting at `lo` or later; the end
+        // of the range, usually a few files on, is walked to (searched for
+        // past a block's worth).
         search();
         let from = self.by_key.partition_point(|s| s.0 < *lo);
         let before = self
@@ -319,7 +327,15 @@ impl Files {
             .filter(|f| f.smallest() <= hi && f.largest >= *lo);
         // No file starts in an inverted range.
         let to = match lo <= hi {
-            true => self.by_key.partition_point(|s| s.0 <= *hi),
+            true => {
+                let (to, searched) = self
+                    .by_key
+                    .partition_point_from(from, blocks::MAX, |s| s.0 <= *hi);
+                if searched {
+                    search();
+                }
+                to
+            }
             false => from,
         };
         before.into_iter().chain(self.by_key.range(from, to))
@@ -359,12 +375,6 @@ impl Files {
     /// merge, in the gap its inputs left); else one by one, as
     /// [`Files::insert`].
     fn insert_sorted(&mut self, files: Vec<FileView>) {
-        let fits = |files: &[Filed]| {
-            files
-                .windows(2)
-                .all(|w| before(&w[0].slot, w[1].smallest(), w[1].id()))
-                && files.iter().all(|f| !self.key_of.contains_key(&f.id()))
-        };
         let filed: Vec<Filed> = files.into_iter().map(Filed::new).collect();
         let (Some(first), Some(last)) = (filed.first(), filed.last()) else {
             return;
@@ -376,8 +386,26 @@ impl Files {
         let gap = self
             .by_key
             .get(pos)
-            .is_none_or(|next| !before(&next.slot, last.smallest(), last.id()));
-        if !(gap && fits(&filed)) {
+            .is_none_or(|next| !before(&next.slot, last.smallest(), last.id()))
+            && filed
+                .windows(2)
+                .all(|w| before(&w[0].slot, w[1].smallest(), w[1].id()));
+        // Filing the ids finds any the run holds already.
+        let mut filed_ids = 0;
+        let new = gap
+            && filed.iter().all(|f| {
+                let old = self.key_of.insert(f.id(), f.smallest().clone());
+                if let Some(old) = old {
+                    self.key_of.insert(f.id(), old);
+                    return false;
+                }
+                filed_ids += 1;
+                true
+            });
+        if !new {
+            for f in &filed[..filed_ids] {
+                self.key_of.remove(&f.id());
+            }
             for f in filed {
                 self.insert(*f.file);
             }
@@ -386,7 +414,6 @@ impl Files {
         for f in &filed {
             visit(f);
             self.bytes += f.size;
-            self.key_of.insert(f.id(), f.smallest().clone());
         }
         self.by_key.insert(pos, filed);
     }

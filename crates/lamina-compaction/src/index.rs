@@ -83,16 +83,13 @@ fn overlaps(levels: &[LevelView], target: usize, below: Below, spans: &[Span<'_>
         return sums;
     };
     for run in target_runs(levels, target, below) {
-        let under: Vec<Span<'_>> = run.files.spans_overlapping(lo, hi).collect();
+        let mut under = run.files.spans_overlapping(lo, hi).peekable();
         // The spans start in key order, so the target files ending before
         // one span's start end before every later span's.
-        let mut start = 0;
         for (sum, &(lo, hi, _)) in sums.iter_mut().zip(spans) {
-            while under.get(start).is_some_and(|u| u.1 < lo) {
-                start += 1;
-            }
-            *sum += under[start..]
-                .iter()
+            while under.next_if(|u| u.1 < lo).is_some() {}
+            *sum += under
+                .clone()
                 .take_while(|u| u.0 <= hi)
                 .filter(|u| u.1 >= lo)
                 .map(|u| u.2)
@@ -265,7 +262,7 @@ impl Ranking {
         let entry = |b: usize, rank: (Score, &PackedKey)| {
             blocks.get(b)?.entries().iter().find(|r| r.rank() == rank)
         };
-        let mut heap: Option<BinaryHeap<Reverse<((Score, &PackedKey), usize)>>> = None;
+        let mut heap: Option<Heap<'_>> = None;
         let mut first = true;
         std::iter::from_fn(move || {
             if std::mem::take(&mut first) {
@@ -297,10 +294,13 @@ fn least(block: &Block<Ranked>) -> (Score, &PackedKey) {
     (*score, key)
 }
 
+/// Ranks (each block's least not yet taken) and their blocks, least first.
+type Heap<'a> = BinaryHeap<Reverse<((Score, &'a PackedKey), usize)>>;
+
 /// Pops the least rank off `heap` (each block's least not yet taken) and
 /// pushes the next of its block.
 fn next_in_block<'a>(
-    heap: &mut BinaryHeap<Reverse<((Score, &'a PackedKey), usize)>>,
+    heap: &mut Heap<'a>,
     blocks: &'a [Block<Ranked>],
 ) -> Option<((Score, &'a PackedKey), usize)> {
     let Reverse((taken, b)) = heap.pop()?;
