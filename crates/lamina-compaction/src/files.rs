@@ -5,28 +5,35 @@
 //! about one merge per level and flush takes a few of them out and puts a
 //! few back. In a `Vec` sorted by key every such edit shifted the rest of
 //! the run and every input was found by a scan for its id, which made a
-//! simulation quadratic in its flushes. [`Files`] keeps the files in a
-//! B-tree by smallest key (ties by id), with an id → key map beside it and
-//! the run's byte total kept as files come and go:
+//! simulation quadratic in its flushes; in a B-tree each file taken out
+//! or put back cost a descent from the root, a string of cache misses
+//! once the run outgrew the cache. [`Files`] keeps the files in sorted
+//! blocks of at most 128 (`blocks.rs`) by smallest key (ties by id), with
+//! an id → key map beside them and the run's byte total kept as files come
+//! and go. A merge's inputs are consecutive files of a run and its outputs
+//! fill the gap they leave: [`Files::get_all`] finds the inputs with one
+//! search, [`Files::remove_all`] takes them out and [`Extend`] files the
+//! outputs with one search and one splice each.
 //!
 //! | operation | cost |
 //! | --- | --- |
-//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) |
+//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) + a block's shift |
+//! | [`Files::get_all`], [`Files::remove_all`], [`Extend`] of k consecutive files | O(log n + k) + a block's shift |
 //! | [`Files::overlapping`]`(lo, hi)`, [`Files::window`] returning k files | O(log n + k) |
 //! | [`Files::len`], [`Files::bytes`] | O(1) |
-//! | [`Files::first`], [`Files::last`] | O(log n) |
+//! | [`Files::first`], [`Files::last`] | O(1) |
 //!
 //! Keys are held as [`PackedKey`]s: the first eight bytes as an integer,
 //! the rest (none for the simulator's 8-byte keys) on the heap. A run of
 //! millions of files is searched by integer compares instead of a `memcmp`
-//! behind a pointer per B-tree key, and filing a file allocates no key.
+//! behind a pointer per key, and filing a file allocates no key.
 //!
 //! Every file an operation hands out or edits adds one to a per-thread
 //! counter ([`visits`]): tests bound the work of a flush with it, so a scan
 //! of a whole run (an id search, a rebuild, a shift of a vector) shows up
 //! as work that grows with the tree. A second counter ([`searches`])
-//! counts every descent into a run's B-tree, which a walk over neighbours
-//! does not repeat: tests tell a search per file from one walk with it. An
+//! counts every search of a run's blocks from the top, which a walk over
+//! neighbours does not repeat: tests tell a search per file from one walk with it. An
 //! implementation of this type must keep counting what it visits or moves
 //! and where it searches.
 
@@ -43,12 +50,12 @@ thread_local! {
     static SEARCHES: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Counts one descent of a run's B-tree from its root.
+/// Counts one search of a run's blocks from the top.
 fn search() {
     SEARCHES.with(|s| s.set(s.get().wrapping_add(1)));
 }
 
-/// Descents into runs' B-trees (lookups by id or key, range starts,
+/// Searches of runs' blocks (lookups by id or key, range starts,
 /// inserts and removes) that runs of this thread have made so far: what a
 /// search per file costs beyond the files it visits, for tests that bound
 /// it.
