@@ -519,4 +519,54 @@ mod tests {
             assert!(spent <= 8, "{n} files re-ranked with {spent} searches");
         }
     }
+
+    /// A policy that refuses files (busy ones) is offered the rest in
+    /// order of score, ties in key order, across blocks: the order a sort
+    /// of every file by (score, key) gives.
+    #[test]
+    fn refused_files_give_way_in_score_order() {
+        // 1,000 files over several blocks; scores repeat, so ties count.
+        let n = 1000u64;
+        let upper = (0..n)
+            .map(|k| file(k + 1, 100 * k, 100 * k + 99, 1 + k * 7 % 4))
+            .collect();
+        let lower = (0..10 * n)
+            .map(|j| file(100_000 + j, 10 * j, 10 * j + 9, 1 + j * 13 % 3))
+            .collect();
+        let view = TreeView {
+            levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
+            ..TreeView::default()
+        };
+        let below = &view.levels[2].runs[0].files;
+        let mut expected: Vec<(f64, Vec<u8>, u64)> = view.levels[1].runs[0]
+            .files
+            .iter()
+            .map(|f| {
+                let bytes: u64 = below
+                    .iter()
+                    .filter(|o| o.overlaps(&f.smallest, &f.largest))
+                    .map(|o| o.size)
+                    .sum();
+                (bytes as f64 / f.size as f64, f.smallest.clone(), f.id)
+            })
+            .collect();
+        expected.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+        let expected: Vec<u64> = expected.into_iter().map(|(_, _, id)| id).collect();
+        let run = &view.levels[1].runs[0];
+        let mut offered = Vec::new();
+        let taken = view.by_least_overlap(1, run, 2, Below::Newest, |f| {
+            offered.push(f.id);
+            (offered.len() == 300).then_some(f.id)
+        });
+        assert_eq!(taken, Some(expected[299]));
+        assert_eq!(offered, expected[..300]);
+        // Refusing everything offers every file once.
+        let mut all = Vec::new();
+        let none = view.by_least_overlap(1, run, 2, Below::Newest, |f| {
+            all.push(f.id);
+            None::<u64>
+        });
+        assert!(none.is_none());
+        assert_eq!(all, expected);
+    }
 }
