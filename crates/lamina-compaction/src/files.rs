@@ -5,38 +5,44 @@
 //! about one merge per level and flush takes a few of them out and puts a
 //! few back. In a `Vec` sorted by key every such edit shifted the rest of
 //! the run and every input was found by a scan for its id, which made a
-//! simulation quadratic in its flushes. [`Files`] keeps the files in a
-//! B-tree by smallest key (ties by id), with an id → key map beside it and
-//! the run's byte total kept as files come and go:
+//! simulation quadratic in its flushes; in a B-tree each file taken out
+//! or put back cost a descent from the root, a string of cache misses
+//! once the run outgrew the cache. [`Files`] keeps the files in sorted
+//! blocks of at most 128 (`blocks.rs`) by smallest key (ties by id), with
+//! an id → key map beside them and the run's byte total kept as files come
+//! and go. A merge's inputs are consecutive files of a run and its outputs
+//! fill the gap they leave: [`Files::get_all`] finds the inputs with one
+//! search, [`Files::remove_all`] takes them out and [`Extend`] files the
+//! outputs with one search and one splice each.
 //!
 //! | operation | cost |
 //! | --- | --- |
-//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) |
+//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) + a block's shift |
+//! | [`Files::get_all`], [`Files::remove_all`], [`Extend`] of k consecutive files | O(log n + k) + a block's shift |
 //! | [`Files::overlapping`]`(lo, hi)`, [`Files::window`] returning k files | O(log n + k) |
 //! | [`Files::len`], [`Files::bytes`] | O(1) |
-//! | [`Files::first`], [`Files::last`] | O(log n) |
+//! | [`Files::first`], [`Files::last`] | O(1) |
 //!
 //! Keys are held as [`PackedKey`]s: the first eight bytes as an integer,
 //! the rest (none for the simulator's 8-byte keys) on the heap. A run of
 //! millions of files is searched by integer compares instead of a `memcmp`
-//! behind a pointer per B-tree key, and filing a file allocates no key.
+//! behind a pointer per key, and filing a file allocates no key.
 //!
 //! Every file an operation hands out or edits adds one to a per-thread
 //! counter ([`visits`]): tests bound the work of a flush with it, so a scan
 //! of a whole run (an id search, a rebuild, a shift of a vector) shows up
 //! as work that grows with the tree. A second counter ([`searches`])
-//! counts every descent into a run's B-tree, which a walk over neighbours
-//! does not repeat: tests tell a search per file from one walk with it. An
+//! counts every search of a run's blocks from the top, which a walk over
+//! neighbours does not repeat: tests tell a search per file from one walk with it. An
 //! implementation of this type must keep counting what it visits or moves
 //! and where it searches.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use rustc_hash::FxHashMap;
 
+use crate::blocks::{self, Blocks, Entry, Pos, Range};
 use crate::FileView;
 
 thread_local! {
@@ -44,12 +50,12 @@ thread_local! {
     static SEARCHES: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Counts one descent of a run's B-tree from its root.
+/// Counts one search of a run's blocks from the top.
 fn search() {
     SEARCHES.with(|s| s.set(s.get().wrapping_add(1)));
 }
 
-/// Descents into runs' B-trees (lookups by id or key, range starts,
+/// Searches of runs' blocks (lookups by id or key, range starts,
 /// inserts and removes) that runs of this thread have made so far: what a
 /// search per file costs beyond the files it visits, for tests that bound
 /// it.
@@ -74,7 +80,7 @@ pub fn visits() -> u64 {
 
 /// A user key in a form that orders as its bytes do but compares its first
 /// eight bytes as one integer (see the module docs).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, Eq)]
 pub struct PackedKey {
     /// The first eight bytes, big-endian, zero-padded: integers order as
     /// the bytes do, up to the padding.
@@ -114,6 +120,14 @@ impl Ord for PackedKey {
     }
 }
 
+impl PartialEq for PackedKey {
+    /// As [`Ord`]: the heads and lengths first, the rest only if both
+    /// have one.
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
 impl PartialOrd for PackedKey {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
@@ -123,19 +137,18 @@ impl PartialOrd for PackedKey {
 /// A file's smallest and largest keys and its size.
 pub(crate) type Span<'a> = (&'a PackedKey, &'a PackedKey, u64);
 
-fn span<'a>(((smallest, _), filed): (&'a Slot, &'a Filed)) -> Span<'a> {
-    visit((smallest, &filed.largest, filed.size))
+fn span(filed: &Filed) -> Span<'_> {
+    visit((filed.smallest(), &filed.largest, filed.size))
 }
 
-/// Where a file sits: its smallest key, then its id (the files of a run are
-/// disjoint, so ids only break ties in a run that breaks that rule).
-type Slot = (PackedKey, u64);
-
-/// A file as a run keeps it: what overlap sums and searches read sits in
-/// the B-tree node; the file itself is boxed, so that a B-tree edit shifts
-/// a pointer, not a whole file.
+/// A file as a run keeps it: what searches and overlap sums read sits in
+/// the block, in key order; the file itself is boxed, so that a splice
+/// shifts a pointer, not a whole file.
 #[derive(Debug, Clone)]
-pub struct Filed {
+pub(crate) struct Filed {
+    /// The smallest key, then the id, which breaks ties (the files of a run
+    /// are disjoint, so only in a run that breaks that rule).
+    slot: Slot,
     largest: PackedKey,
     size: u64,
     file: Box<FileView>,
@@ -144,17 +157,43 @@ pub struct Filed {
 impl Filed {
     fn new(file: FileView) -> Filed {
         Filed {
+            slot: (PackedKey::new(&file.smallest), file.id),
             largest: PackedKey::new(&file.largest),
             size: file.size,
             file: Box::new(file),
         }
     }
+
+    fn smallest(&self) -> &PackedKey {
+        &self.slot.0
+    }
+
+    fn id(&self) -> u64 {
+        self.slot.1
+    }
+}
+
+/// Where a file sits in its run: its smallest key, then its id.
+type Slot = (PackedKey, u64);
+
+/// True if `slot` sorts before `(smallest, id)`.
+fn before(slot: &Slot, smallest: &PackedKey, id: u64) -> bool {
+    (&slot.0, slot.1) < (smallest, id)
+}
+
+impl Entry for Filed {
+    type Key = Slot;
+    fn key(&self) -> &Slot {
+        &self.slot
+    }
+    type Summary = ();
+    fn summarize(_: &[Filed]) {}
 }
 
 /// The files of one sorted run, in key order; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    by_key: BTreeMap<Slot, Filed>,
+    by_key: Blocks<Filed>,
     key_of: FxHashMap<u64, PackedKey>,
     bytes: u64,
 }
@@ -172,7 +211,7 @@ impl Files {
 
     /// True if there are no files.
     pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
+        self.by_key.len() == 0
     }
 
     /// Bytes of the files.
@@ -182,24 +221,50 @@ impl Files {
 
     /// The files in key order.
     pub fn iter(&self) -> Iter<'_> {
-        self.by_key.values().map(visit_file)
+        Iter(self.by_key.iter())
     }
 
     /// The file with the smallest keys.
     pub fn first(&self) -> Option<&FileView> {
-        self.by_key.values().next().map(visit_file)
+        self.iter().next()
     }
 
     /// The file with the largest keys.
     pub fn last(&self) -> Option<&FileView> {
-        self.by_key.values().next_back().map(visit_file)
+        self.iter().next_back()
+    }
+
+    /// Where the file with id `id` is.
+    fn find(&self, id: u64) -> Option<Pos> {
+        let key = self.key_of.get(&id)?;
+        search();
+        let pos = self.by_key.partition_point(|s| before(s, key, id));
+        self.by_key
+            .get(pos)
+            .is_some_and(|f| f.id() == id)
+            .then_some(pos)
     }
 
     /// The file with id `id`.
     pub fn get(&self, id: u64) -> Option<&FileView> {
-        let key = self.key_of.get(&id)?;
-        search();
-        self.by_key.get(&(key.clone(), id)).map(visit_file)
+        let pos = self.find(id)?;
+        self.by_key.get(pos).map(visit_file)
+    }
+
+    /// The files with ids `ids`, each `None` if the run has no such file.
+    /// Ids of consecutive files in key order (what a task names) cost one
+    /// search for all: each next one is looked for right after the last.
+    pub fn get_all(&self, ids: &[u64]) -> Vec<Option<&FileView>> {
+        let mut after = None;
+        ids.iter()
+            .map(|&id| {
+                let pos = after
+                    .filter(|&p| self.by_key.get(p).is_some_and(|f| f.id() == id))
+                    .or_else(|| self.find(id))?;
+                after = Some(self.by_key.next(pos));
+                self.by_key.get(pos).map(visit_file)
+            })
+            .collect()
     }
 
     /// The first file whose smallest key is `smallest`.
@@ -210,10 +275,11 @@ impl Files {
     /// [`Files::at`] for a packed key.
     pub(crate) fn at_packed(&self, smallest: &PackedKey) -> Option<&FileView> {
         search();
+        let pos = self.by_key.partition_point(|s| s.0 < *smallest);
         self.by_key
-            .range((smallest.clone(), 0)..=(smallest.clone(), u64::MAX))
-            .next()
-            .map(|(_, f)| visit_file(f))
+            .get(pos)
+            .filter(|f| f.smallest() == smallest)
+            .map(visit_file)
     }
 
     /// Files intersecting `[lo, hi]`, in key order. The files are sorted and
@@ -233,17 +299,16 @@ impl Files {
         lo: PackedKey,
         hi: PackedKey,
     ) -> impl DoubleEndedIterator<Item = &'a FileView> + Clone + 'a {
-        self.entries_overlapping(lo, hi)
-            .map(|(_, filed)| visit_file(filed))
+        self.entries_overlapping(&lo, &hi).map(visit_file)
     }
 
     /// The key ranges and sizes of the files intersecting `[lo, hi]`, in
-    /// key order, read from the B-tree's nodes alone.
+    /// key order, read from the blocks alone.
     pub(crate) fn spans_overlapping(
         &self,
-        lo: PackedKey,
-        hi: PackedKey,
-    ) -> impl Iterator<Item = Span<'_>> {
+        lo: &PackedKey,
+        hi: &PackedKey,
+    ) -> impl Iterator<Item = Span<'_>> + Clone {
         self.entries_overlapping(lo, hi).map(span)
     }
 
@@ -254,72 +319,149 @@ impl Files {
 
     fn entries_overlapping(
         &self,
-        lo: PackedKey,
-        hi: PackedKey,
-    ) -> impl DoubleEndedIterator<Item = (&Slot, &Filed)> + Clone {
-        // One descent for the file before `lo`, one for the range.
+        lo: &PackedKey,
+        hi: &PackedKey,
+    ) -> impl DoubleEndedIterator<Item = &Filed> + Clone {
+        // One search for the first file starting at `lo` or later; the end
+        // of the range, usually a few files on, is walked to (searched for
+        // past a block's worth).
         search();
-        search();
+        let from = self.by_key.partition_point(|s| s.0 < *lo);
         let before = self
             .by_key
-            .range(..(lo.clone(), 0))
-            .next_back()
-            .filter(|((smallest, _), f)| *smallest <= hi && f.largest >= lo);
-        // No file starts in an inverted range (which would make `range`
-        // panic).
-        let within = (lo <= hi).then(|| {
-            self.by_key
-                .range((Bound::Included((lo, 0)), Bound::Included((hi, u64::MAX))))
-        });
-        before.into_iter().chain(within.into_iter().flatten())
+            .prev(from)
+            .and_then(|p| self.by_key.get(p))
+            .filter(|f| f.smallest() <= hi && f.largest >= *lo);
+        // No file starts in an inverted range.
+        let to = match lo <= hi {
+            true => {
+                let (to, searched) = self
+                    .by_key
+                    .partition_point_from(from, blocks::MAX, |s| s.0 <= *hi);
+                if searched {
+                    search();
+                }
+                to
+            }
+            false => from,
+        };
+        before.into_iter().chain(self.by_key.range(from, to))
     }
 
     /// `n` consecutive files (fewer if the run has fewer) starting at
     /// `anchor`, a file of the run, or ending at the run's last file if the
     /// run ends first; empty if `anchor` is not in the run.
     pub fn window(&self, anchor: &FileView, n: usize) -> Vec<&FileView> {
-        if self.get(anchor.id).is_none() {
+        let Some(at) = self.find(anchor.id) else {
             return Vec::new();
-        }
-        let slot = (PackedKey::new(&anchor.smallest), anchor.id);
-        search();
-        search();
-        let mut window: Vec<&FileView> = self
-            .by_key
-            .range(slot.clone()..)
-            .take(n)
-            .map(|(_, f)| visit_file(f))
-            .collect();
+        };
+        let end = self.by_key.end();
+        let mut window: Vec<&FileView> =
+            self.by_key.range(at, end).take(n).map(visit_file).collect();
         let short = n.saturating_sub(window.len());
-        let before: Vec<&FileView> = self
-            .by_key
-            .range(..slot)
-            .rev()
-            .take(short)
-            .map(|(_, f)| visit_file(f))
-            .collect();
-        window.splice(0..0, before.into_iter().rev());
+        let from = self.by_key.back(at, short);
+        window.splice(0..0, self.by_key.range(from, at).map(visit_file));
         window
     }
 
     /// Adds `file` (replacing a file with its id).
     pub fn insert(&mut self, file: FileView) {
         self.remove(file.id);
-        let file = visit(file);
-        self.bytes += file.size;
-        let key = PackedKey::new(&file.smallest);
-        self.key_of.insert(file.id, key.clone());
+        let filed = Filed::new(visit(file));
+        self.bytes += filed.size;
+        self.key_of.insert(filed.id(), filed.smallest().clone());
         search();
-        self.by_key.insert((key, file.id), Filed::new(file));
+        let pos = self
+            .by_key
+            .partition_point(|s| before(s, filed.smallest(), filed.id()));
+        self.by_key.insert(pos, vec![filed]);
     }
 
-    /// Removes and returns the file with id `id`.
-    pub fn remove(&mut self, id: u64) -> Option<FileView> {
-        let key = self.key_of.remove(&id)?;
+    /// Adds `files`, in key order and new to the run, with one search and
+    /// one splice if they fit between two neighbours (the outputs of a
+    /// merge, in the gap its inputs left); else one by one, as
+    /// [`Files::insert`].
+    fn insert_sorted(&mut self, files: Vec<FileView>) {
+        let filed: Vec<Filed> = files.into_iter().map(Filed::new).collect();
+        let (Some(first), Some(last)) = (filed.first(), filed.last()) else {
+            return;
+        };
         search();
-        let file = *visit(self.by_key.remove(&(key, id))?).file;
+        let pos = self
+            .by_key
+            .partition_point(|s| before(s, first.smallest(), first.id()));
+        let gap = self
+            .by_key
+            .get(pos)
+            .is_none_or(|next| !before(&next.slot, last.smallest(), last.id()))
+            && filed
+                .windows(2)
+                .all(|w| before(&w[0].slot, w[1].smallest(), w[1].id()));
+        // Filing the ids finds any the run holds already.
+        let mut filed_ids = 0;
+        let new = gap
+            && filed.iter().all(|f| {
+                let old = self.key_of.insert(f.id(), f.smallest().clone());
+                if let Some(old) = old {
+                    self.key_of.insert(f.id(), old);
+                    return false;
+                }
+                filed_ids += 1;
+                true
+            });
+        if !new {
+            for f in &filed[..filed_ids] {
+                self.key_of.remove(&f.id());
+            }
+            for f in filed {
+                self.insert(*f.file);
+            }
+            return;
+        }
+        for f in &filed {
+            visit(f);
+            self.bytes += f.size;
+        }
+        self.by_key.insert(pos, filed);
+    }
+
+    /// Removes the file with id `id` and returns it.
+    pub fn remove(&mut self, id: u64) -> Option<FileView> {
+        let pos = self.find(id)?;
+        self.key_of.remove(&id);
+        let file = *visit(self.by_key.take(pos)?).file;
         self.bytes -= file.size;
         Some(file)
+    }
+
+    /// Removes the files with ids `ids`, given in key order: one search and
+    /// one splice if they are consecutive in the run (a merge's inputs);
+    /// else one by one. Ids not in the run are skipped.
+    pub fn remove_all(&mut self, ids: &[u64]) {
+        let Some(from) = ids.first().and_then(|&id| self.find(id)) else {
+            ids.iter().for_each(|&id| drop(self.remove(id)));
+            return;
+        };
+        let consecutive = self
+            .by_key
+            .range(from, self.by_key.end())
+            .map(Filed::id)
+            .take(ids.len())
+            .eq(ids.iter().copied());
+        if !consecutive {
+            ids.iter().for_each(|&id| drop(self.remove(id)));
+            return;
+        }
+        let mut to = from;
+        for _ in ids {
+            let f = self.by_key.get(to).map(visit);
+            if let Some(f) = f {
+                self.bytes -= f.size;
+                self.key_of.remove(&f.id());
+            }
+            to = self.by_key.next(to);
+        }
+        self.by_key.remove(from, to);
     }
 
     /// Edits the file with id `id` in place (its key and size may change);
@@ -343,10 +485,10 @@ impl FromIterator<FileView> for Files {
 }
 
 impl Extend<FileView> for Files {
+    /// Adds the files as [`Files::insert`] does, with one splice for files
+    /// in key order that fit between two neighbours.
     fn extend<I: IntoIterator<Item = FileView>>(&mut self, files: I) {
-        for f in files {
-            self.insert(f);
-        }
+        self.insert_sorted(files.into_iter().collect());
     }
 }
 
@@ -357,8 +499,22 @@ impl From<Vec<FileView>> for Files {
 }
 
 /// The files of a run in key order ([`Files::iter`]).
-pub type Iter<'a> =
-    std::iter::Map<std::collections::btree_map::Values<'a, Slot, Filed>, fn(&Filed) -> &FileView>;
+#[derive(Debug, Clone)]
+pub struct Iter<'a>(Range<'a, Filed>);
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a FileView;
+
+    fn next(&mut self) -> Option<&'a FileView> {
+        self.0.next().map(visit_file)
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.0.next_back().map(visit_file)
+    }
+}
 
 impl<'a> IntoIterator for &'a Files {
     type Item = &'a FileView;
@@ -414,7 +570,7 @@ mod tests {
                 assert_eq!(ids(run.overlapping(&[lo], &[hi])), expected, "{lo}..{hi}");
                 let (lo_key, hi_key) = (PackedKey::new(&[lo]), PackedKey::new(&[hi]));
                 let spans: Vec<u64> = run
-                    .spans_overlapping(lo_key, hi_key)
+                    .spans_overlapping(&lo_key, &hi_key)
                     .map(|(_, _, size)| size)
                     .collect();
                 // Sizes are the ids here.

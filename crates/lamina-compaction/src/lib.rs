@@ -10,6 +10,7 @@
 
 use std::fmt::Debug;
 
+mod blocks;
 pub mod blsm;
 pub mod buffer;
 pub mod design;

@@ -1,0 +1,487 @@
+//! A sorted sequence kept as a list of sorted blocks of a few hundred
+//! entries: the shape of a run's files and of a least-overlap ranking.
+//!
+//! A merge replaces a contiguous key range of a run: a few files out, a
+//! few in. In a B-tree every one of them costs a descent from the root (a
+//! string of cache misses once the run holds millions of files); here the
+//! range is found once and replaced by one splice of one block (or two, at
+//! a block boundary). A block that outgrows [`MAX`] entries splits in
+//! halves, one that shrinks below [`MIN`] joins its neighbour, so a
+//! sequence of n entries has O(n / MIN) blocks and a search costs a binary
+//! search over the blocks and one inside a block.
+//!
+//! Each block keeps a summary of its entries ([`Entry::summarize`]),
+//! refreshed whenever the block changes: a ranking keeps its block's least
+//! score there, so that the least of a sequence is a scan of block
+//! summaries.
+
+use std::fmt::Debug;
+
+/// Entries per block at most; a larger block splits in halves. Blocks
+/// are allocated with room for this many, so that a splice moves at most
+/// a block's entries and never reallocates them.
+pub(crate) const MAX: usize = 128;
+/// Entries per block below which a block joins its next neighbour.
+const MIN: usize = MAX / 8;
+
+/// An entry of a [`Blocks`] sequence.
+pub(crate) trait Entry: Sized {
+    /// What the sequence is sorted by.
+    type Key: Clone + Debug;
+    /// The entry's key.
+    fn key(&self) -> &Self::Key;
+    /// What a block remembers of its entries.
+    type Summary: Clone + Debug;
+    /// The summary of a non-empty block's `entries`.
+    fn summarize(entries: &[Self]) -> Self::Summary;
+}
+
+/// A place in a sequence: entry `at` of block `block`; the end is
+/// `(blocks, 0)`. Positions are normalized: `at` is inside its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Pos {
+    block: usize,
+    at: usize,
+}
+
+/// One block: its entries (never empty), and beside them, so that a
+/// search or a scan of the blocks reads no entry, the last one's key and
+/// their summary.
+#[derive(Debug, Clone)]
+pub(crate) struct Block<E: Entry> {
+    last: Option<E::Key>,
+    summary: E::Summary,
+    entries: Vec<E>,
+}
+
+impl<E: Entry> Block<E> {
+    fn new(entries: Vec<E>) -> Block<E> {
+        let mut block = Block {
+            last: None,
+            summary: E::summarize(&entries),
+            entries,
+        };
+        block.refresh();
+        block
+    }
+
+    /// Refreshes what the block keeps beside its entries.
+    fn refresh(&mut self) {
+        self.last = self.entries.last().map(|e| e.key().clone());
+        self.summary = E::summarize(&self.entries);
+    }
+
+    /// The block's entries.
+    pub(crate) fn entries(&self) -> &[E] {
+        &self.entries
+    }
+
+    /// The block's summary.
+    pub(crate) fn summary(&self) -> &E::Summary {
+        &self.summary
+    }
+}
+
+/// A sorted sequence in blocks; see the module docs. The order is the
+/// callers': they search with a predicate that holds for a prefix.
+#[derive(Debug, Clone)]
+pub(crate) struct Blocks<E: Entry> {
+    blocks: Vec<Block<E>>,
+    len: usize,
+}
+
+impl<E: Entry> Default for Blocks<E> {
+    fn default() -> Self {
+        Blocks {
+            blocks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<E: Entry> Blocks<E> {
+    /// Number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The blocks, in order.
+    pub(crate) fn blocks(&self) -> &[Block<E>] {
+        &self.blocks
+    }
+
+    /// The first position.
+    pub(crate) fn start(&self) -> Pos {
+        Pos { block: 0, at: 0 }
+    }
+
+    /// The position after the last entry.
+    pub(crate) fn end(&self) -> Pos {
+        Pos {
+            block: self.blocks.len(),
+            at: 0,
+        }
+    }
+
+    /// The first position whose key `before` is false for (`before` holds
+    /// for a prefix of the sequence): a binary search over the blocks' last
+    /// keys, then one inside a block.
+    pub(crate) fn partition_point(&self, before: impl Fn(&E::Key) -> bool) -> Pos {
+        let block = self
+            .blocks
+            .partition_point(|b| b.last.as_ref().is_some_and(&before));
+        match self.blocks.get(block) {
+            Some(b) => Pos {
+                block,
+                at: b.entries.partition_point(|e| before(e.key())),
+            },
+            None => self.end(),
+        }
+    }
+
+    /// [`Blocks::partition_point`] for a point known to lie at `from` or
+    /// after it, usually close by: a walk of up to `walk` entries, then (if
+    /// the walk did not get there) a search; true if it took the search.
+    pub(crate) fn partition_point_from(
+        &self,
+        mut from: Pos,
+        walk: usize,
+        before: impl Fn(&E::Key) -> bool,
+    ) -> (Pos, bool) {
+        for _ in 0..walk {
+            match self.get(from) {
+                Some(e) if before(e.key()) => from = self.next(from),
+                _ => return (from, false),
+            }
+        }
+        (self.partition_point(before), true)
+    }
+
+    /// The entry at `pos` (none at the end).
+    pub(crate) fn get(&self, pos: Pos) -> Option<&E> {
+        self.blocks.get(pos.block)?.entries.get(pos.at)
+    }
+
+    /// The position after `pos` (the end stays the end).
+    pub(crate) fn next(&self, pos: Pos) -> Pos {
+        match self.blocks.get(pos.block) {
+            Some(b) if pos.at + 1 < b.entries.len() => Pos {
+                block: pos.block,
+                at: pos.at + 1,
+            },
+            Some(_) => Pos {
+                block: pos.block + 1,
+                at: 0,
+            },
+            None => pos,
+        }
+    }
+
+    /// The position before `pos`; none at the start.
+    pub(crate) fn prev(&self, pos: Pos) -> Option<Pos> {
+        if pos.at > 0 {
+            return Some(Pos {
+                block: pos.block,
+                at: pos.at - 1,
+            });
+        }
+        let block = pos.block.checked_sub(1)?;
+        let at = self.blocks.get(block)?.entries.len().checked_sub(1)?;
+        Some(Pos { block, at })
+    }
+
+    /// The position `n` entries before `pos` (the start if there are fewer).
+    pub(crate) fn back(&self, mut pos: Pos, n: usize) -> Pos {
+        for _ in 0..n {
+            match self.prev(pos) {
+                Some(p) => pos = p,
+                None => break,
+            }
+        }
+        pos
+    }
+
+    /// The entries in `[from, to)`, in order.
+    pub(crate) fn range(&self, from: Pos, to: Pos) -> Range<'_, E> {
+        Range {
+            blocks: &self.blocks,
+            front: from.min(to),
+            back: to,
+        }
+    }
+
+    /// Every entry, in order.
+    pub(crate) fn iter(&self) -> Range<'_, E> {
+        self.range(self.start(), self.end())
+    }
+
+    /// Inserts `entries` (in order) at `pos`: one splice of one block.
+    pub(crate) fn insert(&mut self, pos: Pos, entries: Vec<E>) {
+        if entries.is_empty() {
+            return;
+        }
+        self.len += entries.len();
+        if self.blocks.is_empty() {
+            let mut block = Vec::with_capacity(MAX.max(entries.len()));
+            block.extend(entries);
+            self.blocks.push(Block::new(block));
+            self.fix(0);
+            return;
+        }
+        // At the end, the entries join the last block.
+        let (block, at) = match self.blocks.get(pos.block) {
+            Some(_) => (pos.block, pos.at),
+            None => {
+                let last = self.blocks.len() - 1;
+                (last, self.blocks[last].entries.len())
+            }
+        };
+        self.blocks[block].entries.splice(at..at, entries);
+        self.fix(block);
+    }
+
+    /// Removes the entry at `pos` and returns it.
+    pub(crate) fn take(&mut self, pos: Pos) -> Option<E> {
+        let b = self.blocks.get_mut(pos.block)?;
+        if pos.at >= b.entries.len() {
+            return None;
+        }
+        let e = b.entries.remove(pos.at);
+        self.len -= 1;
+        self.fix(pos.block);
+        Some(e)
+    }
+
+    /// Removes the entries in `[from, to)` and returns how many.
+    pub(crate) fn remove(&mut self, from: Pos, to: Pos) -> usize {
+        let mut removed = 0;
+        let last = to.block.min(self.blocks.len().saturating_sub(1));
+        // From the last block touched down, so that fixing one (which may
+        // drop it or join it to the next) leaves the others' indices.
+        for block in (from.block..=last).rev() {
+            let Some(b) = self.blocks.get_mut(block) else {
+                continue;
+            };
+            let start = if block == from.block { from.at } else { 0 };
+            let end = if block == to.block {
+                to.at
+            } else {
+                b.entries.len()
+            };
+            if start >= end {
+                continue;
+            }
+            b.entries.drain(start..end);
+            removed += end - start;
+            self.fix(block);
+        }
+        self.len -= removed;
+        removed
+    }
+
+    /// Edits the entries in `[from, to)` in place; `edit` must not change
+    /// their order.
+    pub(crate) fn edit(&mut self, from: Pos, to: Pos, mut edit: impl FnMut(&mut E)) {
+        let last = to.block.min(self.blocks.len().saturating_sub(1));
+        for block in from.block..=last {
+            let Some(b) = self.blocks.get_mut(block) else {
+                continue;
+            };
+            let start = if block == from.block { from.at } else { 0 };
+            let end = if block == to.block {
+                to.at
+            } else {
+                b.entries.len()
+            };
+            if start >= end {
+                continue;
+            }
+            b.entries[start..end].iter_mut().for_each(&mut edit);
+            b.refresh();
+        }
+    }
+
+    /// Restores the block rules for block `block` after an edit: drops it
+    /// if empty, splits it if too large, joins it to its next neighbour if
+    /// small, and refreshes the summaries it changed.
+    fn fix(&mut self, block: usize) {
+        let len = self.blocks[block].entries.len();
+        if len == 0 {
+            self.blocks.remove(block);
+            return;
+        }
+        if len > MAX {
+            let entries = std::mem::take(&mut self.blocks[block].entries);
+            let mut halves = Vec::with_capacity(len.div_ceil(MAX / 2));
+            let mut rest = entries.into_iter();
+            loop {
+                let mut chunk = Vec::with_capacity(MAX);
+                chunk.extend(rest.by_ref().take(MAX / 2));
+                if chunk.is_empty() {
+                    break;
+                }
+                halves.push(Block::new(chunk));
+            }
+            self.blocks.splice(block..=block, halves);
+            return;
+        }
+        if len < MIN && block + 1 < self.blocks.len() {
+            let next = self.blocks.remove(block + 1);
+            self.blocks[block].entries.extend(next.entries);
+            // Joined, the block may now be too large.
+            return self.fix(block);
+        }
+        self.blocks[block].refresh();
+    }
+}
+
+/// Entries of a [`Blocks`] between two positions, in order.
+#[derive(Debug)]
+pub(crate) struct Range<'a, E: Entry> {
+    blocks: &'a [Block<E>],
+    front: Pos,
+    back: Pos,
+}
+
+impl<E: Entry> Clone for Range<'_, E> {
+    fn clone(&self) -> Self {
+        Range { ..*self }
+    }
+}
+
+impl<'a, E: Entry> Iterator for Range<'a, E> {
+    type Item = &'a E;
+
+    fn next(&mut self) -> Option<&'a E> {
+        if self.front >= self.back {
+            return None;
+        }
+        let b = self.blocks.get(self.front.block)?;
+        let e = b.entries.get(self.front.at)?;
+        self.front = if self.front.at + 1 < b.entries.len() {
+            Pos {
+                block: self.front.block,
+                at: self.front.at + 1,
+            }
+        } else {
+            Pos {
+                block: self.front.block + 1,
+                at: 0,
+            }
+        };
+        Some(e)
+    }
+}
+
+impl<E: Entry> DoubleEndedIterator for Range<'_, E> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.front >= self.back {
+            return None;
+        }
+        self.back = if self.back.at > 0 {
+            Pos {
+                block: self.back.block,
+                at: self.back.at - 1,
+            }
+        } else {
+            let block = self.back.block.checked_sub(1)?;
+            Pos {
+                block,
+                at: self.blocks.get(block)?.entries.len().checked_sub(1)?,
+            }
+        };
+        self.blocks.get(self.back.block)?.entries.get(self.back.at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Entries are numbers; a block remembers its least.
+    impl Entry for u32 {
+        type Key = u32;
+        fn key(&self) -> &u32 {
+            self
+        }
+        type Summary = u32;
+        fn summarize(entries: &[u32]) -> u32 {
+            entries.iter().copied().min().unwrap_or(u32::MAX)
+        }
+    }
+
+    fn check(seq: &Blocks<u32>, model: &[u32]) {
+        assert_eq!(seq.len(), model.len());
+        assert_eq!(seq.iter().copied().collect::<Vec<_>>(), model);
+        assert_eq!(
+            seq.iter().rev().copied().collect::<Vec<_>>().len(),
+            model.len()
+        );
+        for b in seq.blocks() {
+            assert!(!b.entries().is_empty() && b.entries().len() <= MAX);
+            assert_eq!(*b.summary(), *b.entries().iter().min().unwrap());
+        }
+    }
+
+    proptest::proptest! {
+        /// Random splices and range removals against a sorted `Vec`, with
+        /// searches, walks and ranges read back from both.
+        #[test]
+        fn blocks_match_a_sorted_vec(
+            ops in proptest::collection::vec((0u32..4000, 0usize..700, proptest::bool::ANY), 1..60),
+        ) {
+            let mut seq = Blocks::<u32>::default();
+            let mut model: Vec<u32> = Vec::new();
+            for (key, n, insert) in ops {
+                let at = seq.partition_point(|&e| e < key);
+                let i = model.partition_point(|&e| e < key);
+                proptest::prop_assert_eq!(seq.get(at).copied(), model.get(i).copied());
+                if insert {
+                    // Up to n new keys between the neighbours of `key`'s place.
+                    let lo = i.checked_sub(1).map_or(0, |p| model[p] + 1);
+                    let hi = model.get(i).copied().unwrap_or(u32::MAX);
+                    let fresh: Vec<u32> = (lo..hi).take(n).collect();
+                    model.splice(i..i, fresh.iter().copied());
+                    seq.insert(at, fresh);
+                } else {
+                    let j = (i + n).min(model.len());
+                    let to = seq.partition_point(|&e| model.get(j).is_none_or(|&m| e < m));
+                    proptest::prop_assert_eq!(seq.remove(at, to), j - i);
+                    model.drain(i..j);
+                }
+                check(&seq, &model);
+                // Walks: back from the end, forward from the start.
+                let end = seq.end();
+                let k = model.len().min(n);
+                let from = seq.back(end, k);
+                proptest::prop_assert_eq!(
+                    seq.range(from, end).copied().collect::<Vec<_>>(),
+                    &model[model.len() - k..]
+                );
+                if let Some(p) = seq.prev(end) {
+                    proptest::prop_assert_eq!(seq.get(p), model.last());
+                    proptest::prop_assert_eq!(seq.next(p), end);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn edits_refresh_summaries() {
+        let mut seq = Blocks::<u32>::default();
+        seq.insert(seq.end(), (0..1000).map(|k| 2 * k).collect());
+        check(&seq, &(0..1000).map(|k| 2 * k).collect::<Vec<_>>());
+        let (from, to) = (
+            seq.partition_point(|&e| e < 100),
+            seq.partition_point(|&e| e < 1500),
+        );
+        seq.edit(from, to, |e| *e += 1);
+        let model: Vec<u32> = (0..1000)
+            .map(|k| 2 * k)
+            .map(|e| if (100..1500).contains(&e) { e + 1 } else { e })
+            .collect();
+        check(&seq, &model);
+    }
+}
