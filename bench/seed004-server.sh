@@ -212,6 +212,6 @@ echo
 # shellcheck disable=SC2154 # set by the eval above
 awk -v sb="$median_seed_batch" -v le="$median_lamina_exec" -v ls="$median_lamina_serve" \
     -v csb="$cpu_seed_batch" -v cle="$cpu_lamina_exec" -v cls="$cpu_lamina_serve" 'BEGIN {
-    printf "lamina exec  / seed batch: %.2fx faster (wall), %.2fx less CPU\n", sb / le, csb / cle
-    printf "lamina serve / seed batch: %.2fx faster (wall), %.2fx less server CPU\n", sb / ls, csb / cls
+    printf "speed of lamina exec  / seed batch (median seconds, seed over lamina): %.2f; CPU seconds, seed over lamina: %.2f\n", sb / le, csb / cle
+    printf "speed of lamina serve / seed batch (median seconds, seed over lamina): %.2f; server CPU seconds, seed over lamina: %.2f\n", sb / ls, csb / cls
 }'
