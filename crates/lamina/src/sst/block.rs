@@ -99,12 +99,16 @@ impl BlockBuilder {
     }
 }
 
-/// A decoded, checksum-verified data block, shared through the block cache.
+/// A decoded data block, shared through the block cache; its checksum was
+/// verified unless [`Block::checksum_verified`] says otherwise.
 #[derive(Debug)]
 pub struct Block {
     data: BlockBytes,
     restarts_offset: usize,
     num_restarts: usize,
+    /// False for a block read with [`crate::Options::verify_checksums`]
+    /// off: a reader that must verify does not take it from the cache.
+    checksum_verified: bool,
 }
 
 fn read_u32_at(data: &[u8], pos: usize) -> Option<u32> {
@@ -154,7 +158,23 @@ impl Block {
             data: bytes,
             restarts_offset,
             num_restarts,
+            checksum_verified: true,
         })
+    }
+
+    /// The block, marked as decoded from bytes whose checksum was not
+    /// checked.
+    pub fn unverified(self) -> Block {
+        Block {
+            checksum_verified: false,
+            ..self
+        }
+    }
+
+    /// Whether the bytes the block was decoded from passed their checksum
+    /// (always, unless read with [`crate::Options::verify_checksums`] off).
+    pub fn checksum_verified(&self) -> bool {
+        self.checksum_verified
     }
 
     /// Bytes held (what the block cache charges).
