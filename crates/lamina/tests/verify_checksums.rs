@@ -141,7 +141,7 @@ fn unverified_reads_of_flipped_bytes_never_panic() {
     let mut detected = 0;
     for path in ssts(&fs) {
         let len = fs.read_all(&path).unwrap().len() as u64;
-        for _ in 0..12 {
+        for _ in 0..40 {
             let clone = fs.crash_clone(&mut rng, 1.0);
             let offset = rng.gen_range(0..len);
             clone
