@@ -215,11 +215,7 @@ impl RunIterator {
     /// A cursor over `files` (sorted by key, disjoint); blocks read from
     /// the files enter the block cache if `fill_cache` (queries), not
     /// otherwise (compactions: their reads would evict what queries use).
-    pub fn new(
-        files: Arc<Vec<Arc<FileMeta>>>,
-        loader: Arc<TableCache>,
-        fill_cache: bool,
-    ) -> Self {
+    pub fn new(files: Arc<Vec<Arc<FileMeta>>>, loader: Arc<TableCache>, fill_cache: bool) -> Self {
         RunIterator {
             cold_steps: fill_cache && loader.scan_resistant,
             files,
@@ -254,11 +250,7 @@ impl RunIterator {
 
     /// A cursor over `files` for a window query: blocks whose MBR misses
     /// `window` are skipped unread.
-    pub fn window(
-        files: Arc<Vec<Arc<FileMeta>>>,
-        loader: Arc<TableCache>,
-        window: Rect,
-    ) -> Self {
+    pub fn window(files: Arc<Vec<Arc<FileMeta>>>, loader: Arc<TableCache>, window: Rect) -> Self {
         RunIterator {
             window: Some(window),
             ..RunIterator::new(files, loader, true)

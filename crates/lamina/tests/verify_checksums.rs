@@ -122,7 +122,10 @@ fn unverified_reads_take_a_flipped_value_byte_for_data_verified_reads_and_compac
             }
         }
     }
-    assert!((1..N as usize / 8).contains(&errors), "{errors} keys in one block");
+    assert!(
+        (1..N as usize / 8).contains(&errors),
+        "{errors} keys in one block"
+    );
     let scanned: lamina::Result<Vec<_>> = db
         .scan(Bound::Unbounded, Bound::Unbounded)
         .unwrap()

@@ -1090,7 +1090,10 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
         })
         .unwrap();
     let p = parse_internal_key(k.as_bytes()).unwrap();
-    let at = bytes.windows(v.len()).position(|w| w == v.as_slice()).unwrap();
+    let at = bytes
+        .windows(v.len())
+        .position(|w| w == v.as_slice())
+        .unwrap();
     bytes[at] ^= 0x01;
     let mut flipped = v.clone();
     flipped[0] ^= 0x01;
@@ -1113,7 +1116,11 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
     };
 
     let got = unverified.get(p.user_key, u64::MAX).unwrap();
-    assert_eq!(got, Some((p.kind, p.seq, flipped.clone())), "read unchecked");
+    assert_eq!(
+        got,
+        Some((p.kind, p.seq, flipped.clone())),
+        "read unchecked"
+    );
     let reads = stats.blocks_read.get();
     assert_eq!(cache.cached_blocks(3), 1);
     assert_eq!(unverified.get(p.user_key, u64::MAX).unwrap(), got);
@@ -1122,7 +1129,11 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
     // The verifying table reads the block again and finds the damage.
     let err = verified.get(p.user_key, u64::MAX).unwrap_err();
     assert!(err.is_corruption(), "{err}");
-    assert_eq!(stats.blocks_read.get(), reads + 1, "read again from the file");
+    assert_eq!(
+        stats.blocks_read.get(),
+        reads + 1,
+        "read again from the file"
+    );
     assert!(walk(&mut verified.iter()).unwrap_err().is_corruption());
     // So does a compaction's input, whichever table it reads through.
     for t in [&unverified, &verified] {
