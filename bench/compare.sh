@@ -17,6 +17,9 @@
 #   BENCHMARKS=fillrandom,readrandom,seekrandom,readseq,readreverse,overwrite
 #                      (readwhilewriting may be added: THREADS readers and one writer)
 #   SEEK_NEXTS=10      entries read after each seek (seekrandom)
+#   VERIFY_CHECKSUMS=true   --verify_checksums: every engine's reads check
+#                      block checksums (ReadOptions::verify_checksums; false:
+#                      LevelDB's default, true: RocksDB's and lamina's)
 #   THREADS=1          --threads: client threads (readwhilewriting's readers)
 #   ENGINES=           engines to run [default: lamina and every peer built in]
 #   FEATURES=peer-rocksdb,peer-leveldb   cargo features of the build
@@ -43,6 +46,7 @@ NUM=${NUM:-2000000}
 ROUNDS=${ROUNDS:-3}
 BENCHMARKS=${BENCHMARKS:-fillrandom,readrandom,seekrandom,readseq,readreverse,overwrite}
 SEEK_NEXTS=${SEEK_NEXTS:-10}
+VERIFY_CHECKSUMS=${VERIFY_CHECKSUMS:-true}
 THREADS=${THREADS:-1}
 FEATURES=${FEATURES:-peer-rocksdb,peer-leveldb}
 SEED=${SEED:-301}
@@ -139,6 +143,7 @@ FLAGS=(
     --sync=false
     --threads="$THREADS"
     --seek_nexts="$SEEK_NEXTS"
+    --verify_checksums="$VERIFY_CHECKSUMS"
     --seed="$SEED"
     $EXTRA_FLAGS
 )
@@ -155,6 +160,7 @@ FLAGS=(
     echo "fjall=$(awk '/^name = "fjall"/ { getline; print $3 }' "$REPO/Cargo.lock" | tr -d '"')"
     echo "cxxflags=${CXXFLAGS:-}"
     echo "compression=$COMPRESSION"
+    echo "verify_checksums=$VERIFY_CHECKSUMS"
     echo "flags=${FLAGS[*]}"
     echo "df_tmp=$(df -h "$WORKDIR" | awk 'NR == 2 { print $4 " free" }')"
 } >"$WORKDIR/meta.txt"
@@ -219,7 +225,7 @@ compression = meta["compression"]
 if compression != "none" and "leveldb" in engines:
     compression += " (LevelDB: Snappy, its only compressor)"
 out.append(f"NUM={meta['flags'].split('--num=')[1].split()[0]}, rounds={len(rounds)}, "
-           f"compression {compression}, "
+           f"compression {compression}, verify_checksums={meta['verify_checksums']}, "
            f"{meta['date_start']} .. {meta['date_end']}, commit {meta['commit']}")
 out.append(f"load before: {meta['uptime_start'].strip()}")
 out.append(f"load after:  {meta['uptime_end'].strip()}")

@@ -12,15 +12,20 @@
 # instructions of the second minus the first, divided by R, are the
 # marginal instructions per operation: opening the database and the tables
 # and warming the block cache cancel out. An operation is one seek with its
-# nexts (seekrandom) or one entry (readseq, readreverse).
+# nexts (seekrandom), one get (readrandom) or one entry (readseq,
+# readreverse).
 #
 # Usage: bench/instructions.sh
 #
 # Environment:
 #   NUM=2000000          keys
 #   ENGINES="lamina leveldb"
-#   RUNS="seekrandom:20000 readseq:400000 readreverse:400000"  benchmark:R
+#   RUNS="seekrandom:20000 readrandom:20000 readseq:400000 readreverse:400000"
+#                        benchmark:R
 #   SEEK_NEXTS=10
+#   VERIFY_CHECKSUMS=    --verify_checksums=true|false for every engine (empty:
+#                        no flag, the binary's default; binaries before the
+#                        flag verified in lamina and RocksDB, not in LevelDB)
 #   EXTRA_FLAGS=         more flags for every engine (e.g. --mmap_read)
 #   LAMINA=target/release/lamina   the binary (built with the peers' features)
 #   REUSE_BASE=          a WORKDIR of an earlier run whose databases to copy
@@ -31,8 +36,9 @@ set -euo pipefail
 
 NUM=${NUM:-2000000}
 ENGINES=${ENGINES:-lamina leveldb}
-RUNS=${RUNS:-seekrandom:20000 readseq:400000 readreverse:400000}
+RUNS=${RUNS:-seekrandom:20000 readrandom:20000 readseq:400000 readreverse:400000}
 SEEK_NEXTS=${SEEK_NEXTS:-10}
+VERIFY_CHECKSUMS=${VERIFY_CHECKSUMS:-}
 EXTRA_FLAGS=${EXTRA_FLAGS:-}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LAMINA=${LAMINA:-$REPO/target/release/lamina}
@@ -68,6 +74,7 @@ FLAGS=(
     --sync=false
     --threads=1
     --seek_nexts="$SEEK_NEXTS"
+    ${VERIFY_CHECKSUMS:+--verify_checksums="$VERIFY_CHECKSUMS"}
     --seed=301
     $EXTRA_FLAGS
 )
@@ -107,6 +114,7 @@ for eng in $ENGINES; do
         r=${run##*:}
         case "$b" in
         seekrandom) fn=seek_random ;;
+        readrandom) fn=read_random ;;
         readseq | readreverse) fn=read_seq ;;
         *) log "unsupported benchmark $b"; exit 1 ;;
         esac
@@ -122,7 +130,7 @@ for eng in $ENGINES; do
                 >"$out.log" 2>"$out.err"
             n=$(bench_thread_instructions "$out" "$fn")
             # Every thread's, to show background work that ran meanwhile.
-            all=$(cat "$out"-* | awk '/^summary:/ { s += $2 } END { printf "%d", s }')
+            all=$(cat "$out"-* | awk '/^summary:/ { s += $2 } END { printf "%.0f", s }')
             printf '%s\t%s\t%s\t%s\t%s\n' "$eng" "$b" "$reads" "$n" "$all" >>"$WORKDIR/counts.tsv"
         done
         rm -rf "$WORKDIR/db-$eng"

@@ -66,6 +66,7 @@ def open(
     write_ahead_log: bool = True,
     mmap_reads: bool = False,
     scan_resistant_cache: bool = True,
+    verify_checksums: bool = True,
 ) -> Db:
     """Opens (by default creates) the database in directory `path`.
 

@@ -195,6 +195,13 @@ pub struct BenchArgs {
     #[arg(long = "scan_resistant_cache", value_name = "BOOL", num_args = 0..=1,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
     pub scan_resistant_cache: bool,
+    /// Reads check the CRC32C of every block they read from a file
+    /// (`Options::verify_checksums`; the peers' `ReadOptions::verify_checksums`,
+    /// whose defaults differ: RocksDB true, LevelDB false). Compactions
+    /// verify either way.
+    #[arg(long = "verify_checksums", value_name = "BOOL", num_args = 0..=1,
+          default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
+    pub verify_checksums: bool,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
@@ -294,6 +301,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.write_ahead_log = !args.disable_wal;
     opts.mmap_reads = args.mmap_read;
     opts.scan_resistant_cache = args.scan_resistant_cache;
+    opts.verify_checksums = args.verify_checksums;
     opts.compression = args.compression_type;
     opts.sync = if args.sync {
         SyncMode::Always
@@ -331,7 +339,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
          block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
          compaction_threads={} threads={} read_miss_latency_us={} direct_io={} mmap_read={} \
-         scan_resistant_cache={} compression={}",
+         scan_resistant_cache={} verify_checksums={} compression={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -348,6 +356,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         args.direct_io,
         opts.mmap_reads,
         opts.scan_resistant_cache,
+        opts.verify_checksums,
         opts.compression
     );
     println!("DB path: [{}]", args.db.display());

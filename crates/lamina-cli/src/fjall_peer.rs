@@ -85,6 +85,11 @@ impl FjallStore {
             },
         );
         m.row(
+            format!("--verify_checksums={}", s.verify_checksums),
+            "fjall's reads (it has no such option)",
+            "differs: not configurable",
+        );
+        m.row(
             format!("--sync={}", s.sync),
             if s.sync {
                 "persist(SyncData) after every write"

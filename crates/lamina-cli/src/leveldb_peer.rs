@@ -216,9 +216,9 @@ pub fn plan(s: &PeerSettings) -> Result<(LevelConfig, OptionMap)> {
         "differs: LevelDB delays each write 1 ms from 8 files",
     );
     m.row(
-        "reads verify block checksums",
-        "ReadOptions::verify_checksums=false (default)",
-        "differs: LevelDB's default kept",
+        format!("--verify_checksums={}", s.verify_checksums),
+        format!("ReadOptions::verify_checksums={}", s.verify_checksums),
+        "",
     );
     m.row(
         "scans do not fill the block cache",
@@ -259,6 +259,7 @@ impl LevelStore {
             ffi::leveldb_options_set_block_size(options, s.block_size);
             ffi::leveldb_options_set_compression(options, config.compression);
             let read = ffi::leveldb_readoptions_create();
+            ffi::leveldb_readoptions_set_verify_checksums(read, flag(s.verify_checksums));
             let write = ffi::leveldb_writeoptions_create();
             ffi::leveldb_writeoptions_set_sync(write, flag(s.sync));
             LevelStore {
@@ -543,5 +544,26 @@ mod tests {
         assert!(!text.contains("always maps"), "{text}");
         let err = plan_for(&["--compression_type=zstd:5"]).unwrap_err();
         assert!(err.to_string().contains("no zstd"), "{err}");
+    }
+
+    /// `--verify_checksums` reaches LevelDB's read options both ways (true
+    /// by default, as lamina's and RocksDB's; LevelDB's own default is
+    /// false), and a store reading without checksums still meets the model.
+    #[test]
+    fn verify_checksums_maps_to_the_read_options() {
+        for (flags, verify) in [(&[][..], true), (&["--verify_checksums=false"][..], false)] {
+            let s = PeerSettings::from_args(&crate::peer::args(flags)).unwrap();
+            assert_eq!(s.verify_checksums, verify);
+            let text = plan(&s).unwrap().1.render("leveldb");
+            let row = format!("--verify_checksums={verify}");
+            let line = text.lines().find(|l| l.contains(&row));
+            let option = format!("ReadOptions::verify_checksums={verify}");
+            assert!(line.is_some_and(|l| l.contains(&option)), "{text}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let flags = ["--write_buffer_size=4096", "--verify_checksums=false"];
+        let args = PeerSettings::from_args(&crate::peer::args(&flags)).unwrap();
+        let (store, _) = LevelStore::open(dir.path(), &args).unwrap();
+        check_store_against_a_model(&store);
     }
 }

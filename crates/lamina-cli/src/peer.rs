@@ -105,6 +105,9 @@ pub struct PeerSettings {
     pub compression: Compression,
     /// `--mmap_read`: read tables through memory maps.
     pub mmap_read: bool,
+    /// `--verify_checksums`: reads check block checksums
+    /// (`ReadOptions::verify_checksums`).
+    pub verify_checksums: bool,
 }
 
 impl PeerSettings {
@@ -155,6 +158,7 @@ impl PeerSettings {
             level0_stop_runs: defaults.level0_stop_runs,
             compression: args.compression_type,
             mmap_read: args.mmap_read,
+            verify_checksums: args.verify_checksums,
         })
     }
 }

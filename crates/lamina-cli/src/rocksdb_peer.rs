@@ -31,6 +31,8 @@ pub struct RocksStore {
     db: DB,
     write: WriteOptions,
     read: ReadOptions,
+    /// `ReadOptions::verify_checksums` of every read.
+    verify_checksums: bool,
 }
 
 /// RocksDB's database and write options for `s`, and the mapping that
@@ -236,8 +238,8 @@ pub fn configure(s: &PeerSettings) -> (rocksdb::Options, WriteOptions, OptionMap
         "no slowdown before the stop, as lamina",
     );
     m.row(
-        "reads verify block checksums",
-        "ReadOptions::verify_checksums=true (default)",
+        format!("--verify_checksums={}", s.verify_checksums),
+        format!("ReadOptions::verify_checksums={}", s.verify_checksums),
         "",
     );
     m.row(
@@ -246,6 +248,14 @@ pub fn configure(s: &PeerSettings) -> (rocksdb::Options, WriteOptions, OptionMap
         "differs: RocksDB iterators cache the blocks they read",
     );
     (o, write, m)
+}
+
+/// RocksDB's read options with `ReadOptions::verify_checksums` as
+/// `--verify_checksums` says (the rest default).
+fn read_options(verify_checksums: bool) -> ReadOptions {
+    let mut read = ReadOptions::default();
+    read.set_verify_checksums(verify_checksums);
+    read
 }
 
 /// A count as the C `int` RocksDB takes, saturating (never above what a
@@ -261,14 +271,13 @@ impl RocksStore {
         let (opts, write, map) = configure(s);
         let db = DB::open(&opts, dir)
             .with_context(|| format!("opening RocksDB in {}", dir.display()))?;
-        Ok((
-            RocksStore {
-                db,
-                write,
-                read: ReadOptions::default(),
-            },
-            map,
-        ))
+        let store = RocksStore {
+            db,
+            write,
+            read: read_options(s.verify_checksums),
+            verify_checksums: s.verify_checksums,
+        };
+        Ok((store, map))
     }
 
     /// RocksDB's statistics (the `rocksdb.stats` property).
@@ -310,7 +319,7 @@ impl Store for RocksStore {
         if limit == 0 {
             return Ok(0);
         }
-        let mut read = ReadOptions::default();
+        let mut read = read_options(self.verify_checksums);
         if let Some(e) = end {
             read.set_iterate_upper_bound(e);
         }
@@ -339,7 +348,9 @@ impl Store for RocksStore {
         if limit == 0 {
             return Ok(0);
         }
-        let mut it = self.db.raw_iterator_opt(ReadOptions::default());
+        let mut it = self
+            .db
+            .raw_iterator_opt(read_options(self.verify_checksums));
         match end {
             Some(e) => it.seek_for_prev(e),
             None => it.seek_to_last(),

@@ -300,6 +300,30 @@ fn mmap_reads_find_every_key() {
     assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
 }
 
+/// `--verify_checksums=false` (queries skip block checksums, mapped or
+/// not) is applied, printed, and every read still finds its key.
+#[test]
+fn reads_without_checksums_find_every_key() {
+    for mmap in ["false", "true"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ok, out, err) = bench(
+            dir.path(),
+            &[
+                "--benchmarks=fillseq,readrandom,seekrandom,readseq",
+                "--num=3000",
+                "--reads=1000",
+                "--write_buffer_size=65536",
+                "--verify_checksums=false",
+                &format!("--mmap_read={mmap}"),
+            ],
+        );
+        assert!(ok, "{err}");
+        assert!(out.contains("verify_checksums=false"), "{out}");
+        assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
+        assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
+    }
+}
+
 /// `--compression_type`: the files are written so (`lamina inspect sst`
 /// reports the type, compressed blocks and fewer stored than uncompressed
 /// bytes, db_bench's 0.5 ratio values halving the data), and every read

@@ -191,6 +191,7 @@ fn rocksdb_reads_find_what_was_written() {
             "level0_file_num_compaction_trigger=4",
             "max_bytes_for_level_base=655360",
             "memtable_whole_key_filtering=true",
+            "ReadOptions::verify_checksums=true",
         ],
     );
 }
@@ -208,6 +209,7 @@ fn leveldb_reads_find_what_was_written() {
             "compression=kNoCompression",
             "WriteOptions::sync=false",
             "kL0_CompactionTrigger=4",
+            "ReadOptions::verify_checksums=true",
         ],
     );
 }

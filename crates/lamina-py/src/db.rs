@@ -61,6 +61,7 @@ const OPTION_NAMES: &[&str] = &[
     "write_ahead_log",
     "mmap_reads",
     "scan_resistant_cache",
+    "verify_checksums",
 ];
 
 /// The value of keyword `name`; a wrong type names the keyword.
@@ -143,6 +144,7 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "write_ahead_log" => o.write_ahead_log = kwarg(&name, v)?,
             "mmap_reads" => o.mmap_reads = kwarg(&name, v)?,
             "scan_resistant_cache" => o.scan_resistant_cache = kwarg(&name, v)?,
+            "verify_checksums" => o.verify_checksums = kwarg(&name, v)?,
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "open() got an unexpected keyword argument '{other}' (options: {})",

@@ -282,6 +282,7 @@ def test_options_are_checked(db_path):
         write_ahead_log=True,
         mmap_reads=True,
         scan_resistant_cache=False,
+        verify_checksums=False,
     )
     with lamina.open(db_path, **opts) as db:
         assert db.compaction.startswith("tiered")

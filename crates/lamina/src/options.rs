@@ -232,6 +232,18 @@ pub struct Options {
     /// use. Off, every block a query reads enters as most recently used
     /// (LevelDB's and RocksDB's `fill_cache = true`).
     pub scan_resistant_cache: bool,
+    /// Verify the CRC32C of every data block a query reads from a file
+    /// (RocksDB's and LevelDB's `ReadOptions::verify_checksums`; on by
+    /// default, as RocksDB's). A block is checked when it comes from the
+    /// file, never on a block-cache hit. Off, queries (gets, scans,
+    /// cursors) skip the check: a corrupt block then yields wrong data or a
+    /// decoding error, never a crash. Compactions, `Db::verify` and the
+    /// metadata blocks read when a table opens always verify, and a block a
+    /// query cached unverified is re-read and checked before a compaction
+    /// (or a verifying reader) uses it, so corruption is never merged into a
+    /// new file. A per-open setting, as lamina has no per-read options:
+    /// not persisted in the OPTIONS file.
+    pub verify_checksums: bool,
     /// Set by [`OptionsBuilder::from_stored_options`]: the fields the
     /// builder set; `Db::open` takes every other stored field from the
     /// database's newest OPTIONS file. `None`: these options are used as
@@ -384,6 +396,7 @@ impl Default for Options {
             read_only: false,
             mmap_reads: false,
             scan_resistant_cache: true,
+            verify_checksums: true,
             explicit: None,
         }
     }
@@ -455,8 +468,8 @@ macro_rules! setters {
 }
 
 /// Calls `$m!` with every option that describes the database (all but the
-/// per-open `vfs`, `create_if_missing`, `read_only`, `mmap_reads` and
-/// `scan_resistant_cache`): the builder's
+/// per-open `vfs`, `create_if_missing`, `read_only`, `mmap_reads`,
+/// `scan_resistant_cache` and `verify_checksums`): the builder's
 /// setters and the OPTIONS file (`options_file.rs`) are generated from
 /// this one list, so a new option cannot be left out of either.
 macro_rules! with_database_options {
@@ -498,6 +511,7 @@ setters! {
     read_only: bool,
     mmap_reads: bool,
     scan_resistant_cache: bool,
+    verify_checksums: bool,
 }
 
 impl OptionsBuilder {

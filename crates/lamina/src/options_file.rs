@@ -152,8 +152,9 @@ macro_rules! persisted {
 }
 
 // Every option but the per-open ones (`vfs`, `create_if_missing`,
-// `read_only`, `mmap_reads`, `scan_resistant_cache`), which describe how
-// this process opens and reads the database rather than the database.
+// `read_only`, `mmap_reads`, `scan_resistant_cache`, `verify_checksums`),
+// which describe how this process opens and reads the database rather than
+// the database.
 crate::options::with_database_options!(persisted);
 
 #[derive(Serialize, Deserialize)]

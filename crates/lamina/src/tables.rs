@@ -36,6 +36,9 @@ pub struct TableCache {
     /// Queries' scans insert the blocks they step into at the block cache's
     /// cold end ([`crate::Options::scan_resistant_cache`]).
     scan_resistant: bool,
+    /// Queries verify the checksums of the data blocks they read from the
+    /// files ([`crate::Options::verify_checksums`]).
+    verify_checksums: bool,
     /// Keyed by file number with FxHash: every get and seek looks its
     /// tables up here: SipHash made a lookup 238 instructions, about 5% of
     /// a point read (callgrind); FxHash, 95.
@@ -57,6 +60,7 @@ impl TableCache {
             stats,
             mmap_reads: false,
             scan_resistant: false,
+            verify_checksums: true,
             open: std::array::from_fn(|_| RwLock::new(FxHashMap::default())),
         }
     }
@@ -72,6 +76,14 @@ impl TableCache {
     /// cache's cold end ([`crate::Options::scan_resistant_cache`]).
     pub fn with_scan_resistant_cache(mut self, on: bool) -> Self {
         self.scan_resistant = on;
+        self
+    }
+
+    /// Whether queries verify the checksums of the data blocks they read
+    /// from the files ([`crate::Options::verify_checksums`]; on by
+    /// default). Compaction inputs always do.
+    pub fn with_verify_checksums(mut self, on: bool) -> Self {
+        self.verify_checksums = on;
         self
     }
 
@@ -119,6 +131,7 @@ impl TableCache {
             sst_name(meta.id),
             self.cache.clone(),
             Arc::clone(&self.stats),
+            self.verify_checksums,
         )?;
         learn_range_tombstones(meta, &table);
         Ok(Arc::clone(shard.write().entry(meta.id).or_insert(table)))
@@ -144,7 +157,7 @@ impl TableCache {
             ..Default::default()
         };
         let (mut bits, mut fpr) = (0.0, 0.0);
-        for f in level.runs.iter().flat_map(|r| &r.files) {
+        for f in level.runs.iter().flat_map(|r| r.files.iter()) {
             s.entries += f.entries;
             s.tombstones += f.tombstones;
             if let Some(cache) = &self.cache {
@@ -184,7 +197,7 @@ fn learn_range_tombstones(meta: &FileMeta, table: &Table) {
 /// Iterates the files of one sorted run in key order (either way), opening
 /// each lazily.
 pub struct RunIterator {
-    files: Vec<Arc<FileMeta>>,
+    files: Arc<Vec<Arc<FileMeta>>>,
     loader: Arc<TableCache>,
     /// Whether blocks read from the files enter the block cache.
     fill_cache: bool,
@@ -205,7 +218,7 @@ impl RunIterator {
     /// A cursor over `files` (sorted by key, disjoint); blocks read from
     /// the files enter the block cache if `fill_cache` (queries), not
     /// otherwise (compactions: their reads would evict what queries use).
-    pub fn new(files: Vec<Arc<FileMeta>>, loader: Arc<TableCache>, fill_cache: bool) -> Self {
+    pub fn new(files: Arc<Vec<Arc<FileMeta>>>, loader: Arc<TableCache>, fill_cache: bool) -> Self {
         RunIterator {
             cold_steps: fill_cache && loader.scan_resistant,
             files,
@@ -224,7 +237,7 @@ impl RunIterator {
     /// ([`Table::iter_readahead`]); with `readahead` 0, or `fill_cache`,
     /// block by block as [`RunIterator::new`].
     pub fn compaction_input(
-        files: Vec<Arc<FileMeta>>,
+        files: Arc<Vec<Arc<FileMeta>>>,
         loader: Arc<TableCache>,
         fill_cache: bool,
         readahead: usize,
@@ -241,7 +254,7 @@ impl RunIterator {
 
     /// A cursor over `files` for a window query: blocks whose MBR misses
     /// `window` are skipped unread.
-    pub fn window(files: Vec<Arc<FileMeta>>, loader: Arc<TableCache>, window: Rect) -> Self {
+    pub fn window(files: Arc<Vec<Arc<FileMeta>>>, loader: Arc<TableCache>, window: Rect) -> Self {
         RunIterator {
             window: Some(window),
             ..RunIterator::new(files, loader, true)
@@ -398,7 +411,7 @@ mod tests {
                 last.as_bytes(),
             )));
         }
-        let mut it = RunIterator::new(files, loader, true);
+        let mut it = RunIterator::new(Arc::new(files), loader, true);
         check_moves(&mut it, &entries, &backward_walk(entries.len()));
         for seed in 0..4 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);

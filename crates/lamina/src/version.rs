@@ -150,8 +150,10 @@ pub struct Run {
     pub id: u64,
     /// Recency rank: larger is newer.
     pub order: u64,
-    /// Files sorted by smallest key, pairwise disjoint.
-    pub files: Vec<Arc<FileMeta>>,
+    /// Files sorted by smallest key, pairwise disjoint. Shared by reference
+    /// count: the next version and every iterator over the run take it
+    /// without copying the list (a seek used to copy it once per run).
+    pub files: Arc<Vec<Arc<FileMeta>>>,
 }
 
 impl Run {
@@ -286,7 +288,7 @@ impl Version {
                 .iter()
                 .position(|f| f.id == r.file_id)
                 .ok_or_else(|| bad(format!("removal of unknown file {}", r.file_id)))?;
-            moved.push(run.files.remove(pos));
+            moved.push(Arc::make_mut(&mut run.files).remove(pos));
         }
         for nr in &edit.new_runs {
             if next.levels.len() <= nr.level {
@@ -302,7 +304,7 @@ impl Version {
                 Run {
                     id: nr.run_id,
                     order: nr.order,
-                    files: Vec::new(),
+                    files: Arc::default(),
                 },
             );
         }
@@ -328,7 +330,7 @@ impl Version {
                     meta.id, a.run_id
                 )));
             }
-            run.files.insert(pos, meta);
+            Arc::make_mut(&mut run.files).insert(pos, meta);
         }
         for level in &mut next.levels {
             level.runs.retain(|r| !r.files.is_empty());
@@ -689,7 +691,7 @@ impl VersionEdit {
                     run_id: run.id,
                     order: run.order,
                 });
-                for f in &run.files {
+                for f in run.files.iter() {
                     e.added_files.push(AddedFile {
                         level: l,
                         run_id: run.id,

@@ -502,7 +502,7 @@ fn merged_input(
                 .collect();
             (!mine.is_empty()).then(|| {
                 Box::new(RunIterator::compaction_input(
-                    mine,
+                    Arc::new(mine),
                     Arc::clone(ctx.loader),
                     ctx.fill_cache,
                     ctx.readahead,

@@ -15,7 +15,7 @@ impl Db {
     /// hold, tombstones as `None`), in key order, in constant memory.
     pub fn memtable_iter(&self) -> Result<LevelIter> {
         let sv = Arc::clone(&self.inner.sv.read());
-        LevelIter::new(memtable_iters(&sv), sv)
+        LevelIter::new(memtable_iters(&sv).collect(), sv)
     }
 
     /// The entries of disk level `level` (numbered from 0, as the engine,
@@ -31,7 +31,7 @@ impl Db {
                 .iter()
                 .map(|r| {
                     Box::new(RunIterator::new(
-                        r.files.clone(),
+                        Arc::clone(&r.files),
                         Arc::clone(&self.inner.loader),
                         true,
                     )) as Box<dyn InternalIterator>
@@ -161,22 +161,32 @@ impl Inner {
         seq: u64,
         read_ahead: Option<&ReadAhead>,
     ) -> Result<(MergingIterator, Fragments)> {
-        let mut children = memtable_iters(sv);
+        // One allocation for every child: growing the vector run by run
+        // reallocated it two or three times per seek.
+        let runs: usize = sv.version.levels.iter().map(|l| l.runs.len()).sum();
+        let mut children = Vec::with_capacity(1 + sv.imms.len() + runs);
+        children.extend(memtable_iters(sv));
         let mut tombstones: Vec<RangeTombstone> = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())
             .flat_map(|m| m.range_tombstones())
             .collect();
+        // The files of a run (sorted, disjoint) overlapping `[lo, hi]`
+        // follow the first one ending at or after `lo`: a binary search,
+        // not a pass over every file, per seek.
         let mut gather = |files: &[Arc<FileMeta>]| -> Result<()> {
-            for f in files {
-                let overlaps =
-                    hi.is_none_or(|h| f.smallest.as_slice() <= h) && lo <= f.largest.as_slice();
-                if overlaps && f.may_hold_range_tombstones() {
+            let first = files.partition_point(|f| f.largest.as_slice() < lo);
+            let overlapping = files.get(first..).unwrap_or_default();
+            for f in overlapping
+                .iter()
+                .take_while(|f| hi.is_none_or(|h| f.smallest.as_slice() <= h))
+            {
+                if f.may_hold_range_tombstones() {
                     tombstones.extend_from_slice(self.loader.table(f)?.range_tombstones());
                 }
             }
             Ok(())
         };
-        let run_iter = |files: Vec<Arc<FileMeta>>| -> Box<dyn InternalIterator> {
+        let run_iter = |files: Arc<Vec<Arc<FileMeta>>>| -> Box<dyn InternalIterator> {
             let run = Box::new(RunIterator::new(files, Arc::clone(&self.loader), true));
             match read_ahead {
                 Some(r) => Box::new(PrefetchIter::new(
@@ -197,12 +207,12 @@ impl Inner {
                         let files: Vec<_> =
                             t.slots.iter().filter_map(|s| s.live().cloned()).collect();
                         gather(&files)?;
-                        children.push(run_iter(files));
+                        children.push(run_iter(Arc::new(files)));
                     }
                 }
                 _ => {
                     gather(&run.files)?;
-                    children.push(run_iter(run.files.clone()));
+                    children.push(run_iter(Arc::clone(&run.files)));
                 }
             }
         }
@@ -318,7 +328,7 @@ impl Inner {
         let filtered = |child: Box<dyn InternalIterator>| -> Box<dyn InternalIterator> {
             Box::new(FilterIterator::new(child, inside))
         };
-        let mut children: Vec<_> = memtable_iters(&sv).into_iter().map(filtered).collect();
+        let mut children: Vec<_> = memtable_iters(&sv).map(filtered).collect();
         let mut components = std::iter::once(&sv.mem)
             .chain(sv.imms.iter())
             .filter(|m| !m.is_empty())
@@ -334,7 +344,7 @@ impl Inner {
             if !hit.is_empty() {
                 components += hit.len() as u64;
                 children.push(filtered(Box::new(RunIterator::window(
-                    hit,
+                    Arc::new(hit),
                     Arc::clone(&self.loader),
                     window,
                 ))));

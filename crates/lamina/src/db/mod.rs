@@ -679,11 +679,10 @@ fn table_options(opts: &Options) -> TableOptions {
     }
 }
 
-fn memtable_iters(sv: &SuperVersion) -> Vec<Box<dyn InternalIterator>> {
+fn memtable_iters(sv: &SuperVersion) -> impl Iterator<Item = Box<dyn InternalIterator>> + '_ {
     std::iter::once(&sv.mem)
         .chain(sv.imms.iter())
         .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>)
-        .collect()
 }
 
 impl Inner {

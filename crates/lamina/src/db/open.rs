@@ -78,7 +78,8 @@ impl Db {
         let loader = Arc::new(
             TableCache::new(Arc::clone(&vfs), dir.clone(), cache, Arc::clone(&io))
                 .with_mmap_reads(opts.mmap_reads)
-                .with_scan_resistant_cache(opts.scan_resistant_cache),
+                .with_scan_resistant_cache(opts.scan_resistant_cache)
+                .with_verify_checksums(opts.verify_checksums),
         );
 
         let recovered = manifest::recover(vfs.as_ref(), &dir)?;

@@ -203,7 +203,7 @@ impl Inner {
             || l0
                 .runs
                 .iter()
-                .flat_map(|r| &r.files)
+                .flat_map(|r| r.files.iter())
                 .any(|f| st.busy.contains(&f.id))
         {
             return true;

@@ -82,6 +82,14 @@ pub fn block_trailer(stored: &[u8], kind: u8) -> [u8; BLOCK_TRAILER_LEN] {
 /// returns the stored bytes and the type byte, for
 /// `compression::decompress_into`.
 pub fn check_block(raw: &[u8]) -> DecodeResult<(&[u8], u8)> {
+    split_block(raw, true)
+}
+
+/// Splits a block as read (stored bytes ++ trailer) into the stored bytes
+/// and the type byte, checking the checksum only if `verify` (a query's
+/// read with [`crate::Options::verify_checksums`] off; the bytes are then
+/// decoded unchecked, bounds-checked as always).
+pub fn split_block(raw: &[u8], verify: bool) -> DecodeResult<(&[u8], u8)> {
     let split = raw
         .len()
         .checked_sub(BLOCK_TRAILER_LEN)
@@ -91,7 +99,7 @@ pub fn check_block(raw: &[u8]) -> DecodeResult<(&[u8], u8)> {
     let (&kind, rest) = t.split_first().ok_or("missing block type")?;
     t = rest;
     let crc = get_u32(&mut t).ok_or("missing block checksum")?;
-    if masked_crc2(stored, &[kind]) != crc {
+    if verify && masked_crc2(stored, &[kind]) != crc {
         return Err("block checksum mismatch");
     }
     Ok((stored, kind))

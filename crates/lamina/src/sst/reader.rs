@@ -17,7 +17,7 @@ use crate::vfs::{Mapping, RandomAccessFile};
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    block_contents, check_block, decode_index, decode_properties, BlockHandle, DecodeResult,
+    block_contents, decode_index, decode_properties, split_block, BlockHandle, DecodeResult,
     FenceIndex, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use super::TableProperties;
@@ -66,6 +66,10 @@ pub struct Table {
     props: TableProperties,
     /// The range-deletion block, decoded at open (sorted by start).
     range_tombstones: Vec<RangeTombstone>,
+    /// Queries check the checksum of each data block they read from the
+    /// file ([`crate::Options::verify_checksums`]); compaction inputs and
+    /// the metadata blocks always do.
+    verify_checksums: bool,
 }
 
 impl fmt::Debug for Table {
@@ -100,7 +104,7 @@ fn read_checked(
     stats: &IoStats,
     handle: BlockHandle,
 ) -> Result<Vec<u8>> {
-    read_checked_into(file, file_name, stats, handle, Vec::new())
+    read_checked_into(file, file_name, stats, handle, Vec::new(), true)
 }
 
 /// [`read_checked`] reusing `buf` (a recycled block buffer, possibly holding
@@ -109,12 +113,14 @@ fn read_checked(
 /// it or fails, and then the checksum covers every byte. A compressed block
 /// is decompressed here, once, into a buffer of its own: what the caller
 /// gets (and the block cache holds and charges) is always the contents.
+/// The checksum is skipped if not `verify` (see [`split_block`]).
 fn read_checked_into(
     file: &dyn RandomAccessFile,
     file_name: &str,
     stats: &IoStats,
     handle: BlockHandle,
     buf: Vec<u8>,
+    verify: bool,
 ) -> Result<Vec<u8>> {
     let total = raw_len(file_name, handle)?;
     let mut raw = if buf.capacity() >= total {
@@ -127,7 +133,7 @@ fn read_checked_into(
     file.read_exact_at(&mut raw, handle.offset)?;
     count_block_read(stats, total);
     let corrupt = |r| Error::corruption(file_name, handle.offset, r);
-    let (stored, kind) = check_block(&raw).map_err(corrupt)?;
+    let (stored, kind) = split_block(&raw, verify).map_err(corrupt)?;
     let len = stored.len();
     let mut contents = Vec::new();
     if decompress_into(kind, stored, &mut contents).map_err(corrupt)? {
@@ -157,13 +163,15 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<IoStats>,
     ) -> Result<Arc<Table>> {
-        Table::open_mapped(file, None, file_id, file_name, cache, stats)
+        Table::open_mapped(file, None, file_id, file_name, cache, stats, true)
     }
 
     /// [`Table::open`] with `map`, the file mapped read-only (see
     /// [`crate::vfs::Mapping`]), if given: data blocks are then slices of
     /// the mapping rather than copies read with `pread`. The metadata
-    /// blocks are read with `pread` either way (once, at open).
+    /// blocks are read with `pread` either way (once, at open), and always
+    /// verified; queries verify the data blocks they read from the file
+    /// only if `verify_checksums` ([`crate::Options::verify_checksums`]).
     pub fn open_mapped(
         file: Arc<dyn RandomAccessFile>,
         map: Option<Arc<Mapping>>,
@@ -171,6 +179,7 @@ impl Table {
         file_name: String,
         cache: Option<Arc<BlockCache>>,
         stats: Arc<IoStats>,
+        verify_checksums: bool,
     ) -> Result<Arc<Table>> {
         let len = file.len();
         if map.as_ref().is_some_and(|m| m.bytes().len() as u64 != len) {
@@ -256,6 +265,7 @@ impl Table {
             filter,
             props,
             range_tombstones,
+            verify_checksums,
         }))
     }
 
@@ -285,8 +295,6 @@ impl Table {
         Error::corruption(self.file_name.as_str(), offset, reason)
     }
 
-    /// Data block `idx`, from the cache or the file; a block read from the
-    /// file enters the cache as `fill` says.
     /// Counts a data-block cache lookup in the hit/miss statistics, if a
     /// query made it.
     fn count_data_lookup(&self, hit: bool, query: bool) {
@@ -302,14 +310,23 @@ impl Table {
         count_data_cache(hit);
     }
 
+    /// Data block `idx`, from the cache or the file; a block read from the
+    /// file enters the cache as `fill` says. A cached block whose checksum
+    /// was not verified counts as a miss if this read verifies: it is read
+    /// again, checked, and replaces the cached one.
+    ///
     /// `query`: a query's read, whose cache lookup counts in the hit and
-    /// miss statistics; a compaction's reads do not, so that the hit ratio
-    /// is the queries' (seed 002's), not diluted by merges reading inputs.
+    /// miss statistics, and which verifies the checksum only if the table's
+    /// queries do; any other read (a compaction's input) always verifies
+    /// and is not counted, so that the hit ratio is the queries' (seed
+    /// 002's), not diluted by merges reading inputs.
     fn data_block(&self, idx: usize, fill: Fill, query: bool) -> Result<Arc<Block>> {
         let handle = self
             .index
             .handle(idx)
             .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
+        let verify = self.verify_checksums || !query;
+        let usable = |b: &Arc<Block>| !verify || b.checksum_verified();
         let mut buf = Vec::new();
         if let Some(cache) = &self.cache {
             if fill != Fill::Skip && self.map.is_none() {
@@ -317,19 +334,20 @@ impl Table {
                 // another whose buffer the next miss can reuse.
                 let total = raw_len(&self.file_name, handle)?;
                 match cache.lookup(self.file_id, handle.offset, total) {
-                    Lookup::Hit(b) => {
+                    Lookup::Hit(b) if usable(&b) => {
                         self.count_data_lookup(true, query);
                         return Ok(b);
                     }
+                    Lookup::Hit(_) => {}
                     Lookup::Miss(spare) => buf = spare,
                 }
-            } else if let Some(b) = cache.get(self.file_id, handle.offset) {
+            } else if let Some(b) = cache.get(self.file_id, handle.offset).filter(usable) {
                 self.count_data_lookup(true, query);
                 return Ok(b);
             }
         }
         self.count_data_lookup(false, query);
-        let block = self.read_block(handle, buf)?;
+        let block = self.read_block(handle, buf, verify)?;
         if let Some(cache) = &self.cache {
             match fill {
                 Fill::Hot => cache.insert(self.file_id, handle.offset, block.clone()),
@@ -342,9 +360,10 @@ impl Table {
 
     /// Reads, checks and decodes the data block at `handle`: a slice of the
     /// mapping if the file is mapped, else read from the file into `buf`'s
-    /// allocation. Either way its checksum is verified here, once: a
-    /// cached block is not checked again.
-    fn read_block(&self, handle: BlockHandle, buf: Vec<u8>) -> Result<Arc<Block>> {
+    /// allocation. Either way its checksum is verified here, once, if
+    /// `verify` (a cached block is not checked again); otherwise the block
+    /// is marked unverified ([`Block::checksum_verified`]).
+    fn read_block(&self, handle: BlockHandle, buf: Vec<u8>, verify: bool) -> Result<Arc<Block>> {
         let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
         let block = match &self.map {
             Some(map) => {
@@ -355,7 +374,7 @@ impl Table {
                     .and_then(|end| map.bytes().get(start..end))
                     .ok_or_else(|| bad("block outside the file"))?;
                 count_block_read(&self.stats, total);
-                let (stored, kind) = check_block(raw).map_err(bad)?;
+                let (stored, kind) = split_block(raw, verify).map_err(bad)?;
                 let mut contents = Vec::new();
                 if decompress_into(kind, stored, &mut contents).map_err(bad)? {
                     Block::new(contents)
@@ -369,9 +388,11 @@ impl Table {
                 &self.stats,
                 handle,
                 buf,
+                verify,
             )?),
         };
-        Ok(Arc::new(block.map_err(bad)?))
+        let block = block.map_err(bad)?;
+        Ok(Arc::new(if verify { block } else { block.unverified() }))
     }
 
     /// Data block `idx` for a sequential reader (a compaction's input): from
@@ -379,6 +400,9 @@ impl Table {
     /// with one read of up to `ahead.size` bytes of consecutive data blocks
     /// when the block is not in it. Blocks read so do not enter the cache,
     /// and its lookups do not count in the queries' hit/miss statistics.
+    /// Every block is verified, whatever queries do: a cached block a query
+    /// read unverified is read again (a merge never writes corrupt data
+    /// out as if it were good).
     fn data_block_ahead(&self, idx: usize, ahead: &mut Readahead) -> Result<Arc<Block>> {
         let handle = self
             .index
@@ -388,12 +412,13 @@ impl Table {
             .cache
             .as_ref()
             .and_then(|c| c.get(self.file_id, handle.offset))
+            .filter(|b| b.checksum_verified())
         {
             return Ok(b);
         }
         if self.map.is_some() {
             // A mapped file needs no buffer: the kernel reads ahead itself.
-            return self.read_block(handle, Vec::new());
+            return self.read_block(handle, Vec::new(), true);
         }
         let total = raw_len(&self.file_name, handle)?;
         let end = handle.offset.saturating_add(total as u64);
@@ -563,7 +588,7 @@ impl Table {
                 cache.insert(
                     self.file_id,
                     handle.offset,
-                    self.read_block(handle, Vec::new())?,
+                    self.read_block(handle, Vec::new(), true)?,
                 );
                 read += 1;
             }
@@ -920,7 +945,8 @@ impl fmt::Debug for TableIterator {
 
 impl TableIterator {
     /// Marks the iterator as a compaction's input: its cache lookups stay
-    /// out of the queries' hit and miss statistics.
+    /// out of the queries' hit and miss statistics, and it verifies every
+    /// block's checksum whatever [`crate::Options::verify_checksums`] says.
     pub(crate) fn for_compaction(mut self) -> Self {
         self.query = false;
         self

@@ -185,6 +185,7 @@ fn round_trip(
             "t.sst".into(),
             Some(cache.clone()),
             stats.clone(),
+            true,
         )
         .unwrap()
     } else {
@@ -477,6 +478,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
         "dmg.sst".into(),
         None,
         Arc::new(IoStats::default()),
+        true,
     );
     check_damaged_table(mapped, data, must_fail, &format!("{what} (mapped)"));
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
@@ -1064,6 +1066,91 @@ fn checksums_are_verified_on_reads_from_the_file_not_on_cache_hits() {
     assert!(cache.evict_file(3) > 0);
     let err = table.get(p.user_key, u64::MAX).unwrap_err();
     assert!(err.is_corruption(), "{err}");
+}
+
+/// With [`crate::Options::verify_checksums`] off, a query's read from the
+/// file skips the checksum, so a flipped value byte reaches the caller as
+/// the flipped value (no panic, no error), and the block enters the cache
+/// marked unverified. A verifying reader of the same cached block (a query
+/// of a verifying table; a compaction's input, which always verifies)
+/// does not take it from the cache: it reads the block again and reports
+/// the damage, and the unverifying reader still gets its cached copy.
+#[test]
+fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_readers() {
+    let (mut bytes, data) = small_table();
+    // A newest version with a value of 8 bytes or more (random bytes, found
+    // in the uncompressed file by them): its first byte flipped.
+    let (idx, (k, v)) = data
+        .iter()
+        .enumerate()
+        .find(|(_, (k, v))| {
+            let p = parse_internal_key(k.as_bytes()).unwrap();
+            v.len() >= 8
+                && oracle_get(&data, p.user_key, u64::MAX).is_some_and(|(_, s, _)| s == p.seq)
+        })
+        .unwrap();
+    let p = parse_internal_key(k.as_bytes()).unwrap();
+    let at = bytes
+        .windows(v.len())
+        .position(|w| w == v.as_slice())
+        .unwrap();
+    bytes[at] ^= 0x01;
+    let mut flipped = v.clone();
+    flipped[0] ^= 0x01;
+    let file: Arc<dyn RandomAccessFile> = Arc::new(MutableFile(parking_lot::Mutex::new(bytes)));
+    let stats = Arc::new(IoStats::default());
+    let cache = BlockCache::new(1 << 20);
+    let table = |verify: bool| {
+        let (file, cache, stats) = (file.clone(), cache.clone(), stats.clone());
+        Table::open_mapped(file, None, 3, "m.sst".into(), Some(cache), stats, verify).unwrap()
+    };
+    let (unverified, verified) = (table(false), table(true));
+    let walk = |it: &mut TableIterator| -> Result<usize> {
+        it.seek_to_first()?;
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next()?;
+        }
+        Ok(n)
+    };
+
+    let got = unverified.get(p.user_key, u64::MAX).unwrap();
+    assert_eq!(
+        got,
+        Some((p.kind, p.seq, flipped.clone())),
+        "read unchecked"
+    );
+    let reads = stats.blocks_read.get();
+    assert_eq!(cache.cached_blocks(3), 1);
+    assert_eq!(unverified.get(p.user_key, u64::MAX).unwrap(), got);
+    assert_eq!(stats.blocks_read.get(), reads, "served by the cache");
+
+    // The verifying table reads the block again and finds the damage.
+    let err = verified.get(p.user_key, u64::MAX).unwrap_err();
+    assert!(err.is_corruption(), "{err}");
+    assert_eq!(
+        stats.blocks_read.get(),
+        reads + 1,
+        "read again from the file"
+    );
+    assert!(walk(&mut verified.iter()).unwrap_err().is_corruption());
+    // So does a compaction's input, whichever table it reads through.
+    for t in [&unverified, &verified] {
+        let err = walk(&mut t.iter_readahead(4096)).unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+    }
+    // The unverified copy is still what the unverifying table gets, and
+    // its scan yields the oracle's entries with the one flipped value.
+    assert_eq!(unverified.get(p.user_key, u64::MAX).unwrap(), got);
+    let mut it = unverified.iter();
+    it.seek_to_first().unwrap();
+    let mut expect: Vec<_> = data
+        .iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()))
+        .collect();
+    expect[idx].1 = flipped;
+    assert_eq!(collect(&mut it), expect);
 }
 
 /// A compressed block whose checksum is valid but whose stored bytes are
