@@ -201,7 +201,10 @@ fn compactions_without_readahead_or_filling_the_cache_verify_too() {
         opts.compaction_fills_cache = fills;
         let db = Db::open("/db", opts).unwrap();
         let err = db.compact_range(None, None).unwrap_err();
-        assert!(err.is_corruption(), "readahead {readahead}, fills {fills}: {err}");
+        assert!(
+            err.is_corruption(),
+            "readahead {readahead}, fills {fills}: {err}"
+        );
         let mut damaged = model.clone();
         damaged.insert(k.clone(), flipped.clone());
         assert_eq!(dump(&db), damaged);
