@@ -278,33 +278,18 @@ fn direct_io_reads_find_every_key() {
     assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
 }
 
-/// `--mmap_read` reads the tables through memory maps and finds what it
-/// wrote, by point reads and seeks (fillseq writes every key of [0, num)).
+/// `--mmap_read` reads the tables through memory maps, and
+/// `--verify_checksums=false` lets queries skip block checksums: both are
+/// applied and printed, and every read, mapped or not, checked or not,
+/// finds its key (fillseq writes every key of [0, num)). The mapped run
+/// has no block cache, so every block comes from the mapping.
 #[test]
-fn mmap_reads_find_every_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let (ok, out, err) = bench(
-        dir.path(),
-        &[
-            "--benchmarks=fillseq,readrandom,seekrandom,readseq",
-            "--num=3000",
-            "--reads=1000",
-            "--write_buffer_size=65536",
-            "--cache_size=0",
-            "--mmap_read",
-        ],
-    );
-    assert!(ok, "{err}");
-    assert!(out.contains("mmap_read=true"), "{out}");
-    assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
-    assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
-}
-
-/// `--verify_checksums=false` (queries skip block checksums, mapped or
-/// not) is applied, printed, and every read still finds its key.
-#[test]
-fn reads_without_checksums_find_every_key() {
-    for mmap in ["false", "true"] {
+fn mapped_and_unchecked_reads_find_every_key() {
+    for (mmap, verify, cache) in [
+        ("true", "true", "0"),
+        ("false", "false", "8388608"),
+        ("true", "false", "0"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let (ok, out, err) = bench(
             dir.path(),
@@ -313,12 +298,14 @@ fn reads_without_checksums_find_every_key() {
                 "--num=3000",
                 "--reads=1000",
                 "--write_buffer_size=65536",
-                "--verify_checksums=false",
+                &format!("--cache_size={cache}"),
+                &format!("--verify_checksums={verify}"),
                 &format!("--mmap_read={mmap}"),
             ],
         );
         assert!(ok, "{err}");
-        assert!(out.contains("verify_checksums=false"), "{out}");
+        assert!(out.contains(&format!("mmap_read={mmap}")), "{out}");
+        assert!(out.contains(&format!("verify_checksums={verify}")), "{out}");
         assert!(line(&out, "readrandom").ends_with("(1000 of 1000 found)"));
         assert!(line(&out, "seekrandom").ends_with("(1000 of 1000 found)"));
     }

@@ -44,6 +44,13 @@ pub(crate) struct Pos {
     at: usize,
 }
 
+/// The entries of block `block` (holding `len`) that `[from, to)` covers.
+fn covered(block: usize, len: usize, from: Pos, to: Pos) -> std::ops::Range<usize> {
+    let start = if block == from.block { from.at } else { 0 };
+    let end = if block == to.block { to.at } else { len };
+    start..end
+}
+
 /// One block: its entries (never empty), and beside them, so that a
 /// search or a scan of the blocks reads no entry, the last one's key and
 /// their summary.
@@ -262,17 +269,12 @@ impl<E: Entry> Blocks<E> {
             let Some(b) = self.blocks.get_mut(block) else {
                 continue;
             };
-            let start = if block == from.block { from.at } else { 0 };
-            let end = if block == to.block {
-                to.at
-            } else {
-                b.entries.len()
-            };
-            if start >= end {
+            let range = covered(block, b.entries.len(), from, to);
+            if range.is_empty() {
                 continue;
             }
-            b.entries.drain(start..end);
-            removed += end - start;
+            removed += range.len();
+            b.entries.drain(range);
             self.fix(block);
         }
         self.len -= removed;
@@ -287,16 +289,11 @@ impl<E: Entry> Blocks<E> {
             let Some(b) = self.blocks.get_mut(block) else {
                 continue;
             };
-            let start = if block == from.block { from.at } else { 0 };
-            let end = if block == to.block {
-                to.at
-            } else {
-                b.entries.len()
-            };
-            if start >= end {
+            let range = covered(block, b.entries.len(), from, to);
+            if range.is_empty() {
                 continue;
             }
-            b.entries[start..end].iter_mut().for_each(&mut edit);
+            b.entries[range].iter_mut().for_each(&mut edit);
             b.refresh();
         }
     }
