@@ -235,7 +235,9 @@ impl RunIterator {
     /// A cursor for a compaction's input run: blocks not in the cache are
     /// read `readahead` bytes at a time and stay out of it
     /// ([`Table::iter_readahead`]); with `readahead` 0, or `fill_cache`,
-    /// block by block as [`RunIterator::new`].
+    /// block by block as [`RunIterator::new`]. Either way it is not a
+    /// query (`TableIterator::for_compaction`): every block's checksum is
+    /// verified and its cache lookups are not counted.
     pub fn compaction_input(
         files: Arc<Vec<Arc<FileMeta>>>,
         loader: Arc<TableCache>,
