@@ -3,10 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::path::Path;
 use std::sync::Arc;
 
 use lamina::vfs::mem::MemFs;
 use lamina::{Db, Options};
+use rand::rngs::StdRng;
+use rand::Rng;
 
 /// Options that make flushes and compactions happen after a few hundred writes.
 pub fn tiny_options(fs: &MemFs) -> Options {
@@ -158,4 +161,15 @@ pub fn compressed_blocks(fs: &MemFs) -> u64 {
                 .compressed_blocks
         })
         .sum()
+}
+
+/// A copy of `fs` with one random bit of `path` (`len` bytes long)
+/// flipped, and the offset of the byte it flipped.
+pub fn flip_random_bit(fs: &MemFs, rng: &mut StdRng, path: &Path, len: u64) -> (MemFs, u64) {
+    let clone = fs.crash_clone(rng, 1.0);
+    let offset = rng.gen_range(0..len);
+    clone
+        .corrupt_byte(path, offset, 1 << rng.gen_range(0..8))
+        .unwrap();
+    (clone, offset)
 }

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
-use common::{key, tiny_options};
+use common::{flip_random_bit, key, tiny_options};
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
 use lamina::{Db, SyncMode};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 fn files(fs: &MemFs, suffix: &str) -> Vec<String> {
     fs.file_names(Path::new("/db"))
@@ -48,11 +48,7 @@ fn flipped_sst_bytes_never_yield_a_wrong_value() {
         let path = Path::new("/db").join(name);
         let len = fs.read_all(&path).unwrap().len() as u64;
         for _ in 0..6 {
-            let clone = fs.crash_clone(&mut rng, 1.0);
-            let offset = rng.gen_range(0..len);
-            clone
-                .corrupt_byte(&path, offset, 1 << rng.gen_range(0..8))
-                .unwrap();
+            let (clone, offset) = flip_random_bit(&fs, &mut rng, &path, len);
             let db = match Db::open("/db", tiny_options(&clone)) {
                 Ok(db) => db,
                 Err(e) => {

@@ -14,12 +14,12 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{dump, key};
+use common::{dump, flip_random_bit, key};
 use lamina::vfs::mem::MemFs;
 use lamina::vfs::Vfs;
 use lamina::{Db, Options};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 /// Keys of the older run; the newer one overwrites the even ones.
 const N: u64 = 400;
@@ -145,11 +145,7 @@ fn unverified_reads_of_flipped_bytes_never_panic() {
     for path in ssts(&fs) {
         let len = fs.read_all(&path).unwrap().len() as u64;
         for _ in 0..40 {
-            let clone = fs.crash_clone(&mut rng, 1.0);
-            let offset = rng.gen_range(0..len);
-            clone
-                .corrupt_byte(&path, offset, 1 << rng.gen_range(0..8))
-                .unwrap();
+            let (clone, offset) = flip_random_bit(&fs, &mut rng, &path, len);
             flips += 1;
             let what = format!("{}@{offset}", path.display());
             let db = match Db::open("/db", options(&clone, false)) {
