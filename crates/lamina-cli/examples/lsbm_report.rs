@@ -4,8 +4,9 @@
 //! writes `DIR/summary.json`, `DIR/results.md` and one chart per figure
 //! (`DIR/fig-DIST-{hit_ratio,read_qps,db_mb}.svg`, one curve per system).
 //!
-//! Usage: `lsbm_report DIR WARMUP_SECONDS SYSTEM,... DIST,...`. Means skip
-//! the first `WARMUP_SECONDS` of each series (the cache fills from cold).
+//! Usage: `lsbm_report DIR SKIP_SECONDS SYSTEM,... DIST,...`. Means skip
+//! the first `SKIP_SECONDS` of each series (while a cold cache fills, or
+//! while the readers settle after `--warm_up_seconds` ends).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -120,11 +121,11 @@ fn overall_hit_ratio(samples: &[&Sample]) -> Option<f64> {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir, warmup, systems, dists] = args.as_slice() else {
-        bail!("usage: lsbm_report DIR WARMUP_SECONDS SYSTEM,... DIST,...");
+    let [dir, skip, systems, dists] = args.as_slice() else {
+        bail!("usage: lsbm_report DIR SKIP_SECONDS SYSTEM,... DIST,...");
     };
     let dir = Path::new(dir);
-    let warmup: f64 = warmup.parse().context("WARMUP_SECONDS")?;
+    let skip: f64 = skip.parse().context("SKIP_SECONDS")?;
     let systems: Vec<&str> = systems.split(',').collect();
     let dists: Vec<&str> = dists.split(',').collect();
     let mut summary: BTreeMap<String, BTreeMap<String, BTreeMap<&str, f64>>> = BTreeMap::new();
@@ -135,10 +136,10 @@ fn main() -> Result<()> {
         let mut charts: [Vec<Curve>; 3] = Default::default();
         for system in &systems {
             let series = read_series(&dir.join(format!("{system}-{dist}.csv")))?;
-            let steady: Vec<&Sample> = series.iter().filter(|s| s.second > warmup).collect();
+            let steady: Vec<&Sample> = series.iter().filter(|s| s.second > skip).collect();
             let (first, last) = match (steady.first(), steady.last()) {
                 (Some(f), Some(l)) => (*f, *l),
-                _ => bail!("{system}-{dist}: no sample after {warmup} s"),
+                _ => bail!("{system}-{dist}: no sample after {skip} s"),
             };
             let ratios: Vec<f64> = steady.iter().filter_map(|s| s.hit_ratio).collect();
             let (lowest, sd, below) = flatness(&ratios);

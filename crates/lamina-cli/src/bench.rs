@@ -205,6 +205,12 @@ pub struct BenchArgs {
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
+    /// mixedhot: seconds the same workload runs first, unrecorded and with
+    /// the emulated disk's latency (--read_miss_latency_us) off, so that the
+    /// recorded part starts with a warm cache and a tree already changing
+    /// at the write rate (seed 002 reports a steady state).
+    #[arg(long = "warm_up_seconds", value_name = "SECONDS", default_value_t = 0)]
+    pub warm_up_seconds: u64,
     /// mixedhot: writes per second of its writer (uniform updates of
     /// [0, num)); 0 runs no writer.
     #[arg(long = "write_rate", value_name = "N", default_value_t = 1000)]
@@ -362,10 +368,9 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     println!("DB path: [{}]", args.db.display());
     println!("------------------------------------------------");
     let db = Db::open(&args.db, opts).with_context(|| format!("opening {}", args.db.display()))?;
-    // The emulated disk's latency is off while a fill loads the data.
-    let emulate = |name: &str| {
+    let emulate = |on: bool| {
         if let Some(slow) = &slow {
-            slow.set_enabled(!name.starts_with("fill"));
+            slow.set_enabled(on);
         }
     };
     run_benchmarks(
@@ -375,6 +380,13 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         &|| print_stats(&db.stats()),
         &emulate,
     )?;
+    if let Some(slow) = &slow {
+        println!(
+            "emulated disk: {} reads paid {} us each",
+            slow.seeks(),
+            args.read_miss_latency_us
+        );
+    }
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(&db.stats())?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -491,21 +503,23 @@ fn run_leveldb(_: &BenchArgs, _: &[&str]) -> Result<()> {
 }
 
 /// Runs `benchmarks` in order on `store`; `stats` calls `print_stats`,
-/// `starting` is told each benchmark's name before it runs.
+/// `emulate_disk` turns the emulated disk's latency on or off (a no-op
+/// where there is none).
 fn run_benchmarks(
     args: &BenchArgs,
     benchmarks: &[&str],
     store: &dyn Store,
     print_stats: &dyn Fn(),
-    starting: &dyn Fn(&str),
+    emulate_disk: &(dyn Fn(bool) + Sync),
 ) -> Result<()> {
-    let bench = Bench::new(args, store);
+    let bench = Bench::new(args, store, emulate_disk);
     for &name in benchmarks {
         if name == "stats" {
             print_stats();
             continue;
         }
-        starting(name);
+        // The emulated disk's latency is off while a fill loads the data.
+        emulate_disk(!name.starts_with("fill"));
         let report = bench.run(name)?;
         report.print(name);
     }
@@ -621,6 +635,7 @@ impl Report {
 struct Bench<'a> {
     args: &'a BenchArgs,
     db: &'a dyn Store,
+    emulate_disk: &'a (dyn Fn(bool) + Sync),
     reads: u64,
     pool: Vec<u8>,
     /// Threads started so far; like db_bench, every thread of every
@@ -643,10 +658,15 @@ enum Work {
 }
 
 impl<'a> Bench<'a> {
-    fn new(args: &'a BenchArgs, db: &'a dyn Store) -> Bench<'a> {
+    fn new(
+        args: &'a BenchArgs,
+        db: &'a dyn Store,
+        emulate_disk: &'a (dyn Fn(bool) + Sync),
+    ) -> Bench<'a> {
         Bench {
             args,
             db,
+            emulate_disk,
             reads: args.reads.unwrap_or(args.num),
             pool: compressible_value_pool(args.seed, args.value_size, args.compression_ratio),
             threads_started: AtomicU64::new(0),
@@ -903,6 +923,23 @@ impl<'a> Bench<'a> {
             next_value: &next_value,
             timeseries: self.args.timeseries.as_deref(),
         };
+        if self.args.warm_up_seconds > 0 {
+            (self.emulate_disk)(false);
+            let warm = crate::mixedhot::MixedHot {
+                duration: std::time::Duration::from_secs(self.args.warm_up_seconds),
+                // Other keys than the recorded part's, which then does not
+                // replay the warm-up's reads and writes.
+                seed: self.args.seed.wrapping_add(1 << 32),
+                timeseries: None,
+                ..work
+            };
+            let t = warm.run(self.db, &|| self.db.stats())?;
+            eprintln!(
+                "mixedhot warm-up (not recorded, no emulated latency): {} reads and {} writes in {:.1} s",
+                t.reads, t.writes, t.seconds
+            );
+            (self.emulate_disk)(true);
+        }
         let totals = work.run(self.db, &|| self.db.stats())?;
         eprintln!(
             "mixedhot: {} reads and {} writes in {:.1} s",

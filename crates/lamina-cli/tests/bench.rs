@@ -256,6 +256,47 @@ fn mixedhot_writes_a_per_second_series() {
     assert!(!ok && err.contains("rangehot"), "{err}");
 }
 
+/// `--warm_up_seconds` runs `mixedhot` unrecorded first, with the emulated disk's
+/// latency off: the series covers the recorded seconds only, and with a
+/// cache that holds every block and no writer, the recorded part reads
+/// nothing from the emulated disk, where the same run without a warm-up
+/// pays for its cold cache.
+#[test]
+fn mixedhot_warm_up_is_unrecorded_and_warms_the_cache() {
+    let run = |warm_up: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let series = dir.path().join("series.csv");
+        let (ok, out, err) = bench(
+            dir.path(),
+            &[
+                "--benchmarks=fillseq,mixedhot",
+                "--num=2000",
+                "--write_buffer_size=65536",
+                "--cache_size=8388608",
+                "--duration=1",
+                &format!("--warm_up_seconds={warm_up}"),
+                "--write_rate=0",
+                "--threads=2",
+                "--read_miss_latency_us=100",
+                &format!("--timeseries={}", series.display()),
+            ],
+        );
+        assert!(ok, "{err}");
+        let paid = line(&out, "emulated");
+        let paid: u64 = paid.split(' ').nth(2).unwrap().parse().unwrap();
+        let rows = std::fs::read_to_string(&series).unwrap().lines().count() - 1;
+        (paid, rows, err)
+    };
+    let (paid, rows, err) = run("2");
+    assert!(err.contains("mixedhot warm-up (not recorded"), "{err}");
+    assert_eq!(paid, 0, "a warm cache read from the emulated disk");
+    assert_eq!(rows, 1, "the series has the recorded second only");
+    let (paid, rows, err) = run("0");
+    assert!(!err.contains("warm-up"), "{err}");
+    assert!(paid > 0, "a cold cache read nothing from the emulated disk");
+    assert_eq!(rows, 1);
+}
+
 /// `--direct_io` reads through O_DIRECT and finds what it wrote; the
 /// header says so.
 #[test]
