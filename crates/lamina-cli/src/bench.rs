@@ -202,6 +202,12 @@ pub struct BenchArgs {
     #[arg(long = "verify_checksums", value_name = "BOOL", num_args = 0..=1,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksums: bool,
+    /// The largest chunk a scan reads ahead, in bytes
+    /// (`Options::max_scan_readahead_bytes`; RocksDB's
+    /// `max_auto_readahead_size`, also 256 KiB by default; 0: block by
+    /// block, as LevelDB). lamina only.
+    #[arg(long = "max_scan_readahead_bytes", value_name = "BYTES", default_value_t = 256 << 10)]
+    pub max_scan_readahead_bytes: usize,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
@@ -308,6 +314,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.mmap_reads = args.mmap_read;
     opts.scan_resistant_cache = args.scan_resistant_cache;
     opts.verify_checksums = args.verify_checksums;
+    opts.max_scan_readahead_bytes = args.max_scan_readahead_bytes;
     opts.compression = args.compression_type;
     opts.sync = if args.sync {
         SyncMode::Always
@@ -345,7 +352,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
          block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
          compaction_threads={} threads={} read_miss_latency_us={} direct_io={} mmap_read={} \
-         scan_resistant_cache={} verify_checksums={} compression={}",
+         scan_resistant_cache={} verify_checksums={} max_scan_readahead_bytes={} compression={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -363,6 +370,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.mmap_reads,
         opts.scan_resistant_cache,
         opts.verify_checksums,
+        opts.max_scan_readahead_bytes,
         opts.compression
     );
     println!("DB path: [{}]", args.db.display());
@@ -422,6 +430,10 @@ fn run_peer<S: Store>(
         (args.compaction_warm_up, "--compaction_warm_up"),
         (args.read_miss_latency_us > 0, "--read_miss_latency_us"),
         (args.direct_io, "--direct_io"),
+        (
+            args.max_scan_readahead_bytes != 256 << 10,
+            "--max_scan_readahead_bytes",
+        ),
     ] {
         if set {
             bail!("{flag} is lamina's; {engine} has no equivalent in this bench");
