@@ -221,6 +221,16 @@ pub struct BenchArgs {
     /// [0, num)); 0 runs no writer.
     #[arg(long = "write_rate", value_name = "N", default_value_t = 1000)]
     pub write_rate: u64,
+    /// readwhilewriting: bytes per second (keys and values) the writer may
+    /// write, db_bench's flag of the same name; 0: as fast as it can. The
+    /// unlimited writer of a faster engine takes more of the machine from
+    /// the readers, so readers compare like for like only at one rate.
+    #[arg(
+        long = "benchmark_write_rate_limit",
+        value_name = "BYTES",
+        default_value_t = 0
+    )]
+    pub benchmark_write_rate_limit: u64,
     /// mixedhot: how readers choose keys: rangehot[:FRACTION:SHARE] (a
     /// contiguous FRACTION of the keys gets SHARE of the reads; default
     /// 0.15:0.98, seed 002's RangeHot), zipfian:S or uniform.
@@ -973,19 +983,31 @@ impl<'a> Bench<'a> {
         let (writer, readers) = std::thread::scope(|s| {
             let writer = {
                 let (barrier, done) = (&barrier, &done);
-                s.spawn(move || -> Result<u64> {
+                s.spawn(move || -> Result<(u64, f64)> {
                     let num = self.args.num;
                     let mut rng = self.rng();
                     let mut key = key_buffer(self.args.key_size);
                     let mut values = ValueGen::new(&self.pool, self.args.value_size, 7919);
                     let mut writes = 0u64;
+                    let bytes_per_write = (self.args.key_size + self.args.value_size) as f64;
+                    let limit = self.args.benchmark_write_rate_limit as f64;
                     barrier.wait();
+                    let began = Instant::now();
                     while !done.load(Ordering::Relaxed) {
+                        if limit > 0.0 {
+                            // Paced: write until on schedule, then sleep a
+                            // little (a reader's finish stops it within 1 ms).
+                            let due = began.elapsed().as_secs_f64() * limit / bytes_per_write;
+                            if writes as f64 >= due {
+                                std::thread::sleep(std::time::Duration::from_millis(1));
+                                continue;
+                            }
+                        }
                         encode_key(&mut key, rng.next_u64() % num);
                         self.db.put(&key, values.next_value())?;
                         writes += 1;
                     }
-                    Ok(writes)
+                    Ok((writes, began.elapsed().as_secs_f64()))
                 })
             };
             let readers: Vec<_> = (0..threads)
@@ -1011,13 +1033,13 @@ impl<'a> Bench<'a> {
             (writer, readers)
         });
         bar.finish_and_clear();
-        let writes = writer.context("readwhilewriting writer")?;
+        let (writes, seconds) = writer.context("readwhilewriting writer")?;
         let stats = readers
             .into_iter()
             .collect::<Result<Vec<_>>>()
             .context("readwhilewriting readers")?;
         let report = Report::merge(&stats, true);
-        eprintln!("readwhilewriting: the writer did {writes} writes meanwhile");
+        eprintln!("readwhilewriting: the writer did {writes} writes meanwhile, in {seconds:.3} s");
         Ok(report)
     }
 }
