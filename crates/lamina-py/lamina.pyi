@@ -67,6 +67,7 @@ def open(
     mmap_reads: bool = False,
     scan_resistant_cache: bool = True,
     verify_checksums: bool = True,
+    max_scan_readahead_bytes: int = 256 << 10,
 ) -> Db:
     """Opens (by default creates) the database in directory `path`.
 

@@ -202,6 +202,12 @@ pub struct BenchArgs {
     #[arg(long = "verify_checksums", value_name = "BOOL", num_args = 0..=1,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksums: bool,
+    /// The largest chunk a scan reads ahead, in bytes
+    /// (`Options::max_scan_readahead_bytes`; RocksDB's
+    /// `max_auto_readahead_size`, also 256 KiB by default; 0: block by
+    /// block, as LevelDB). lamina only.
+    #[arg(long = "max_scan_readahead_bytes", value_name = "BYTES", default_value_t = 256 << 10)]
+    pub max_scan_readahead_bytes: usize,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
     pub duration: u64,
@@ -215,6 +221,16 @@ pub struct BenchArgs {
     /// [0, num)); 0 runs no writer.
     #[arg(long = "write_rate", value_name = "N", default_value_t = 1000)]
     pub write_rate: u64,
+    /// readwhilewriting: bytes per second (keys and values) the writer may
+    /// write, db_bench's flag of the same name; 0: as fast as it can. The
+    /// unlimited writer of a faster engine takes more of the machine from
+    /// the readers, so readers compare like for like only at one rate.
+    #[arg(
+        long = "benchmark_write_rate_limit",
+        value_name = "BYTES",
+        default_value_t = 0
+    )]
+    pub benchmark_write_rate_limit: u64,
     /// mixedhot: how readers choose keys: rangehot[:FRACTION:SHARE] (a
     /// contiguous FRACTION of the keys gets SHARE of the reads; default
     /// 0.15:0.98, seed 002's RangeHot), zipfian:S or uniform.
@@ -308,6 +324,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.mmap_reads = args.mmap_read;
     opts.scan_resistant_cache = args.scan_resistant_cache;
     opts.verify_checksums = args.verify_checksums;
+    opts.max_scan_readahead_bytes = args.max_scan_readahead_bytes;
     opts.compression = args.compression_type;
     opts.sync = if args.sync {
         SyncMode::Always
@@ -345,7 +362,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
          block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
          compaction_threads={} threads={} read_miss_latency_us={} direct_io={} mmap_read={} \
-         scan_resistant_cache={} verify_checksums={} compression={}",
+         scan_resistant_cache={} verify_checksums={} max_scan_readahead_bytes={} compression={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
@@ -363,6 +380,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.mmap_reads,
         opts.scan_resistant_cache,
         opts.verify_checksums,
+        opts.max_scan_readahead_bytes,
         opts.compression
     );
     println!("DB path: [{}]", args.db.display());
@@ -422,6 +440,10 @@ fn run_peer<S: Store>(
         (args.compaction_warm_up, "--compaction_warm_up"),
         (args.read_miss_latency_us > 0, "--read_miss_latency_us"),
         (args.direct_io, "--direct_io"),
+        (
+            args.max_scan_readahead_bytes != 256 << 10,
+            "--max_scan_readahead_bytes",
+        ),
     ] {
         if set {
             bail!("{flag} is lamina's; {engine} has no equivalent in this bench");
@@ -961,19 +983,31 @@ impl<'a> Bench<'a> {
         let (writer, readers) = std::thread::scope(|s| {
             let writer = {
                 let (barrier, done) = (&barrier, &done);
-                s.spawn(move || -> Result<u64> {
+                s.spawn(move || -> Result<(u64, f64)> {
                     let num = self.args.num;
                     let mut rng = self.rng();
                     let mut key = key_buffer(self.args.key_size);
                     let mut values = ValueGen::new(&self.pool, self.args.value_size, 7919);
                     let mut writes = 0u64;
+                    let bytes_per_write = (self.args.key_size + self.args.value_size) as f64;
+                    let limit = self.args.benchmark_write_rate_limit as f64;
                     barrier.wait();
+                    let began = Instant::now();
                     while !done.load(Ordering::Relaxed) {
+                        if limit > 0.0 {
+                            // Paced: write until on schedule, then sleep a
+                            // little (a reader's finish stops it within 1 ms).
+                            let due = began.elapsed().as_secs_f64() * limit / bytes_per_write;
+                            if writes as f64 >= due {
+                                std::thread::sleep(std::time::Duration::from_millis(1));
+                                continue;
+                            }
+                        }
                         encode_key(&mut key, rng.next_u64() % num);
                         self.db.put(&key, values.next_value())?;
                         writes += 1;
                     }
-                    Ok(writes)
+                    Ok((writes, began.elapsed().as_secs_f64()))
                 })
             };
             let readers: Vec<_> = (0..threads)
@@ -999,13 +1033,13 @@ impl<'a> Bench<'a> {
             (writer, readers)
         });
         bar.finish_and_clear();
-        let writes = writer.context("readwhilewriting writer")?;
+        let (writes, seconds) = writer.context("readwhilewriting writer")?;
         let stats = readers
             .into_iter()
             .collect::<Result<Vec<_>>>()
             .context("readwhilewriting readers")?;
         let report = Report::merge(&stats, true);
-        eprintln!("readwhilewriting: the writer did {writes} writes meanwhile");
+        eprintln!("readwhilewriting: the writer did {writes} writes meanwhile, in {seconds:.3} s");
         Ok(report)
     }
 }

@@ -297,6 +297,51 @@ fn mixedhot_warm_up_is_unrecorded_and_warms_the_cache() {
     assert_eq!(rows, 1);
 }
 
+/// readwhilewriting's writer writes as fast as it can, or at most
+/// `--benchmark_write_rate_limit` bytes of keys and values per second: the
+/// paced writer's count stays within the rate times its own running time
+/// (plus the one write a pace allows ahead), where the unpaced one goes far
+/// beyond it. The readers find every key (the writer only overwrites).
+#[test]
+fn readwhilewriting_paces_its_writer() {
+    let run = |limit: &str| -> (f64, f64) {
+        let dir = tempfile::tempdir().unwrap();
+        let (ok, out, err) = bench(
+            dir.path(),
+            &[
+                "--benchmarks=fillseq,readwhilewriting",
+                "--num=2000",
+                "--reads=200000",
+                "--write_buffer_size=65536",
+                &format!("--benchmark_write_rate_limit={limit}"),
+            ],
+        );
+        assert!(ok, "{err}");
+        assert!(
+            line(&out, "readwhilewriting").ends_with("(200000 of 200000 found)"),
+            "{out}"
+        );
+        // "readwhilewriting: the writer did N writes meanwhile, in S s"
+        let said = err
+            .lines()
+            .find(|l| l.starts_with("readwhilewriting: the writer did"))
+            .unwrap_or_else(|| panic!("{err}"));
+        let words: Vec<&str> = said.split_whitespace().collect();
+        (words[4].parse().unwrap(), words[8].parse().unwrap())
+    };
+    // 116 bytes a write (16-byte keys, 100-byte values): 100 writes/s.
+    let (writes, seconds) = run("11600");
+    assert!(
+        writes <= 100.0 * seconds + 1.0,
+        "{writes} writes in {seconds} s"
+    );
+    let (writes, seconds) = run("0");
+    assert!(
+        writes > 100.0 * seconds + 1.0,
+        "{writes} writes in {seconds} s"
+    );
+}
+
 /// `--direct_io` reads through O_DIRECT and finds what it wrote; the
 /// header says so.
 #[test]

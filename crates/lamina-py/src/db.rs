@@ -62,6 +62,7 @@ const OPTION_NAMES: &[&str] = &[
     "mmap_reads",
     "scan_resistant_cache",
     "verify_checksums",
+    "max_scan_readahead_bytes",
 ];
 
 /// The value of keyword `name`; a wrong type names the keyword.
@@ -145,6 +146,7 @@ fn options(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Options> {
             "mmap_reads" => o.mmap_reads = kwarg(&name, v)?,
             "scan_resistant_cache" => o.scan_resistant_cache = kwarg(&name, v)?,
             "verify_checksums" => o.verify_checksums = kwarg(&name, v)?,
+            "max_scan_readahead_bytes" => o.max_scan_readahead_bytes = kwarg(&name, v)?,
             other => {
                 return Err(PyTypeError::new_err(format!(
                     "open() got an unexpected keyword argument '{other}' (options: {})",

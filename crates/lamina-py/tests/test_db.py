@@ -283,6 +283,7 @@ def test_options_are_checked(db_path):
         mmap_reads=True,
         scan_resistant_cache=False,
         verify_checksums=False,
+        max_scan_readahead_bytes=1 << 15,
     )
     with lamina.open(db_path, **opts) as db:
         assert db.compaction.startswith("tiered")

@@ -244,6 +244,15 @@ pub struct Options {
     /// new file. A per-open setting, as lamina has no per-read options:
     /// not persisted in the OPTIONS file.
     pub verify_checksums: bool,
+    /// The largest chunk a scan reads ahead, in bytes (256 KiB by default,
+    /// RocksDB's `max_auto_readahead_size`; 0: scans read block by block).
+    /// A query's iterator that steps forward into two blocks of a table in
+    /// a row reads the blocks after it in chunks of 16 KiB, doubling per
+    /// read up to this: one system call (one seek on a disk) per chunk
+    /// instead of one per block. Point reads and seeks are unchanged;
+    /// mapped tables (`mmap_reads`) rely on the kernel's readahead. A
+    /// per-open setting, not persisted.
+    pub max_scan_readahead_bytes: usize,
     /// Set by [`OptionsBuilder::from_stored_options`]: the fields the
     /// builder set; `Db::open` takes every other stored field from the
     /// database's newest OPTIONS file. `None`: these options are used as
@@ -397,6 +406,7 @@ impl Default for Options {
             mmap_reads: false,
             scan_resistant_cache: true,
             verify_checksums: true,
+            max_scan_readahead_bytes: 256 << 10,
             explicit: None,
         }
     }
@@ -469,7 +479,8 @@ macro_rules! setters {
 
 /// Calls `$m!` with every option that describes the database (all but the
 /// per-open `vfs`, `create_if_missing`, `read_only`, `mmap_reads`,
-/// `scan_resistant_cache` and `verify_checksums`): the builder's
+/// `scan_resistant_cache`, `verify_checksums` and
+/// `max_scan_readahead_bytes`): the builder's
 /// setters and the OPTIONS file (`options_file.rs`) are generated from
 /// this one list, so a new option cannot be left out of either.
 macro_rules! with_database_options {
@@ -512,6 +523,7 @@ setters! {
     mmap_reads: bool,
     scan_resistant_cache: bool,
     verify_checksums: bool,
+    max_scan_readahead_bytes: usize,
 }
 
 impl OptionsBuilder {

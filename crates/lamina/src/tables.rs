@@ -39,6 +39,9 @@ pub struct TableCache {
     /// Queries verify the checksums of the data blocks they read from the
     /// files ([`crate::Options::verify_checksums`]).
     verify_checksums: bool,
+    /// The largest chunk a query's scan reads ahead
+    /// ([`crate::Options::max_scan_readahead_bytes`]).
+    max_scan_readahead: usize,
     /// Keyed by file number with FxHash: every get and seek looks its
     /// tables up here: SipHash made a lookup 238 instructions, about 5% of
     /// a point read (callgrind); FxHash, 95.
@@ -61,6 +64,7 @@ impl TableCache {
             mmap_reads: false,
             scan_resistant: false,
             verify_checksums: true,
+            max_scan_readahead: 0,
             open: std::array::from_fn(|_| RwLock::new(FxHashMap::default())),
         }
     }
@@ -84,6 +88,14 @@ impl TableCache {
     /// default). Compaction inputs always do.
     pub fn with_verify_checksums(mut self, on: bool) -> Self {
         self.verify_checksums = on;
+        self
+    }
+
+    /// The largest chunk a query's scan reads ahead
+    /// ([`crate::Options::max_scan_readahead_bytes`]; 0, the default here:
+    /// block by block).
+    pub fn with_max_scan_readahead(mut self, bytes: usize) -> Self {
+        self.max_scan_readahead = bytes;
         self
     }
 
@@ -132,6 +144,7 @@ impl TableCache {
             self.cache.clone(),
             Arc::clone(&self.stats),
             self.verify_checksums,
+            self.max_scan_readahead,
         )?;
         learn_range_tombstones(meta, &table);
         Ok(Arc::clone(shard.write().entry(meta.id).or_insert(table)))

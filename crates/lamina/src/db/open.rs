@@ -79,7 +79,8 @@ impl Db {
             TableCache::new(Arc::clone(&vfs), dir.clone(), cache, Arc::clone(&io))
                 .with_mmap_reads(opts.mmap_reads)
                 .with_scan_resistant_cache(opts.scan_resistant_cache)
-                .with_verify_checksums(opts.verify_checksums),
+                .with_verify_checksums(opts.verify_checksums)
+                .with_max_scan_readahead(opts.max_scan_readahead_bytes),
         );
 
         let recovered = manifest::recover(vfs.as_ref(), &dir)?;

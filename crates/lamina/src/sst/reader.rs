@@ -70,6 +70,8 @@ pub struct Table {
     /// file ([`crate::Options::verify_checksums`]); compaction inputs and
     /// the metadata blocks always do.
     verify_checksums: bool,
+    /// The largest chunk a query's scan reads ahead (0: none).
+    max_scan_readahead: usize,
 }
 
 impl fmt::Debug for Table {
@@ -163,7 +165,7 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<IoStats>,
     ) -> Result<Arc<Table>> {
-        Table::open_mapped(file, None, file_id, file_name, cache, stats, true)
+        Table::open_mapped(file, None, file_id, file_name, cache, stats, true, 0)
     }
 
     /// [`Table::open`] with `map`, the file mapped read-only (see
@@ -172,6 +174,10 @@ impl Table {
     /// blocks are read with `pread` either way (once, at open), and always
     /// verified; queries verify the data blocks they read from the file
     /// only if `verify_checksums` ([`crate::Options::verify_checksums`]).
+    /// A query's scan reads ahead in chunks of up to `max_scan_readahead`
+    /// bytes ([`crate::Options::max_scan_readahead_bytes`]; 0: block by
+    /// block).
+    #[allow(clippy::too_many_arguments)]
     pub fn open_mapped(
         file: Arc<dyn RandomAccessFile>,
         map: Option<Arc<Mapping>>,
@@ -180,6 +186,7 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<IoStats>,
         verify_checksums: bool,
+        max_scan_readahead: usize,
     ) -> Result<Arc<Table>> {
         let len = file.len();
         if map.as_ref().is_some_and(|m| m.bytes().len() as u64 != len) {
@@ -266,6 +273,7 @@ impl Table {
             props,
             range_tombstones,
             verify_checksums,
+            max_scan_readahead,
         }))
     }
 
@@ -395,31 +403,64 @@ impl Table {
         Ok(Arc::new(if verify { block } else { block.unverified() }))
     }
 
-    /// Data block `idx` for a sequential reader (a compaction's input): from
-    /// the cache if it holds the block, else from `ahead`'s buffer, refilled
-    /// with one read of up to `ahead.size` bytes of consecutive data blocks
-    /// when the block is not in it. Blocks read so do not enter the cache,
-    /// and its lookups do not count in the queries' hit/miss statistics.
-    /// Every block is verified, whatever queries do: a cached block a query
-    /// read unverified is read again (a merge never writes corrupt data
-    /// out as if it were good).
-    fn data_block_ahead(&self, idx: usize, ahead: &mut Readahead) -> Result<Arc<Block>> {
+    /// Data block `idx` for a sequential reader: from the cache if it holds
+    /// the block, else from `ahead`'s buffer, refilled with one read of up
+    /// to `ahead.size` bytes of consecutive data blocks when the block is
+    /// not in it (then `ahead.size` doubles, up to `ahead.max`). `fill` and
+    /// `query` as for [`Table::data_block`]: a compaction's input passes
+    /// `Fill::Skip` and is no query, so its blocks stay out of the cache and
+    /// of the queries' statistics, and every block is verified whatever
+    /// queries do (a cached block a query read unverified is read again: a
+    /// merge never writes corrupt data out as if it were good); a long
+    /// scan's blocks enter the cache and count as a query's would.
+    fn data_block_ahead(
+        &self,
+        idx: usize,
+        ahead: &mut Readahead,
+        fill: Fill,
+        query: bool,
+    ) -> Result<Arc<Block>> {
         let handle = self
             .index
             .handle(idx)
             .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
+        let verify = self.verify_checksums || !query;
         if let Some(b) = self
             .cache
             .as_ref()
             .and_then(|c| c.get(self.file_id, handle.offset))
-            .filter(|b| b.checksum_verified())
+            .filter(|b| !verify || b.checksum_verified())
         {
+            self.count_data_lookup(true, query);
             return Ok(b);
         }
-        if self.map.is_some() {
+        self.count_data_lookup(false, query);
+        let block = if self.map.is_some() {
             // A mapped file needs no buffer: the kernel reads ahead itself.
-            return self.read_block(handle, Vec::new(), true);
+            self.read_block(handle, Vec::new(), verify)?
+        } else {
+            self.read_ahead(idx, handle, ahead, verify)?
+        };
+        if let Some(cache) = &self.cache {
+            match fill {
+                Fill::Hot => cache.insert(self.file_id, handle.offset, block.clone()),
+                Fill::Cold => cache.insert_cold(self.file_id, handle.offset, block.clone()),
+                Fill::Skip => {}
+            }
         }
+        Ok(block)
+    }
+
+    /// The block at `handle` (block `idx`) from `ahead`'s buffer, which is
+    /// refilled first if it does not hold the whole block; checked if
+    /// `verify`, else marked unverified.
+    fn read_ahead(
+        &self,
+        idx: usize,
+        handle: BlockHandle,
+        ahead: &mut Readahead,
+        verify: bool,
+    ) -> Result<Arc<Block>> {
         let total = raw_len(&self.file_name, handle)?;
         let end = handle.offset.saturating_add(total as u64);
         let held = ahead.start..ahead.start.saturating_add(ahead.buf.len() as u64);
@@ -447,6 +488,7 @@ impl Table {
             ahead.buf.resize(want, 0);
             self.file.read_exact_at(&mut ahead.buf, handle.offset)?;
             ahead.start = handle.offset;
+            ahead.size = ahead.size.saturating_mul(2).min(ahead.max);
             self.stats.bytes_read.add(want as u64);
         }
         let at = usize::try_from(handle.offset - ahead.start).unwrap_or(usize::MAX);
@@ -456,12 +498,14 @@ impl Table {
             .ok_or_else(|| self.corrupt_block(idx, "block outside its readahead"))?;
         self.stats.blocks_read.inc();
         THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
-        let contents = block_contents(raw)
-            .map_err(|r| Error::corruption(self.file_name.as_str(), handle.offset, r))?
-            .into_owned();
-        Ok(Arc::new(Block::new(contents).map_err(|r| {
-            Error::corruption(self.file_name.as_str(), handle.offset, r)
-        })?))
+        let bad = |r| Error::corruption(self.file_name.as_str(), handle.offset, r);
+        let (stored, kind) = split_block(raw, verify).map_err(bad)?;
+        let mut contents = Vec::new();
+        if !decompress_into(kind, stored, &mut contents).map_err(bad)? {
+            contents.extend_from_slice(stored);
+        }
+        let block = Block::new(contents).map_err(bad)?;
+        Ok(Arc::new(if verify { block } else { block.unverified() }))
     }
 
     /// Index of the first block whose last key is `>= target` (== number of
@@ -640,11 +684,7 @@ impl Table {
     pub fn iter_readahead(self: &Arc<Self>, readahead: usize) -> TableIterator {
         let mut it = TableIterator::new(self.clone(), false, None);
         it.query = false;
-        it.readahead = Some(Readahead {
-            size: readahead,
-            start: 0,
-            buf: Vec::new(),
-        });
+        it.readahead = Some(Readahead::new(readahead, readahead));
         it
     }
 
@@ -893,11 +933,65 @@ fn check_index_against_props(
 
 /// The bytes a sequential reader read ahead of the block it needs.
 struct Readahead {
-    /// Bytes per read.
+    /// Bytes of the next read.
     size: usize,
+    /// Bytes per read at most: each read doubles `size` up to this.
+    max: usize,
     /// File offset of `buf`'s first byte.
     start: u64,
     buf: Vec<u8>,
+}
+
+impl Readahead {
+    fn new(size: usize, max: usize) -> Readahead {
+        Readahead {
+            size,
+            max,
+            start: 0,
+            buf: Vec::new(),
+        }
+    }
+}
+
+/// A query's iterator that steps forward into [`SCAN_AHEAD_AFTER`] blocks
+/// in a row is a long scan: from then on it reads its blocks ahead in
+/// chunks of 16 KiB, doubling per read up to the table's
+/// `max_scan_readahead` (256 KiB by default; RocksDB's automatic readahead
+/// for iterators), one system call (one seek on a disk) per chunk instead
+/// of one per block. A seek and a few steps read single blocks as before.
+/// The buffer lives as long as the iterator: at most one chunk per table a
+/// scan has open.
+#[derive(Default)]
+struct ScanAhead {
+    /// Blocks entered in a row by stepping forward from the previous one.
+    streak: u32,
+    ahead: Option<Readahead>,
+}
+
+/// Blocks a query's iterator steps forward into before it reads ahead.
+const SCAN_AHEAD_AFTER: u32 = 2;
+/// A scan's first readahead, in bytes.
+const SCAN_AHEAD_FIRST: usize = 16 << 10;
+
+impl ScanAhead {
+    /// Called for every block the iterator loads (`follows`: stepped forward
+    /// into the block after the previous one); the readahead to read it
+    /// through, if the scan is long enough and `max` (the largest chunk)
+    /// is not 0.
+    fn on_load(&mut self, follows: bool, max: usize) -> Option<&mut Readahead> {
+        if !follows || max == 0 {
+            self.streak = 0;
+            return None;
+        }
+        self.streak = self.streak.saturating_add(1);
+        if self.streak < SCAN_AHEAD_AFTER {
+            return None;
+        }
+        Some(
+            self.ahead
+                .get_or_insert_with(|| Readahead::new(SCAN_AHEAD_FIRST.min(max), max)),
+        )
+    }
 }
 
 /// How a block read from the file enters the block cache.
@@ -921,6 +1015,8 @@ pub struct TableIterator {
     cold_steps: bool,
     /// Set for a compaction's input ([`Table::iter_readahead`]).
     readahead: Option<Readahead>,
+    /// A query's own readahead once it scans (not on a mapped table).
+    scan_ahead: ScanAhead,
     /// A query's iterator: its cache lookups count in the hit and miss
     /// statistics (a compaction input's do not).
     query: bool,
@@ -958,6 +1054,7 @@ impl TableIterator {
             fill_cache,
             cold_steps: false,
             readahead: None,
+            scan_ahead: ScanAhead::default(),
             query: true,
             block_idx: 0,
             iter: None,
@@ -971,6 +1068,7 @@ impl TableIterator {
     /// `stepping`: the iterator moves into it from a neighbouring block
     /// (a scan), rather than positioning on it by a seek.
     fn load_block(&mut self, idx: usize, stepping: bool) -> Result<bool> {
+        let follows = stepping && Some(idx) == self.block_idx.checked_add(1);
         self.iter = None;
         self.block_idx = idx;
         self.pruned = false;
@@ -985,14 +1083,21 @@ impl TableIterator {
             }
         }
         let block = match &mut self.readahead {
-            Some(ahead) => self.table.data_block_ahead(idx, ahead)?,
+            Some(ahead) => self
+                .table
+                .data_block_ahead(idx, ahead, Fill::Skip, self.query)?,
             None => {
                 let fill = match (self.fill_cache, stepping && self.cold_steps) {
                     (false, _) => Fill::Skip,
                     (true, false) => Fill::Hot,
                     (true, true) => Fill::Cold,
                 };
-                self.table.data_block(idx, fill, self.query)?
+                let scanning = self.query && self.table.map.is_none();
+                let max = self.table.max_scan_readahead;
+                match self.scan_ahead.on_load(follows && scanning, max) {
+                    Some(ahead) => self.table.data_block_ahead(idx, ahead, fill, true)?,
+                    None => self.table.data_block(idx, fill, self.query)?,
+                }
             }
         };
         self.iter = Some(BlockIter::new(block));

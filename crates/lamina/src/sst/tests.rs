@@ -186,6 +186,7 @@ fn round_trip(
             Some(cache.clone()),
             stats.clone(),
             true,
+            0,
         )
         .unwrap()
     } else {
@@ -479,6 +480,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
         None,
         Arc::new(IoStats::default()),
         true,
+        0,
     );
     check_damaged_table(mapped, data, must_fail, &format!("{what} (mapped)"));
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
@@ -1102,7 +1104,7 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
     let cache = BlockCache::new(1 << 20);
     let table = |verify: bool| {
         let (file, cache, stats) = (file.clone(), cache.clone(), stats.clone());
-        Table::open_mapped(file, None, 3, "m.sst".into(), Some(cache), stats, verify).unwrap()
+        Table::open_mapped(file, None, 3, "m.sst".into(), Some(cache), stats, verify, 0).unwrap()
     };
     let (unverified, verified) = (table(false), table(true));
     let walk = |it: &mut TableIterator| -> Result<usize> {
@@ -1217,4 +1219,124 @@ fn damaged_compressed_blocks_behind_valid_checksums_are_errors() {
             }
         }
     }
+}
+
+/// A query's iterator that steps forward through blocks reads ahead by
+/// itself (RocksDB's automatic readahead): the scan yields the table's
+/// entries, reads every block once and caches each as a block-by-block
+/// scan does, in far fewer reads of the file than blocks; the cache's
+/// hit/miss counters count one lookup per block as before. A seek followed
+/// by a step reads single blocks. With checks on, a flipped byte past the
+/// first chunk is reported; with checks off, the scan reads it unnoticed
+/// (as without readahead), never panicking.
+#[test]
+fn a_long_scan_reads_ahead_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let data = random_data(&mut rng, 4000);
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    write_table(dir.path(), "s.sst", opts, &data);
+    let bytes = std::fs::read(dir.path().join("s.sst")).unwrap();
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = data
+        .iter()
+        .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()))
+        .collect();
+    let open = |bytes: Vec<u8>, verify: bool| {
+        let file = Arc::new(CountingFile(VecFile(bytes), Default::default()));
+        let stats = Arc::new(IoStats::default());
+        let cache = BlockCache::new(8 << 20);
+        let table = Table::open_mapped(
+            file.clone(),
+            None,
+            1,
+            "s.sst".into(),
+            Some(cache.clone()),
+            stats.clone(),
+            verify,
+            256 << 10,
+        )
+        .unwrap();
+        (file, stats, cache, table)
+    };
+    let reads = |f: &CountingFile| f.1.load(std::sync::atomic::Ordering::Relaxed);
+    let data_block = IoStats::kind_index(crate::stats::BlockKind::Data);
+
+    for cold_steps in [false, true] {
+        let (file, stats, cache, table) = open(bytes.clone(), true);
+        let blocks = table.num_data_blocks() as u64;
+        assert!(blocks > 500, "{blocks}");
+        let (at_open, blocks_at_open) = (reads(&file), stats.blocks_read.get());
+        let mut it = table.iter_scan(cold_steps);
+        it.seek_to_first().unwrap();
+        assert_eq!(collect(&mut it), expected);
+        assert_eq!(stats.blocks_read.get() - blocks_at_open, blocks);
+        // Two single blocks, then chunks of 16 KiB doubling to 256 KiB:
+        // a dozen reads or so, where block by block took one per block.
+        let n = reads(&file) - at_open;
+        assert!(n <= 16, "{n} reads for {blocks} blocks");
+        assert_eq!(cache.cached_blocks(1), blocks, "every block cached");
+        assert_eq!(stats.cache_misses[data_block].get(), blocks);
+        // Scanned again, every block comes from the cache.
+        let before = reads(&file);
+        let mut it = table.iter_scan(cold_steps);
+        it.seek_to_first().unwrap();
+        assert_eq!(collect(&mut it), expected);
+        assert_eq!(reads(&file), before);
+        assert_eq!(stats.cache_hits[data_block].get(), blocks);
+    }
+
+    // After a seek, the block sought and the first block stepped into are
+    // read alone; the second block stepped into starts the readahead,
+    // which holds the blocks after it.
+    let (file, stats, _, table) = open(bytes.clone(), true);
+    let (r0, b0) = (reads(&file), stats.blocks_read.get());
+    let mut it = table.iter();
+    it.seek(&expected[expected.len() / 2].0).unwrap();
+    let mut seen = vec![(1, 1)];
+    while it.valid() && stats.blocks_read.get() - b0 < 5 {
+        it.next().unwrap();
+        let now = (stats.blocks_read.get() - b0, reads(&file) - r0);
+        if now.0 > seen.last().unwrap().0 {
+            seen.push(now);
+        }
+    }
+    assert_eq!(
+        seen,
+        [(1, 1), (2, 2), (3, 3), (4, 3), (5, 3)],
+        "(blocks, reads)"
+    );
+
+    // A flipped byte well past the first chunk, inside a value.
+    let (k, v) = expected[3 * expected.len() / 4..]
+        .iter()
+        .find(|(_, v)| v.len() >= 8)
+        .unwrap();
+    let at = bytes
+        .windows(v.len())
+        .position(|w| w == v.as_slice())
+        .unwrap();
+    assert!(at > 64 << 10);
+    let mut bad = bytes.clone();
+    bad[at] ^= 0x01;
+    let (_, _, _, table) = open(bad.clone(), true);
+    let mut it = table.iter();
+    let mut failed = it.seek_to_first().err();
+    while failed.is_none() && it.valid() {
+        failed = it.next().err();
+    }
+    assert!(
+        matches!(failed, Some(crate::Error::Corruption { ref file, .. }) if file == "s.sst"),
+        "{failed:?}"
+    );
+    let (_, _, _, table) = open(bad, false);
+    let mut it = table.iter();
+    it.seek_to_first().unwrap();
+    let got = collect(&mut it);
+    assert_eq!(got.len(), expected.len());
+    let differ: Vec<usize> = (0..got.len()).filter(|&i| got[i] != expected[i]).collect();
+    assert_eq!(differ.len(), 1, "only the flipped value differs");
+    assert_eq!(&got[differ[0]].0, k);
 }
