@@ -535,8 +535,8 @@ mod tests {
         FileView {
             id,
             size,
-            smallest: vec![lo],
-            largest: vec![hi],
+            smallest: vec![lo].into(),
+            largest: vec![hi].into(),
             ..FileView::default()
         }
     }
@@ -583,15 +583,15 @@ mod tests {
     fn edits_keep_order_ids_and_bytes() {
         let mut run: Files =
             vec![file(1, 0, 9, 10), file(2, 10, 19, 20), file(3, 20, 29, 30)].into();
-        assert_eq!(run.get(2).unwrap().smallest, [10]);
+        assert_eq!(*run.get(2).unwrap().smallest, [10]);
         assert_eq!(run.remove(2).unwrap().id, 2);
         assert!(run.get(2).is_none() && run.remove(2).is_none());
         assert_eq!((run.len(), run.bytes()), (2, 40));
         run.insert(file(4, 12, 15, 5));
         assert_eq!(ids(&run), [1, 4, 3]);
         assert!(run.update(4, |f| {
-            f.smallest = vec![30];
-            f.largest = vec![35];
+            f.smallest = vec![30].into();
+            f.largest = vec![35].into();
             f.size = 7;
         }));
         assert_eq!(ids(&run), [1, 3, 4]);

@@ -558,8 +558,8 @@ mod tests {
         FileView {
             id,
             size: 10,
-            smallest: lo.to_vec(),
-            largest: hi.to_vec(),
+            smallest: lo.into(),
+            largest: hi.into(),
             ..FileView::default()
         }
     }
@@ -798,11 +798,11 @@ mod tests {
         let got: Vec<(u64, Vec<u8>)> = view.levels[2].runs[0]
             .files
             .iter()
-            .map(|f| (f.id, f.smallest.clone()))
+            .map(|f| (f.id, f.smallest.to_vec()))
             .collect();
         let want: Vec<(u64, Vec<u8>)> = expected
             .iter()
-            .map(|f| (f.id, f.smallest.clone()))
+            .map(|f| (f.id, f.smallest.to_vec()))
             .collect();
         assert_eq!(got, want);
         assert_eq!(view.levels[2].runs[0].bytes(), 10 * want.len() as u64);
