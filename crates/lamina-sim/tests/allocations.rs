@@ -1,13 +1,13 @@
 //! Heap allocations per file the simulator writes, counted by a counting
-//! global allocator (this test binary's alone). A leveled simulation writes
-//! tens of millions of files, and what each one costs beyond the few
-//! merges it takes part in is what makes 10^6 flushes take seconds or
+//! global allocator (this test binary's alone). A leveled simulation
+//! writes tens of millions of files, and what each one costs beyond the
+//! few merges it takes part in is what makes 10^6 flushes take seconds or
 //! minutes: two key vectors per file made and per copy of it (the planner
-//! copies every input) and a box per file filed in a run were five
-//! allocations per file written, and past 10^5 flushes each one a cache
-//! miss. Keys are inline now and a run holds its files in its blocks:
-//! what remains is per merge (the task, the plan, the lists of ids), a
-//! fraction of an allocation per file. Counted, not timed.
+//! copies every input) were four allocations per file written, and past
+//! 10^5 flushes each one a cache miss. Keys are inline now: what remains
+//! is the box a run keeps each file in and what a merge allocates (the
+//! task, the plan, lists of ids and spans, the index's new rankings),
+//! spread over the files it writes. Counted, not timed.
 // The counting allocator is the one unsafe item: it forwards to the system
 // allocator.
 #![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used)]
@@ -98,19 +98,26 @@ fn allocations_per_file(spec: &str, warmup: u64, window: u64) -> f64 {
     spent as f64 / written as f64
 }
 
+/// Allocations per file written at most, per policy: what this code
+/// makes (leveling 7.6, lo1 7.1, 1-leveling 3.9 at 400 to 4,000 flushes)
+/// with some room. With key vectors in `FileView` the same runs made 11.4,
+/// 11.0 and 7.8: four more per file, and the test fails.
+const BOUNDS: [(&str, f64); 3] = [("leveling", 9.0), ("lo1", 9.0), ("1-leveling", 5.5)];
+
 #[test]
 fn allocations_per_file_written_are_few_and_flat() {
-    for spec in ["leveling", "lo1", "1-leveling"] {
+    for (spec, bound) in BOUNDS {
         let small = allocations_per_file(spec, 400, 200);
         let large = allocations_per_file(spec, 4000, 200);
         for (flushes, per_file) in [(400, small), (4000, large)] {
             assert!(
-                per_file <= BOUND,
+                per_file <= bound,
                 "{spec}: {per_file:.2} allocations per file written after {flushes} flushes"
             );
         }
+        // The tree grew tenfold; what a file costs did not.
         assert!(
-            large <= small * 1.5 + 0.5,
+            large <= small * 1.5,
             "{spec}: {small:.2} allocations per file at 400 flushes, {large:.2} at 4000"
         );
     }
