@@ -254,17 +254,18 @@ impl Files {
     /// The files with ids `ids`, each `None` if the run has no such file.
     /// Ids of consecutive files in key order (what a task names) cost one
     /// search for all: each next one is looked for right after the last.
-    pub fn get_all(&self, ids: &[u64]) -> Vec<Option<&FileView>> {
+    pub fn get_all<'a>(
+        &'a self,
+        ids: &'a [u64],
+    ) -> impl Iterator<Item = Option<&'a FileView>> + 'a {
         let mut after = None;
-        ids.iter()
-            .map(|&id| {
-                let pos = after
-                    .filter(|&p| self.by_key.get(p).is_some_and(|f| f.id() == id))
-                    .or_else(|| self.find(id))?;
-                after = Some(self.by_key.next(pos));
-                self.by_key.get(pos).map(visit_file)
-            })
-            .collect()
+        ids.iter().map(move |&id| {
+            let pos = after
+                .filter(|&p| self.by_key.get(p).is_some_and(|f| f.id() == id))
+                .or_else(|| self.find(id))?;
+            after = Some(self.by_key.next(pos));
+            self.by_key.get(pos).map(visit_file)
+        })
     }
 
     /// The first file whose smallest key is `smallest`.
