@@ -11,11 +11,14 @@
 //! search over the blocks and one inside a block.
 //!
 //! Each block keeps a summary of its entries ([`Entry::summarize`]),
-//! refreshed whenever the block changes: a ranking keeps its block's least
-//! score there, so that the least of a sequence is a scan of block
-//! summaries.
+//! computed when first read after the block changed: a ranking keeps its
+//! block's least score there, so that the least of a sequence is a scan of
+//! block summaries. Computed at every change instead, a block of a ranking
+//! was summarized three times per merge that touched it (a splice out, a
+//! splice in, a rescore) for one read at the next pick.
 
 use std::fmt::Debug;
+use std::sync::OnceLock;
 
 /// Entries per block at most; a larger block splits in halves. Blocks
 /// are allocated with room for this many, so that a splice moves at most
@@ -53,11 +56,11 @@ fn covered(block: usize, len: usize, from: Pos, to: Pos) -> std::ops::Range<usiz
 
 /// One block: its entries (never empty), and beside them, so that a
 /// search or a scan of the blocks reads no entry, the last one's key and
-/// their summary.
+/// their summary (once read).
 #[derive(Debug, Clone)]
 pub(crate) struct Block<E: Entry> {
     last: Option<E::Key>,
-    summary: E::Summary,
+    summary: OnceLock<E::Summary>,
     entries: Vec<E>,
 }
 
@@ -65,17 +68,18 @@ impl<E: Entry> Block<E> {
     fn new(entries: Vec<E>) -> Block<E> {
         let mut block = Block {
             last: None,
-            summary: E::summarize(&entries),
+            summary: OnceLock::new(),
             entries,
         };
         block.refresh();
         block
     }
 
-    /// Refreshes what the block keeps beside its entries.
+    /// Refreshes what the block keeps beside its entries: the last key now,
+    /// the summary when next read.
     fn refresh(&mut self) {
         self.last = self.entries.last().map(|e| e.key().clone());
-        self.summary = E::summarize(&self.entries);
+        self.summary = OnceLock::new();
     }
 
     /// The block's entries.
@@ -85,7 +89,7 @@ impl<E: Entry> Block<E> {
 
     /// The block's summary.
     pub(crate) fn summary(&self) -> &E::Summary {
-        &self.summary
+        self.summary.get_or_init(|| E::summarize(&self.entries))
     }
 }
 

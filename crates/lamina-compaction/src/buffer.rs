@@ -540,8 +540,8 @@ mod tests {
         FileView {
             id,
             size,
-            smallest: lo.as_bytes().to_vec(),
-            largest: hi.as_bytes().to_vec(),
+            smallest: lo.as_bytes().into(),
+            largest: hi.as_bytes().into(),
             ..FileView::default()
         }
     }

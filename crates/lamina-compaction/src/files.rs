@@ -254,17 +254,18 @@ impl Files {
     /// The files with ids `ids`, each `None` if the run has no such file.
     /// Ids of consecutive files in key order (what a task names) cost one
     /// search for all: each next one is looked for right after the last.
-    pub fn get_all(&self, ids: &[u64]) -> Vec<Option<&FileView>> {
+    pub fn get_all<'a>(
+        &'a self,
+        ids: &'a [u64],
+    ) -> impl Iterator<Item = Option<&'a FileView>> + 'a {
         let mut after = None;
-        ids.iter()
-            .map(|&id| {
-                let pos = after
-                    .filter(|&p| self.by_key.get(p).is_some_and(|f| f.id() == id))
-                    .or_else(|| self.find(id))?;
-                after = Some(self.by_key.next(pos));
-                self.by_key.get(pos).map(visit_file)
-            })
-            .collect()
+        ids.iter().map(move |&id| {
+            let pos = after
+                .filter(|&p| self.by_key.get(p).is_some_and(|f| f.id() == id))
+                .or_else(|| self.find(id))?;
+            after = Some(self.by_key.next(pos));
+            self.by_key.get(pos).map(visit_file)
+        })
     }
 
     /// The first file whose smallest key is `smallest`.
@@ -535,8 +536,8 @@ mod tests {
         FileView {
             id,
             size,
-            smallest: vec![lo],
-            largest: vec![hi],
+            smallest: vec![lo].into(),
+            largest: vec![hi].into(),
             ..FileView::default()
         }
     }
@@ -583,15 +584,15 @@ mod tests {
     fn edits_keep_order_ids_and_bytes() {
         let mut run: Files =
             vec![file(1, 0, 9, 10), file(2, 10, 19, 20), file(3, 20, 29, 30)].into();
-        assert_eq!(run.get(2).unwrap().smallest, [10]);
+        assert_eq!(*run.get(2).unwrap().smallest, [10]);
         assert_eq!(run.remove(2).unwrap().id, 2);
         assert!(run.get(2).is_none() && run.remove(2).is_none());
         assert_eq!((run.len(), run.bytes()), (2, 40));
         run.insert(file(4, 12, 15, 5));
         assert_eq!(ids(&run), [1, 4, 3]);
         assert!(run.update(4, |f| {
-            f.smallest = vec![30];
-            f.largest = vec![35];
+            f.smallest = vec![30].into();
+            f.largest = vec![35].into();
             f.size = 7;
         }));
         assert_eq!(ids(&run), [1, 3, 4]);

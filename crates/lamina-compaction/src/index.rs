@@ -442,8 +442,8 @@ mod tests {
         FileView {
             id,
             size,
-            smallest: lo.to_be_bytes().to_vec(),
-            largest: hi.to_be_bytes().to_vec(),
+            smallest: lo.to_be_bytes().to_vec().into(),
+            largest: hi.to_be_bytes().to_vec().into(),
             ..FileView::default()
         }
     }
@@ -538,7 +538,7 @@ mod tests {
             ..TreeView::default()
         };
         let below = &view.levels[2].runs[0].files;
-        let mut expected: Vec<(f64, Vec<u8>, u64)> = view.levels[1].runs[0]
+        let mut expected: Vec<(f64, crate::InlineKey, u64)> = view.levels[1].runs[0]
             .files
             .iter()
             .map(|f| {

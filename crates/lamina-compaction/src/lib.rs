@@ -18,6 +18,7 @@ pub mod error;
 pub mod files;
 pub mod geometry;
 pub mod index;
+pub mod key;
 mod leveling;
 pub mod partition;
 pub mod plan;
@@ -26,6 +27,7 @@ pub mod stack;
 
 pub use error::{Error, Result};
 pub use files::Files;
+pub use key::InlineKey;
 pub use leveling::Leveling;
 pub use spec::{parse_spec, policy_from_spec, CompactionSpec, Family, Strategy, STRATEGIES};
 
@@ -104,10 +106,11 @@ pub struct FileView {
     pub entries: u64,
     /// Tombstones stored.
     pub tombstones: u64,
-    /// Smallest user key.
-    pub smallest: Vec<u8>,
+    /// Smallest user key (inline if short: copying a file allocates
+    /// nothing).
+    pub smallest: InlineKey,
     /// Largest user key.
-    pub largest: Vec<u8>,
+    pub largest: InlineKey,
     /// Creation time (unix ms).
     pub created_ms: u64,
     /// Time of the oldest tombstone (unix ms).

@@ -18,7 +18,9 @@ use rustc_hash::FxHashSet;
 
 use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
 use crate::partition::{sweep_groups, Partition, Partitioning, SweepFile};
-use crate::{placement, CompactionTask, Error, FileView, OutputRun, Result, RunView, TreeView};
+use crate::{
+    placement, CompactionTask, Error, FileView, InlineKey, OutputRun, Result, RunView, TreeView,
+};
 
 /// The files of one input run taking part in a plan.
 #[derive(Debug, Clone)]
@@ -249,10 +251,12 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             return Err(invalid(task, format!("run {} named twice", input.run_id)));
         }
         let run = positions[position].1;
-        let mut files = Vec::with_capacity(input.file_ids.len());
-        // A set, not a search of `files`: a merge into a whole level names
-        // thousands of files.
-        let mut named = FxHashSet::default();
+        let mut files: Vec<FileView> = Vec::with_capacity(input.file_ids.len());
+        // Files named in the run's order (what policies name) are distinct
+        // if each comes after the one before, which needs no set; named in
+        // another order, they go into a set (not a search of `files`: a
+        // merge into a whole level names thousands of files).
+        let mut named: Option<FxHashSet<u64>> = None;
         // One search for ids of consecutive files (what policies name).
         let found = run.files.get_all(&input.file_ids);
         for (id, f) in input.file_ids.iter().zip(found) {
@@ -261,7 +265,13 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
                 return Err(invalid(task, format!("file {id} is being compacted")));
             }
             ID_CHECKS.with(|c| c.set(c.get().wrapping_add(1)));
-            if !named.insert(*id) {
+            let after_last = files.last().is_none_or(|last| {
+                (last.smallest.as_slice(), last.id) < (f.smallest.as_slice(), f.id)
+            });
+            if !after_last && named.is_none() {
+                named = Some(files.iter().map(|f| f.id).collect());
+            }
+            if named.as_mut().is_some_and(|set| !set.insert(*id)) {
                 return Err(invalid(task, format!("file {id} named twice")));
             }
             files.push(f.clone());
@@ -480,9 +490,9 @@ pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_i
             None => changed.push((level, lo, hi)),
         }
     }
-    let changed: Vec<(usize, Vec<u8>, Vec<u8>)> = changed
+    let changed: Vec<(usize, InlineKey, InlineKey)> = changed
         .into_iter()
-        .map(|(l, lo, hi)| (l, lo.to_vec(), hi.to_vec()))
+        .map(|(l, lo, hi)| (l, lo.into(), hi.into()))
         .collect();
     for input in &plan.inputs {
         if let Some(run) = view
@@ -558,8 +568,8 @@ mod tests {
         FileView {
             id,
             size: 10,
-            smallest: lo.to_vec(),
-            largest: hi.to_vec(),
+            smallest: lo.into(),
+            largest: hi.into(),
             ..FileView::default()
         }
     }
@@ -749,7 +759,24 @@ mod tests {
                 &task(&[(0, 10, &twice)], 1, OutputRun::New),
                 &format!("file {repeat} named twice"),
             );
+            // Named in the run's order, the check needs no set until the
+            // order breaks, and still finds the repeat, next to its first
+            // naming or after the last id.
+            let ascending: Vec<u64> = (1..=n).collect();
+            for at in [repeat as usize, n as usize] {
+                let mut twice = ascending.clone();
+                twice.insert(at, repeat);
+                refused(
+                    &view,
+                    &task(&[(0, 10, &twice)], 1, OutputRun::New),
+                    &format!("file {repeat} named twice"),
+                );
+            }
         }
+        let before = id_checks();
+        let ascending: Vec<u64> = (1..=n).collect();
+        plan(&view, &task(&[(0, 10, &ascending)], 1, OutputRun::New)).unwrap();
+        assert_eq!(id_checks() - before, n);
     }
 
     /// A push into a large run names a few hundred of its files: the planner
@@ -798,11 +825,11 @@ mod tests {
         let got: Vec<(u64, Vec<u8>)> = view.levels[2].runs[0]
             .files
             .iter()
-            .map(|f| (f.id, f.smallest.clone()))
+            .map(|f| (f.id, f.smallest.to_vec()))
             .collect();
         let want: Vec<(u64, Vec<u8>)> = expected
             .iter()
-            .map(|f| (f.id, f.smallest.clone()))
+            .map(|f| (f.id, f.smallest.to_vec()))
             .collect();
         assert_eq!(got, want);
         assert_eq!(view.levels[2].runs[0].bytes(), 10 * want.len() as u64);

@@ -219,8 +219,8 @@ fn define(args: &[&str], input: &[&str]) -> Result<TreeView, String> {
                 let file = FileView {
                     id: next_id,
                     size: number(s, "size")?,
-                    smallest: key(0),
-                    largest: key(999),
+                    smallest: key(0).into(),
+                    largest: key(999).into(),
                     ..FileView::default()
                 };
                 runs.push((
@@ -290,8 +290,8 @@ fn parse_file(s: &str) -> Result<FileView, String> {
         id: number(id, "file id")?,
         size,
         entries: size,
-        smallest: key(number(lo, "key")?),
-        largest: key(number(hi, "key")?),
+        smallest: key(number(lo, "key")?).into(),
+        largest: key(number(hi, "key")?).into(),
         busy,
         ..FileView::default()
     })

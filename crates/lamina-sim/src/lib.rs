@@ -59,8 +59,8 @@ use rustc_hash::FxHashMap;
 use lamina_compaction::partition::{binary_split, dyadic_root, Partition, Partitioning};
 use lamina_compaction::plan::{self, Action, Destination};
 use lamina_compaction::{
-    policy_from_spec, CompactionPolicy, CompactionTask, FileView, LevelView, PolicyDefaults,
-    RunView, TreeView,
+    policy_from_spec, CompactionPolicy, CompactionTask, FileView, InlineKey, LevelView,
+    PolicyDefaults, RunView, TreeView,
 };
 
 pub mod plot;
@@ -467,8 +467,9 @@ impl Simulator {
             size,
             entries: size,
             tombstones: 0,
-            smallest: key(lo),
-            largest: key(hi),
+            // `key(lo)` and `key(hi)`, held inline: no allocation.
+            smallest: InlineKey::new(&lo.to_be_bytes()),
+            largest: InlineKey::new(&hi.to_be_bytes()),
             created_ms: self.view.now_ms,
             oldest_tombstone_ms: None,
             busy: false,

@@ -11,7 +11,7 @@ use super::trigger::{tombstone_density, tombstone_expired};
 use super::LevelCtx;
 use crate::error::{Error, Result};
 use crate::index::Below;
-use crate::FileView;
+use crate::{FileView, InlineKey};
 
 /// One file-picking policy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +44,7 @@ fn overlap_score(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> f64 {
 /// The largest key the last compaction out of `ctx.level` wrote into the
 /// level below: the largest key among that level's most recently arrived
 /// files. `None` before any such compaction.
-fn round_robin_cursor(ctx: &LevelCtx<'_>) -> Option<Vec<u8>> {
+fn round_robin_cursor(ctx: &LevelCtx<'_>) -> Option<InlineKey> {
     let below = ctx.view.level(ctx.level + 1);
     let files = || below.runs.iter().flat_map(|r| &r.files);
     let newest = files().map(|f| f.arrived_ms).max()?;

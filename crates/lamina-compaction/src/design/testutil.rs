@@ -1,11 +1,11 @@
 //! Hand-built tree views for the design-space unit tests.
 
 use super::LevelCtx;
-use crate::{FileView, LevelView, RunView, TreeView};
+use crate::{FileView, InlineKey, LevelView, RunView, TreeView};
 
 /// A key as the engine's integer encoding would give it: big-endian.
-pub fn k(n: u64) -> Vec<u8> {
-    n.to_be_bytes().to_vec()
+pub fn k(n: u64) -> InlineKey {
+    InlineKey::new(&n.to_be_bytes())
 }
 
 /// A file over keys `[lo, hi]` of `size` bytes, one entry per byte.
