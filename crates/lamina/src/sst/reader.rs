@@ -356,14 +356,20 @@ impl Table {
         }
         self.count_data_lookup(false, query);
         let block = self.read_block(handle, buf, verify)?;
+        self.fill_cache(handle.offset, &block, fill);
+        Ok(block)
+    }
+
+    /// Puts a block read from the file at `offset` into the cache as `fill`
+    /// says.
+    fn fill_cache(&self, offset: u64, block: &Arc<Block>, fill: Fill) {
         if let Some(cache) = &self.cache {
             match fill {
-                Fill::Hot => cache.insert(self.file_id, handle.offset, block.clone()),
-                Fill::Cold => cache.insert_cold(self.file_id, handle.offset, block.clone()),
+                Fill::Hot => cache.insert(self.file_id, offset, Arc::clone(block)),
+                Fill::Cold => cache.insert_cold(self.file_id, offset, Arc::clone(block)),
                 Fill::Skip => {}
             }
         }
-        Ok(block)
     }
 
     /// Reads, checks and decodes the data block at `handle`: a slice of the
@@ -441,13 +447,7 @@ impl Table {
         } else {
             self.read_ahead(idx, handle, ahead, verify)?
         };
-        if let Some(cache) = &self.cache {
-            match fill {
-                Fill::Hot => cache.insert(self.file_id, handle.offset, block.clone()),
-                Fill::Cold => cache.insert_cold(self.file_id, handle.offset, block.clone()),
-                Fill::Skip => {}
-            }
-        }
+        self.fill_cache(handle.offset, &block, fill);
         Ok(block)
     }
 
