@@ -8,7 +8,7 @@
 # levels down. Writes the per-second series, summary.json, results.md and
 # the charts to experiments/lsbm/results/ (or $OUT).
 # Usage: experiments/lsbm/run.sh [--quick]
-#   full: about 33 minutes on 2 cores; --quick: about 3 minutes (same files).
+#   full: about 33 minutes on 2 cores; --quick: about 4 minutes (same files).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-experiments/lsbm/results}
