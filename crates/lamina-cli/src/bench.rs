@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
 
+use crate::pace::Pacer;
 use crate::progress;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -206,7 +207,11 @@ pub struct BenchArgs {
     /// (`Options::max_scan_readahead_bytes`; RocksDB's
     /// `max_auto_readahead_size`, also 256 KiB by default; 0: block by
     /// block, as LevelDB). lamina only.
-    #[arg(long = "max_scan_readahead_bytes", value_name = "BYTES", default_value_t = 256 << 10)]
+    #[arg(
+        long = "max_scan_readahead_bytes",
+        value_name = "BYTES",
+        default_value_t = lamina::Options::default().max_scan_readahead_bytes
+    )]
     pub max_scan_readahead_bytes: usize,
     /// mixedhot: seconds it runs.
     #[arg(long = "duration", value_name = "SECONDS", default_value_t = 60)]
@@ -441,7 +446,7 @@ fn run_peer<S: Store>(
         (args.read_miss_latency_us > 0, "--read_miss_latency_us"),
         (args.direct_io, "--direct_io"),
         (
-            args.max_scan_readahead_bytes != 256 << 10,
+            args.max_scan_readahead_bytes != lamina::Options::default().max_scan_readahead_bytes,
             "--max_scan_readahead_bytes",
         ),
     ] {
@@ -993,15 +998,12 @@ impl<'a> Bench<'a> {
                     let limit = self.args.benchmark_write_rate_limit as f64;
                     barrier.wait();
                     let began = Instant::now();
+                    // Paced (db_bench's limit is in bytes a second): the
+                    // readers' finish stops it within a millisecond.
+                    let pacer = (limit > 0.0).then(|| Pacer::start(limit / bytes_per_write));
                     while !done.load(Ordering::Relaxed) {
-                        if limit > 0.0 {
-                            // Paced: write until on schedule, then sleep a
-                            // little (a reader's finish stops it within 1 ms).
-                            let due = began.elapsed().as_secs_f64() * limit / bytes_per_write;
-                            if writes as f64 >= due {
-                                std::thread::sleep(std::time::Duration::from_millis(1));
-                                continue;
-                            }
+                        if pacer.is_some_and(|p| !p.ready(writes)) {
+                            continue;
                         }
                         encode_key(&mut key, rng.next_u64() % num);
                         self.db.put(&key, values.next_value())?;

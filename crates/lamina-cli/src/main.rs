@@ -19,6 +19,7 @@ mod kv;
 #[cfg(feature = "peer-leveldb")]
 mod leveldb_peer;
 mod mixedhot;
+mod pace;
 mod peer;
 mod progress;
 mod repair;

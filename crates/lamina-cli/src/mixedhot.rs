@@ -20,6 +20,7 @@ use lamina_workload::dist::Zipf;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::pace::Pacer;
 use lamina_experiment::kvops::{encode_key, key_buffer, Store};
 
 /// How readers choose keys (`--read_dist`).
@@ -221,13 +222,10 @@ impl MixedHot<'_> {
                 handles.push(s.spawn(move || -> Result<()> {
                     let mut rng = SmallRng::seed_from_u64(self.seed ^ 0x5eed);
                     let mut key = key_buffer(self.key_size);
-                    let began = Instant::now();
+                    let pacer = Pacer::start(self.write_rate as f64);
                     let mut done = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        // Paced: write until on schedule, then sleep a little.
-                        let due = (began.elapsed().as_secs_f64() * self.write_rate as f64) as u64;
-                        if done >= due {
-                            std::thread::sleep(Duration::from_millis(1));
+                        if !pacer.ready(done) {
                             continue;
                         }
                         encode_key(&mut key, rng.gen_range(0..self.num));
