@@ -79,25 +79,8 @@ fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] 
 /// ranking a merge's outputs when they were scored one by one).
 fn overlaps(levels: &[LevelView], target: usize, below: Below, spans: &[Span<'_>]) -> Vec<u64> {
     let mut sums = vec![0u64; spans.len()];
-    let Some(lo) = spans.first().map(|s| s.0) else {
-        return sums;
-    };
-    let Some(hi) = spans.iter().map(|s| s.1).max() else {
-        return sums;
-    };
     for run in target_runs(levels, target, below) {
-        let mut under = run.files.spans_overlapping(lo, hi).peekable();
-        // The spans start in key order, so the target files ending before
-        // one span's start end before every later span's.
-        for (sum, &(lo, hi, _)) in sums.iter_mut().zip(spans) {
-            while under.next_if(|u| u.1 < lo).is_some() {}
-            *sum += under
-                .clone()
-                .take_while(|u| u.0 <= hi)
-                .filter(|u| u.1 >= lo)
-                .map(|u| u.2)
-                .sum::<u64>();
-        }
+        run.files.add_overlaps(spans, &mut sums);
     }
     sums
 }
@@ -163,6 +146,19 @@ impl Entry for Ranked {
             .min()
             .map(|(score, key)| (score, key.clone()))
             .unwrap_or((Score(f64::INFINITY), PackedKey::default()))
+    }
+
+    fn add(least: &mut (Score, PackedKey), added: &[Ranked]) {
+        if let Some((score, key)) = added.iter().map(Ranked::rank).min() {
+            if (score, key) < (least.0, &least.1) {
+                *least = (score, key.clone());
+            }
+        }
+    }
+
+    /// Keys are unique in a run: the least's key names its entry.
+    fn keeps(least: &(Score, PackedKey), removed: &[Ranked]) -> bool {
+        removed.iter().all(|r| r.smallest != least.1)
     }
 }
 
@@ -256,30 +252,34 @@ impl Ranking {
         touched as u64
     }
 
-    /// The ranked files in order of score, ties in key order. The first is
-    /// the least of the blocks' least; after it, each block's least goes
-    /// into a heap, and a block's next is found by a scan of the block when
-    /// its last one is taken.
-    fn in_order(&self) -> impl Iterator<Item = &Ranked> {
+    /// The ranked files in order of score, ties in key order, given the
+    /// block holding the least ([`Blocks::least_block`]). After the first,
+    /// each block's least goes into a heap, and a block's next is found by
+    /// a scan of the block when its last one is taken.
+    fn in_order(&self, first: Option<usize>) -> impl Iterator<Item = &Ranked> {
         let blocks = self.by_key.blocks();
+        // A block's entries are in key order: a search for the key (and a
+        // step over any equal keys, in a run that holds overlapping files).
         let entry = |b: usize, rank: (Score, &PackedKey)| {
-            blocks.get(b)?.entries().iter().find(|r| r.rank() == rank)
+            let entries = blocks.get(b)?.entries();
+            let at = entries.partition_point(|r| r.smallest < *rank.1);
+            entries
+                .get(at..)?
+                .iter()
+                .take_while(|r| r.smallest == *rank.1)
+                .find(|r| r.rank() == rank)
         };
         let mut heap: Option<Heap<'_>> = None;
-        let mut first = true;
+        let mut first = first;
         std::iter::from_fn(move || {
-            if std::mem::take(&mut first) {
-                let (b, block) = blocks
-                    .iter()
-                    .enumerate()
-                    .min_by(|x, y| least(x.1).cmp(&least(y.1)))?;
-                return entry(b, least(block));
+            if let Some(b) = first.take() {
+                return entry(b, least(blocks.get(b)?)?);
             }
             let heap = heap.get_or_insert_with(|| {
                 let mut heap: BinaryHeap<_> = blocks
                     .iter()
                     .enumerate()
-                    .map(|(b, block)| Reverse((least(block), b)))
+                    .filter_map(|(b, block)| Some(Reverse((least(block)?, b))))
                     .collect();
                 // The first is taken already.
                 next_in_block(&mut heap, blocks);
@@ -291,10 +291,13 @@ impl Ranking {
     }
 }
 
-/// The least rank of a block's entries.
-fn least(block: &Block<Ranked>) -> (Score, &PackedKey) {
-    let (score, key) = block.summary();
-    (*score, key)
+/// The least rank of a block's entries: its summary, or (if a change
+/// dropped it since the last [`Blocks::least_block`]) a scan of the block.
+fn least(block: &Block<Ranked>) -> Option<(Score, &PackedKey)> {
+    match block.summary() {
+        Some((score, key)) => Some((*score, key)),
+        None => block.entries().iter().map(Ranked::rank).min(),
+    }
 }
 
 /// Ranks (each block's least not yet taken) and their blocks, least first.
@@ -382,7 +385,8 @@ impl TreeView {
         };
         let mut visited = 0;
         let mut found = None;
-        for ranked in rankings[at].in_order() {
+        let first = rankings[at].by_key.least_block();
+        for ranked in rankings[at].in_order(first) {
             visited += 1;
             let Some(f) = run.files.at_packed(&ranked.smallest) else {
                 continue;
