@@ -470,8 +470,14 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
 /// (sorted by key; for a [`Action::Move`], the moved files) enter the
 /// destination — a new run named `new_run_id` placed by its rank, the
 /// existing run in key order, or one tile run per file named after it —
-/// and runs left empty disappear, as do empty levels at the bottom.
-pub fn apply(view: &mut TreeView, plan: &Plan, outputs: Vec<FileView>, new_run_id: u64) {
+/// and runs left empty disappear, as do empty levels at the bottom. The
+/// outputs arrive in their level at the view's `now_ms`, moved files too,
+/// as the engine's executor stamps them (the round-robin cursor and the
+/// staleness trigger read it).
+pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_run_id: u64) {
+    for f in &mut outputs {
+        f.arrived_ms = view.now_ms;
+    }
     // Key ranges that changed, per level, for the view's index.
     let mut changed: Vec<(usize, &[u8], &[u8])> = Vec::new();
     let spans = plan

@@ -314,6 +314,14 @@ struct Piece {
     lo: u64,
     hi: u64,
     size: u64,
+    /// The flush its oldest data came with.
+    seq: u64,
+}
+
+/// The oldest data among `pieces`: every output of a merge holds some of
+/// each input (the model's keys are spread evenly), so its oldest too.
+fn oldest(pieces: &[Piece]) -> u64 {
+    pieces.iter().map(|p| p.seq).min().unwrap_or(0)
 }
 
 /// The simulator: a model tree driven by one policy.
@@ -461,7 +469,10 @@ impl Simulator {
         self.next_id
     }
 
-    fn new_file(&self, id: u64, size: u64, lo: u64, hi: u64) -> FileView {
+    /// A file made now, whose oldest data came with flush `seq` (the
+    /// model's sequence numbers count flushes: the `old` movement policy
+    /// ranks files by them).
+    fn new_file(&self, id: u64, size: u64, lo: u64, hi: u64, seq: u64) -> FileView {
         FileView {
             id,
             size,
@@ -471,6 +482,8 @@ impl Simulator {
             smallest: InlineKey::new(&lo.to_be_bytes()),
             largest: InlineKey::new(&hi.to_be_bytes()),
             created_ms: self.view.now_ms,
+            arrived_ms: self.view.now_ms,
+            smallest_seq: seq,
             oldest_tombstone_ms: None,
             busy: false,
             ..Default::default()
@@ -649,6 +662,7 @@ impl Simulator {
                     lo,
                     hi,
                     size: bytes,
+                    seq: flush,
                 }],
                 bytes,
                 lo,
@@ -660,7 +674,7 @@ impl Simulator {
         // A one-file flush shares its id with its run, as it always has.
         let id = self.alloc_id();
         let files = if cut.is_empty() {
-            vec![self.new_file(id, bytes, lo, hi)]
+            vec![self.new_file(id, bytes, lo, hi, flush)]
         } else {
             cut
         };
@@ -825,6 +839,7 @@ impl Simulator {
                         lo: key_value(&f.smallest),
                         hi: key_value(&f.largest),
                         size: f.size,
+                        seq: f.smallest_seq,
                     })
                     .collect();
                 let lo = pieces.iter().map(|p| p.lo).min().unwrap_or(0);
@@ -832,7 +847,8 @@ impl Simulator {
                 let files = match plan.destination {
                     Destination::New { .. } => {
                         let id = self.alloc_id();
-                        vec![self.new_file(id, data.saturating_add(overhead), lo, hi)]
+                        let seq = oldest(&pieces);
+                        vec![self.new_file(id, data.saturating_add(overhead), lo, hi, seq)]
                     }
                     // The model knows no points: tiles are cut like a run.
                     Destination::Existing(_) | Destination::Tiles => {
@@ -892,6 +908,7 @@ impl Simulator {
                     lo: key_value(&file.smallest),
                     hi: key_value(&file.largest),
                     size: file.size,
+                    seq: file.smallest_seq,
                 });
             }
             let data = self.output_bytes(&run_data);
@@ -970,7 +987,13 @@ impl Simulator {
             };
             written += size;
             let id = self.alloc_id();
-            files.push(self.new_file(id, size.saturating_add(overhead), a.max(lo), b.min(hi)));
+            files.push(self.new_file(
+                id,
+                size.saturating_add(overhead),
+                a.max(lo),
+                b.min(hi),
+                oldest(pieces),
+            ));
         }
         files
     }
@@ -997,7 +1020,7 @@ impl Simulator {
         let mut files = Vec::with_capacity(count as usize);
         if count == 1 {
             let id = self.alloc_id();
-            files.push(self.new_file(id, out.saturating_add(overhead), lo, hi));
+            files.push(self.new_file(id, out.saturating_add(overhead), lo, hi, oldest(pieces)));
             return files;
         }
         let cuts = density_cuts(pieces, out, target, count, lo, hi);
@@ -1007,7 +1030,13 @@ impl Simulator {
             let last = i + 1 == cuts.len();
             let size = if last { out - written } else { target };
             let id = self.alloc_id();
-            files.push(self.new_file(id, size.saturating_add(overhead), start, end));
+            files.push(self.new_file(
+                id,
+                size.saturating_add(overhead),
+                start,
+                end,
+                oldest(pieces),
+            ));
             written += size;
             start = end.saturating_add(1);
         }
@@ -1237,6 +1266,7 @@ mod tests {
             lo: 0,
             hi: 999,
             size: 100,
+            seq: 1,
         }];
         assert_eq!(
             density_cuts(&p, 100, 25, 4, 0, 999),
@@ -1248,11 +1278,13 @@ mod tests {
                 lo: 0,
                 hi: 999,
                 size: 40,
+                seq: 1,
             },
             Piece {
                 lo: 0,
                 hi: 499,
                 size: 20,
+                seq: 2,
             },
         ];
         let cuts = density_cuts(&p, 60, 20, 3, 0, 999);

@@ -25,9 +25,11 @@ pub enum Movement {
     /// Least overlapping bytes with the grandparent level (`i + 2`) per
     /// byte; declines when there is no grandparent level.
     LeastOverlapGrandparent,
-    /// Least recently read by a point lookup.
+    /// Least recently read by a point lookup; no opinion if every
+    /// candidate was last read at the same time (never, say).
     Coldest,
-    /// Oldest data (smallest sequence number).
+    /// Oldest data (smallest sequence number); no opinion if every
+    /// candidate's oldest data is equally old.
     Oldest,
     /// Highest tombstone density, among files above this density.
     TombstoneDensity(f64),
@@ -68,6 +70,23 @@ fn ranked_by<'a, K: PartialOrd>(
     v
 }
 
+/// [`ranked_by`] `key`, or no opinion if every candidate has the same key:
+/// a level never read (every last read 0), or one whose every file holds
+/// the oldest data (in the simulator's uniform model, every file of a
+/// level holds some of the first flushes) gives nothing to choose by, and
+/// ranking it in key order would push a level's first file every time
+/// (in the simulator, write amplification 5,004 after 10^4 flushes).
+fn told_apart<'a, K: PartialOrd>(
+    candidates: &[&'a FileView],
+    key: impl Fn(&FileView) -> K,
+) -> Option<Vec<&'a FileView>> {
+    let first = key(candidates.first()?);
+    candidates
+        .iter()
+        .any(|f| key(f) != first)
+        .then(|| ranked_by(candidates, key))
+}
+
 impl Movement {
     /// Ranks `candidates` (files of one run of `ctx.level`, in key order)
     /// best first; `None` if this policy has no opinion.
@@ -97,8 +116,8 @@ impl Movement {
                 let target = self.overlap_target(ctx)?;
                 ranked_by(candidates, |f| overlap_score(ctx, target, f))
             }
-            Movement::Coldest => ranked_by(candidates, |f| f.last_read_ms),
-            Movement::Oldest => ranked_by(candidates, |f| f.smallest_seq),
+            Movement::Coldest => told_apart(candidates, |f| f.last_read_ms)?,
+            Movement::Oldest => told_apart(candidates, |f| f.smallest_seq)?,
             Movement::TombstoneDensity(threshold) => {
                 let dense: Vec<&FileView> = candidates
                     .iter()
@@ -281,6 +300,21 @@ mod tests {
         let c = candidates(&view);
         assert_eq!(ids(&Movement::Coldest.rank(&ctx, &c).unwrap()), [2, 3, 1]);
         assert_eq!(ids(&Movement::Oldest.rank(&ctx, &c).unwrap()), [3, 1, 2]);
+        // Nothing to tell apart: no opinion, and the next policy decides.
+        let run = &mut view.levels[0].runs[0];
+        for id in [1, 2, 3] {
+            run.files.update(id, |f| {
+                f.last_read_ms = 0;
+                f.smallest_seq = 4;
+            });
+        }
+        let ctx = ctx_of(&view, 0, 10, 100);
+        let c = candidates(&view);
+        assert!(Movement::Coldest.rank(&ctx, &c).is_none());
+        assert!(Movement::Oldest.rank(&ctx, &c).is_none());
+        let lo1 = ids(&rank_with(&[Movement::LeastOverlapParent], &ctx, &c));
+        let old = [Movement::Oldest, Movement::LeastOverlapParent];
+        assert_eq!(ids(&rank_with(&old, &ctx, &c)), lo1);
     }
 
     #[test]
