@@ -231,6 +231,7 @@ pub struct Files {
     by_key: Blocks<Filed>,
     key_of: HashMap<u64, PackedKey, BuildHasherDefault<IdHasher>>,
     bytes: u64,
+    tombstones: u64,
 }
 
 impl Files {
@@ -252,6 +253,12 @@ impl Files {
     /// Bytes of the files.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Tombstones in the files: the tombstone triggers and movement
+    /// policies read no file of a run without any.
+    pub fn tombstones(&self) -> u64 {
+        self.tombstones
     }
 
     /// The files in key order.
@@ -439,6 +446,7 @@ impl Files {
         self.remove(file.id);
         let filed = Filed::new(visit(file));
         self.bytes += filed.size;
+        self.tombstones += filed.file.tombstones;
         self.key_of.insert(filed.id(), filed.smallest().clone());
         search();
         let pos = self
@@ -491,6 +499,7 @@ impl Files {
         for f in &filed {
             visit(f);
             self.bytes += f.size;
+            self.tombstones += f.file.tombstones;
         }
         self.by_key.insert(pos, filed);
     }
@@ -501,6 +510,7 @@ impl Files {
         self.key_of.remove(&id);
         let file = *visit(self.by_key.take(pos)?).file;
         self.bytes -= file.size;
+        self.tombstones -= file.tombstones;
         Some(file)
     }
 
@@ -527,6 +537,7 @@ impl Files {
             let f = self.by_key.get(to).map(visit);
             if let Some(f) = f {
                 self.bytes -= f.size;
+                self.tombstones -= f.file.tombstones;
                 self.key_of.remove(&f.id());
             }
             to = self.by_key.next(to);
@@ -672,6 +683,18 @@ mod tests {
         // Re-inserting an id replaces the file.
         run.insert(file(1, 0, 5, 1));
         assert_eq!((run.len(), run.bytes()), (3, 38));
+        // Tombstones are counted as files come and go, by each path.
+        assert_eq!(run.tombstones(), 0);
+        assert!(run.update(3, |f| f.tombstones = 5));
+        run.extend([FileView {
+            tombstones: 2,
+            ..file(7, 40, 45, 1)
+        }]);
+        assert_eq!(run.tombstones(), 7);
+        run.remove_all(&[3, 4]);
+        assert_eq!(run.tombstones(), 2);
+        run.remove(7);
+        assert_eq!((run.tombstones(), run.bytes()), (0, 1));
     }
 
     /// Packed keys order as their bytes do: the oracle is `[u8]`'s order.

@@ -7,9 +7,11 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
+use std::path::Path;
 
 use common::{dump, key, tiny_options};
 use lamina::vfs::mem::MemFs;
+use lamina::vfs::Vfs;
 use lamina::{Compression, Db, DbIterator, DbRevIterator, WriteBatch};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -305,10 +307,32 @@ fn run_model_compressed(
         flushes > 10 && compactions > 5,
         "{compaction}: flushes {flushes}, compactions {compactions}"
     );
-    assert_eq!(errors, 0, "{compaction}: compactions rejected or failed");
+    assert_eq!(
+        errors,
+        0,
+        "{compaction}: compactions rejected or failed:\n{}",
+        logged_failures(&fs)
+    );
     db.close().unwrap();
     seen.extend(live_compressions(&fs));
     seen
+}
+
+/// The background failures the database in `/db` wrote to its LOG: what a
+/// failing count of compaction errors needs beside it.
+fn logged_failures(fs: &MemFs) -> String {
+    ["/db/LOG.old", "/db/LOG"]
+        .iter()
+        .filter_map(|p| fs.read_all(Path::new(p)).ok())
+        .flat_map(|bytes| {
+            String::from_utf8_lossy(&bytes)
+                .lines()
+                .filter(|l| l.contains("failed"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// How the live files of the database in `/db` are compressed: each

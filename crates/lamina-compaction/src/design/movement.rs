@@ -140,6 +140,14 @@ impl Movement {
 }
 
 impl Movement {
+    /// True for the policies that rank only files holding tombstones.
+    fn reads_tombstones(&self) -> bool {
+        matches!(
+            self,
+            Movement::TombstoneDensity(_) | Movement::ExpiredTombstones(_)
+        )
+    }
+
     /// The level whose overlap a least-overlap policy counts; `None` for
     /// other policies, and for `lo2` without a grandparent level.
     fn overlap_target(&self, ctx: &LevelCtx<'_>) -> Option<usize> {
@@ -176,6 +184,11 @@ pub fn find_ranked<'a, T>(
         })
     };
     for m in policies {
+        // The tombstone policies pass over a run without tombstones
+        // without listing its files.
+        if m.reads_tombstones() && run.files.tombstones() == 0 {
+            continue;
+        }
         if let Some(target) = m.overlap_target(ctx) {
             let ids: Option<HashSet<u64>> = candidates.map(|c| c.iter().map(|f| f.id).collect());
             return ctx

@@ -64,6 +64,16 @@ pub fn tombstone_density(f: &FileView) -> f64 {
     f.tombstones as f64 / f.entries.max(1) as f64
 }
 
+/// True if some file of the level holds a tombstone (read off the runs'
+/// totals, not the files).
+fn has_tombstones(ctx: &LevelCtx<'_>) -> bool {
+    ctx.view
+        .level(ctx.level)
+        .runs
+        .iter()
+        .any(|r| r.files.tombstones() > 0)
+}
+
 fn marking(ctx: &LevelCtx<'_>, keep: impl Fn(&FileView) -> Option<f64>) -> Option<Fired> {
     let mut score = 0.0_f64;
     let marked: Vec<u64> = ctx
@@ -121,18 +131,23 @@ impl Trigger {
                     marked: None,
                 })
             }
-            Trigger::TombstoneDensity(threshold) if above_deepest => marking(ctx, |f| {
-                let d = tombstone_density(f);
-                (f.tombstones > 0 && d > threshold).then(|| d / threshold.max(f64::MIN_POSITIVE))
-            }),
-            Trigger::TombstoneAge(threshold_ms) if above_deepest => marking(ctx, |f| {
-                tombstone_expired(f, threshold_ms, ctx).then(|| {
-                    let age = f
-                        .oldest_tombstone_ms
-                        .map_or(0, |t| ctx.view.now_ms.saturating_sub(t));
-                    1.0 + age as f64 / threshold_ms.max(1) as f64
+            Trigger::TombstoneDensity(threshold) if above_deepest && has_tombstones(ctx) => {
+                marking(ctx, |f| {
+                    let d = tombstone_density(f);
+                    (f.tombstones > 0 && d > threshold)
+                        .then(|| d / threshold.max(f64::MIN_POSITIVE))
                 })
-            }),
+            }
+            Trigger::TombstoneAge(threshold_ms) if above_deepest && has_tombstones(ctx) => {
+                marking(ctx, |f| {
+                    tombstone_expired(f, threshold_ms, ctx).then(|| {
+                        let age = f
+                            .oldest_tombstone_ms
+                            .map_or(0, |t| ctx.view.now_ms.saturating_sub(t));
+                        1.0 + age as f64 / threshold_ms.max(1) as f64
+                    })
+                })
+            }
             _ => None,
         }
     }
