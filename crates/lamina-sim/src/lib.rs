@@ -979,6 +979,7 @@ impl Simulator {
         let overhead = self.opts.file_overhead;
         let mut files = Vec::with_capacity(bounds.len());
         let mut written = 0;
+        let seq = oldest(pieces);
         for (n, &(a, b)) in bounds.iter().enumerate() {
             let size = if n + 1 == bounds.len() {
                 out.saturating_sub(written)
@@ -987,13 +988,7 @@ impl Simulator {
             };
             written += size;
             let id = self.alloc_id();
-            files.push(self.new_file(
-                id,
-                size.saturating_add(overhead),
-                a.max(lo),
-                b.min(hi),
-                oldest(pieces),
-            ));
+            files.push(self.new_file(id, size.saturating_add(overhead), a.max(lo), b.min(hi), seq));
         }
         files
     }
@@ -1018,9 +1013,11 @@ impl Simulator {
         let overhead = self.opts.file_overhead;
         let count = out.div_ceil(target).max(1);
         let mut files = Vec::with_capacity(count as usize);
+        // Once per merge: a whole level's merge has thousands of pieces.
+        let seq = oldest(pieces);
         if count == 1 {
             let id = self.alloc_id();
-            files.push(self.new_file(id, out.saturating_add(overhead), lo, hi, oldest(pieces)));
+            files.push(self.new_file(id, out.saturating_add(overhead), lo, hi, seq));
             return files;
         }
         let cuts = density_cuts(pieces, out, target, count, lo, hi);
@@ -1030,13 +1027,7 @@ impl Simulator {
             let last = i + 1 == cuts.len();
             let size = if last { out - written } else { target };
             let id = self.alloc_id();
-            files.push(self.new_file(
-                id,
-                size.saturating_add(overhead),
-                start,
-                end,
-                oldest(pieces),
-            ));
+            files.push(self.new_file(id, size.saturating_add(overhead), start, end, seq));
             written += size;
             start = end.saturating_add(1);
         }

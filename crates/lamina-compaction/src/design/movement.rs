@@ -140,6 +140,14 @@ impl Movement {
 }
 
 impl Movement {
+    /// True for the least-overlap policies.
+    fn is_least_overlap(&self) -> bool {
+        matches!(
+            self,
+            Movement::LeastOverlapParent | Movement::LeastOverlapGrandparent
+        )
+    }
+
     /// True for the policies that rank only files holding tombstones.
     fn reads_tombstones(&self) -> bool {
         matches!(
@@ -198,11 +206,20 @@ pub fn find_ranked<'a, T>(
                     offered.then(|| accept(f)).flatten()
                 });
         }
+        // A least-overlap policy without its target level (`lo2` above
+        // the last level) has no opinion: no need to list the files.
+        if m.is_least_overlap() {
+            continue;
+        }
         if let Some(ranked) = m.rank(ctx, listed()) {
             return ranked.into_iter().find_map(accept);
         }
     }
-    listed().iter().copied().find_map(accept)
+    // Key order, offered file by file: a policy usually takes the first.
+    match candidates {
+        Some(c) => c.iter().copied().find_map(accept),
+        None => run.files.iter().filter(|f| !f.busy).find_map(accept),
+    }
 }
 
 /// Ranks with the first policy of `policies` that has an opinion; key
