@@ -10,8 +10,7 @@
 #   scripts/sim-identical.sh OLD/lamina NEW/lamina [FLUSHES...]
 #
 # FLUSHES defaults to 10000 30000; POLICIES="a b" replaces the list of
-# policies. The rr, cold and old movements rank every
-# file of a level at each pick and are compared at 10^4 flushes at most.
+# policies.
 # Writes only under a temporary directory it removes; exits 1 on the first
 # difference, naming the policy and the options.
 set -euo pipefail
@@ -41,7 +40,6 @@ trap 'rm -rf "$work"' EXIT
 
 for n in "${counts[@]}"; do
     for p in "${policies[@]}"; do
-        case $p in rr | cold | old) ((n <= 10000)) || continue ;; esac
         for v in "${variants[@]}"; do
             # shellcheck disable=SC2086 # the variant is a list of options
             for format in "csv --transient" json; do

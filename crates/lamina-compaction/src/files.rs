@@ -40,11 +40,13 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 
+use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::OnceLock;
 
 use crate::blocks::{self, Blocks, Entry, Pos, Range};
-use crate::FileView;
+use crate::{FileView, InlineKey};
 
 thread_local! {
     static VISITS: Cell<u64> = const { Cell::new(0) };
@@ -225,13 +227,146 @@ impl Hasher for IdHasher {
     }
 }
 
+/// The greatest value of a multiset (the least, for `Reverse` values) and
+/// how many members hold it.
+#[derive(Debug, Clone)]
+struct Extreme<T> {
+    value: T,
+    count: usize,
+}
+
+/// The greatest of one of the times of a run's files (the least, for
+/// `Reverse` times), kept as files come and go while it is known: when
+/// the last file holding it leaves, it is unknown until the next
+/// [`Kept::get`] reads the files again. The round-robin, coldest and
+/// oldest movement policies read these at every pick, and a level's
+/// files all hold the same last read (the simulator reads nothing) or the
+/// same oldest data far more often than they leave.
+#[derive(Debug, Clone)]
+struct Kept<T>(OnceLock<Option<Extreme<T>>>);
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept(OnceLock::new())
+    }
+}
+
+impl<T: Ord> Kept<T> {
+    /// A file whose time compares to the greatest as `order` says joined;
+    /// `make` makes its time, called only if it is the new greatest (a key
+    /// is cloned only then).
+    fn add(&mut self, order: impl Fn(&T) -> Ordering, make: impl FnOnce() -> T) {
+        let Some(greatest) = self.0.get_mut() else {
+            return;
+        };
+        match greatest {
+            Some(x) => match order(&x.value) {
+                Ordering::Less => {}
+                Ordering::Equal => x.count += 1,
+                Ordering::Greater => {
+                    *x = Extreme {
+                        value: make(),
+                        count: 1,
+                    }
+                }
+            },
+            None => {
+                *greatest = Some(Extreme {
+                    value: make(),
+                    count: 1,
+                })
+            }
+        }
+    }
+
+    /// A file whose time compares to the greatest as `order` says left.
+    fn remove(&mut self, order: impl Fn(&T) -> Ordering) {
+        let known = match self.0.get_mut() {
+            Some(Some(x)) if order(&x.value) == Ordering::Equal => {
+                x.count -= 1;
+                x.count > 0
+            }
+            Some(Some(_)) => true,
+            // Nothing to take a file out of: a run out of step.
+            Some(None) | None => false,
+        };
+        if !known {
+            self.0 = OnceLock::new();
+        }
+    }
+
+    /// The greatest of `files`' times (`time`), read off them if unknown.
+    fn get<'a>(&self, files: &'a Files, time: impl Fn(&'a FileView) -> T) -> Option<&T> {
+        self.0
+            .get_or_init(|| {
+                files
+                    .iter()
+                    .map(time)
+                    .fold(None, |greatest, t| match greatest {
+                        Some(x) if t < x.value => Some(x),
+                        Some(x) if t == x.value => Some(Extreme {
+                            count: x.count + 1,
+                            ..x
+                        }),
+                        _ => Some(Extreme { value: t, count: 1 }),
+                    })
+            })
+            .as_ref()
+            .map(|x| &x.value)
+    }
+}
+
 /// The files of one sorted run, in key order; see the module docs.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     by_key: Blocks<Filed>,
     key_of: HashMap<u64, PackedKey, BuildHasherDefault<IdHasher>>,
+    totals: Totals,
+}
+
+/// What a run keeps of its files as they come and go.
+#[derive(Debug, Clone, Default)]
+struct Totals {
     bytes: u64,
     tombstones: u64,
+    busy: usize,
+    /// The newest arrival, with the largest key among the files that
+    /// arrived then (a round-robin cursor).
+    newest: Kept<(u64, InlineKey)>,
+    least_read: Kept<Reverse<u64>>,
+    most_read: Kept<u64>,
+    least_seq: Kept<Reverse<u64>>,
+    most_seq: Kept<u64>,
+}
+
+impl Totals {
+    fn add(&mut self, f: &FileView) {
+        self.bytes += f.size;
+        self.tombstones += f.tombstones;
+        self.busy += usize::from(f.busy);
+        let newest = |n: &(u64, InlineKey)| (f.arrived_ms, &f.largest).cmp(&(n.0, &n.1));
+        self.newest
+            .add(newest, || (f.arrived_ms, f.largest.clone()));
+        let (read, seq) = (f.last_read_ms, f.smallest_seq);
+        self.least_read
+            .add(|t| Reverse(read).cmp(t), || Reverse(read));
+        self.most_read.add(|t| read.cmp(t), || read);
+        self.least_seq.add(|t| Reverse(seq).cmp(t), || Reverse(seq));
+        self.most_seq.add(|t| seq.cmp(t), || seq);
+    }
+
+    fn remove(&mut self, f: &FileView) {
+        self.bytes -= f.size;
+        self.tombstones -= f.tombstones;
+        self.busy -= usize::from(f.busy);
+        self.newest
+            .remove(|n| (f.arrived_ms, &f.largest).cmp(&(n.0, &n.1)));
+        let (read, seq) = (f.last_read_ms, f.smallest_seq);
+        self.least_read.remove(|t| Reverse(read).cmp(t));
+        self.most_read.remove(|t| read.cmp(t));
+        self.least_seq.remove(|t| Reverse(seq).cmp(t));
+        self.most_seq.remove(|t| seq.cmp(t));
+    }
 }
 
 impl Files {
@@ -252,13 +387,67 @@ impl Files {
 
     /// Bytes of the files.
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.totals.bytes
     }
 
     /// Tombstones in the files: the tombstone triggers and movement
     /// policies read no file of a run without any.
     pub fn tombstones(&self) -> u64 {
-        self.tombstones
+        self.totals.tombstones
+    }
+
+    /// Files a running compaction owns.
+    pub fn busy(&self) -> usize {
+        self.totals.busy
+    }
+
+    /// The newest arrival among the files and the largest key among the
+    /// files that arrived then (a round-robin cursor); `None` for no files.
+    /// Kept as files come and go: a pick reads no file, unless the last
+    /// file that arrived then left since the last call (then the files
+    /// are read once, counted as visits).
+    pub fn newest_arrival(&self) -> Option<(u64, &InlineKey)> {
+        let newest = self
+            .totals
+            .newest
+            .get(self, |f| (f.arrived_ms, f.largest.clone()));
+        newest.map(|(at, key)| (*at, key))
+    }
+
+    /// True if every file was last read at the same time (or there are
+    /// none); kept as [`Files::newest_arrival`] is.
+    pub fn reads_tie(&self) -> bool {
+        let t = &self.totals;
+        t.least_read
+            .get(self, |f| Reverse(f.last_read_ms))
+            .map(|r| r.0)
+            == t.most_read.get(self, |f| f.last_read_ms).copied()
+    }
+
+    /// True if every file's oldest data has the same sequence number (or
+    /// there are none); kept as [`Files::newest_arrival`] is.
+    pub fn seqs_tie(&self) -> bool {
+        let t = &self.totals;
+        t.least_seq
+            .get(self, |f| Reverse(f.smallest_seq))
+            .map(|r| r.0)
+            == t.most_seq.get(self, |f| f.smallest_seq).copied()
+    }
+
+    /// The files whose smallest key is greater than `key`, in key order,
+    /// then the rest from the first (every file from the first if `key` is
+    /// `None`): a round-robin cursor's order.
+    pub fn wrapping_after(&self, key: Option<&[u8]>) -> impl Iterator<Item = &FileView> {
+        let at = match key {
+            Some(key) => {
+                search();
+                let key = PackedKey::new(key);
+                self.by_key.partition_point(|s| s.0 <= key)
+            }
+            None => self.by_key.start(),
+        };
+        let (start, end) = (self.by_key.start(), self.by_key.end());
+        Iter(self.by_key.range(at, end)).chain(Iter(self.by_key.range(start, at)))
     }
 
     /// The files in key order.
@@ -445,8 +634,7 @@ impl Files {
     pub fn insert(&mut self, file: FileView) {
         self.remove(file.id);
         let filed = Filed::new(visit(file));
-        self.bytes += filed.size;
-        self.tombstones += filed.file.tombstones;
+        self.totals.add(&filed.file);
         self.key_of.insert(filed.id(), filed.smallest().clone());
         search();
         let pos = self
@@ -498,8 +686,7 @@ impl Files {
         }
         for f in &filed {
             visit(f);
-            self.bytes += f.size;
-            self.tombstones += f.file.tombstones;
+            self.totals.add(&f.file);
         }
         self.by_key.insert(pos, filed);
     }
@@ -509,8 +696,7 @@ impl Files {
         let pos = self.find(id)?;
         self.key_of.remove(&id);
         let file = *visit(self.by_key.take(pos)?).file;
-        self.bytes -= file.size;
-        self.tombstones -= file.tombstones;
+        self.totals.remove(&file);
         Some(file)
     }
 
@@ -536,8 +722,7 @@ impl Files {
         for _ in ids {
             let f = self.by_key.get(to).map(visit);
             if let Some(f) = f {
-                self.bytes -= f.size;
-                self.tombstones -= f.file.tombstones;
+                self.totals.remove(&f.file);
                 self.key_of.remove(&f.id());
             }
             to = self.by_key.next(to);
@@ -746,6 +931,100 @@ mod tests {
     /// Ids made together hash next to each other (eight to a group), and
     /// groups scatter: the map of a run of 10^6 files then touches a
     /// merge's new ids in a cache line or two.
+    /// The brute-force times of `files`: the newest (arrival, largest
+    /// key), and whether last reads and sequence numbers all tie.
+    fn scanned_times(files: &Files) -> (Option<(u64, Vec<u8>)>, bool, bool, usize) {
+        let all: Vec<&FileView> = files.iter().collect();
+        let newest = all.iter().map(|f| (f.arrived_ms, f.largest.to_vec())).max();
+        let tie = |k: fn(&FileView) -> u64| all.windows(2).all(|w| k(w[0]) == k(w[1]));
+        let busy = all.iter().filter(|f| f.busy).count();
+        (
+            newest,
+            tie(|f| f.last_read_ms),
+            tie(|f| f.smallest_seq),
+            busy,
+        )
+    }
+
+    fn kept_times(files: &Files) -> (Option<(u64, Vec<u8>)>, bool, bool, usize) {
+        (
+            files.newest_arrival().map(|(at, key)| (at, key.to_vec())),
+            files.reads_tie(),
+            files.seqs_tie(),
+            files.busy(),
+        )
+    }
+
+    proptest::proptest! {
+        /// The times a run keeps as files come and go (one by one, a
+        /// merge's inputs out and outputs in, edits, busy flags) are what a
+        /// scan of its files finds, after every change, whether or not
+        /// they were asked for in between (an unknown extreme is worked
+        /// out again).
+        #[test]
+        fn kept_times_match_a_scan(
+            ops in proptest::collection::vec(
+                (0u8..5, 0u8..40, 0u8..6, 0u64..4, 0u64..3, proptest::bool::ANY),
+                1..120,
+            ),
+            ask in proptest::collection::vec(proptest::bool::ANY, 120),
+        ) {
+            let mut run = Files::new();
+            let mut next_id = 1u64;
+            for (i, &(op, at, n, time, seq, busy)) in ops.iter().enumerate() {
+                let timed = |id: u64, lo: u8, hi: u8| FileView {
+                    arrived_ms: time,
+                    last_read_ms: time % 2,
+                    smallest_seq: seq,
+                    busy,
+                    ..file(id, lo, hi, 1)
+                };
+                match op {
+                    // One file into a free key (files are disjoint).
+                    0 if run.overlapping(&[at], &[at]).next().is_none() => {
+                        run.insert(timed(next_id, at, at));
+                        next_id += 1;
+                    }
+                    // A merge: the files under [at, at + n] out, new ones in.
+                    1 => {
+                        let hi = at.saturating_add(n);
+                        let inputs = ids(run.overlapping(&[at], &[hi]));
+                        let lo = run.overlapping(&[at], &[hi]).next().map_or(at, |f| f.smallest[0].min(at));
+                        let top = run.overlapping(&[at], &[hi]).last().map_or(hi, |f| f.largest[0].max(hi));
+                        run.remove_all(&inputs);
+                        let outputs: Vec<FileView> = (lo..=top)
+                            .step_by(2)
+                            .map(|k| {
+                                next_id += 1;
+                                timed(next_id, k, k.saturating_add(1).min(top))
+                            })
+                            .collect();
+                        run.extend(outputs);
+                    }
+                    2 => {
+                        let id = run.overlapping(&[at], &[at]).next().map(|f| f.id);
+                        if let Some(id) = id {
+                            run.remove(id);
+                        }
+                    }
+                    _ => {
+                        let id = run.overlapping(&[at], &[at]).next().map(|f| f.id);
+                        if let Some(id) = id {
+                            run.update(id, |f| {
+                                f.busy = busy;
+                                f.last_read_ms = time;
+                            });
+                        }
+                    }
+                }
+                if ask[i] {
+                    proptest::prop_assert_eq!(kept_times(&run), scanned_times(&run), "after op {}", i);
+                }
+            }
+            proptest::prop_assert_eq!(kept_times(&run), scanned_times(&run));
+        }
+    }
+
     #[test]
     fn ids_hash_in_groups_of_eight() {
         let hash = |id: u64| {

@@ -45,15 +45,16 @@ fn overlap_score(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> f64 {
 
 /// The largest key the last compaction out of `ctx.level` wrote into the
 /// level below: the largest key among that level's most recently arrived
-/// files. `None` before any such compaction.
-fn round_robin_cursor(ctx: &LevelCtx<'_>) -> Option<InlineKey> {
-    let below = ctx.view.level(ctx.level + 1);
-    let files = || below.runs.iter().flat_map(|r| &r.files);
-    let newest = files().map(|f| f.arrived_ms).max()?;
-    files()
-        .filter(|f| f.arrived_ms == newest)
-        .map(|f| f.largest.clone())
+/// files. `None` before any such compaction. Each run keeps its newest
+/// arrival ([`crate::files::Files::newest_arrival`]): no file is read.
+fn round_robin_cursor<'v>(ctx: &LevelCtx<'v>) -> Option<&'v InlineKey> {
+    ctx.view
+        .level(ctx.level + 1)
+        .runs
+        .iter()
+        .filter_map(|r| r.files.newest_arrival())
         .max()
+        .map(|(_, key)| key)
 }
 
 fn ranked_by<'a, K: PartialOrd>(
@@ -103,7 +104,7 @@ impl Movement {
                 let start = round_robin_cursor(ctx).map_or(0, |cursor| {
                     candidates
                         .iter()
-                        .position(|f| f.smallest > cursor)
+                        .position(|f| f.smallest > *cursor)
                         .unwrap_or(0)
                 });
                 candidates[start..]
@@ -209,6 +210,27 @@ pub fn find_ranked<'a, T>(
         // A least-overlap policy without its target level (`lo2` above
         // the last level) has no opinion: no need to list the files.
         if m.is_least_overlap() {
+            continue;
+        }
+        // Round robin over every idle file: from the cursor on, without
+        // listing the files.
+        if *m == Movement::RoundRobin && candidates.is_none() {
+            let cursor = round_robin_cursor(ctx).map(|k| k.as_slice());
+            return run
+                .files
+                .wrapping_after(cursor)
+                .filter(|f| !f.busy)
+                .find_map(accept);
+        }
+        // Coldest and oldest have no opinion on a run whose files all tie
+        // (the run keeps its extremes); with no file busy, every idle file
+        // ties too.
+        let ties = || match m {
+            Movement::Coldest => run.files.reads_tie(),
+            Movement::Oldest => run.files.seqs_tie(),
+            _ => false,
+        };
+        if candidates.is_none() && run.files.busy() == 0 && ties() {
             continue;
         }
         if let Some(ranked) = m.rank(ctx, listed()) {
