@@ -497,6 +497,57 @@ fn encode_mbr(out: &mut Vec<u8>, meta: &FileMeta) {
 }
 
 impl VersionEdit {
+    /// Rebases an edit made against `base` onto `now`, the version it is
+    /// about to be applied to: a run the edit adds files to that `base`
+    /// had and `now` lacks was emptied meanwhile by a concurrent
+    /// compaction (one that took the run's last files while this one,
+    /// taking none of them, wrote into it), and is created again, with its
+    /// id and recency rank, instead of failing the edit. Not if a newer
+    /// run of its level in `now` overlaps the files added to it: the
+    /// emptied run's data may have gone there (a fold of the level's
+    /// runs), and the added files, newer than that data, would read as
+    /// older. Any other difference is left for [`Version::apply`] to
+    /// refuse.
+    pub fn recreate_emptied_runs(&mut self, base: &Version, now: &Version) {
+        let run_of = |v: &Version, level: usize, id: u64| {
+            v.levels
+                .get(level)
+                .and_then(|l| l.runs.iter().find(|r| r.id == id))
+                .map(|r| r.order)
+        };
+        let mut recreated: Vec<NewRun> = Vec::new();
+        for a in &self.added_files {
+            let planned = self
+                .new_runs
+                .iter()
+                .chain(&recreated)
+                .any(|n| n.run_id == a.run_id);
+            if planned || run_of(now, a.level, a.run_id).is_some() {
+                continue;
+            }
+            let Some(order) = run_of(base, a.level, a.run_id) else {
+                continue;
+            };
+            let added = self.added_files.iter().filter(|b| b.run_id == a.run_id);
+            let newer = now.levels.get(a.level).map_or(&[][..], |l| &l.runs[..]);
+            let shadowed = added.into_iter().any(|b| {
+                newer
+                    .iter()
+                    .filter(|r| r.order > order)
+                    .flat_map(|r| r.files.iter())
+                    .any(|f| f.overlaps(&b.meta.smallest, &b.meta.largest))
+            });
+            if !shadowed {
+                recreated.push(NewRun {
+                    level: a.level,
+                    run_id: a.run_id,
+                    order,
+                });
+            }
+        }
+        self.new_runs.extend(recreated);
+    }
+
     /// Serializes the edit (see docs/format.md, "Manifest").
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
@@ -810,6 +861,80 @@ pub(crate) mod tests {
         assert_eq!(d.added_files[0].meta.oldest_tombstone_ms, Some(3));
         assert!(VersionEdit::decode(&[0xff]).is_none());
         assert!(VersionEdit::decode(&[TAG_ADD_FILE as u8, 1]).is_none());
+    }
+
+    /// Two concurrent compactions: one moves a file from level 1 into
+    /// level 2's run 7 (taking none of its files), the other takes run 7's
+    /// only file down to level 3 and lands first, so run 7 is gone. The
+    /// first edit, rebased, creates run 7 again with its rank; without the
+    /// rebase it is refused; a run the base never had is still refused.
+    #[test]
+    fn an_edit_into_a_run_emptied_meanwhile_recreates_it() {
+        let base = Version::default()
+            .apply(&edit_with(
+                &[(1, 5, 1), (2, 7, 9)],
+                &[(1, 5, 1, b"a", b"c"), (2, 7, 2, b"m", b"p")],
+            ))
+            .unwrap();
+        // The other compaction: run 7's file to a new run of level 3.
+        let mut down = edit_with(&[(3, 8, 1)], &[(3, 8, 2, b"m", b"p")]);
+        down.removed_files.push(RemovedFile {
+            level: 2,
+            run_id: 7,
+            file_id: 2,
+        });
+        let now = base.apply(&down).unwrap();
+        assert!(now.levels[2].runs.is_empty());
+        // This one: file 1 from run 5 into run 7, planned against `base`.
+        let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
+        into.removed_files.push(RemovedFile {
+            level: 1,
+            run_id: 5,
+            file_id: 1,
+        });
+        assert!(now.apply(&into).is_err(), "refused without the rebase");
+        into.recreate_emptied_runs(&base, &now);
+        assert_eq!(
+            into.new_runs,
+            vec![NewRun {
+                level: 2,
+                run_id: 7,
+                order: 9
+            }]
+        );
+        let after = now.apply(&into).unwrap();
+        let run = &after.levels[2].runs[0];
+        assert_eq!((run.id, run.order), (7, 9));
+        assert_eq!(run.files.iter().map(|f| f.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(after.levels[3].runs[0].files[0].id, 2);
+        // A run the base never had is not made up.
+        let mut stray = edit_with(&[], &[(2, 99, 3, b"x", b"y")]);
+        stray.recreate_emptied_runs(&base, &now);
+        assert!(stray.new_runs.is_empty());
+        assert!(now.apply(&stray).is_err());
+
+        // Had the other compaction folded run 7 into a newer run of level
+        // 2 over the added file's keys, the added file (newer data) would
+        // read as older than it: the edit is refused instead.
+        let mut fold = edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"b", b"p")]);
+        fold.removed_files.push(RemovedFile {
+            level: 2,
+            run_id: 7,
+            file_id: 2,
+        });
+        let folded = base.apply(&fold).unwrap();
+        let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
+        into.recreate_emptied_runs(&base, &folded);
+        assert!(into.new_runs.is_empty());
+        assert!(folded.apply(&into).is_err());
+        // A newer run elsewhere in the key space does not stand in the way.
+        let mut apart = edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"m", b"p")]);
+        apart.removed_files = fold.removed_files.clone();
+        let apart = base.apply(&apart).unwrap();
+        let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
+        into.recreate_emptied_runs(&base, &apart);
+        assert_eq!(into.new_runs.len(), 1);
+        assert!(apart.apply(&into).is_ok());
     }
 
     #[test]

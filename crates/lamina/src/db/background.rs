@@ -376,8 +376,10 @@ impl Inner {
         let added_bytes: u64 = outcome.edit.added_files.iter().map(|a| a.meta.size).sum();
         let outputs = describe_files(outcome.edit.added_files.iter().map(|a| &a.meta));
         let mut st = self.state.lock();
+        let mut edit = outcome.edit;
+        edit.recreate_emptied_runs(version, &st.version);
         // As for flushes, outputs of a failed edit stay until the next open.
-        self.log_and_apply(&mut st, outcome.edit, None)?;
+        self.log_and_apply(&mut st, edit, None)?;
         self.stats.buffer_appended_files.add(kept);
         self.stats.buffer_retired_files.add(retired);
         self.stats.merge_moved_files.add(outcome.moved_files);
