@@ -20,10 +20,31 @@
 //! The same functions change the engine's `Version` (files are
 //! `Arc<FileMeta>`) and the planner's `TreeView` (files are `FileView`), so
 //! the engine and the simulator keep the same buffer.
+//!
+//! Every slot a buffer operation reads or edits adds one to a per-thread
+//! counter ([`visits`]), as [`crate::files::visits`] counts the files of
+//! runs: tests bound a flush's work with it, so bookkeeping that scans a
+//! whole buffer shows up as work that grows with the tree.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use crate::FileView;
+
+thread_local! {
+    static VISITS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn visit<T>(item: T) -> T {
+    VISITS.with(|v| v.set(v.get().wrapping_add(1)));
+    item
+}
+
+/// Buffer slots that operations of this thread have read or edited so far
+/// (see the module docs): a measure of buffer work that tests bound.
+pub fn visits() -> u64 {
+    VISITS.with(Cell::get)
+}
 
 /// What the buffer needs to know of a file.
 pub trait BufferFile {
@@ -163,6 +184,7 @@ impl<F: BufferFile> BufferTable<F> {
     pub fn live_bytes(&self) -> u64 {
         self.slots
             .iter()
+            .map(visit)
             .filter_map(Slot::live)
             .map(F::file_size)
             .sum()
@@ -230,6 +252,7 @@ impl<F: BufferFile> Buffer<F> {
         self.tables
             .iter()
             .flat_map(|t| &t.slots)
+            .map(visit)
             .map(Slot::size)
             .sum()
     }
@@ -238,7 +261,7 @@ impl<F: BufferFile> Buffer<F> {
     pub fn live_files(&self) -> impl Iterator<Item = &F> {
         self.tables
             .iter()
-            .flat_map(|t| t.slots.iter().filter_map(Slot::live))
+            .flat_map(|t| t.slots.iter().map(visit).filter_map(Slot::live))
     }
 
     /// Removed files still marked.
@@ -246,6 +269,7 @@ impl<F: BufferFile> Buffer<F> {
         self.tables
             .iter()
             .flat_map(|t| &t.slots)
+            .map(visit)
             .filter(|s| s.live().is_none())
             .count()
     }
@@ -261,7 +285,7 @@ impl<F: BufferFile> Buffer<F> {
             .tables
             .iter()
             .flat_map(|t| &t.slots)
-            .any(|s| s.id() == slot.id())
+            .any(|s| visit(s).id() == slot.id())
         {
             return;
         }
@@ -280,14 +304,14 @@ impl<F: BufferFile> Buffer<F> {
                 },
             );
         }
-        self.tables[0].slots.push(slot);
+        self.tables[0].slots.push(visit(slot));
     }
 
     /// Marks file `id` removed; true if it was live.
     pub fn remove(&mut self, id: u64) -> bool {
         for table in &mut self.tables {
             for slot in &mut table.slots {
-                if slot.id() == id {
+                if visit(&*slot).id() == id {
                     if let Slot::Live(f) = slot {
                         *slot = Slot::Removed(Marker::of(f));
                         return true;
@@ -303,9 +327,9 @@ impl<F: BufferFile> Buffer<F> {
     /// host (Algorithm 4): the buffer is complete, some live file overlaps
     /// the range, and no removed file does.
     pub fn serves_range(&self, lo: &[u8], hi: Option<&[u8]>) -> bool {
-        let overlaps = |s: &Slot<F>| match hi {
-            Some(hi) => s.overlaps(lo, hi),
-            None => s.largest() >= lo,
+        let overlaps = |s: &Slot<F>| match (visit(s), hi) {
+            (s, Some(hi)) => s.overlaps(lo, hi),
+            (s, None) => s.largest() >= lo,
         };
         let slots = || self.tables.iter().flat_map(|t| &t.slots);
         self.complete
