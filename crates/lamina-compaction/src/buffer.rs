@@ -20,10 +20,43 @@
 //! The same functions change the engine's `Version` (files are
 //! `Arc<FileMeta>`) and the planner's `TreeView` (files are `FileView`), so
 //! the engine and the simulator keep the same buffer.
+//!
+//! The simulator trims no buffer, so the last level's buffer keeps every
+//! file moved into it and grows with the tree, and a drain step appends to
+//! one buffer, reads the bytes of another and retires files of a third. So
+//! a buffer keeps, beside its tables, where each file number's slot is and
+//! its byte totals, and each table the number of removed slots it starts
+//! with: appending, removing and the totals cost no scan of the buffer,
+//! and the pace rule merges the tables in key order, reading only the
+//! files it retires and each table's next live file (the pace rule
+//! retires smallest largest key first, so the removed slots gather at the
+//! front of each table).
+//!
+//! Every slot a buffer operation reads or edits adds one to a per-thread
+//! counter ([`visits`]), as [`crate::files::visits`] counts the files of
+//! runs: tests bound a flush's work with it, so bookkeeping that scans a
+//! whole buffer shows up as work that grows with the tree.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use crate::FileView;
+
+thread_local! {
+    static VISITS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn visit<T>(item: T) -> T {
+    VISITS.with(|v| v.set(v.get().wrapping_add(1)));
+    item
+}
+
+/// Buffer slots that operations of this thread have read or edited so far
+/// (see the module docs): a measure of buffer work that tests bound.
+pub fn visits() -> u64 {
+    VISITS.with(Cell::get)
+}
 
 /// What the buffer needs to know of a file.
 pub trait BufferFile {
@@ -138,9 +171,6 @@ impl<F: BufferFile> Slot<F> {
             Slot::Removed(_) => None,
         }
     }
-    fn overlaps(&self, lo: &[u8], hi: &[u8]) -> bool {
-        self.smallest() <= hi && lo <= self.largest()
-    }
 }
 
 /// The files one round moved into the host: one drained run's files.
@@ -148,31 +178,47 @@ impl<F: BufferFile> Slot<F> {
 pub struct BufferTable<F> {
     /// Id of the run the round drained (it names the round).
     pub source: u64,
-    /// Files in key order, disjoint.
+    /// Files in key order, disjoint. Read it: [`Buffer::append`] and
+    /// [`Buffer::remove`] change it and keep the buffer's index of it.
     pub slots: Vec<Slot<F>>,
+    /// How many slots at the front are removed: the first live file is at
+    /// or after this index.
+    removed_prefix: usize,
 }
 
 impl<F: BufferFile> BufferTable<F> {
+    /// The first live file at index `from` or later, with its index.
+    fn live_from(&self, from: usize) -> Option<(usize, &F)> {
+        self.slots
+            .get(from..)?
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| visit(s).live().map(|f| (from + i, f)))
+    }
+
     /// The slot whose key range holds `key`.
     pub fn slot_for(&self, key: &[u8]) -> Option<&Slot<F>> {
         let i = self.slots.partition_point(|s| s.largest() < key);
         self.slots.get(i).filter(|s| s.smallest() <= key)
     }
+}
 
-    /// Bytes of the live files.
-    pub fn live_bytes(&self) -> u64 {
-        self.slots
-            .iter()
-            .filter_map(Slot::live)
-            .map(F::file_size)
-            .sum()
-    }
+/// Where a file's slot is in a buffer.
+#[derive(Debug, Clone, Copy)]
+struct SlotAt {
+    /// Its table, counted from the oldest: tables are only added as the
+    /// newest, so this count stays put while their index in
+    /// [`Buffer::tables`] grows.
+    round: usize,
+    /// Its index in the table.
+    slot: usize,
 }
 
 /// A host's compaction buffer.
 #[derive(Debug, Clone)]
 pub struct Buffer<F> {
-    /// Tables, newest first.
+    /// Tables, newest first. Read it: [`Buffer::append`] and
+    /// [`Buffer::remove`] change it and keep the buffer's index of it.
     pub tables: Vec<BufferTable<F>>,
     /// True if every round that filled the host has a table: the buffer
     /// was created with the host. Only then may a range read the tables
@@ -182,10 +228,20 @@ pub struct Buffer<F> {
     /// level (seed 002 Alg. 1), the base of the retirement pace; `None`
     /// while the host receives.
     pub base: Option<u64>,
+    /// Every slot's place, by file number.
+    at: HashMap<u64, SlotAt>,
+    /// Bytes of the live files.
+    live_bytes: u64,
+    /// Bytes of every slot, removed files included.
+    bytes_in: u64,
+    /// Removed slots.
+    removed: usize,
 }
 
 impl<F> Buffer<F> {
-    /// The same buffer with every live file turned into `G` by `f`.
+    /// The same buffer with every live file turned into `G` by `f`, which
+    /// keeps each file's number, size and keys (the same file seen another
+    /// way).
     pub fn map<G>(&self, f: impl Fn(&F) -> G) -> Buffer<G> {
         Buffer {
             tables: self
@@ -201,10 +257,15 @@ impl<F> Buffer<F> {
                             Slot::Removed(m) => Slot::Removed(m.clone()),
                         })
                         .collect(),
+                    removed_prefix: t.removed_prefix,
                 })
                 .collect(),
             complete: self.complete,
             base: self.base,
+            at: self.at.clone(),
+            live_bytes: self.live_bytes,
+            bytes_in: self.bytes_in,
+            removed: self.removed,
         }
     }
 }
@@ -216,38 +277,57 @@ impl<F: BufferFile> Buffer<F> {
             tables: Vec::new(),
             complete,
             base: None,
+            at: HashMap::new(),
+            live_bytes: 0,
+            bytes_in: 0,
+            removed: 0,
         }
     }
 
     /// Bytes of the live files.
     pub fn live_bytes(&self) -> u64 {
-        self.tables.iter().map(BufferTable::live_bytes).sum()
+        self.live_bytes
     }
 
     /// Bytes every round brought in, removed files included: what was
     /// compacted into the host since it was created.
     pub fn bytes_in(&self) -> u64 {
-        self.tables
-            .iter()
-            .flat_map(|t| &t.slots)
-            .map(Slot::size)
-            .sum()
+        self.bytes_in
     }
 
     /// Live files, newest table first.
     pub fn live_files(&self) -> impl Iterator<Item = &F> {
         self.tables
             .iter()
-            .flat_map(|t| t.slots.iter().filter_map(Slot::live))
+            .flat_map(|t| t.slots.iter().map(visit).filter_map(Slot::live))
     }
 
     /// Removed files still marked.
     pub fn removed_count(&self) -> usize {
-        self.tables
+        self.removed
+    }
+
+    /// Live files, smallest largest key first, ties newest table first:
+    /// the tables (each in key order, so by largest key too) merged,
+    /// reading the files handed out and each table's next live file.
+    fn live_by_largest_key(&self) -> impl Iterator<Item = &F> {
+        let mut heads: BinaryHeap<Reverse<(&[u8], usize, usize)>> = self
+            .tables
             .iter()
-            .flat_map(|t| &t.slots)
-            .filter(|s| s.live().is_none())
-            .count()
+            .enumerate()
+            .filter_map(|(t, table)| {
+                let (i, f) = table.live_from(table.removed_prefix)?;
+                Some(Reverse((f.last_key(), t, i)))
+            })
+            .collect();
+        std::iter::from_fn(move || {
+            let Reverse((_, t, i)) = heads.pop()?;
+            let table = self.tables.get(t)?;
+            if let Some((next, f)) = table.live_from(i + 1) {
+                heads.push(Reverse((f.last_key(), t, next)));
+            }
+            table.slots.get(i)?.live()
+        })
     }
 
     /// Appends `slot`, moved down from run `source`, to the newest table if
@@ -257,19 +337,14 @@ impl<F: BufferFile> Buffer<F> {
     /// data again and restarted its drain. Tables stay key-disjoint, and
     /// every slot is newer than every slot of an older table.
     pub fn append(&mut self, source: u64, slot: Slot<F>) {
-        if self
-            .tables
-            .iter()
-            .flat_map(|t| &t.slots)
-            .any(|s| s.id() == slot.id())
-        {
+        if self.at.contains_key(&slot.id()) {
             return;
         }
         let continues = self.tables.first().is_some_and(|t| {
             t.source == source
                 && t.slots
                     .last()
-                    .is_none_or(|last| last.largest() < slot.smallest())
+                    .is_none_or(|last| visit(last).largest() < slot.smallest())
         });
         if !continues {
             self.tables.insert(
@@ -277,40 +352,86 @@ impl<F: BufferFile> Buffer<F> {
                 BufferTable {
                     source,
                     slots: Vec::new(),
+                    removed_prefix: 0,
                 },
             );
         }
-        self.tables[0].slots.push(slot);
+        let round = self.tables.len() - 1;
+        let Some(table) = self.tables.first_mut() else {
+            return;
+        };
+        let at = SlotAt {
+            round,
+            slot: table.slots.len(),
+        };
+        self.at.insert(slot.id(), at);
+        self.bytes_in = self.bytes_in.saturating_add(slot.size());
+        match slot.live() {
+            Some(f) => self.live_bytes = self.live_bytes.saturating_add(f.file_size()),
+            None => {
+                self.removed += 1;
+                if table.removed_prefix == at.slot {
+                    table.removed_prefix += 1;
+                }
+            }
+        }
+        table.slots.push(visit(slot));
     }
 
     /// Marks file `id` removed; true if it was live.
     pub fn remove(&mut self, id: u64) -> bool {
-        for table in &mut self.tables {
-            for slot in &mut table.slots {
-                if slot.id() == id {
-                    if let Slot::Live(f) = slot {
-                        *slot = Slot::Removed(Marker::of(f));
-                        return true;
-                    }
-                    return false;
-                }
-            }
+        let Some(&SlotAt { round, slot }) = self.at.get(&id) else {
+            return false;
+        };
+        let Some(table) = self
+            .tables
+            .len()
+            .checked_sub(round + 1)
+            .and_then(|t| self.tables.get_mut(t))
+        else {
+            return false;
+        };
+        let Some(Slot::Live(f)) = table.slots.get(slot).map(visit) else {
+            return false;
+        };
+        self.live_bytes = self.live_bytes.saturating_sub(f.file_size());
+        self.removed += 1;
+        table.slots[slot] = Slot::Removed(Marker::of(f));
+        while table
+            .slots
+            .get(table.removed_prefix)
+            .is_some_and(|s| visit(s).live().is_none())
+        {
+            table.removed_prefix += 1;
         }
-        false
+        true
     }
 
     /// Whether a range `[lo, hi]` may be read from the tables instead of the
     /// host (Algorithm 4): the buffer is complete, some live file overlaps
     /// the range, and no removed file does.
     pub fn serves_range(&self, lo: &[u8], hi: Option<&[u8]>) -> bool {
-        let overlaps = |s: &Slot<F>| match hi {
-            Some(hi) => s.overlaps(lo, hi),
-            None => s.largest() >= lo,
-        };
-        let slots = || self.tables.iter().flat_map(|t| &t.slots);
-        self.complete
-            && slots().any(|s| s.live().is_some() && overlaps(s))
-            && !slots().any(|s| s.live().is_none() && overlaps(s))
+        if !self.complete {
+            return false;
+        }
+        let mut live = false;
+        for table in &self.tables {
+            // A table is in key order: the slots overlapping the range are
+            // those from the first ending at or after `lo` to the last
+            // starting at or before `hi`.
+            let from = table.slots.partition_point(|s| s.largest() < lo);
+            let overlapping = table.slots[from..]
+                .iter()
+                .map(visit)
+                .take_while(|s| hi.is_none_or(|hi| s.smallest() <= hi));
+            for slot in overlapping {
+                if slot.live().is_none() {
+                    return false;
+                }
+                live = true;
+            }
+        }
+        live
     }
 
     /// The live files to retire, smallest largest key first, so that after
@@ -319,12 +440,10 @@ impl<F: BufferFile> Buffer<F> {
     /// [`Buffer::base`], or the live bytes now if the host has not begun
     /// draining.
     pub fn pace(&self, host_after: u64, capacity: u64) -> Vec<u64> {
-        let base = self.base.unwrap_or_else(|| self.live_bytes());
-        let mut live: Vec<&F> = self.live_files().collect();
-        live.sort_by(|a, b| a.last_key().cmp(b.last_key()));
-        let mut bytes = self.live_bytes();
+        let base = self.base.unwrap_or(self.live_bytes);
+        let mut bytes = self.live_bytes;
         let mut out = Vec::new();
-        for f in live {
+        for f in self.live_by_largest_key() {
             // bytes / base > host_after / capacity, in integers.
             if (bytes as u128) * (capacity.max(1) as u128) <= (host_after as u128) * (base as u128)
             {
@@ -594,6 +713,145 @@ mod tests {
         assert_eq!(b.pace(75, 100), vec![0]);
         assert_eq!(b.pace(74, 100), vec![0, 1]);
         assert_eq!(b.pace(0, 100), vec![0, 1, 2, 3]);
+    }
+
+    /// A buffer as tables of `(file, live)`, newest first, scanned for
+    /// everything: the rules of seed 002 Alg. 1, 3 and 4 stated directly.
+    #[derive(Debug, Default)]
+    struct Model {
+        tables: Vec<(u64, Vec<(FileView, bool)>)>,
+    }
+
+    impl Model {
+        fn slots(&self) -> impl Iterator<Item = &(FileView, bool)> {
+            self.tables.iter().flat_map(|(_, t)| t)
+        }
+
+        fn append(&mut self, source: u64, f: FileView, live: bool) {
+            if self.slots().any(|(g, _)| g.id == f.id) {
+                return;
+            }
+            let continues = self.tables.first().is_some_and(|(s, t)| {
+                *s == source && t.last().is_none_or(|(g, _)| g.largest < f.smallest)
+            });
+            if !continues {
+                self.tables.insert(0, (source, Vec::new()));
+            }
+            self.tables[0].1.push((f, live));
+        }
+
+        fn remove(&mut self, id: u64) -> bool {
+            let slot = self.tables.iter_mut().flat_map(|(_, t)| t);
+            match slot.into_iter().find(|(f, _)| f.id == id) {
+                Some((_, live)) => std::mem::replace(live, false),
+                None => false,
+            }
+        }
+
+        fn live_bytes(&self) -> u64 {
+            self.slots().filter(|(_, l)| *l).map(|(f, _)| f.size).sum()
+        }
+
+        /// Every live file sorted (stably) by largest key, retired until
+        /// the buffer's share is at most the host's.
+        fn pace(&self, base: Option<u64>, host_after: u64, capacity: u64) -> Vec<u64> {
+            let base = base.unwrap_or_else(|| self.live_bytes());
+            let mut live: Vec<&FileView> =
+                self.slots().filter(|(_, l)| *l).map(|(f, _)| f).collect();
+            live.sort_by(|a, b| a.largest.cmp(&b.largest));
+            let mut bytes = self.live_bytes();
+            let mut out = Vec::new();
+            for f in live {
+                if bytes as u128 * capacity.max(1) as u128 <= host_after as u128 * base as u128 {
+                    break;
+                }
+                bytes -= f.size;
+                out.push(f.id);
+            }
+            out
+        }
+
+        fn serves_range(&self, lo: &[u8], hi: Option<&[u8]>) -> bool {
+            let overlaps = |f: &FileView| {
+                f.largest.as_ref() >= lo && hi.is_none_or(|hi| f.smallest.as_ref() <= hi)
+            };
+            self.slots().any(|(f, l)| *l && overlaps(f))
+                && !self.slots().any(|(f, l)| !*l && overlaps(f))
+        }
+    }
+
+    proptest::proptest! {
+        /// Random rounds of appends (live and removed, repeated file
+        /// numbers, rounds that restart) and removals against the model:
+        /// the same tables, totals, retirements and range answers.
+        #[test]
+        fn buffer_matches_a_scanned_model(
+            ops in proptest::collection::vec(
+                (0u8..6, 0u64..3, 0u64..40, 0u8..60, 0u8..4, 1u64..100),
+                1..80,
+            ),
+        ) {
+            let mut b: Buffer<FileView> = Buffer::new(true);
+            let mut model = Model::default();
+            for (kind, source, id, lo, width, size) in ops {
+                let f = FileView {
+                    id,
+                    size,
+                    smallest: vec![lo].into(),
+                    largest: vec![lo + width].into(),
+                    ..FileView::default()
+                };
+                match kind {
+                    0..=2 => {
+                        model.append(source, f.clone(), true);
+                        b.append(source, Slot::Live(f));
+                    }
+                    3 => {
+                        model.append(source, f.clone(), false);
+                        b.append(source, Slot::Removed(Marker::of(&f)));
+                    }
+                    _ => proptest::prop_assert_eq!(b.remove(id), model.remove(id)),
+                }
+                let shape = |t: &BufferTable<FileView>| {
+                    let slots = t.slots.iter().map(|s| (s.id(), s.live().is_some()));
+                    (t.source, slots.collect::<Vec<_>>())
+                };
+                let model_shape = |(source, t): &(u64, Vec<(FileView, bool)>)| {
+                    (*source, t.iter().map(|(f, l)| (f.id, *l)).collect::<Vec<_>>())
+                };
+                proptest::prop_assert_eq!(
+                    b.tables.iter().map(shape).collect::<Vec<_>>(),
+                    model.tables.iter().map(model_shape).collect::<Vec<_>>()
+                );
+                proptest::prop_assert_eq!(b.live_bytes(), model.live_bytes());
+                proptest::prop_assert_eq!(
+                    b.bytes_in(),
+                    model.slots().map(|(f, _)| f.size).sum::<u64>()
+                );
+                proptest::prop_assert_eq!(
+                    b.removed_count(),
+                    model.slots().filter(|(_, l)| !*l).count()
+                );
+                for base in [None, Some(b.live_bytes() / 2 + 1)] {
+                    b.base = base;
+                    for (after, cap) in [(0, 100), (40, 100), (90, 100), (100, 100), (7, 0)] {
+                        proptest::prop_assert_eq!(
+                            b.pace(after, cap),
+                            model.pace(base, after, cap)
+                        );
+                    }
+                }
+                b.base = None;
+                for (lo, hi) in [(0, Some(70)), (lo, Some(lo)), (lo, Some(lo + 5)), (lo, None)] {
+                    let hi = hi.map(|h: u8| [h]);
+                    proptest::prop_assert_eq!(
+                        b.serves_range(&[lo], hi.as_ref().map(|h| &h[..])),
+                        model.serves_range(&[lo], hi.as_ref().map(|h| &h[..])),
+                        "range {}..={:?}", lo, hi
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,17 +1,21 @@
 //! Work per flush does not grow with the tree, so a simulation is linear in
-//! its flushes. Two counters: the files the view's least-overlap index
-//! ranks, rescores or visits (`TreeView::overlap_work`), and every file the
+//! its flushes. Three counters: the files the view's least-overlap index
+//! ranks, rescores or visits (`TreeView::overlap_work`), every file the
 //! runs of the tree hand out or edit (`files::visits`: what policies, the
-//! planner and `plan::apply` read and change). A policy that scanned every
-//! file of a level at each pick, a planner that searched a run for its
-//! input ids, or an apply that rebuilt or shifted a run would do about ten
-//! times the work per flush once the tree holds ten times the files. Work
-//! is counted, not timed. And the index picks what scoring every file picks.
+//! planner and `plan::apply` read and change), and every slot of LSbM's
+//! compaction buffers read or edited (`buffer::visits`). A policy that
+//! scanned every file of a level at each pick, a planner that searched a
+//! run for its input ids, an apply that rebuilt or shifted a run, or a
+//! buffer that scanned or sorted all its files at each step would do about
+//! ten times the work per flush once the tree holds ten times the files.
+//! Work is counted, not timed. And the index picks what scoring every file
+//! picks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use lamina_compaction::buffer;
 use lamina_compaction::files::visits;
 use lamina_compaction::index::Below;
 use lamina_compaction::{
@@ -28,29 +32,35 @@ fn opts() -> ModelOptions {
     }
 }
 
-/// Index work and files visited per flush over the `window` flushes after
-/// `warmup`.
-fn work_per_flush(spec: &str, warmup: u64, window: u64) -> (f64, f64) {
-    let (index, visited, _) = work_and_levels(spec, warmup, window);
-    (index, visited)
+/// Work per flush over the `window` flushes after `warmup`.
+#[derive(Debug, Clone, Copy)]
+struct Work {
+    /// Files of index work.
+    index: f64,
+    /// Files of runs visited.
+    files: f64,
+    /// Slots of compaction buffers visited.
+    buffer: f64,
+    /// Levels of the tree after the window.
+    levels: usize,
 }
 
-/// [`work_per_flush`], and the levels of the tree after the window.
-fn work_and_levels(spec: &str, warmup: u64, window: u64) -> (f64, f64, usize) {
+fn work_per_flush(spec: &str, warmup: u64, window: u64) -> Work {
     let mut sim = Simulator::from_spec(spec, opts()).unwrap();
     for _ in 0..warmup {
         sim.flush(UNIT).unwrap();
     }
-    let before = (sim.view().overlap_work(), visits());
+    let before = (sim.view().overlap_work(), visits(), buffer::visits());
     for _ in 0..window {
         sim.flush(UNIT).unwrap();
     }
     let per_flush = |n: u64| n as f64 / window as f64;
-    (
-        per_flush(sim.view().overlap_work() - before.0),
-        per_flush(visits() - before.1),
-        sim.view().levels.len(),
-    )
+    Work {
+        index: per_flush(sim.view().overlap_work() - before.0),
+        files: per_flush(visits() - before.1),
+        buffer: per_flush(buffer::visits() - before.2),
+        levels: sim.view().levels.len(),
+    }
 }
 
 /// `lo2` scores a level's files against the level two below, whose files
@@ -68,10 +78,10 @@ fn work_and_levels(spec: &str, warmup: u64, window: u64) -> (f64, f64, usize) {
 #[test]
 fn lo2_work_grows_only_with_the_levels_that_have_a_grandparent() {
     let per_level = |warmup| {
-        let (index, visited, levels) = work_and_levels("lo2", warmup, 200);
-        assert!(levels >= 3, "{levels} levels after {warmup} flushes");
-        let with_grandparent = (levels - 2) as f64;
-        (index / with_grandparent, visited / with_grandparent)
+        let work = work_per_flush("lo2", warmup, 200);
+        assert!(work.levels >= 3, "{} levels after {warmup} flushes", work.levels);
+        let with_grandparent = (work.levels - 2) as f64;
+        (work.index / with_grandparent, work.files / with_grandparent)
     };
     let (small, small_visits) = per_level(400);
     let (large, large_visits) = per_level(4000);
@@ -114,21 +124,33 @@ fn work_per_flush_does_not_grow_with_the_tree() {
         "rr",
         "cold",
         "old",
+        // bLSM's split levels, and LSbM's compaction buffer on them: the
+        // simulator trims no buffer, so the last level's buffer keeps every
+        // file moved into it and grows with the tree.
+        "blsm",
+        "lsbm",
     ];
     for spec in specs {
-        let (small, small_visits) = work_per_flush(spec, 400, 200);
-        let (large, large_visits) = work_per_flush(spec, 4000, 200);
+        let small = work_per_flush(spec, 400, 200);
+        let large = work_per_flush(spec, 4000, 200);
+        eprintln!("{spec}: {small:?} per flush at 400 flushes, {large:?} at 4000");
         // The tree grew tenfold; allow a logarithmic factor and noise.
-        assert!(
-            large <= 2.0 * small + 20.0,
-            "{spec}: {small:.1} files of index work per flush at 400 flushes, {large:.1} at 4000"
+        for (what, small, large) in [
+            ("files of index work", small.index, large.index),
+            ("files visited", small.files, large.files),
+            ("buffer slots visited", small.buffer, large.buffer),
+        ] {
+            assert!(
+                large <= 2.0 * small + 20.0,
+                "{spec}: {small:.1} {what} per flush at 400 flushes, {large:.1} at 4000"
+            );
+        }
+        assert!(small.files > 0.0, "{spec}: the counter counts");
+        assert_eq!(
+            small.buffer > 0.0,
+            spec == "lsbm",
+            "{spec}: only lsbm keeps buffers"
         );
-        assert!(
-            large_visits <= 2.0 * small_visits + 20.0,
-            "{spec}: {small_visits:.1} files visited per flush at 400 flushes, \
-             {large_visits:.1} at 4000"
-        );
-        assert!(small_visits > 0.0, "{spec}: the counter counts");
     }
     // The tree did grow: the bound above is not vacuous.
     let mut sim = Simulator::from_spec("leveling", opts()).unwrap();
