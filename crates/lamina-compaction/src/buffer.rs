@@ -178,12 +178,19 @@ impl<F: BufferFile> Slot<F> {
 pub struct BufferTable<F> {
     /// Id of the run the round drained (it names the round).
     pub source: u64,
-    /// Files in key order, disjoint. Read it: [`Buffer::append`] and
-    /// [`Buffer::remove`] change it and keep the buffer's index of it.
-    pub slots: Vec<Slot<F>>,
+    /// Files in key order, disjoint; [`Buffer::append`] and
+    /// [`Buffer::remove`] change them and keep the buffer's index of them.
+    slots: Vec<Slot<F>>,
     /// How many slots at the front are removed: the first live file is at
     /// or after this index.
     removed_prefix: usize,
+}
+
+impl<F> BufferTable<F> {
+    /// The files in key order, disjoint (removed ones as markers).
+    pub fn slots(&self) -> &[Slot<F>] {
+        &self.slots
+    }
 }
 
 impl<F: BufferFile> BufferTable<F> {
@@ -217,9 +224,9 @@ struct SlotAt {
 /// A host's compaction buffer.
 #[derive(Debug, Clone)]
 pub struct Buffer<F> {
-    /// Tables, newest first. Read it: [`Buffer::append`] and
-    /// [`Buffer::remove`] change it and keep the buffer's index of it.
-    pub tables: Vec<BufferTable<F>>,
+    /// Tables, newest first; [`Buffer::append`] and [`Buffer::remove`]
+    /// change them and keep the buffer's index of them.
+    tables: Vec<BufferTable<F>>,
     /// True if every round that filled the host has a table: the buffer
     /// was created with the host. Only then may a range read the tables
     /// instead of the host.
@@ -239,6 +246,11 @@ pub struct Buffer<F> {
 }
 
 impl<F> Buffer<F> {
+    /// The tables, newest first.
+    pub fn tables(&self) -> &[BufferTable<F>] {
+        &self.tables
+    }
+
     /// The same buffer with every live file turned into `G` by `f`, which
     /// keeps each file's number, size and keys (the same file seen another
     /// way).

@@ -79,7 +79,11 @@ fn work_per_flush(spec: &str, warmup: u64, window: u64) -> Work {
 fn lo2_work_grows_only_with_the_levels_that_have_a_grandparent() {
     let per_level = |warmup| {
         let work = work_per_flush("lo2", warmup, 200);
-        assert!(work.levels >= 3, "{} levels after {warmup} flushes", work.levels);
+        assert!(
+            work.levels >= 3,
+            "{} levels after {warmup} flushes",
+            work.levels
+        );
         let with_grandparent = (work.levels - 2) as f64;
         (work.index / with_grandparent, work.files / with_grandparent)
     };

@@ -41,14 +41,14 @@ fn lsbm_against_blsm(params: &str) {
                 runs.iter().any(|r| r.id == *host),
                 "buffer on a missing run {host}"
             );
-            for table in &buffer.tables {
-                for pair in table.slots.windows(2) {
+            for table in buffer.tables() {
+                for pair in table.slots().windows(2) {
                     assert!(
                         pair[0].largest() < pair[1].smallest(),
                         "table overlaps itself"
                     );
                 }
-                for slot in &table.slots {
+                for slot in table.slots() {
                     if let Slot::Live(f) = slot {
                         assert!(
                             ever_in_tree.contains(&f.id),

@@ -757,8 +757,8 @@ impl VersionEdit {
                 complete: b.complete,
             });
             // Oldest table first: each round's table enters as the newest.
-            for t in b.tables.iter().rev() {
-                for slot in &t.slots {
+            for t in b.tables().iter().rev() {
+                for slot in t.slots() {
                     e.buffer.push(match slot {
                         Slot::Live(f) => BufferChange::Keep {
                             host,

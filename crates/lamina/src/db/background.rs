@@ -266,7 +266,7 @@ impl Inner {
         for (&host, b) in &version.buffers {
             // A host's newest table is still warming up: never trimmed.
             let skip = usize::from(rule.is_some());
-            for f in b.tables.iter().skip(skip).flat_map(|t| t.slots.iter()) {
+            for f in b.tables().iter().skip(skip).flat_map(|t| t.slots()) {
                 let Some(f) = f.live() else { continue };
                 let keep = match (rule, &self.loader.cache) {
                     (Some(rule), Some(cache)) => {
@@ -601,7 +601,7 @@ impl Inner {
             ..BufferStats::default()
         };
         for b in version.buffers.values() {
-            s.tables += b.tables.len() as u64;
+            s.tables += b.tables().len() as u64;
             s.markers += b.removed_count() as u64;
             for f in b.live_files() {
                 s.files += 1;

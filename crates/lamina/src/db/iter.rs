@@ -122,7 +122,7 @@ impl Inner {
         seq: u64,
         tomb: &mut u64,
     ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
-        for table in &buffer.tables {
+        for table in buffer.tables() {
             match table.slot_for(key) {
                 None => continue,
                 Some(Slot::Removed(_)) => {
@@ -203,9 +203,9 @@ impl Inner {
             match sv.version.buffers.get(&run.id) {
                 Some(b) if b.serves_range(lo, hi) => {
                     self.stats.buffer_scans.inc();
-                    for t in &b.tables {
+                    for t in b.tables() {
                         let files: Vec<_> =
-                            t.slots.iter().filter_map(|s| s.live().cloned()).collect();
+                            t.slots().iter().filter_map(|s| s.live().cloned()).collect();
                         gather(&files)?;
                         children.push(run_iter(Arc::new(files)));
                     }
