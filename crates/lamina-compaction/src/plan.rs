@@ -47,8 +47,14 @@ impl PlannedInput {
 /// The run receiving a plan's output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Destination {
-    /// An existing run of the output level.
-    Existing(u64),
+    /// An existing run of the output level: its id and recency rank.
+    Existing {
+        /// The run's id.
+        id: u64,
+        /// The run's recency rank, with which [`apply`] creates it again
+        /// if a concurrent merge emptied it meanwhile (as the engine does).
+        order: u64,
+    },
     /// A new run of the output level, ranked `order` (its newest input's).
     New {
         /// Recency rank of the new run.
@@ -61,7 +67,7 @@ pub enum Destination {
 impl Destination {
     /// True for new runs (a new run or new tiles).
     pub fn is_new(self) -> bool {
-        !matches!(self, Destination::Existing(_))
+        !matches!(self, Destination::Existing { .. })
     }
 }
 
@@ -310,7 +316,8 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
                 .iter()
                 .position(|(l, r)| *l == task.output_level && r.id == id)
                 .ok_or_else(|| invalid(task, format!("no output run {id}")))?;
-            (p, Destination::Existing(id))
+            let order = positions[p].1.order;
+            (p, Destination::Existing { id, order })
         }
         OutputRun::New | OutputRun::Tiles => {
             let (order, destination) = match task.output_run {
@@ -329,7 +336,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     if dest_position < newest {
         return Err(invalid(task, "the output would be newer than its inputs"));
     }
-    let into_existing = matches!(destination, Destination::Existing(_));
+    let into_existing = matches!(destination, Destination::Existing { .. });
     if task.buffer.is_some() && destination == Destination::Tiles {
         return Err(invalid(task, "tiles keep no compaction buffer"));
     }
@@ -436,7 +443,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     // tombstones where no older file can hold their keys: a merge drops
     // them there (a full compaction leaves none behind).
     let single_source = inputs.len() == 1
-        && !matches!(destination, Destination::Existing(id) if id == inputs[0].run_id);
+        && !matches!(destination, Destination::Existing { id, .. } if id == inputs[0].run_id);
     let droppable_tombstones = || {
         inputs[0].files.iter().any(|f| {
             f.tombstones > 0
@@ -515,7 +522,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
     }
     let host = match plan.destination {
         Destination::New { .. } | Destination::Tiles => new_run_id,
-        Destination::Existing(id) => id,
+        Destination::Existing { id, .. } => id,
     };
     let changes = plan.buffer_changes(host, plan.destination.is_new());
     if !outputs.is_empty() {
@@ -532,9 +539,23 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
                     },
                 );
             }
-            Destination::Existing(id) => {
-                if let Some(run) = level.runs.iter_mut().find(|r| r.id == id) {
-                    run.files.extend(outputs);
+            Destination::Existing { id, order } => {
+                match level.runs.iter_mut().find(|r| r.id == id) {
+                    Some(run) => run.files.extend(outputs),
+                    // A concurrent merge (the simulator's asynchronous
+                    // ones) took the run's last files meanwhile: it is
+                    // created again, as the engine's edit does.
+                    None => {
+                        let at = placement::run_slot(&level.runs, order);
+                        level.runs.insert(
+                            at,
+                            RunView {
+                                id,
+                                order,
+                                files: outputs.into(),
+                            },
+                        );
+                    }
                 }
             }
             Destination::Tiles => {
@@ -636,7 +657,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.action, Action::Merge);
-        assert_eq!(p.destination, Destination::Existing(11));
+        assert_eq!(p.destination, Destination::Existing { id: 11, order: 1 });
         assert_eq!(p.input_file_ids().collect::<Vec<_>>(), [1, 11]);
     }
 
@@ -943,5 +964,31 @@ mod tests {
         assert!(view.levels[1].runs.is_empty());
         assert_eq!(view.levels[2].runs[0].id, 13);
         assert_eq!(view.levels[2].runs[0].order, 1);
+    }
+
+    /// Two merges planned against the same tree, as the simulator's
+    /// asynchronous merges are: one moves file 1 into a gap of level 2's
+    /// run 12, the other takes run 12's only file down to level 3 and is
+    /// applied first. The first one's outputs are not lost: run 12 is
+    /// created again with its rank, as the engine's edit does.
+    #[test]
+    fn apply_recreates_an_output_run_a_concurrent_merge_emptied() {
+        let mut view = tree(vec![
+            (1, 11, vec![file(1, b"a", b"c")]),
+            (2, 12, vec![file(2, b"m", b"p")]),
+        ]);
+        let into = plan(&view, &task(&[(1, 11, &[1])], 2, OutputRun::Existing(12))).unwrap();
+        let down = plan(&view, &task(&[(2, 12, &[2])], 3, OutputRun::New)).unwrap();
+        assert_eq!(into.destination, Destination::Existing { id: 12, order: 1 });
+        let moved = down.inputs[0].files.clone();
+        apply(&mut view, &down, moved, 13);
+        assert!(view.levels[2].runs.is_empty());
+        let moved = into.inputs[0].files.clone();
+        apply(&mut view, &into, moved, 0);
+        let run = &view.levels[2].runs[0];
+        assert_eq!((run.id, run.order), (12, 1));
+        assert_eq!(run.files.iter().map(|f| f.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(view.levels[3].runs[0].files.first().map(|f| f.id), Some(2));
+        assert!(view.levels[1].runs.is_empty());
     }
 }

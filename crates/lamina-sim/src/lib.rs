@@ -851,7 +851,7 @@ impl Simulator {
                         vec![self.new_file(id, data.saturating_add(overhead), lo, hi, seq)]
                     }
                     // The model knows no points: tiles are cut like a run.
-                    Destination::Existing(_) | Destination::Tiles => {
+                    Destination::Existing { .. } | Destination::Tiles => {
                         self.cut(&pieces, data, lo, hi, plan.target_file_size)
                     }
                 };
@@ -870,7 +870,7 @@ impl Simulator {
         };
         let run_id = match plan.destination {
             Destination::New { .. } => self.alloc_id(),
-            Destination::Existing(id) => id,
+            Destination::Existing { id, .. } => id,
             // Tiles are named after their files.
             Destination::Tiles => 0,
         };

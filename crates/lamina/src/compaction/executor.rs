@@ -100,7 +100,7 @@ pub(crate) fn execute(
 
     let mut edit = VersionEdit::default();
     let out_run_id = match plan.destination {
-        Destination::Existing(id) => id,
+        Destination::Existing { id, .. } => id,
         Destination::New { order } => {
             let id = (ctx.alloc_id)();
             edit.new_runs.push(NewRun {
