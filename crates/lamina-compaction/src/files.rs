@@ -418,20 +418,24 @@ impl Files {
     /// none); kept as [`Files::newest_arrival`] is.
     pub fn reads_tie(&self) -> bool {
         let t = &self.totals;
-        t.least_read
-            .get(self, |f| Reverse(f.last_read_ms))
-            .map(|r| r.0)
-            == t.most_read.get(self, |f| f.last_read_ms).copied()
+        self.ties(&t.least_read, &t.most_read, |f| f.last_read_ms)
     }
 
     /// True if every file's oldest data has the same sequence number (or
     /// there are none); kept as [`Files::newest_arrival`] is.
     pub fn seqs_tie(&self) -> bool {
         let t = &self.totals;
-        t.least_seq
-            .get(self, |f| Reverse(f.smallest_seq))
-            .map(|r| r.0)
-            == t.most_seq.get(self, |f| f.smallest_seq).copied()
+        self.ties(&t.least_seq, &t.most_seq, |f| f.smallest_seq)
+    }
+
+    /// True if the least and greatest of a time (`least`, `most`) agree.
+    fn ties(
+        &self,
+        least: &Kept<Reverse<u64>>,
+        most: &Kept<u64>,
+        time: fn(&FileView) -> u64,
+    ) -> bool {
+        least.get(self, |f| Reverse(time(f))).map(|r| r.0) == most.get(self, time).copied()
     }
 
     /// The files whose smallest key is greater than `key`, in key order,

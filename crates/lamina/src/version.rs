@@ -842,6 +842,16 @@ pub(crate) mod tests {
         }
     }
 
+    /// `edit` with file `file_id` of run `run_id` (level `level`) removed.
+    fn removing(mut edit: VersionEdit, level: usize, run_id: u64, file_id: u64) -> VersionEdit {
+        edit.removed_files.push(RemovedFile {
+            level,
+            run_id,
+            file_id,
+        });
+        edit
+    }
+
     #[test]
     fn edit_roundtrip() {
         let mut e = edit_with(&[(1, 3, 4)], &[(1, 3, 9, b"a", b"z")]);
@@ -877,21 +887,11 @@ pub(crate) mod tests {
             ))
             .unwrap();
         // The other compaction: run 7's file to a new run of level 3.
-        let mut down = edit_with(&[(3, 8, 1)], &[(3, 8, 2, b"m", b"p")]);
-        down.removed_files.push(RemovedFile {
-            level: 2,
-            run_id: 7,
-            file_id: 2,
-        });
+        let down = removing(edit_with(&[(3, 8, 1)], &[(3, 8, 2, b"m", b"p")]), 2, 7, 2);
         let now = base.apply(&down).unwrap();
         assert!(now.levels[2].runs.is_empty());
         // This one: file 1 from run 5 into run 7, planned against `base`.
-        let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
-        into.removed_files.push(RemovedFile {
-            level: 1,
-            run_id: 5,
-            file_id: 1,
-        });
+        let mut into = removing(edit_with(&[], &[(2, 7, 1, b"a", b"c")]), 1, 5, 1);
         assert!(now.apply(&into).is_err(), "refused without the rebase");
         into.recreate_emptied_runs(&base, &now);
         assert_eq!(
@@ -916,20 +916,14 @@ pub(crate) mod tests {
         // Had the other compaction folded run 7 into a newer run of level
         // 2 over the added file's keys, the added file (newer data) would
         // read as older than it: the edit is refused instead.
-        let mut fold = edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"b", b"p")]);
-        fold.removed_files.push(RemovedFile {
-            level: 2,
-            run_id: 7,
-            file_id: 2,
-        });
+        let fold = removing(edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"b", b"p")]), 2, 7, 2);
         let folded = base.apply(&fold).unwrap();
         let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
         into.recreate_emptied_runs(&base, &folded);
         assert!(into.new_runs.is_empty());
         assert!(folded.apply(&into).is_err());
         // A newer run elsewhere in the key space does not stand in the way.
-        let mut apart = edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"m", b"p")]);
-        apart.removed_files = fold.removed_files.clone();
+        let apart = removing(edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"m", b"p")]), 2, 7, 2);
         let apart = base.apply(&apart).unwrap();
         let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
         into.recreate_emptied_runs(&base, &apart);
