@@ -251,38 +251,64 @@ impl<T> Default for Kept<T> {
     }
 }
 
-impl<T: Ord> Kept<T> {
-    /// A file whose time compares to the greatest as `order` says joined;
-    /// `make` makes its time, called only if it is the new greatest (a key
-    /// is cloned only then).
-    fn add(&mut self, order: impl Fn(&T) -> Ordering, make: impl FnOnce() -> T) {
-        let Some(greatest) = self.0.get_mut() else {
-            return;
-        };
-        match greatest {
-            Some(x) => match order(&x.value) {
-                Ordering::Less => {}
-                Ordering::Equal => x.count += 1,
-                Ordering::Greater => {
-                    *x = Extreme {
-                        value: make(),
-                        count: 1,
-                    }
-                }
-            },
-            None => {
-                *greatest = Some(Extreme {
-                    value: make(),
-                    count: 1,
-                })
-            }
+/// One time of a file that a run keeps the greatest of (see [`Kept`]).
+struct Time<T> {
+    /// How a file's time compares with a kept one, without making it.
+    order: fn(&FileView, &T) -> Ordering,
+    /// A file's time.
+    of: fn(&FileView) -> T,
+}
+
+/// The arrival, then the largest key (its clone made only to be kept).
+const NEWEST: Time<(u64, InlineKey)> = Time {
+    order: |f, n| (f.arrived_ms, &f.largest).cmp(&(n.0, &n.1)),
+    of: |f| (f.arrived_ms, f.largest.clone()),
+};
+const LEAST_READ: Time<Reverse<u64>> = Time {
+    order: |f, t| Reverse(f.last_read_ms).cmp(t),
+    of: |f| Reverse(f.last_read_ms),
+};
+const MOST_READ: Time<u64> = Time {
+    order: |f, t| f.last_read_ms.cmp(t),
+    of: |f| f.last_read_ms,
+};
+const LEAST_SEQ: Time<Reverse<u64>> = Time {
+    order: |f, t| Reverse(f.smallest_seq).cmp(t),
+    of: |f| Reverse(f.smallest_seq),
+};
+const MOST_SEQ: Time<u64> = Time {
+    order: |f, t| f.smallest_seq.cmp(t),
+    of: |f| f.smallest_seq,
+};
+
+/// `f` joins the multiset whose greatest `time` is `greatest`.
+fn join<T>(greatest: &mut Option<Extreme<T>>, f: &FileView, time: &Time<T>) {
+    let first = |f| Extreme {
+        value: (time.of)(f),
+        count: 1,
+    };
+    match greatest {
+        Some(x) => match (time.order)(f, &x.value) {
+            Ordering::Less => {}
+            Ordering::Equal => x.count += 1,
+            Ordering::Greater => *x = first(f),
+        },
+        None => *greatest = Some(first(f)),
+    }
+}
+
+impl<T> Kept<T> {
+    /// `f` joined the run.
+    fn add(&mut self, f: &FileView, time: &Time<T>) {
+        if let Some(greatest) = self.0.get_mut() {
+            join(greatest, f, time);
         }
     }
 
-    /// A file whose time compares to the greatest as `order` says left.
-    fn remove(&mut self, order: impl Fn(&T) -> Ordering) {
+    /// `f` left the run.
+    fn remove(&mut self, f: &FileView, time: &Time<T>) {
         let known = match self.0.get_mut() {
-            Some(Some(x)) if order(&x.value) == Ordering::Equal => {
+            Some(Some(x)) if (time.order)(f, &x.value) == Ordering::Equal => {
                 x.count -= 1;
                 x.count > 0
             }
@@ -295,21 +321,13 @@ impl<T: Ord> Kept<T> {
         }
     }
 
-    /// The greatest of `files`' times (`time`), read off them if unknown.
-    fn get<'a>(&self, files: &'a Files, time: impl Fn(&'a FileView) -> T) -> Option<&T> {
+    /// The greatest `time` of `files`, read off them if unknown.
+    fn get(&self, files: &Files, time: &Time<T>) -> Option<&T> {
         self.0
             .get_or_init(|| {
-                files
-                    .iter()
-                    .map(time)
-                    .fold(None, |greatest, t| match greatest {
-                        Some(x) if t < x.value => Some(x),
-                        Some(x) if t == x.value => Some(Extreme {
-                            count: x.count + 1,
-                            ..x
-                        }),
-                        _ => Some(Extreme { value: t, count: 1 }),
-                    })
+                let mut greatest = None;
+                files.iter().for_each(|f| join(&mut greatest, f, time));
+                greatest
             })
             .as_ref()
             .map(|x| &x.value)
@@ -344,28 +362,22 @@ impl Totals {
         self.bytes += f.size;
         self.tombstones += f.tombstones;
         self.busy += usize::from(f.busy);
-        let newest = |n: &(u64, InlineKey)| (f.arrived_ms, &f.largest).cmp(&(n.0, &n.1));
-        self.newest
-            .add(newest, || (f.arrived_ms, f.largest.clone()));
-        let (read, seq) = (f.last_read_ms, f.smallest_seq);
-        self.least_read
-            .add(|t| Reverse(read).cmp(t), || Reverse(read));
-        self.most_read.add(|t| read.cmp(t), || read);
-        self.least_seq.add(|t| Reverse(seq).cmp(t), || Reverse(seq));
-        self.most_seq.add(|t| seq.cmp(t), || seq);
+        self.newest.add(f, &NEWEST);
+        self.least_read.add(f, &LEAST_READ);
+        self.most_read.add(f, &MOST_READ);
+        self.least_seq.add(f, &LEAST_SEQ);
+        self.most_seq.add(f, &MOST_SEQ);
     }
 
     fn remove(&mut self, f: &FileView) {
         self.bytes -= f.size;
         self.tombstones -= f.tombstones;
         self.busy -= usize::from(f.busy);
-        self.newest
-            .remove(|n| (f.arrived_ms, &f.largest).cmp(&(n.0, &n.1)));
-        let (read, seq) = (f.last_read_ms, f.smallest_seq);
-        self.least_read.remove(|t| Reverse(read).cmp(t));
-        self.most_read.remove(|t| read.cmp(t));
-        self.least_seq.remove(|t| Reverse(seq).cmp(t));
-        self.most_seq.remove(|t| seq.cmp(t));
+        self.newest.remove(f, &NEWEST);
+        self.least_read.remove(f, &LEAST_READ);
+        self.most_read.remove(f, &MOST_READ);
+        self.least_seq.remove(f, &LEAST_SEQ);
+        self.most_seq.remove(f, &MOST_SEQ);
     }
 }
 
@@ -407,10 +419,7 @@ impl Files {
     /// file that arrived then left since the last call (then the files
     /// are read once, counted as visits).
     pub fn newest_arrival(&self) -> Option<(u64, &InlineKey)> {
-        let newest = self
-            .totals
-            .newest
-            .get(self, |f| (f.arrived_ms, f.largest.clone()));
+        let newest = self.totals.newest.get(self, &NEWEST);
         newest.map(|(at, key)| (*at, key))
     }
 
@@ -418,24 +427,16 @@ impl Files {
     /// none); kept as [`Files::newest_arrival`] is.
     pub fn reads_tie(&self) -> bool {
         let t = &self.totals;
-        self.ties(&t.least_read, &t.most_read, |f| f.last_read_ms)
+        let least = t.least_read.get(self, &LEAST_READ).map(|r| r.0);
+        least == t.most_read.get(self, &MOST_READ).copied()
     }
 
     /// True if every file's oldest data has the same sequence number (or
     /// there are none); kept as [`Files::newest_arrival`] is.
     pub fn seqs_tie(&self) -> bool {
         let t = &self.totals;
-        self.ties(&t.least_seq, &t.most_seq, |f| f.smallest_seq)
-    }
-
-    /// True if the least and greatest of a time (`least`, `most`) agree.
-    fn ties(
-        &self,
-        least: &Kept<Reverse<u64>>,
-        most: &Kept<u64>,
-        time: fn(&FileView) -> u64,
-    ) -> bool {
-        least.get(self, |f| Reverse(time(f))).map(|r| r.0) == most.get(self, time).copied()
+        let least = t.least_seq.get(self, &LEAST_SEQ).map(|r| r.0);
+        least == t.most_seq.get(self, &MOST_SEQ).copied()
     }
 
     /// The files whose smallest key is greater than `key`, in key order,
