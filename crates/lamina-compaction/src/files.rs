@@ -159,12 +159,19 @@ pub(crate) struct Filed {
 }
 
 impl Filed {
-    fn new(file: FileView) -> Filed {
+    /// `file` as a run keeps it, in a box from `spare` if it has one.
+    fn new(file: FileView, spare: &mut Spare) -> Filed {
         Filed {
             slot: (PackedKey::new(&file.smallest), file.id),
             largest: PackedKey::new(&file.largest),
             size: file.size,
-            file: Box::new(file),
+            file: match spare.0.pop() {
+                Some(mut boxed) => {
+                    *boxed = file;
+                    boxed
+                }
+                None => Box::new(file),
+            },
         }
     }
 
@@ -176,6 +183,16 @@ impl Filed {
         self.slot.1
     }
 }
+
+/// The boxes of files an edit took out of runs, for the files it adds to
+/// reuse ([`Files::take_all`], [`Files::extend_from`]): a merge takes out
+/// about as many files as it adds, and a fresh box per added file sent the
+/// allocator searching its pages for free blocks (a tenth of a
+/// simulation's time), where a used one is at hand.
+#[derive(Debug, Default)]
+// Boxes, not files: a box is what is reused.
+#[allow(clippy::vec_box)]
+pub struct Spare(Vec<Box<FileView>>);
 
 /// Where a file sits in its run: its smallest key, then its id.
 type Slot = (PackedKey, u64);
@@ -481,6 +498,19 @@ impl Files {
             .then_some(pos)
     }
 
+    /// Where `f`, a file of the run as read from it, is: a search by its
+    /// key, which needs no id lookup (and lands in the block the search
+    /// that found `f` left the finger on); by its id if its key changed.
+    fn find_file(&self, f: &FileView) -> Option<Pos> {
+        let smallest = PackedKey::new(&f.smallest);
+        search();
+        let pos = self.by_key.partition_point(|s| before(s, &smallest, f.id));
+        match self.by_key.get(pos) {
+            Some(found) if found.id() == f.id => Some(pos),
+            _ => self.find(f.id),
+        }
+    }
+
     /// The file with id `id`.
     pub fn get(&self, id: u64) -> Option<&FileView> {
         let pos = self.find(id)?;
@@ -623,7 +653,7 @@ impl Files {
     /// `anchor`, a file of the run, or ending at the run's last file if the
     /// run ends first; empty if `anchor` is not in the run.
     pub fn window(&self, anchor: &FileView, n: usize) -> Vec<&FileView> {
-        let Some(at) = self.find(anchor.id) else {
+        let Some(at) = self.find_file(anchor) else {
             return Vec::new();
         };
         let end = self.by_key.end();
@@ -638,7 +668,7 @@ impl Files {
     /// Adds `file` (replacing a file with its id).
     pub fn insert(&mut self, file: FileView) {
         self.remove(file.id);
-        let filed = Filed::new(visit(file));
+        let filed = Filed::new(visit(file), &mut Spare::default());
         self.totals.add(&filed.file);
         self.key_of.insert(filed.id(), filed.smallest().clone());
         search();
@@ -652,8 +682,8 @@ impl Files {
     /// one splice if they fit between two neighbours (the outputs of a
     /// merge, in the gap its inputs left); else one by one, as
     /// [`Files::insert`].
-    fn insert_sorted(&mut self, files: Vec<FileView>) {
-        let filed: Vec<Filed> = files.into_iter().map(Filed::new).collect();
+    fn insert_sorted(&mut self, files: Vec<FileView>, spare: &mut Spare) {
+        let filed: Vec<Filed> = files.into_iter().map(|f| Filed::new(f, spare)).collect();
         let (Some(first), Some(last)) = (filed.first(), filed.last()) else {
             return;
         };
@@ -709,7 +739,23 @@ impl Files {
     /// one splice if they are consecutive in the run (a merge's inputs);
     /// else one by one. Ids not in the run are skipped.
     pub fn remove_all(&mut self, ids: &[u64]) {
-        let Some(from) = ids.first().and_then(|&id| self.find(id)) else {
+        let from = ids.first().and_then(|&id| self.find(id));
+        self.remove_from(from, ids, &mut Spare::default());
+    }
+
+    /// Removes `files`, files of the run in key order as read from it, as
+    /// [`Files::remove_all`] does, found by their keys (no id lookup), and
+    /// keeps their boxes in `spare` (for [`Files::extend_from`]).
+    pub fn take_all(&mut self, files: &[FileView], spare: &mut Spare) {
+        let ids: Vec<u64> = files.iter().map(|f| f.id).collect();
+        let from = files.first().and_then(|f| self.find_file(f));
+        self.remove_from(from, &ids, spare);
+    }
+
+    /// Removes the files `ids`, the first of them at `from` (if the run has
+    /// it): one splice if they are consecutive, else one by one.
+    fn remove_from(&mut self, from: Option<Pos>, ids: &[u64], spare: &mut Spare) {
+        let Some(from) = from else {
             ids.iter().for_each(|&id| drop(self.remove(id)));
             return;
         };
@@ -732,7 +778,7 @@ impl Files {
             }
             to = self.by_key.next(to);
         }
-        self.by_key.remove(from, to);
+        self.by_key.remove_into(from, to, |f| spare.0.push(f.file));
     }
 
     /// Edits the file with id `id` in place (its key and size may change);
@@ -759,7 +805,22 @@ impl Extend<FileView> for Files {
     /// Adds the files as [`Files::insert`] does, with one splice for files
     /// in key order that fit between two neighbours.
     fn extend<I: IntoIterator<Item = FileView>>(&mut self, files: I) {
-        self.insert_sorted(files.into_iter().collect());
+        self.insert_sorted(files.into_iter().collect(), &mut Spare::default());
+    }
+}
+
+impl Files {
+    /// Adds `files` as [`Extend::extend`] does, in boxes from `spare` (see
+    /// [`Spare`]).
+    pub fn extend_from(&mut self, files: Vec<FileView>, spare: &mut Spare) {
+        self.insert_sorted(files, spare);
+    }
+
+    /// `files` as a run, in boxes from `spare`.
+    pub fn from_spare(files: Vec<FileView>, spare: &mut Spare) -> Files {
+        let mut run = Files::new();
+        run.extend_from(files, spare);
+        run
     }
 }
 

@@ -458,7 +458,8 @@ mod tests {
                 id,
                 order: id,
                 files: files.into(),
-            }],
+            }]
+            .into(),
         }
     }
 

@@ -228,13 +228,15 @@ mod tests {
                     runs: vec![
                         run(5, vec![file(1, 10, 20, 10)]),
                         run(4, vec![file(2, 15, 40, 10)]),
-                    ],
+                    ]
+                    .into(),
                 },
                 LevelView {
                     runs: vec![run(
                         1,
                         vec![file(3, 0, 5, 10), file(4, 12, 30, 10), file(5, 50, 60, 10)],
-                    )],
+                    )]
+                    .into(),
                 },
             ],
             buffer_bytes: 100,
@@ -257,10 +259,10 @@ mod tests {
             levels: vec![
                 LevelView::default(),
                 LevelView {
-                    runs: vec![run(1, vec![file(1, 0, 9, 600), file(2, 20, 29, 600)])],
+                    runs: vec![run(1, vec![file(1, 0, 9, 600), file(2, 20, 29, 600)])].into(),
                 },
                 LevelView {
-                    runs: vec![run(2, vec![file(3, 0, 9, 5000), file(4, 25, 26, 10)])],
+                    runs: vec![run(2, vec![file(3, 0, 9, 5000), file(4, 25, 26, 10)])].into(),
                 },
             ],
             buffer_bytes: 100,
@@ -279,7 +281,7 @@ mod tests {
         f.busy = true;
         let view = TreeView {
             levels: vec![LevelView {
-                runs: vec![run(2, vec![f]), run(1, vec![file(2, 0, 9, 10)])],
+                runs: vec![run(2, vec![f]), run(1, vec![file(2, 0, 9, 10)])].into(),
             }],
             buffer_bytes: 100,
             ..Default::default()
@@ -287,7 +289,7 @@ mod tests {
         assert!(policy().pick(&view).is_empty());
         let calm = TreeView {
             levels: vec![LevelView {
-                runs: vec![run(1, vec![file(2, 0, 9, 10)])],
+                runs: vec![run(1, vec![file(2, 0, 9, 10)])].into(),
             }],
             buffer_bytes: 100,
             ..Default::default()

@@ -22,6 +22,7 @@ pub mod key;
 mod leveling;
 pub mod partition;
 pub mod plan;
+pub mod runs;
 pub mod spec;
 pub mod stack;
 
@@ -29,6 +30,7 @@ pub use error::{Error, Result};
 pub use files::Files;
 pub use key::InlineKey;
 pub use leveling::Leveling;
+pub use runs::Runs;
 pub use spec::{parse_spec, policy_from_spec, CompactionSpec, Family, Strategy, STRATEGIES};
 
 /// The tree model's two placement rules, shared by every tree type (the
@@ -179,7 +181,7 @@ impl RunView {
 #[derive(Debug, Clone, Default)]
 pub struct LevelView {
     /// Runs, newest first.
-    pub runs: Vec<RunView>,
+    pub runs: Runs,
 }
 
 impl LevelView {
@@ -210,7 +212,7 @@ pub struct TreeView {
 impl TreeView {
     /// The level at `i`, or an empty one beyond the deepest level.
     pub fn level(&self, i: usize) -> &LevelView {
-        static EMPTY: LevelView = LevelView { runs: Vec::new() };
+        static EMPTY: LevelView = LevelView { runs: Runs::new() };
         self.levels.get(i).unwrap_or(&EMPTY)
     }
 }

@@ -17,9 +17,11 @@ use std::cell::Cell;
 use rustc_hash::FxHashSet;
 
 use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
+use crate::files::Spare;
 use crate::partition::{sweep_groups, Partition, Partitioning, SweepFile};
 use crate::{
-    placement, CompactionTask, Error, FileView, InlineKey, OutputRun, Result, RunView, TreeView,
+    placement, CompactionTask, Error, FileView, Files, InlineKey, OutputRun, Result, RunView,
+    TreeView,
 };
 
 /// The files of one input run taking part in a plan.
@@ -507,16 +509,18 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
         .into_iter()
         .map(|(l, lo, hi)| (l, lo.into(), hi.into()))
         .collect();
+    // The inputs' boxes, for the outputs.
+    let mut spare = Spare::default();
     for input in &plan.inputs {
         if let Some(run) = view
             .levels
             .get_mut(input.level)
             .and_then(|l| l.runs.iter_mut().find(|r| r.id == input.run_id))
         {
-            let ids: Vec<u64> = input.files.iter().map(|f| f.id).collect();
-            run.files.remove_all(&ids);
+            run.files.take_all(&input.files, &mut spare);
         }
     }
+
     while view.levels.len() <= plan.output_level {
         view.levels.push(Default::default());
     }
@@ -535,13 +539,13 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
                     RunView {
                         id: new_run_id,
                         order,
-                        files: outputs.into(),
+                        files: Files::from_spare(outputs, &mut spare),
                     },
                 );
             }
             Destination::Existing { id, order } => {
                 match level.runs.iter_mut().find(|r| r.id == id) {
-                    Some(run) => run.files.extend(outputs),
+                    Some(run) => run.files.extend_from(outputs, &mut spare),
                     // A concurrent merge (the simulator's asynchronous
                     // ones) took the run's last files meanwhile: it is
                     // created again, as the engine's edit does.
@@ -552,7 +556,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
                             RunView {
                                 id,
                                 order,
-                                files: outputs.into(),
+                                files: Files::from_spare(outputs, &mut spare),
                             },
                         );
                     }
@@ -565,7 +569,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
                     order: placement::TILE_RANK,
                     files: vec![f].into(),
                 });
-                level.runs.splice(at..at, tiles);
+                level.runs.insert_all(at, tiles);
             }
         }
     }

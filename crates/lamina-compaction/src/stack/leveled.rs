@@ -406,13 +406,15 @@ mod tests {
                         run(9, vec![f(1, 0, 255, 10)]),
                         run(8, vec![f(2, 0, 255, 10)]),
                         run(7, vec![f(3, 20, 60, 10)]),
-                    ],
+                    ]
+                    .into(),
                 },
                 LevelView {
                     runs: vec![run(
                         5,
                         vec![f(4, 0, 10, 10), f(5, 30, 40, 10), f(6, 50, 90, 10)],
-                    )],
+                    )]
+                    .into(),
                 },
             ],
             buffer_bytes: 10,
@@ -436,7 +438,8 @@ mod tests {
                     runs: vec![run(
                         1,
                         vec![f(1, 0, 40, 10), f(2, 50, 90, 10), f(3, 100, 140, 10)],
-                    )],
+                    )]
+                    .into(),
                 },
                 LevelView {
                     runs: vec![run(
@@ -448,7 +451,8 @@ mod tests {
                             f(7, 100, 110, 1),
                             f(8, 120, 130, 1),
                         ],
-                    )],
+                    )]
+                    .into(),
                 },
             ],
             buffer_bytes: 10,
@@ -489,14 +493,16 @@ mod tests {
                         tile(1, 0, 50, (0.0, 0.0, 1.0, 1.0)),
                         tile(2, 10, 60, (0.5, 0.5, 3.0, 3.0)),
                         tile(3, 20, 90, (8.0, 8.0, 9.0, 9.0)),
-                    ],
+                    ]
+                    .into(),
                 },
                 LevelView {
                     runs: vec![
                         tile(10, 0, 90, (0.0, 0.0, 1.0, 1.0)),
                         tile(11, 0, 90, (2.0, 2.0, 4.0, 4.0)),
                         tile(12, 0, 90, (5.0, 5.0, 6.0, 6.0)),
-                    ],
+                    ]
+                    .into(),
                 },
             ],
             buffer_bytes: 10,
@@ -528,7 +534,8 @@ mod tests {
             run(9, vec![f(5, 0, 90, 10)]),
             run(8, vec![f(6, 0, 90, 10)]),
             run(7, vec![f(7, 0, 90, 10)]),
-        ];
+        ]
+        .into();
         let first = view.levels[0].runs[2].files.first().unwrap().id;
         view.levels[0].runs[2].files.update(first, |f| {
             f.mbr = Some(crate::geometry::Rect::new(3.0, 3.0, 5.5, 5.5))
@@ -549,7 +556,7 @@ mod tests {
         let p = Leveled::from_params(&[("b0", "1")], defaults()).unwrap();
         let view = TreeView {
             levels: vec![LevelView {
-                runs: vec![run(2, vec![f(1, 0, 9, 1)]), run(1, vec![f(2, 0, 9, 1)])],
+                runs: vec![run(2, vec![f(1, 0, 9, 1)]), run(1, vec![f(2, 0, 9, 1)])].into(),
             }],
             buffer_bytes: 1,
             ..Default::default()
