@@ -60,6 +60,23 @@ pub(crate) struct Pos {
     at: usize,
 }
 
+impl Pos {
+    /// The position as one integer (block above, entry below), for a hint
+    /// kept in an atomic; [`Pos::unpack`] reverses it.
+    pub(crate) fn pack(self) -> u64 {
+        ((self.block as u64) << 32) | (self.at as u64 & 0xffff_ffff)
+    }
+
+    /// The position [`Pos::pack`] packed. A stale one may lie past the end
+    /// or off an entry: [`Blocks::get`] then finds nothing there.
+    pub(crate) fn unpack(packed: u64) -> Pos {
+        Pos {
+            block: (packed >> 32) as usize,
+            at: (packed & 0xffff_ffff) as usize,
+        }
+    }
+}
+
 /// The entries of block `block` (holding `len`) that `[from, to)` covers.
 fn covered(block: usize, len: usize, from: Pos, to: Pos) -> std::ops::Range<usize> {
     let start = if block == from.block { from.at } else { 0 };

@@ -9,16 +9,26 @@
 //! or put back cost a descent from the root, a string of cache misses
 //! once the run outgrew the cache. [`Files`] keeps the files in sorted
 //! blocks of at most 128 (`blocks.rs`) by smallest key (ties by id), with
-//! an id → key map beside them and the run's byte total kept as files come
-//! and go. A merge's inputs are consecutive files of a run and its outputs
-//! fill the gap they leave: [`Files::get_all`] finds the inputs with one
-//! search, [`Files::remove_all`] takes them out and [`Extend`] files the
-//! outputs with one search and one splice each.
+//! the run's byte total kept as files come and go. A merge's inputs are
+//! consecutive files of a run and its outputs fill the gap they leave:
+//! [`Files::get_all`] finds the inputs with one search, [`Files::take_all`]
+//! takes them out and [`Files::extend_from`] files the outputs with one
+//! search and one splice each.
+//!
+//! Tasks name files by id, and files are sorted by key. The planner's
+//! lookup of a task's first id is answered by the position of the first
+//! file the run's last search handed out (a policy names what it just
+//! found) or by the run's first file (a whole run); a merge takes its
+//! inputs out by key. Only a lookup by id that neither answers builds an
+//! id → key map, which the run then keeps up to date: a simulation's
+//! merges build none ([`id_maps`] counts them), where a map per run cost a
+//! hash insert and remove per file written, a cache miss each past 10^5
+//! files, and a quarter of the memory.
 //!
 //! | operation | cost |
 //! | --- | --- |
-//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) + a block's shift |
-//! | [`Files::get_all`], [`Files::remove_all`], [`Extend`] of k consecutive files | O(log n + k) + a block's shift |
+//! | [`Files::get`], [`Files::insert`], [`Files::remove`], [`Files::update`], [`Files::at`] | O(log n) + a block's shift (the first lookup by id that needs the id map: O(n) to build it) |
+//! | [`Files::get_all`], [`Files::remove_all`], [`Files::take_all`], [`Extend`] of k consecutive files | O(log n + k) + a block's shift |
 //! | [`Files::overlapping`]`(lo, hi)`, [`Files::window`] returning k files | O(log n + k) |
 //! | [`Files::len`], [`Files::bytes`] | O(1) |
 //! | [`Files::first`], [`Files::last`] | O(1) |
@@ -43,6 +53,7 @@ use std::cmp::Ordering;
 use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 use crate::blocks::{self, Blocks, Entry, Pos, Range};
@@ -355,8 +366,55 @@ impl<T> Kept<T> {
 #[derive(Debug, Clone, Default)]
 pub struct Files {
     by_key: Blocks<Filed>,
-    key_of: HashMap<u64, PackedKey, BuildHasherDefault<IdHasher>>,
+    /// File id → smallest key, for lookups by id that [`Recent`] does not
+    /// answer: built by the first such lookup, then kept up to date.
+    key_of: OnceLock<IdMap>,
+    recent: Recent,
     totals: Totals,
+}
+
+type IdMap = HashMap<u64, PackedKey, BuildHasherDefault<IdHasher>>;
+
+thread_local! {
+    static ID_MAPS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Id maps built on this thread so far (for tests: a simulation's merges
+/// should need none).
+pub fn id_maps() -> u64 {
+    ID_MAPS.with(Cell::get)
+}
+
+/// The first file the run's last search handed out, and where it was. A
+/// policy names in its task the files it just found, so the planner's
+/// lookup of a task's first id lands here, and a run needs no id map for
+/// its merges (a hash insert and remove per file written, a cache miss
+/// each past 10^5 files). A hint checked before use: the file at the
+/// position must have the id (relaxed atomics, so a view stays `Sync`).
+#[derive(Debug, Default)]
+struct Recent {
+    id: AtomicU64,
+    pos: AtomicU64,
+}
+
+impl Clone for Recent {
+    fn clone(&self) -> Self {
+        Recent {
+            id: AtomicU64::new(self.id.load(Relaxed)),
+            pos: AtomicU64::new(self.pos.load(Relaxed)),
+        }
+    }
+}
+
+impl Recent {
+    fn set(&self, id: u64, pos: Pos) {
+        self.id.store(id, Relaxed);
+        self.pos.store(pos.pack(), Relaxed);
+    }
+
+    fn get(&self, id: u64) -> Option<Pos> {
+        (self.id.load(Relaxed) == id).then(|| Pos::unpack(self.pos.load(Relaxed)))
+    }
 }
 
 /// What a run keeps of its files as they come and go.
@@ -487,15 +545,38 @@ impl Files {
         self.iter().next_back()
     }
 
-    /// Where the file with id `id` is.
+    /// Where the file with id `id` is: where the last search found it
+    /// ([`Recent`]), the first file, or else through the id map.
     fn find(&self, id: u64) -> Option<Pos> {
-        let key = self.key_of.get(&id)?;
+        let has = |pos: Pos| self.by_key.get(pos).is_some_and(|f| f.id() == id);
+        if let Some(pos) = [self.recent.get(id), Some(self.by_key.start())]
+            .into_iter()
+            .flatten()
+            .find(|&pos| has(pos))
+        {
+            return Some(pos);
+        }
+        let key = self.id_map().get(&id)?;
         search();
         let pos = self.by_key.partition_point(|s| before(s, key, id));
-        self.by_key
-            .get(pos)
-            .is_some_and(|f| f.id() == id)
-            .then_some(pos)
+        has(pos).then_some(pos)
+    }
+
+    /// The id map, built now if no lookup needed it before (a visit of
+    /// every file).
+    fn id_map(&self) -> &IdMap {
+        self.key_of.get_or_init(|| {
+            ID_MAPS.with(|n| n.set(n.get() + 1));
+            self.by_key
+                .iter()
+                .map(|f| (visit(f).id(), f.smallest().clone()))
+                .collect()
+        })
+    }
+
+    /// The id map, if a lookup built it.
+    fn id_map_mut(&mut self) -> Option<&mut IdMap> {
+        self.key_of.get_mut()
     }
 
     /// Where `f`, a file of the run as read from it, is: a search by its
@@ -506,7 +587,10 @@ impl Files {
         search();
         let pos = self.by_key.partition_point(|s| before(s, &smallest, f.id));
         match self.by_key.get(pos) {
-            Some(found) if found.id() == f.id => Some(pos),
+            Some(found) if found.id() == f.id => {
+                self.recent.set(f.id, pos);
+                Some(pos)
+            }
             _ => self.find(f.id),
         }
     }
@@ -543,10 +627,9 @@ impl Files {
     pub(crate) fn at_packed(&self, smallest: &PackedKey) -> Option<&FileView> {
         search();
         let pos = self.by_key.partition_point(|s| s.0 < *smallest);
-        self.by_key
-            .get(pos)
-            .filter(|f| f.smallest() == smallest)
-            .map(visit_file)
+        let f = self.by_key.get(pos).filter(|f| f.smallest() == smallest)?;
+        self.recent.set(f.id(), pos);
+        Some(visit_file(f))
     }
 
     /// Files intersecting `[lo, hi]`, in key order. The files are sorted and
@@ -631,8 +714,8 @@ impl Files {
         let before = self
             .by_key
             .prev(from)
-            .and_then(|p| self.by_key.get(p))
-            .filter(|f| f.smallest() <= hi && f.largest >= *lo);
+            .and_then(|p| Some((p, self.by_key.get(p)?)))
+            .filter(|(_, f)| f.smallest() <= hi && f.largest >= *lo);
         // No file starts in an inverted range.
         let to = match lo <= hi {
             true => {
@@ -646,7 +729,20 @@ impl Files {
             }
             false => from,
         };
-        before.into_iter().chain(self.by_key.range(from, to))
+        // The first file handed out, for the planner's lookup of the task
+        // that names it.
+        let first = before.map(|(p, f)| (p, f.id())).or_else(|| {
+            (from < to)
+                .then(|| Some((from, self.by_key.get(from)?.id())))
+                .flatten()
+        });
+        if let Some((pos, id)) = first {
+            self.recent.set(id, pos);
+        }
+        before
+            .map(|(_, f)| f)
+            .into_iter()
+            .chain(self.by_key.range(from, to))
     }
 
     /// `n` consecutive files (fewer if the run has fewer) starting at
@@ -662,6 +758,9 @@ impl Files {
         let short = n.saturating_sub(window.len());
         let from = self.by_key.back(at, short);
         window.splice(0..0, self.by_key.range(from, at).map(visit_file));
+        if let Some(first) = window.first() {
+            self.recent.set(first.id, from);
+        }
         window
     }
 
@@ -670,7 +769,9 @@ impl Files {
         self.remove(file.id);
         let filed = Filed::new(visit(file), &mut Spare::default());
         self.totals.add(&filed.file);
-        self.key_of.insert(filed.id(), filed.smallest().clone());
+        if let Some(map) = self.id_map_mut() {
+            map.insert(filed.id(), filed.smallest().clone());
+        }
         search();
         let pos = self
             .by_key
@@ -678,11 +779,14 @@ impl Files {
         self.by_key.insert(pos, vec![filed]);
     }
 
-    /// Adds `files`, in key order and new to the run, with one search and
-    /// one splice if they fit between two neighbours (the outputs of a
+    /// Adds `files`, in key order, with one search and one splice if they
+    /// fit between two neighbours and are new to the run (the outputs of a
     /// merge, in the gap its inputs left); else one by one, as
-    /// [`Files::insert`].
-    fn insert_sorted(&mut self, files: Vec<FileView>, spare: &mut Spare) {
+    /// [`Files::insert`]. Whether they are new is read off the id map,
+    /// built for it if need be, unless the caller knows (`known_new`: a
+    /// merge's outputs are new files or files its inputs took out of their
+    /// runs) or the run is empty; then only repeats among `files` count.
+    fn insert_sorted(&mut self, files: Vec<FileView>, spare: &mut Spare, known_new: bool) {
         let filed: Vec<Filed> = files.into_iter().map(|f| Filed::new(f, spare)).collect();
         let (Some(first), Some(last)) = (filed.first(), filed.last()) else {
             return;
@@ -698,21 +802,34 @@ impl Files {
             && filed
                 .windows(2)
                 .all(|w| before(&w[0].slot, w[1].smallest(), w[1].id()));
-        // Filing the ids finds any the run holds already.
+        if gap && !known_new && !self.is_empty() {
+            self.id_map();
+        }
+        // Filing the ids finds any the run holds already; without a map,
+        // a sort of the ids finds repeats among them.
         let mut filed_ids = 0;
         let new = gap
-            && filed.iter().all(|f| {
-                let old = self.key_of.insert(f.id(), f.smallest().clone());
-                if let Some(old) = old {
-                    self.key_of.insert(f.id(), old);
-                    return false;
+            && match self.key_of.get_mut() {
+                Some(map) => filed.iter().all(|f| {
+                    let old = map.insert(f.id(), f.smallest().clone());
+                    if let Some(old) = old {
+                        map.insert(f.id(), old);
+                        return false;
+                    }
+                    filed_ids += 1;
+                    true
+                }),
+                None => {
+                    let mut ids: Vec<u64> = filed.iter().map(Filed::id).collect();
+                    ids.sort_unstable();
+                    ids.windows(2).all(|w| w[0] != w[1])
                 }
-                filed_ids += 1;
-                true
-            });
+            };
         if !new {
-            for f in &filed[..filed_ids] {
-                self.key_of.remove(&f.id());
+            if let Some(map) = self.key_of.get_mut() {
+                for f in &filed[..filed_ids] {
+                    map.remove(&f.id());
+                }
             }
             for f in filed {
                 self.insert(*f.file);
@@ -729,7 +846,9 @@ impl Files {
     /// Removes the file with id `id` and returns it.
     pub fn remove(&mut self, id: u64) -> Option<FileView> {
         let pos = self.find(id)?;
-        self.key_of.remove(&id);
+        if let Some(map) = self.id_map_mut() {
+            map.remove(&id);
+        }
         let file = *visit(self.by_key.take(pos)?).file;
         self.totals.remove(&file);
         Some(file)
@@ -774,7 +893,9 @@ impl Files {
             let f = self.by_key.get(to).map(visit);
             if let Some(f) = f {
                 self.totals.remove(&f.file);
-                self.key_of.remove(&f.id());
+                if let Some(map) = self.key_of.get_mut() {
+                    map.remove(&f.id());
+                }
             }
             to = self.by_key.next(to);
         }
@@ -805,15 +926,17 @@ impl Extend<FileView> for Files {
     /// Adds the files as [`Files::insert`] does, with one splice for files
     /// in key order that fit between two neighbours.
     fn extend<I: IntoIterator<Item = FileView>>(&mut self, files: I) {
-        self.insert_sorted(files.into_iter().collect(), &mut Spare::default());
+        self.insert_sorted(files.into_iter().collect(), &mut Spare::default(), false);
     }
 }
 
 impl Files {
-    /// Adds `files` as [`Extend::extend`] does, in boxes from `spare` (see
-    /// [`Spare`]).
+    /// Adds `files`, in key order, none of whose ids the run holds (a
+    /// merge's outputs: new files, or files its inputs took out of their
+    /// runs), as [`Extend::extend`] does but without asking the id map
+    /// whether they are new, in boxes from `spare` (see [`Spare`]).
     pub fn extend_from(&mut self, files: Vec<FileView>, spare: &mut Spare) {
-        self.insert_sorted(files, spare);
+        self.insert_sorted(files, spare, true);
     }
 
     /// `files` as a run, in boxes from `spare`.

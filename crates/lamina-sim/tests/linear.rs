@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use lamina_compaction::buffer;
-use lamina_compaction::files::visits;
+use lamina_compaction::files::{id_maps, visits};
 use lamina_compaction::index::Below;
 use lamina_compaction::runs::shifts;
 use lamina_compaction::{
@@ -46,11 +46,14 @@ struct Work {
     buffer: f64,
     /// Runs shifted.
     shifts: f64,
+    /// Id maps built over the whole simulation (not per flush).
+    id_maps: u64,
     /// Levels of the tree after the window.
     levels: usize,
 }
 
 fn work_per_flush(spec: &str, warmup: u64, window: u64) -> Work {
+    let maps_before = id_maps();
     let mut sim = Simulator::from_spec(spec, opts()).unwrap();
     for _ in 0..warmup {
         sim.flush(UNIT).unwrap();
@@ -70,6 +73,7 @@ fn work_per_flush(spec: &str, warmup: u64, window: u64) -> Work {
         files: per_flush(visits() - before.1),
         buffer: per_flush(buffer::visits() - before.2),
         shifts: per_flush(shifts() - before.3),
+        id_maps: id_maps() - maps_before,
         levels: sim.view().levels.len(),
     }
 }
@@ -166,6 +170,11 @@ fn work_per_flush_does_not_grow_with_the_tree() {
             );
         }
         assert!(small.files > 0.0, "{spec}: the counter counts");
+        // The planner finds a task's inputs where the policy's search left
+        // them (`Files`' recent position, or a run's first file), and the
+        // edit by key: no run needs its id map, a hash insert and remove
+        // per file written.
+        assert_eq!(large.id_maps, 0, "{spec}: id maps built");
         assert_eq!(
             small.buffer > 0.0,
             spec == "lsbm",
