@@ -99,11 +99,14 @@ pub struct PackedKey {
     /// The first eight bytes, big-endian, zero-padded: integers order as
     /// the bytes do, up to the padding.
     head: u64,
-    /// The bytes after the eighth (an empty box allocates nothing).
-    rest: Box<[u8]>,
-    /// The key's length: of two keys equal up to the padding, the shorter
-    /// is a prefix of the longer and comes first.
-    len: usize,
+    /// The bytes after the eighth, if any, behind a thin pointer: a key is
+    /// 24 bytes, not 32, and the blocks a merge splices and an overlap sum
+    /// walks hold three of them per file.
+    rest: Option<Box<Box<[u8]>>>,
+    /// The key's length up to eight: of two keys of at most eight bytes
+    /// equal up to the padding, the shorter is a prefix of the longer and
+    /// comes first (longer keys differ in `rest`).
+    len: u8,
 }
 
 impl PackedKey {
@@ -114,9 +117,17 @@ impl PackedKey {
         head[..n].copy_from_slice(&key[..n]);
         PackedKey {
             head: u64::from_be_bytes(head),
-            rest: key.get(8..).unwrap_or_default().into(),
-            len: key.len(),
+            rest: key
+                .get(8..)
+                .filter(|rest| !rest.is_empty())
+                .map(|rest| Box::new(rest.into())),
+            len: n as u8,
         }
+    }
+
+    /// The bytes after the eighth.
+    fn rest(&self) -> &[u8] {
+        self.rest.as_deref().map_or(&[], |rest| rest)
     }
 }
 
@@ -126,10 +137,10 @@ impl Ord for PackedKey {
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         match self.head.cmp(&other.head) {
-            Ordering::Equal if self.rest.is_empty() && other.rest.is_empty() => {
+            Ordering::Equal if self.rest.is_none() && other.rest.is_none() => {
                 self.len.cmp(&other.len)
             }
-            Ordering::Equal => self.rest.cmp(&other.rest).then(self.len.cmp(&other.len)),
+            Ordering::Equal => self.rest().cmp(other.rest()).then(self.len.cmp(&other.len)),
             unequal => unequal,
         }
     }
