@@ -585,11 +585,6 @@ impl Files {
         })
     }
 
-    /// The id map, if a lookup built it.
-    fn id_map_mut(&mut self) -> Option<&mut IdMap> {
-        self.key_of.get_mut()
-    }
-
     /// Where `f`, a file of the run as read from it, is: a search by its
     /// key, which needs no id lookup (and lands in the block the search
     /// that found `f` left the finger on); by its id if its key changed.
@@ -780,7 +775,7 @@ impl Files {
         self.remove(file.id);
         let filed = Filed::new(visit(file), &mut Spare::default());
         self.totals.add(&filed.file);
-        if let Some(map) = self.id_map_mut() {
+        if let Some(map) = self.key_of.get_mut() {
             map.insert(filed.id(), filed.smallest().clone());
         }
         search();
@@ -854,10 +849,25 @@ impl Files {
         self.by_key.insert(pos, filed);
     }
 
+    /// Adds `files`, in key order, none of whose ids the run holds (a
+    /// merge's outputs: new files, or files its inputs took out of their
+    /// runs), as [`Extend::extend`] does but without asking the id map
+    /// whether they are new, in boxes from `spare` (see [`Spare`]).
+    pub fn extend_from(&mut self, files: Vec<FileView>, spare: &mut Spare) {
+        self.insert_sorted(files, spare, true);
+    }
+
+    /// `files` as a run, in boxes from `spare`.
+    pub fn from_spare(files: Vec<FileView>, spare: &mut Spare) -> Files {
+        let mut run = Files::new();
+        run.extend_from(files, spare);
+        run
+    }
+
     /// Removes the file with id `id` and returns it.
     pub fn remove(&mut self, id: u64) -> Option<FileView> {
         let pos = self.find(id)?;
-        if let Some(map) = self.id_map_mut() {
+        if let Some(map) = self.key_of.get_mut() {
             map.remove(&id);
         }
         let file = *visit(self.by_key.take(pos)?).file;
@@ -938,23 +948,6 @@ impl Extend<FileView> for Files {
     /// in key order that fit between two neighbours.
     fn extend<I: IntoIterator<Item = FileView>>(&mut self, files: I) {
         self.insert_sorted(files.into_iter().collect(), &mut Spare::default(), false);
-    }
-}
-
-impl Files {
-    /// Adds `files`, in key order, none of whose ids the run holds (a
-    /// merge's outputs: new files, or files its inputs took out of their
-    /// runs), as [`Extend::extend`] does but without asking the id map
-    /// whether they are new, in boxes from `spare` (see [`Spare`]).
-    pub fn extend_from(&mut self, files: Vec<FileView>, spare: &mut Spare) {
-        self.insert_sorted(files, spare, true);
-    }
-
-    /// `files` as a run, in boxes from `spare`.
-    pub fn from_spare(files: Vec<FileView>, spare: &mut Spare) -> Files {
-        let mut run = Files::new();
-        run.extend_from(files, spare);
-        run
     }
 }
 
@@ -1222,6 +1215,92 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(kept_times(&run), scanned_times(&run));
+        }
+    }
+
+    proptest::proptest! {
+        /// Lookups by id find what a model of the run (id → key range)
+        /// holds, whether answered by the position the last search left
+        /// (a stale one after edits, or one of another file), the first
+        /// file, or the id map built on the way; merges by key reuse boxes;
+        /// and `Extend` with an id the run holds replaces that file.
+        #[test]
+        fn lookups_by_id_match_a_model(
+            ops in proptest::collection::vec((0u8..6, 0u8..40, 0u8..6, 0u64..60), 1..150),
+        ) {
+            let mut run = Files::new();
+            let mut model: std::collections::BTreeMap<u64, (u8, u8)> = Default::default();
+            let mut next_id = 1u64;
+            for (i, &(op, at, n, probe)) in ops.iter().enumerate() {
+                match op {
+                    // One file into a free key.
+                    0 if run.overlapping(&[at], &[at]).next().is_none() => {
+                        run.insert(file(next_id, at, at, 1));
+                        model.insert(next_id, (at, at));
+                        next_id += 1;
+                    }
+                    // A merge, by key: the files under [at, at + n] out, new
+                    // ones in their place.
+                    1 => {
+                        let hi = at.saturating_add(n);
+                        let inputs: Vec<FileView> = run.overlapping(&[at], &[hi]).cloned().collect();
+                        let (Some(first), Some(last)) = (inputs.first(), inputs.last()) else {
+                            continue;
+                        };
+                        let (lo, top) = (first.smallest[0], last.largest[0]);
+                        let mut spare = Spare::default();
+                        run.take_all(&inputs, &mut spare);
+                        proptest::prop_assert_eq!(spare.0.len(), inputs.len());
+                        for f in &inputs {
+                            model.remove(&f.id);
+                        }
+                        let outputs: Vec<FileView> = (lo..=top)
+                            .step_by(2)
+                            .map(|k| {
+                                next_id += 1;
+                                model.insert(next_id, (k, k.saturating_add(1).min(top)));
+                                file(next_id, k, k.saturating_add(1).min(top), 1)
+                            })
+                            .collect();
+                        run.extend_from(outputs, &mut spare);
+                    }
+                    2 => {
+                        proptest::prop_assert_eq!(run.remove(probe).map(|f| f.id), model.remove(&probe).map(|_| probe));
+                    }
+                    3 => {
+                        let moved = run.update(probe, |f| f.size = 2);
+                        proptest::prop_assert_eq!(moved, model.contains_key(&probe));
+                    }
+                    // `Extend` with a file the run holds: replaced.
+                    4 => {
+                        if let Some(&(lo, hi)) = model.get(&probe) {
+                            run.extend([file(probe, lo, hi, 3)]);
+                        }
+                    }
+                    // Searches that leave a position behind.
+                    _ => {
+                        let found = run.overlapping(&[at], &[at.saturating_add(n)]).next().map(|f| f.id);
+                        if let Some(f) = found.and_then(|id| run.get(id)).cloned() {
+                            run.window(&f, usize::from(n) + 1);
+                        }
+                    }
+                }
+                for id in [probe, probe + 1, next_id - 1] {
+                    proptest::prop_assert_eq!(
+                        run.get(id).map(|f| (f.id, f.smallest[0], f.largest[0])),
+                        model.get(&id).map(|&(lo, hi)| (id, lo, hi)),
+                        "id {} after op {}", id, i
+                    );
+                }
+                let mut expected: Vec<(u8, u64)> = model.iter().map(|(&id, &(lo, _))| (lo, id)).collect();
+                expected.sort_unstable();
+                proptest::prop_assert_eq!(ids(&run), expected.iter().map(|&(_, id)| id).collect::<Vec<_>>());
+                let named: Vec<u64> = expected.iter().skip(usize::from(n)).take(3).map(|&(_, id)| id).collect();
+                proptest::prop_assert_eq!(
+                    run.get_all(&named).map(|f| f.map(|f| f.id)).collect::<Vec<_>>(),
+                    named.iter().map(|&id| Some(id)).collect::<Vec<_>>()
+                );
+            }
         }
     }
 
