@@ -520,7 +520,6 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
             run.files.take_all(&input.files, &mut spare);
         }
     }
-
     while view.levels.len() <= plan.output_level {
         view.levels.push(Default::default());
     }

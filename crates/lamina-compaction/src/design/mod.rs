@@ -454,9 +454,13 @@ mod tests {
         assert_eq!(tasks[1].output_level, 0, "then the fold");
         // Three runs (fold score 2) against 1.8 × capacity: the fold first.
         let mut three = view.clone();
-        three.levels[0]
-            .runs
-            .insert(0, level_of(vec![vec![file(9, 0, 9, 600)]]).runs.remove(0));
+        three.levels[0].runs.insert(
+            0,
+            level_of(vec![vec![file(9, 0, 9, 600)]])
+                .runs
+                .remove(0)
+                .unwrap(),
+        );
         three.levels[0].runs[0].order = 20_000;
         let tasks = p.pick(&three);
         assert_eq!(tasks[0].output_level, 0, "the fold first");
