@@ -184,6 +184,43 @@ impl Inner {
         st.obsolete = keep;
     }
 
+    /// A compaction that lost a race: a concurrent one emptied the run
+    /// `run` it writes into, and a newer run of that level now overlaps its
+    /// outputs (see [`VersionEdit::recreate_emptied_runs`]), so its edit
+    /// cannot be installed. A conflict, not a failure: its inputs are
+    /// still where they were (they were busy, so no other compaction took
+    /// them), and the policy picks again. Its outputs, which no version
+    /// holds (a moved file is live and stays), go the way of obsolete files.
+    fn drop_conflicting(
+        &self,
+        st: &mut State,
+        edit: &VersionEdit,
+        task: &CompactionTask,
+        run: u64,
+    ) {
+        let live: HashSet<u64> = st.version.live_files().map(|f| f.id).collect();
+        let unused: Vec<u64> = edit
+            .added_files
+            .iter()
+            .filter(|a| !live.contains(&a.meta.id))
+            .map(|a| a.meta.id)
+            .collect();
+        for a in edit
+            .added_files
+            .iter()
+            .filter(|a| unused.contains(&a.meta.id))
+        {
+            st.obsolete.push((Arc::new(a.meta.clone_meta()), false));
+        }
+        self.info_log.log(
+            "conflict",
+            format_args!(
+                "reason=\"{}\" run {run} was emptied and is shadowed by a newer run; dropped outputs {unused:?}, the inputs are picked again",
+                task.reason
+            ),
+        );
+    }
+
     pub(super) fn delete_obsolete_files(&self) {
         let mut st = self.state.lock();
         self.collect_obsolete(&mut st);
@@ -378,6 +415,10 @@ impl Inner {
         let mut st = self.state.lock();
         let mut edit = outcome.edit;
         edit.recreate_emptied_runs(version, &st.version);
+        if let Some(run) = edit.unknown_run(&st.version) {
+            self.drop_conflicting(&mut st, &edit, task, run);
+            return Ok(());
+        }
         // As for flushes, outputs of a failed edit stay until the next open.
         self.log_and_apply(&mut st, edit, None)?;
         self.stats.buffer_appended_files.add(kept);
