@@ -548,19 +548,24 @@ impl VersionEdit {
         self.new_runs.extend(recreated);
     }
 
-    /// A run this edit adds files to that neither `now` has nor the edit
-    /// creates: after [`VersionEdit::recreate_emptied_runs`], a run a
-    /// concurrent compaction emptied and a newer run of its level now
-    /// shadows. [`Version::apply`] refuses such an edit.
-    pub fn unknown_run(&self, now: &Version) -> Option<u64> {
+    /// A run this edit adds files to that `base` had, `now` lacks and the
+    /// edit does not create: after [`VersionEdit::recreate_emptied_runs`],
+    /// a run a concurrent compaction emptied and a newer run of its level
+    /// now shadows. [`Version::apply`] refuses such an edit (as it does one
+    /// naming a run `base` never had, which this does not name: that is a
+    /// bug, not a race).
+    pub fn shadowed_run(&self, base: &Version, now: &Version) -> Option<u64> {
+        let has = |v: &Version, level: usize, id: u64| {
+            v.levels
+                .get(level)
+                .is_some_and(|l| l.runs.iter().any(|r| r.id == id))
+        };
         self.added_files
             .iter()
             .find(|a| {
                 !self.new_runs.iter().any(|n| n.run_id == a.run_id)
-                    && !now
-                        .levels
-                        .get(a.level)
-                        .is_some_and(|l| l.runs.iter().any(|r| r.id == a.run_id))
+                    && !has(now, a.level, a.run_id)
+                    && has(base, a.level, a.run_id)
             })
             .map(|a| a.run_id)
     }
@@ -910,9 +915,9 @@ pub(crate) mod tests {
         // This one: file 1 from run 5 into run 7, planned against `base`.
         let mut into = removing(edit_with(&[], &[(2, 7, 1, b"a", b"c")]), 1, 5, 1);
         assert!(now.apply(&into).is_err(), "refused without the rebase");
-        assert_eq!(into.unknown_run(&now), Some(7));
+        assert_eq!(into.shadowed_run(&base, &now), Some(7));
         into.recreate_emptied_runs(&base, &now);
-        assert_eq!(into.unknown_run(&now), None);
+        assert_eq!(into.shadowed_run(&base, &now), None);
         assert_eq!(
             into.new_runs,
             vec![NewRun {
@@ -930,6 +935,7 @@ pub(crate) mod tests {
         let mut stray = edit_with(&[], &[(2, 99, 3, b"x", b"y")]);
         stray.recreate_emptied_runs(&base, &now);
         assert!(stray.new_runs.is_empty());
+        assert_eq!(stray.shadowed_run(&base, &now), None, "a bug, not a race");
         assert!(now.apply(&stray).is_err());
 
         // Had the other compaction folded run 7 into a newer run of level
@@ -940,7 +946,7 @@ pub(crate) mod tests {
         let mut into = edit_with(&[], &[(2, 7, 1, b"a", b"c")]);
         into.recreate_emptied_runs(&base, &folded);
         assert!(into.new_runs.is_empty());
-        assert_eq!(into.unknown_run(&folded), Some(7));
+        assert_eq!(into.shadowed_run(&base, &folded), Some(7));
         assert!(folded.apply(&into).is_err());
         // A newer run elsewhere in the key space does not stand in the way.
         let apart = removing(edit_with(&[(2, 8, 10)], &[(2, 8, 3, b"m", b"p")]), 2, 7, 2);

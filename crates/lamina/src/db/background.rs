@@ -415,7 +415,7 @@ impl Inner {
         let mut st = self.state.lock();
         let mut edit = outcome.edit;
         edit.recreate_emptied_runs(version, &st.version);
-        if let Some(run) = edit.unknown_run(&st.version) {
+        if let Some(run) = edit.shadowed_run(version, &st.version) {
             self.drop_conflicting(&mut st, &edit, task, run);
             return Ok(());
         }
