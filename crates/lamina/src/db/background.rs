@@ -199,17 +199,13 @@ impl Inner {
         run: u64,
     ) {
         let live: HashSet<u64> = st.version.live_files().map(|f| f.id).collect();
-        let unused: Vec<u64> = edit
-            .added_files
-            .iter()
-            .filter(|a| !live.contains(&a.meta.id))
-            .map(|a| a.meta.id)
-            .collect();
+        let mut unused = Vec::new();
         for a in edit
             .added_files
             .iter()
-            .filter(|a| unused.contains(&a.meta.id))
+            .filter(|a| !live.contains(&a.meta.id))
         {
+            unused.push(a.meta.id);
             st.obsolete.push((Arc::new(a.meta.clone_meta()), false));
         }
         self.info_log.log(
