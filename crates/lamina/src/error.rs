@@ -39,6 +39,13 @@ pub enum Error {
     /// Another process (or another `Db` in this process) holds the directory lock.
     #[error("database directory {0} is locked by another process")]
     Locked(PathBuf),
+    /// A version edit names a run or file the version does not hold, or
+    /// adds a file overlapping one of its run. Read from a manifest, that
+    /// is damage (replay reports it as [`Error::Corruption`] at the edit's
+    /// offset); made by the running engine, it is a bug, and the edit was
+    /// neither logged nor installed.
+    #[error("version edit does not apply to the current version: {0}")]
+    EditRefused(String),
     /// A caller passed an argument the engine cannot honour.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -149,6 +156,7 @@ impl Error {
                 stored: stored.clone(),
                 requested: requested.clone(),
             },
+            Error::EditRefused(s) => Error::EditRefused(s.clone()),
             Error::Closed => Error::Closed,
             Error::ReadOnly => Error::ReadOnly,
             Error::Background(e) => Error::Background(Arc::clone(e)),

@@ -274,7 +274,7 @@ impl Version {
     /// place and added elsewhere with the same id keep their `Arc` (and their
     /// opened table), so a trivial move keeps cached blocks valid.
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
-        let bad = |reason: String| Error::corruption("MANIFEST", 0, reason);
+        let bad = Error::EditRefused;
         let mut next = self.clone();
         let mut moved: Vec<Arc<FileMeta>> = Vec::new();
         for r in &edit.removed_files {
@@ -1034,5 +1034,48 @@ pub(crate) mod tests {
         let v2 = v.apply(&mv).unwrap();
         assert_eq!(v2.levels[0].runs.len(), 0);
         assert!(Arc::ptr_eq(&before, &v2.levels[1].runs[0].files[0]));
+    }
+
+    #[test]
+    fn a_refused_edit_is_a_refusal_live_and_corruption_in_a_manifest() {
+        use crate::manifest::{recover, Counters, Manifest};
+        use crate::vfs::mem::MemFs;
+        use crate::vfs::Vfs;
+        use std::path::Path;
+
+        let v = Version::default()
+            .apply(&edit_with(&[(0, 1, 1)], &[(0, 1, 10, b"a", b"f")]))
+            .unwrap();
+        let stray = edit_with(&[], &[(1, 99, 11, b"x", b"y")]);
+        // Made by the engine: a refusal naming the run, not damage on disk.
+        match v.apply(&stray) {
+            Err(Error::EditRefused(reason)) => assert_eq!(reason, "addition to unknown run 99"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // Read from a manifest: corruption at the record that holds it.
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let mut manifest = Manifest::create(&fs, dir, 2, &v, Counters::default()).unwrap();
+        let name = crate::manifest::manifest_name(2);
+        let before = fs.read_all(&dir.join(&name)).unwrap().len() as u64;
+        manifest
+            .log(&fs, &stray, &v, Counters::default(), || 3)
+            .unwrap();
+        match recover(&fs, dir) {
+            Err(Error::Corruption {
+                file,
+                offset,
+                reason,
+            }) => {
+                assert_eq!((file.as_str(), offset), (name.as_str(), before));
+                assert_eq!(
+                    reason,
+                    "version edit does not apply to the current version: \
+                     addition to unknown run 99"
+                );
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
     }
 }
