@@ -28,7 +28,8 @@ read -r -a counts <<<"${counts[*]}"
 policies=(
     leveling blsm lsbm tiered leveled binomial:k=4 minlatency:k=4 bigtable:k=5
     exploring:k=5 constant:k=4 concurrent:k=4 nomerge full lo1 lo2 rr cold old
-    tsd tsa tier 1-leveling lazy-leveling lazy-leveled partial
+    tsd tsa tier 1-leveling lazy-leveling lazy-leveled partial smtree
+    leveled:b0=2,b=4 tiered:b=4
 )
 if [[ -n ${POLICIES:-} ]]; then
     read -r -a policies <<<"$POLICIES"

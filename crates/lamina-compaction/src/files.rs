@@ -163,6 +163,13 @@ impl PartialOrd for PackedKey {
 /// A file's smallest and largest keys and its size.
 pub(crate) type Span<'a> = (&'a PackedKey, &'a PackedKey, u64);
 
+/// The files of a run intersecting a key range: their bytes and number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Overlap {
+    pub(crate) bytes: u64,
+    pub(crate) files: u64,
+}
+
 fn span(filed: &Filed) -> Span<'_> {
     visit((filed.smallest(), &filed.largest, filed.size))
 }
@@ -668,11 +675,11 @@ impl Files {
         self.entries_overlapping(lo, hi).map(span)
     }
 
-    /// Adds to each of `sums` the bytes of this run's files intersecting
-    /// the span beside it: `spans` are files of another run, in key order
-    /// and disjoint. One walk over the files under them, each read once
-    /// (a file reaching from one span into the next, twice).
-    pub(crate) fn add_overlaps(&self, spans: &[Span<'_>], sums: &mut [u64]) {
+    /// Adds to each of `sums` the bytes and the number of this run's files
+    /// intersecting the span beside it: `spans` are files of another run,
+    /// in key order and disjoint. One walk over the files under them, each
+    /// read once (a file reaching from one span into the next, twice).
+    pub(crate) fn add_overlaps(&self, spans: &[Span<'_>], sums: &mut [Overlap]) {
         let Some(&(lo, _, _)) = spans.first() else {
             return;
         };
@@ -689,7 +696,8 @@ impl Files {
                 read += 1;
             }
             while let Some(f) = at.filter(|f| f.smallest() <= hi) {
-                *sum += f.size;
+                sum.bytes += f.size;
+                sum.files += 1;
                 if f.largest > *hi {
                     // It may reach into the next span; every later file
                     // starts after it, beyond this span.

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::blocks::{Block, Blocks, Entry, Pos};
-use crate::files::{PackedKey, Span};
+use crate::files::{Overlap, PackedKey, Span};
 use crate::{FileView, LevelView, RunView, TreeView};
 
 /// Which runs of the target level a file's overlap counts.
@@ -37,10 +37,32 @@ pub enum Below {
     All,
 }
 
-/// A file's overlapping bytes in the target level per byte of its own; ties
-/// go to the file with the smaller keys.
+/// What a ranking orders a run's files by, least first; ties go to the
+/// file with the smaller keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Measure {
+    /// Bytes of the target level overlapping the file, per byte of it
+    /// (leveling, `lo1`, `lo2`).
+    BytesPerByte,
+    /// The number of files of the target level overlapping the file, then
+    /// their bytes (seed 000's leveled stack policy).
+    FilesThenBytes,
+}
+
+/// A file's rank under a [`Measure`]: `first`, then `then`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Score(f64);
+struct Score {
+    first: f64,
+    then: u64,
+}
+
+impl Score {
+    /// Ranks after every file's score.
+    const LAST: Score = Score {
+        first: f64::INFINITY,
+        then: u64::MAX,
+    };
+}
 
 impl Eq for Score {}
 
@@ -52,7 +74,9 @@ impl PartialOrd for Score {
 
 impl Ord for Score {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0)
+        self.first
+            .total_cmp(&other.first)
+            .then(self.then.cmp(&other.then))
     }
 }
 
@@ -62,6 +86,7 @@ struct Key {
     run: u64,
     target: usize,
     below: Below,
+    measure: Measure,
 }
 
 fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] {
@@ -72,23 +97,34 @@ fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] 
     }
 }
 
-/// Bytes of `target`'s runs (by `below`) overlapping each of `spans`, files
-/// of one run in key order: one walk over each target run's files under
-/// the spans, not a search per file. A merge hands the index its outputs
-/// at once, and a search of a large run costs a descent each (the bulk of
-/// ranking a merge's outputs when they were scored one by one).
-fn overlaps(levels: &[LevelView], target: usize, below: Below, spans: &[Span<'_>]) -> Vec<u64> {
-    let mut sums = vec![0u64; spans.len()];
+/// Bytes and files of `target`'s runs (by `below`) overlapping each of
+/// `spans`, files of one run in key order: one walk over each target run's
+/// files under the spans, not a search per file. A merge hands the index
+/// its outputs at once, and a search of a large run costs a descent each
+/// (the bulk of ranking a merge's outputs when they were scored one by
+/// one).
+fn overlaps(levels: &[LevelView], target: usize, below: Below, spans: &[Span<'_>]) -> Vec<Overlap> {
+    let mut sums = vec![Overlap::default(); spans.len()];
     for run in target_runs(levels, target, below) {
         run.files.add_overlaps(spans, &mut sums);
     }
     sums
 }
 
-/// The least-overlap score of a file with `size` bytes overlapping
-/// `overlap` bytes of the target level: overlapping bytes per byte.
-fn score(overlap: u64, size: u64) -> Score {
-    Score(overlap as f64 / size.max(1) as f64)
+/// The score under `measure` of a file of `size` bytes that `overlap`
+/// of the target level overlaps.
+fn score(measure: Measure, overlap: Overlap, size: u64) -> Score {
+    match measure {
+        Measure::BytesPerByte => Score {
+            first: overlap.bytes as f64 / size.max(1) as f64,
+            then: 0,
+        },
+        Measure::FilesThenBytes => Score {
+            // Exact: a run holds far fewer than 2^53 files.
+            first: overlap.files as f64,
+            then: overlap.bytes,
+        },
+    }
 }
 
 /// The least-overlap score of `f`: overlapping bytes per byte of `f`.
@@ -99,8 +135,11 @@ pub(crate) fn overlap_score(
     f: &FileView,
 ) -> f64 {
     let (lo, hi) = (PackedKey::new(&f.smallest), PackedKey::new(&f.largest));
-    let overlap = overlaps(levels, target, below, &[(&lo, &hi, f.size)]);
-    score(overlap.iter().sum(), f.size).0
+    let bytes: u64 = overlaps(levels, target, below, &[(&lo, &hi, f.size)])
+        .iter()
+        .map(|o| o.bytes)
+        .sum();
+    bytes as f64 / f.size.max(1) as f64
 }
 
 /// What a ranking was built from: its run's file count and the target
@@ -145,7 +184,7 @@ impl Entry for Ranked {
             .map(Ranked::rank)
             .min()
             .map(|(score, key)| (score, key.clone()))
-            .unwrap_or((Score(f64::INFINITY), PackedKey::default()))
+            .unwrap_or((Score::LAST, PackedKey::default()))
     }
 
     fn add(least: &mut (Score, PackedKey), added: &[Ranked]) {
@@ -199,7 +238,7 @@ impl Ranking {
                 smallest: lo.clone(),
                 largest: hi.clone(),
                 size,
-                score: score(overlap, size),
+                score: score(self.key.measure, overlap, size),
             })
             .collect();
         let at = self.by_key.partition_point(|k| k < first);
@@ -246,8 +285,9 @@ impl Ranking {
             .collect();
         let touched = spans.len();
         let mut overlaps = overlaps(levels, self.key.target, self.key.below, &spans).into_iter();
+        let measure = self.key.measure;
         self.by_key.edit(from, to, |r| {
-            r.score = score(overlaps.next().unwrap_or(0), r.size);
+            r.score = score(measure, overlaps.next().unwrap_or_default(), r.size);
         });
         touched as u64
     }
@@ -362,14 +402,54 @@ impl TreeView {
         run: &'v RunView,
         target: usize,
         below: Below,
+        accept: impl FnMut(&'v FileView) -> Option<T>,
+    ) -> Option<T> {
+        let measure = Measure::BytesPerByte;
+        self.offer(
+            Key {
+                level,
+                run: run.id,
+                target,
+                below,
+                measure,
+            },
+            run,
+            accept,
+        )
+    }
+
+    /// As [`TreeView::by_least_overlap`], in order of the fewest files of
+    /// `target`'s runs (`below`) overlapping, then the fewest bytes, then
+    /// key order.
+    pub fn by_fewest_overlapping<'v, T>(
+        &'v self,
+        level: usize,
+        run: &'v RunView,
+        target: usize,
+        below: Below,
+        accept: impl FnMut(&'v FileView) -> Option<T>,
+    ) -> Option<T> {
+        let measure = Measure::FilesThenBytes;
+        self.offer(
+            Key {
+                level,
+                run: run.id,
+                target,
+                below,
+                measure,
+            },
+            run,
+            accept,
+        )
+    }
+
+    /// Offers the files of `run` to `accept` in the order of ranking `key`.
+    fn offer<'v, T>(
+        &'v self,
+        key: Key,
+        run: &'v RunView,
         mut accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
-        let key = Key {
-            level,
-            run: run.id,
-            target,
-            below,
-        };
         let index = &self.index;
         let mut rankings = index.lock();
         let at = match rankings.iter().position(|r| r.key == key) {
@@ -428,7 +508,7 @@ impl TreeView {
         });
     }
 
-    /// Files the least-overlap index has ranked, rescored or visited in
+    /// Files the overlap index has ranked, rescored or visited in
     /// this view so far: a measure of picking work that tests bound.
     pub fn overlap_work(&self) -> u64 {
         self.index.work.load(AtomicOrdering::Relaxed)

@@ -103,6 +103,19 @@ pub enum SimError {
     /// Bad simulation settings.
     #[error("{0}")]
     Config(String),
+    /// The policy cut a merge into spatial tiles (`partition=str` or
+    /// `rstar-grove`), which are cut by the points of the keys: the model
+    /// has keys but no points, so it refuses rather than guess (as the
+    /// engine refuses them without `Options::spatial`).
+    #[error(
+        "policy {policy}: spatial tiles (partition=str or rstar-grove) are cut by the keys' \
+         points, which the model does not have; simulate partition=size, or run the engine \
+         on a spatial dataset (`lamina spatial`)"
+    )]
+    SpatialTiles {
+        /// The policy's spec.
+        policy: String,
+    },
 }
 
 /// Result of a simulation step.
@@ -806,6 +819,11 @@ impl Simulator {
 
     /// Applies a plan to the model tree.
     fn execute(&mut self, plan: &plan::Plan) -> Result<u64> {
+        if plan.destination == Destination::Tiles {
+            return Err(SimError::SpatialTiles {
+                policy: self.spec.clone(),
+            });
+        }
         let input_bytes = plan.input_bytes();
         let (outputs, during) = match plan.action {
             Action::Move => {
@@ -850,7 +868,6 @@ impl Simulator {
                         let seq = oldest(&pieces);
                         vec![self.new_file(id, data.saturating_add(overhead), lo, hi, seq)]
                     }
-                    // The model knows no points: tiles are cut like a run.
                     Destination::Existing { .. } | Destination::Tiles => {
                         self.cut(&pieces, data, lo, hi, plan.target_file_size)
                     }
@@ -1241,6 +1258,28 @@ pub fn simulate(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Tiles are cut by points, which the model lacks: the first tiled
+    /// merge is refused, and nothing before it was (the key-ordered cut
+    /// of the same policy runs on).
+    #[test]
+    fn spatial_tiles_are_refused_not_guessed() {
+        for rule in ["str", "rstar-grove"] {
+            let spec = format!("leveled:b0=2,b=4,partition={rule}");
+            let mut sim = Simulator::from_spec(&spec, ModelOptions::default()).unwrap();
+            let refused = (0..10).find_map(|_| sim.flush(1 << 20).err());
+            assert!(
+                matches!(refused, Some(SimError::SpatialTiles { ref policy }) if *policy == spec),
+                "{refused:?}"
+            );
+        }
+        let mut sim =
+            Simulator::from_spec("leveled:b0=2,b=4,partition=size", ModelOptions::default())
+                .unwrap();
+        for _ in 0..100 {
+            sim.flush(1 << 20).unwrap();
+        }
+    }
 
     #[test]
     fn keys_round_trip() {

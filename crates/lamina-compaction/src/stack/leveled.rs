@@ -4,6 +4,7 @@
 use super::parse_params;
 use super::Common;
 use crate::error::{Error, Result};
+use crate::index::Below;
 use crate::partition::{Partition, Partitioning};
 use crate::placement::TILE_RANK;
 use crate::{
@@ -247,46 +248,6 @@ impl Leveled {
     }
 }
 
-/// The idle file of `run` overlapping the fewest files of `below` (then the
-/// fewest bytes, then the first by key) whose overlapping files are idle,
-/// with that count. Both runs are sorted and key-disjoint, so one sweep with
-/// two monotone cursors finds every file's overlap in O(n + m).
-fn fewest_overlaps<'a>(
-    run: &'a RunView,
-    below: Option<&RunView>,
-) -> Option<(usize, u64, &'a FileView)> {
-    let next: Vec<&FileView> = below.map_or(Vec::new(), |b| b.files.iter().collect());
-    // prefix[j] = bytes of next[..j]; busy_prefix[j] = busy files in next[..j].
-    let mut prefix = Vec::with_capacity(next.len() + 1);
-    let mut busy_prefix = Vec::with_capacity(next.len() + 1);
-    prefix.push(0u64);
-    busy_prefix.push(0usize);
-    for f in &next {
-        prefix.push(prefix[prefix.len() - 1].saturating_add(f.size));
-        busy_prefix.push(busy_prefix[busy_prefix.len() - 1] + usize::from(f.busy));
-    }
-    let (mut first, mut end) = (0, 0);
-    let mut best: Option<(usize, u64, &FileView)> = None;
-    for f in &run.files {
-        while first < next.len() && next[first].largest < f.smallest {
-            first += 1;
-        }
-        end = end.max(first);
-        while end < next.len() && next[end].smallest <= f.largest {
-            end += 1;
-        }
-        if f.busy || busy_prefix[end] > busy_prefix[first] {
-            continue;
-        }
-        let count = end - first;
-        let bytes = prefix[end] - prefix[first];
-        if best.is_none_or(|(c, b, _)| (count, bytes) < (c, b)) {
-            best = Some((count, bytes, f));
-        }
-    }
-    best
-}
-
 impl CompactionPolicy for Leveled {
     fn spec(&self) -> String {
         format!(
@@ -349,8 +310,28 @@ impl CompactionPolicy for Leveled {
             if bytes <= cap {
                 continue;
             }
-            let best = fewest_overlaps(run, view.level(i + 1).runs.first());
-            if let Some((count, _, f)) = best {
+            // The idle file overlapping the fewest files below (then the
+            // fewest bytes, then the first by key) whose overlapping files
+            // are idle; the view's index keeps the order, so a pick does
+            // not score every file of the level.
+            let below = view.level(i + 1).runs.first();
+            let best = view.by_fewest_overlapping(i, run, i + 1, Below::Newest, |f| {
+                if f.busy {
+                    return None;
+                }
+                let over = below
+                    .into_iter()
+                    .flat_map(|b| b.overlapping(&f.smallest, &f.largest));
+                let mut count = 0usize;
+                for o in over {
+                    if o.busy {
+                        return None;
+                    }
+                    count += 1;
+                }
+                Some((count, f))
+            });
+            if let Some((count, f)) = best {
                 tasks.extend(self.push_down(
                     view,
                     i,
