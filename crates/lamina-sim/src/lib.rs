@@ -331,6 +331,112 @@ struct Piece {
     seq: u64,
 }
 
+thread_local! {
+    static CUT_WORK: std::cell::Cell<CutWork> = const {
+        std::cell::Cell::new(CutWork { pieces_read: 0, files_cut: 0 })
+    };
+}
+
+/// What cutting merges' outputs at BINARYSPLIT's bounds (`partition=local`
+/// or `global`) has cost on this thread so far, for tests that bound it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CutWork {
+    /// Input pieces read to estimate the bytes in a key range.
+    pub pieces_read: u64,
+    /// Output files cut.
+    pub files_cut: u64,
+}
+
+/// [`CutWork`] so far on this thread.
+pub fn cut_work() -> CutWork {
+    CUT_WORK.with(std::cell::Cell::get)
+}
+
+fn count_cut_work(pieces_read: u64, files_cut: u64) {
+    CUT_WORK.with(|w| {
+        let mut work = w.get();
+        work.pieces_read = work.pieces_read.wrapping_add(pieces_read);
+        work.files_cut = work.files_cut.wrapping_add(files_cut);
+        w.set(work);
+    });
+}
+
+/// The pieces a key range meets, in their order, found without reading
+/// the others: a max-tree over their `hi` (the sweep hands them over sorted
+/// by `lo`, so those starting by the range's end are a prefix, and the
+/// tree finds the ones in it reaching the range's start). The sum over
+/// them adds the same terms in the same order as a loop over every piece,
+/// so it is the same float.
+struct Meets<'a> {
+    pieces: &'a [Piece],
+    sorted: bool,
+    /// Node `n` holds the highest `hi` under it; leaves from `width` on.
+    reach: Vec<u64>,
+    width: usize,
+}
+
+impl<'a> Meets<'a> {
+    fn new(pieces: &'a [Piece]) -> Meets<'a> {
+        let width = pieces.len().next_power_of_two();
+        let mut reach = vec![0; 2 * width];
+        for (i, p) in pieces.iter().enumerate() {
+            reach[width + i] = p.hi;
+        }
+        for n in (1..width).rev() {
+            reach[n] = reach[2 * n].max(reach[2 * n + 1]);
+        }
+        Meets {
+            pieces,
+            sorted: pieces.windows(2).all(|w| w[0].lo <= w[1].lo),
+            reach,
+            width,
+        }
+    }
+
+    /// Hands `f` the pieces meeting `[l, u]`, in order (every piece, in
+    /// order, if they came unsorted).
+    fn each_meeting(&self, l: u64, u: u64, mut f: impl FnMut(&Piece)) {
+        let mut read = 0;
+        let mut count = |piece: &Piece| {
+            read += 1;
+            f(piece);
+        };
+        if self.sorted {
+            let to = self.pieces.partition_point(|p| p.lo <= u);
+            self.visit(1, 0, self.width, to, l, &mut count);
+        } else {
+            self.pieces.iter().for_each(count);
+        }
+        count_cut_work(read, 0);
+    }
+
+    /// Depth first, left to right, from node `n` (pieces `[from, end)`):
+    /// a node wholly past `to` or reaching short of `l` holds none. The
+    /// depth is the log of the pieces.
+    fn visit(
+        &self,
+        n: usize,
+        from: usize,
+        end: usize,
+        to: usize,
+        l: u64,
+        f: &mut impl FnMut(&Piece),
+    ) {
+        if from >= to || self.reach.get(n).is_none_or(|&r| r < l) {
+            return;
+        }
+        if end - from == 1 {
+            if let Some(piece) = self.pieces.get(from) {
+                f(piece);
+            }
+            return;
+        }
+        let mid = from + (end - from) / 2;
+        self.visit(2 * n, from, mid, to, l, f);
+        self.visit(2 * n + 1, mid, end, to, l, f);
+    }
+}
+
 /// The oldest data among `pieces`: every output of a merge holds some of
 /// each input (the model's keys are spread evenly), so its oldest too.
 fn oldest(pieces: &[Piece]) -> u64 {
@@ -976,15 +1082,19 @@ impl Simulator {
         } else {
             out as f64 / input as f64
         };
+        // BINARYSPLIT asks for the bytes in about two ranges per file it
+        // cuts: summing every piece each time made a merge quadratic in its
+        // files (a flush spans the whole key space, so no cursor skips).
+        let meets = Meets::new(pieces);
         let size_in = |l: u64, u: u64| -> u64 {
             let mut total = 0.0;
-            for piece in pieces {
+            meets.each_meeting(l, u, |piece| {
                 let (a, b) = (l.max(piece.lo), u.min(piece.hi));
                 if a <= b {
                     let width = (piece.hi - piece.lo) as f64 + 1.0;
                     total += piece.size as f64 * scale * ((b - a) as f64 + 1.0) / width;
                 }
-            }
+            });
             total.round() as u64
         };
         let (l, u) = if p.partition == Partition::Global {
@@ -1007,6 +1117,7 @@ impl Simulator {
             let id = self.alloc_id();
             files.push(self.new_file(id, size.saturating_add(overhead), a.max(lo), b.min(hi), seq));
         }
+        count_cut_work(0, files.len() as u64);
         files
     }
 
@@ -1278,6 +1389,64 @@ mod tests {
                 .unwrap();
         for _ in 0..100 {
             sim.flush(1 << 20).unwrap();
+        }
+    }
+
+    /// The pieces a range meets, as every piece filtered in order finds
+    /// them: sorted pieces of several overlapping runs, one of them a
+    /// flush over the whole key space, and an unsorted list.
+    #[test]
+    fn meets_finds_what_a_scan_finds() {
+        let mut state = 7u64;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) % n
+        };
+        for len in [0usize, 1, 2, 7, 64, 300] {
+            let mut pieces: Vec<Piece> = (0..len)
+                .map(|_| {
+                    let lo = next(10_000);
+                    Piece {
+                        lo,
+                        hi: lo + next(400),
+                        size: 1 + next(50),
+                        seq: 0,
+                    }
+                })
+                .collect();
+            if len > 2 {
+                pieces[1] = Piece {
+                    lo: 0,
+                    hi: u64::MAX,
+                    size: 9,
+                    seq: 0,
+                };
+            }
+            for sort in [false, true] {
+                if sort {
+                    pieces.sort_by_key(|p| p.lo);
+                }
+                let meets = Meets::new(&pieces);
+                for _ in 0..200 {
+                    let l = next(11_000);
+                    let u = l + next(3_000);
+                    let mut found = Vec::new();
+                    meets.each_meeting(l, u, |p| found.push(p as *const Piece));
+                    let expected: Vec<*const Piece> = pieces
+                        .iter()
+                        .filter(|p| p.lo <= u && l <= p.hi)
+                        .map(|p| p as *const Piece)
+                        .collect();
+                    if meets.sorted {
+                        assert_eq!(found, expected, "{len} pieces, [{l}, {u}]");
+                    } else {
+                        // Unsorted: every piece, for the caller to test.
+                        assert_eq!(found.len(), pieces.len());
+                    }
+                }
+            }
         }
     }
 

@@ -24,7 +24,7 @@ use lamina_compaction::runs::shifts;
 use lamina_compaction::{
     policy_from_spec, CompactionPolicy, CompactionTask, FileView, PolicyDefaults, TreeView,
 };
-use lamina_sim::{ModelOptions, Simulator};
+use lamina_sim::{cut_work, ModelOptions, Simulator};
 
 const UNIT: u64 = 1000;
 
@@ -113,6 +113,71 @@ fn lo2_work_grows_only_with_the_levels_that_have_a_grandparent() {
         "{small_visits:.1} files visited per flush and level at 400 flushes, \
          {large_visits:.1} at 4000"
     );
+}
+
+/// Cutting a merge's output at BINARYSPLIT's bounds (`partition=local`
+/// or `global`, seed 000 ch. 5) estimates the bytes in about two key
+/// ranges per file it cuts. Each estimate read every piece of the merge's
+/// input, which made a merge quadratic in its files (`binomial:k=4,
+/// partition=local`: 305.7 pieces read per file cut at 400 flushes, 3,075.2
+/// at 4,000; now 14.5 and 17.6); it reads the pieces the range meets.
+#[test]
+fn cutting_at_binarysplit_bounds_reads_the_pieces_a_range_meets() {
+    for spec in [
+        "binomial:k=4,partition=local",
+        "binomial:k=4,partition=global",
+        "tiered:b=4,partition=local",
+        "bigtable:k=4,partition=local,image=be",
+    ] {
+        let per_file = |flushes| {
+            let before = cut_work();
+            let mut sim = Simulator::from_spec(spec, opts()).unwrap();
+            for _ in 0..flushes {
+                sim.flush(UNIT).unwrap();
+            }
+            let after = cut_work();
+            let files = after.files_cut - before.files_cut;
+            assert!(files > 0, "{spec}: no file cut");
+            (after.pieces_read - before.pieces_read) as f64 / files as f64
+        };
+        let (small, large) = (per_file(400), per_file(4000));
+        eprintln!("{spec}: {small:.1} pieces read per file cut at 400 flushes, {large:.1} at 4000");
+        assert!(
+            large <= 2.0 * small + 20.0,
+            "{spec}: {small:.1} pieces read per file cut at 400 flushes, {large:.1} at 4000"
+        );
+    }
+}
+
+/// Partitioned merges (seed 000 ch. 5) cut a stack's runs into files of
+/// θ bytes, so a merge writes and reads as many files as its bytes fill,
+/// and a bounded-depth policy's write amplification grows with the tree
+/// (about ×1.8 between these windows). Anything else that reads every
+/// file of every run at each pick shows on top: the stack's busy flags
+/// read that way made 916.8 files visited per flush at 400 flushes and
+/// 7,555.2 at 4,000 (`binomial:k=4,partition=size`); now 52.6 and 96.8.
+/// The windows are as long as the warm-ups: these stacks' largest merges
+/// are rare and large.
+#[test]
+fn partitioned_stacks_visit_the_files_their_merges_move() {
+    for spec in [
+        "binomial:k=4,partition=size",
+        "binomial:k=4,partition=local",
+        "tiered:b=4,partition=size",
+        "tiered:b=4,partition=global",
+        "concurrent:partition=size",
+    ] {
+        let small = work_per_flush(spec, 400, 400);
+        let large = work_per_flush(spec, 4000, 4000);
+        eprintln!("{spec}: {small:?} per flush at 400 flushes, {large:?} at 4000");
+        assert!(
+            large.files <= 2.0 * small.files + 20.0,
+            "{spec}: {:.1} files visited per flush at 400 flushes, {:.1} at 4000",
+            small.files,
+            large.files
+        );
+        assert_eq!(large.id_maps, 0, "{spec}: id maps built");
+    }
 }
 
 fn files(view: &TreeView) -> usize {

@@ -124,7 +124,7 @@ pub(crate) fn stack(view: &TreeView) -> Vec<StackRun<'_>> {
                 level,
                 run,
                 bytes: run.bytes(),
-                busy: run.files.iter().any(|f| f.busy),
+                busy: run.files.busy() > 0,
             })
         })
         .collect()
