@@ -392,10 +392,10 @@ impl TreeView {
         self.level(level).bytes()
     }
 
-    /// Offers the files of `run` (a run of `level`) to `accept` in order of
-    /// least overlap with `target`'s runs (`below`) per byte, ties in key
-    /// order, and returns the first thing it accepts. `accept` must not
-    /// call this again (the ranking is locked meanwhile).
+    /// Offers the idle files of `run` (a run of `level`) to `accept` in
+    /// order of least overlap with `target`'s runs (`below`) per byte, ties
+    /// in key order, and returns the first thing it accepts. `accept` must
+    /// not call this again (the ranking is locked meanwhile).
     pub fn by_least_overlap<'v, T>(
         &'v self,
         level: usize,
@@ -450,6 +450,12 @@ impl TreeView {
         run: &'v RunView,
         mut accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
+        // A run a running merge holds whole (level 1 under a merge from
+        // level 0, whose flushes span every key) has nothing to offer: no
+        // walk through its ranking.
+        if run.files.busy() == run.files.len() {
+            return None;
+        }
         let index = &self.index;
         let mut rankings = index.lock();
         let at = match rankings.iter().position(|r| r.key == key) {
@@ -468,7 +474,7 @@ impl TreeView {
         let first = rankings[at].by_key.least_block();
         for ranked in rankings[at].in_order(first) {
             visited += 1;
-            let Some(f) = run.files.at_packed(&ranked.smallest) else {
+            let Some(f) = run.files.at_packed(&ranked.smallest).filter(|f| !f.busy) else {
                 continue;
             };
             if let Some(t) = accept(f) {
@@ -653,5 +659,48 @@ mod tests {
         });
         assert!(none.is_none());
         assert_eq!(all, expected);
+    }
+
+    /// Busy files are never offered, and a run a merge holds whole is
+    /// passed over without a walk through its ranking (asynchronous
+    /// merges: level 1 under a merge from level 0 walked all of its files
+    /// at every pick).
+    #[test]
+    fn busy_files_are_not_offered() {
+        let n = 600u64;
+        let upper = (0..n)
+            .map(|k| file(k + 1, 100 * k, 100 * k + 99, 1 + k * 7 % 4))
+            .collect();
+        let lower = (0..10 * n)
+            .map(|j| file(100_000 + j, 10 * j, 10 * j + 9, 1 + j * 13 % 3))
+            .collect();
+        let mut view = TreeView {
+            levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
+            ..TreeView::default()
+        };
+        let offered = |view: &TreeView| {
+            let run = &view.levels[1].runs[0];
+            let mut all = Vec::new();
+            view.by_least_overlap(1, run, 2, Below::Newest, |f| {
+                all.push(f.id);
+                None::<u64>
+            });
+            all
+        };
+        let before = offered(&view);
+        assert_eq!(before.len() as u64, n);
+        // Every third file is busy: the rest come in the same order.
+        for id in (1..=n).filter(|id| id % 3 == 0) {
+            view.levels[1].runs[0].files.update(id, |f| f.busy = true);
+        }
+        let idle: Vec<u64> = before.iter().copied().filter(|id| id % 3 != 0).collect();
+        assert_eq!(offered(&view), idle);
+        // All busy: nothing offered, nothing walked.
+        for id in 1..=n {
+            view.levels[1].runs[0].files.update(id, |f| f.busy = true);
+        }
+        let work = view.overlap_work();
+        assert!(offered(&view).is_empty());
+        assert_eq!(view.overlap_work(), work);
     }
 }
