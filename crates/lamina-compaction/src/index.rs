@@ -404,18 +404,7 @@ impl TreeView {
         below: Below,
         accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
-        let measure = Measure::BytesPerByte;
-        self.offer(
-            Key {
-                level,
-                run: run.id,
-                target,
-                below,
-                measure,
-            },
-            run,
-            accept,
-        )
+        self.offer(level, run, target, below, Measure::BytesPerByte, accept)
     }
 
     /// As [`TreeView::by_least_overlap`], in order of the fewest files of
@@ -429,25 +418,18 @@ impl TreeView {
         below: Below,
         accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
-        let measure = Measure::FilesThenBytes;
-        self.offer(
-            Key {
-                level,
-                run: run.id,
-                target,
-                below,
-                measure,
-            },
-            run,
-            accept,
-        )
+        self.offer(level, run, target, below, Measure::FilesThenBytes, accept)
     }
 
-    /// Offers the files of `run` to `accept` in the order of ranking `key`.
+    /// Offers the idle files of `run` to `accept` in the order `measure`
+    /// ranks them against `target`'s runs (`below`).
     fn offer<'v, T>(
         &'v self,
-        key: Key,
+        level: usize,
         run: &'v RunView,
+        target: usize,
+        below: Below,
+        measure: Measure,
         mut accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
         // A run a running merge holds whole (level 1 under a merge from
@@ -456,6 +438,13 @@ impl TreeView {
         if run.files.busy() == run.files.len() {
             return None;
         }
+        let key = Key {
+            level,
+            run: run.id,
+            target,
+            below,
+            measure,
+        };
         let index = &self.index;
         let mut rankings = index.lock();
         let at = match rankings.iter().position(|r| r.key == key) {
@@ -549,6 +538,22 @@ mod tests {
         }
     }
 
+    /// Level 1: `n` files of 100 keys (ids 1 to `n`), the `k`th of
+    /// `upper(k)` bytes; level 2: ten files of ten keys under each, the
+    /// `j`th of `lower(j)` bytes (sizes varied so that scores differ).
+    fn two_levels(n: u64, upper: impl Fn(u64) -> u64, lower: impl Fn(u64) -> u64) -> TreeView {
+        let upper = (0..n)
+            .map(|k| file(k + 1, 100 * k, 100 * k + 99, upper(k)))
+            .collect();
+        let lower = (0..10 * n)
+            .map(|j| file(100_000 + j, 10 * j, 10 * j + 9, lower(j)))
+            .collect();
+        TreeView {
+            levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
+            ..TreeView::default()
+        }
+    }
+
     /// The least-overlap file by brute force: every file scored against
     /// every file of the level below, ties in key order.
     fn scan(view: &TreeView) -> Option<u64> {
@@ -575,18 +580,7 @@ mod tests {
     #[test]
     fn ranking_walks_the_level_below_once() {
         for n in [10u64, 200] {
-            // Level 1: n files of 100 keys; level 2: ten files under each,
-            // sizes varied so that scores differ.
-            let upper = (0..n)
-                .map(|k| file(k + 1, 100 * k, 100 * k + 99, 1 + k % 3))
-                .collect();
-            let lower = (0..10 * n)
-                .map(|j| file(10_000 + j, 10 * j, 10 * j + 9, 1 + j * 7 % 5))
-                .collect();
-            let mut view = TreeView {
-                levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
-                ..TreeView::default()
-            };
+            let mut view = two_levels(n, |k| 1 + k % 3, |j| 1 + j * 7 % 5);
             let pick = |view: &TreeView| {
                 let run = &view.levels[1].runs[0];
                 view.by_least_overlap(1, run, 2, Below::Newest, |f| Some(f.id))
@@ -617,17 +611,7 @@ mod tests {
     #[test]
     fn refused_files_give_way_in_score_order() {
         // 1,000 files over several blocks; scores repeat, so ties count.
-        let n = 1000u64;
-        let upper = (0..n)
-            .map(|k| file(k + 1, 100 * k, 100 * k + 99, 1 + k * 7 % 4))
-            .collect();
-        let lower = (0..10 * n)
-            .map(|j| file(100_000 + j, 10 * j, 10 * j + 9, 1 + j * 13 % 3))
-            .collect();
-        let view = TreeView {
-            levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
-            ..TreeView::default()
-        };
+        let view = two_levels(1000, |k| 1 + k * 7 % 4, |j| 1 + j * 13 % 3);
         let below = &view.levels[2].runs[0].files;
         let mut expected: Vec<(f64, crate::InlineKey, u64)> = view.levels[1].runs[0]
             .files
@@ -668,16 +652,7 @@ mod tests {
     #[test]
     fn busy_files_are_not_offered() {
         let n = 600u64;
-        let upper = (0..n)
-            .map(|k| file(k + 1, 100 * k, 100 * k + 99, 1 + k * 7 % 4))
-            .collect();
-        let lower = (0..10 * n)
-            .map(|j| file(100_000 + j, 10 * j, 10 * j + 9, 1 + j * 13 % 3))
-            .collect();
-        let mut view = TreeView {
-            levels: vec![LevelView::default(), run(1, upper), run(2, lower)],
-            ..TreeView::default()
-        };
+        let mut view = two_levels(n, |k| 1 + k * 7 % 4, |j| 1 + j * 13 % 3);
         let offered = |view: &TreeView| {
             let run = &view.levels[1].runs[0];
             let mut all = Vec::new();
