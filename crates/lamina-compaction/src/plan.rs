@@ -14,7 +14,7 @@
 
 use std::cell::Cell;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
 use crate::files::Spare;
@@ -244,18 +244,32 @@ fn invalid(task: &CompactionTask, why: impl std::fmt::Display) -> Error {
 /// which of two overlapping files is newer.
 pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
     let positions = runs_newest_first(view);
+    // A task may name thousands of runs (a level 0 that piled up under
+    // asynchronous merges): then each is found by a lookup, not a scan.
+    // Most name one or two, near the front, and a scan is cheaper.
+    let by_run: Option<FxHashMap<(usize, u64), usize>> = (task.inputs.len() > 8).then(|| {
+        positions
+            .iter()
+            .enumerate()
+            .map(|(p, (l, r))| ((*l, r.id), p))
+            .collect()
+    });
+    let position_of = |level: usize, id: u64| match &by_run {
+        Some(map) => map.get(&(level, id)).copied(),
+        None => positions
+            .iter()
+            .position(|(l, r)| *l == level && r.id == id),
+    };
+    let mut named_runs: FxHashSet<usize> = FxHashSet::default();
     let mut inputs: Vec<PlannedInput> = Vec::with_capacity(task.inputs.len());
     for input in task.inputs.iter().filter(|i| !i.file_ids.is_empty()) {
-        let position = positions
-            .iter()
-            .position(|(l, r)| *l == input.level && r.id == input.run_id)
-            .ok_or_else(|| {
-                invalid(
-                    task,
-                    format!("no run {} in level {}", input.run_id, input.level),
-                )
-            })?;
-        if inputs.iter().any(|i| i.position == position) {
+        let position = position_of(input.level, input.run_id).ok_or_else(|| {
+            invalid(
+                task,
+                format!("no run {} in level {}", input.run_id, input.level),
+            )
+        })?;
+        if !named_runs.insert(position) {
             return Err(invalid(task, format!("run {} named twice", input.run_id)));
         }
         let run = positions[position].1;
@@ -393,6 +407,13 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
         .skip(newest)
     {
         if into_existing && q == dest_position {
+            continue;
+        }
+        // A run the task takes whole holds no file that is not an input.
+        let whole = inputs
+            .binary_search_by_key(&q, |i| i.position)
+            .is_ok_and(|i| inputs[i].files.len() == run.files.len());
+        if whole {
             continue;
         }
         let output_above = if into_existing {
@@ -643,6 +664,45 @@ mod tests {
     fn refused(view: &TreeView, t: &CompactionTask, why: &str) {
         let e = plan(view, t).expect_err("refused").to_string();
         assert!(e.contains(why), "{e}");
+    }
+
+    /// A task naming many runs (a piled-up level 0 merged whole) finds
+    /// them by lookup: the same plan, and the same refusals, as by scan.
+    #[test]
+    fn many_runs_are_found_and_checked_as_few_are() {
+        // Twelve overlapping one-file runs of level 0, newest first.
+        let runs: Vec<(usize, u64, Vec<FileView>)> = (0..12u64)
+            .map(|i| (0, 100 + i, vec![file(1 + i, b"a", b"z")]))
+            .collect();
+        let view = tree(runs);
+        let all: Vec<(usize, u64, Vec<u64>)> =
+            (0..12u64).map(|i| (0, 100 + i, vec![1 + i])).collect();
+        let named = |inputs: &[(usize, u64, Vec<u64>)]| {
+            let inputs: Vec<(usize, u64, &[u64])> =
+                inputs.iter().map(|(l, r, f)| (*l, *r, &f[..])).collect();
+            task(&inputs, 1, OutputRun::New)
+        };
+        let p = plan(&view, &named(&all)).unwrap();
+        let order: Vec<u64> = p.inputs.iter().map(|i| i.run_id).collect();
+        assert_eq!(order, (100..112).collect::<Vec<u64>>(), "newest first");
+        assert_eq!(
+            (p.action, p.destination),
+            (Action::Merge, Destination::New { order: 12 })
+        );
+        // Named in another order: the same plan.
+        let mut shuffled = all.clone();
+        shuffled.reverse();
+        assert_eq!(plan(&view, &named(&shuffled)).unwrap().inputs.len(), 12);
+        let mut twice = all.clone();
+        twice.push((0, 105, vec![6]));
+        refused(&view, &named(&twice), "run 105 named twice");
+        let mut missing = all.clone();
+        missing[7] = (0, 999, vec![8]);
+        refused(&view, &named(&missing), "no run 999");
+        // Leaving out a middle run that overlaps them would reorder keys.
+        let mut gap = all;
+        gap.remove(5);
+        refused(&view, &named(&gap), "reorder versions");
     }
 
     /// Leveled's one-file push: file 1 (a..c) of run 10 merges into run 11,
