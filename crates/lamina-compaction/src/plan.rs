@@ -269,7 +269,11 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
                 format!("no run {} in level {}", input.run_id, input.level),
             )
         })?;
-        if !named_runs.insert(position) {
+        let twice = match by_run {
+            Some(_) => !named_runs.insert(position),
+            None => inputs.iter().any(|i| i.position == position),
+        };
+        if twice {
             return Err(invalid(task, format!("run {} named twice", input.run_id)));
         }
         let run = positions[position].1;
