@@ -38,45 +38,68 @@ pub enum Below {
 }
 
 /// What a ranking orders a run's files by, least first; ties go to the
-/// file with the smaller keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Measure {
-    /// Bytes of the target level overlapping the file, per byte of it
-    /// (leveling, `lo1`, `lo2`).
-    BytesPerByte,
-    /// The number of files of the target level overlapping the file, then
-    /// their bytes (seed 000's leveled stack policy).
-    FilesThenBytes,
-}
-
-/// A file's rank under a [`Measure`]: `first`, then `then`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Score {
-    first: f64,
-    then: u64,
-}
-
-impl Score {
+/// file with the smaller keys. Each measure keeps its own rankings, with a
+/// score no wider than it needs: a ranking's blocks are spliced and
+/// scanned at every merge, and a wider entry costs `leveling` about 5%.
+trait Measure: Sized {
+    /// A file's score; less is offered first.
+    type Score: Copy + Ord + std::fmt::Debug;
     /// Ranks after every file's score.
-    const LAST: Score = Score {
-        first: f64::INFINITY,
-        then: u64::MAX,
-    };
+    const LAST: Self::Score;
+    /// The score of a file of `size` bytes that `overlap` of the target
+    /// level overlaps.
+    fn score(overlap: Overlap, size: u64) -> Self::Score;
+    /// The view's rankings by this measure.
+    fn rankings(index: &OverlapIndex) -> &Mutex<Vec<Ranking<Self>>>;
 }
 
-impl Eq for Score {}
+/// Bytes of the target level overlapping the file, per byte of it
+/// (leveling, `lo1`, `lo2`).
+#[derive(Debug)]
+struct BytesPerByte;
 
-impl PartialOrd for Score {
+/// Overlapping bytes per byte, ordered as `f64::total_cmp` orders them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PerByte(f64);
+
+impl Eq for PerByte {}
+
+impl PartialOrd for PerByte {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Score {
+impl Ord for PerByte {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.first
-            .total_cmp(&other.first)
-            .then(self.then.cmp(&other.then))
+        self.0.total_cmp(&other.0)
+    }
+}
+
+impl Measure for BytesPerByte {
+    type Score = PerByte;
+    const LAST: PerByte = PerByte(f64::INFINITY);
+    fn score(overlap: Overlap, size: u64) -> PerByte {
+        PerByte(overlap.bytes as f64 / size.max(1) as f64)
+    }
+    fn rankings(index: &OverlapIndex) -> &Mutex<Vec<Ranking<Self>>> {
+        &index.per_byte
+    }
+}
+
+/// The number of files of the target level overlapping the file, then
+/// their bytes (seed 000's leveled stack policy).
+#[derive(Debug)]
+struct FilesThenBytes;
+
+impl Measure for FilesThenBytes {
+    type Score = (u64, u64);
+    const LAST: (u64, u64) = (u64::MAX, u64::MAX);
+    fn score(overlap: Overlap, _: u64) -> (u64, u64) {
+        (overlap.files, overlap.bytes)
+    }
+    fn rankings(index: &OverlapIndex) -> &Mutex<Vec<Ranking<Self>>> {
+        &index.fewest
     }
 }
 
@@ -86,7 +109,6 @@ struct Key {
     run: u64,
     target: usize,
     below: Below,
-    measure: Measure,
 }
 
 fn target_runs(levels: &[LevelView], target: usize, below: Below) -> &[RunView] {
@@ -109,22 +131,6 @@ fn overlaps(levels: &[LevelView], target: usize, below: Below, spans: &[Span<'_>
         run.files.add_overlaps(spans, &mut sums);
     }
     sums
-}
-
-/// The score under `measure` of a file of `size` bytes that `overlap`
-/// of the target level overlaps.
-fn score(measure: Measure, overlap: Overlap, size: u64) -> Score {
-    match measure {
-        Measure::BytesPerByte => Score {
-            first: overlap.bytes as f64 / size.max(1) as f64,
-            then: 0,
-        },
-        Measure::FilesThenBytes => Score {
-            // Exact: a run holds far fewer than 2^53 files.
-            first: overlap.files as f64,
-            then: overlap.bytes,
-        },
-    }
 }
 
 /// The least-overlap score of `f`: overlapping bytes per byte of `f`.
@@ -155,39 +161,39 @@ fn shape(levels: &[LevelView], key: Key, run: &RunView) -> (usize, u64) {
 }
 
 /// One ranked file: its key range, size and score.
-#[derive(Debug, Clone)]
-struct Ranked {
+#[derive(Debug)]
+struct Ranked<M: Measure> {
     smallest: PackedKey,
     largest: PackedKey,
     size: u64,
-    score: Score,
+    score: M::Score,
 }
 
-impl Ranked {
+impl<M: Measure> Ranked<M> {
     /// The order files are offered in: by score, ties in key order.
-    fn rank(&self) -> (Score, &PackedKey) {
+    fn rank(&self) -> (M::Score, &PackedKey) {
         (self.score, &self.smallest)
     }
 }
 
-impl Entry for Ranked {
+impl<M: Measure> Entry for Ranked<M> {
     type Key = PackedKey;
     fn key(&self) -> &PackedKey {
         &self.smallest
     }
     /// The block's least rank.
-    type Summary = (Score, PackedKey);
+    type Summary = (M::Score, PackedKey);
 
-    fn summarize(entries: &[Ranked]) -> (Score, PackedKey) {
+    fn summarize(entries: &[Ranked<M>]) -> (M::Score, PackedKey) {
         entries
             .iter()
             .map(Ranked::rank)
             .min()
             .map(|(score, key)| (score, key.clone()))
-            .unwrap_or((Score::LAST, PackedKey::default()))
+            .unwrap_or((M::LAST, PackedKey::default()))
     }
 
-    fn add(least: &mut (Score, PackedKey), added: &[Ranked]) {
+    fn add(least: &mut (M::Score, PackedKey), added: &[Ranked<M>]) {
         if let Some((score, key)) = added.iter().map(Ranked::rank).min() {
             if (score, key) < (least.0, &least.1) {
                 *least = (score, key.clone());
@@ -196,7 +202,7 @@ impl Entry for Ranked {
     }
 
     /// Keys are unique in a run: the least's key names its entry.
-    fn keeps(least: &(Score, PackedKey), removed: &[Ranked]) -> bool {
+    fn keeps(least: &(M::Score, PackedKey), removed: &[Ranked<M>]) -> bool {
         removed.iter().all(|r| r.smallest != least.1)
     }
 }
@@ -205,14 +211,14 @@ impl Entry for Ranked {
 /// least (see [`crate::blocks`]), so the least of the run is a scan of the
 /// blocks, and a change is one splice.
 #[derive(Debug)]
-struct Ranking {
+struct Ranking<M: Measure> {
     key: Key,
     shape: (usize, u64),
-    by_key: Blocks<Ranked>,
+    by_key: Blocks<Ranked<M>>,
 }
 
-impl Ranking {
-    fn build(levels: &[LevelView], key: Key, run: &RunView, work: &AtomicU64) -> Ranking {
+impl<M: Measure> Ranking<M> {
+    fn build(levels: &[LevelView], key: Key, run: &RunView, work: &AtomicU64) -> Ranking<M> {
         let mut r = Ranking {
             key,
             shape: shape(levels, key, run),
@@ -238,7 +244,7 @@ impl Ranking {
                 smallest: lo.clone(),
                 largest: hi.clone(),
                 size,
-                score: score(self.key.measure, overlap, size),
+                score: M::score(overlap, size),
             })
             .collect();
         let at = self.by_key.partition_point(|k| k < first);
@@ -285,9 +291,8 @@ impl Ranking {
             .collect();
         let touched = spans.len();
         let mut overlaps = overlaps(levels, self.key.target, self.key.below, &spans).into_iter();
-        let measure = self.key.measure;
         self.by_key.edit(from, to, |r| {
-            r.score = score(measure, overlaps.next().unwrap_or_default(), r.size);
+            r.score = M::score(overlaps.next().unwrap_or_default(), r.size);
         });
         touched as u64
     }
@@ -296,11 +301,11 @@ impl Ranking {
     /// block holding the least ([`Blocks::least_block`]). After the first,
     /// each block's least goes into a heap, and a block's next is found by
     /// a scan of the block when its last one is taken.
-    fn in_order(&self, first: Option<usize>) -> impl Iterator<Item = &Ranked> {
+    fn in_order(&self, first: Option<usize>) -> impl Iterator<Item = &Ranked<M>> {
         let blocks = self.by_key.blocks();
         // A block's entries are in key order: a search for the key (and a
         // step over any equal keys, in a run that holds overlapping files).
-        let entry = |b: usize, rank: (Score, &PackedKey)| {
+        let entry = |b: usize, rank: (M::Score, &PackedKey)| {
             let entries = blocks.get(b)?.entries();
             let at = entries.partition_point(|r| r.smallest < *rank.1);
             entries
@@ -309,7 +314,7 @@ impl Ranking {
                 .take_while(|r| r.smallest == *rank.1)
                 .find(|r| r.rank() == rank)
         };
-        let mut heap: Option<Heap<'_>> = None;
+        let mut heap: Option<Heap<'_, M>> = None;
         let mut first = first;
         std::iter::from_fn(move || {
             if let Some(b) = first.take() {
@@ -333,7 +338,7 @@ impl Ranking {
 
 /// The least rank of a block's entries: its summary, or (if a change
 /// dropped it since the last [`Blocks::least_block`]) a scan of the block.
-fn least(block: &Block<Ranked>) -> Option<(Score, &PackedKey)> {
+fn least<M: Measure>(block: &Block<Ranked<M>>) -> Option<(M::Score, &PackedKey)> {
     match block.summary() {
         Some((score, key)) => Some((*score, key)),
         None => block.entries().iter().map(Ranked::rank).min(),
@@ -341,14 +346,14 @@ fn least(block: &Block<Ranked>) -> Option<(Score, &PackedKey)> {
 }
 
 /// Ranks (each block's least not yet taken) and their blocks, least first.
-type Heap<'a> = BinaryHeap<Reverse<((Score, &'a PackedKey), usize)>>;
+type Heap<'a, M> = BinaryHeap<Reverse<((<M as Measure>::Score, &'a PackedKey), usize)>>;
 
 /// Pops the least rank off `heap` (each block's least not yet taken) and
 /// pushes the next of its block.
-fn next_in_block<'a>(
-    heap: &mut Heap<'a>,
-    blocks: &'a [Block<Ranked>],
-) -> Option<((Score, &'a PackedKey), usize)> {
+fn next_in_block<'a, M: Measure>(
+    heap: &mut Heap<'a, M>,
+    blocks: &'a [Block<Ranked<M>>],
+) -> Option<((M::Score, &'a PackedKey), usize)> {
     let Reverse((taken, b)) = heap.pop()?;
     if let Some(next) = blocks
         .get(b)?
@@ -366,7 +371,8 @@ fn next_in_block<'a>(
 /// Per-run least-overlap rankings of a [`TreeView`]; see the module docs.
 #[derive(Debug, Default)]
 pub struct OverlapIndex {
-    rankings: Mutex<Vec<Ranking>>,
+    per_byte: Mutex<Vec<Ranking<BytesPerByte>>>,
+    fewest: Mutex<Vec<Ranking<FilesThenBytes>>>,
     /// Files ranked, rescored or visited so far (for tests that bound it).
     work: AtomicU64,
 }
@@ -379,10 +385,10 @@ impl Clone for OverlapIndex {
 }
 
 impl OverlapIndex {
-    fn lock(&self) -> MutexGuard<'_, Vec<Ranking>> {
+    fn lock<M: Measure>(&self) -> MutexGuard<'_, Vec<Ranking<M>>> {
         // A panic while ranking leaves at worst a stale ranking, which the
         // shape check or the caller's own checks catch.
-        self.rankings.lock().unwrap_or_else(|e| e.into_inner())
+        M::rankings(self).lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -404,7 +410,7 @@ impl TreeView {
         below: Below,
         accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
-        self.offer(level, run, target, below, Measure::BytesPerByte, accept)
+        self.offer::<BytesPerByte, T>(level, run, target, below, accept)
     }
 
     /// As [`TreeView::by_least_overlap`], in order of the fewest files of
@@ -418,18 +424,17 @@ impl TreeView {
         below: Below,
         accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
-        self.offer(level, run, target, below, Measure::FilesThenBytes, accept)
+        self.offer::<FilesThenBytes, T>(level, run, target, below, accept)
     }
 
-    /// Offers the idle files of `run` to `accept` in the order `measure`
-    /// ranks them against `target`'s runs (`below`).
-    fn offer<'v, T>(
+    /// Offers the idle files of `run` to `accept` in the order `M` ranks
+    /// them against `target`'s runs (`below`).
+    fn offer<'v, M: Measure, T>(
         &'v self,
         level: usize,
         run: &'v RunView,
         target: usize,
         below: Below,
-        measure: Measure,
         mut accept: impl FnMut(&'v FileView) -> Option<T>,
     ) -> Option<T> {
         // A run a running merge holds whole (level 1 under a merge from
@@ -443,10 +448,9 @@ impl TreeView {
             run: run.id,
             target,
             below,
-            measure,
         };
         let index = &self.index;
-        let mut rankings = index.lock();
+        let mut rankings = index.lock::<M>();
         let at = match rankings.iter().position(|r| r.key == key) {
             Some(i) if rankings[i].shape == shape(&self.levels, key, run) => i,
             Some(i) => {
@@ -480,8 +484,14 @@ impl TreeView {
     /// else that edits `levels` in place between picks.
     pub fn changed(&self, level: usize, lo: &[u8], hi: &[u8]) {
         let (lo, hi) = (&PackedKey::new(lo), &PackedKey::new(hi));
+        self.changed_in::<BytesPerByte>(level, lo, hi);
+        self.changed_in::<FilesThenBytes>(level, lo, hi);
+    }
+
+    /// [`TreeView::changed`] for the rankings by `M`.
+    fn changed_in<M: Measure>(&self, level: usize, lo: &PackedKey, hi: &PackedKey) {
         let index = &self.index;
-        let mut rankings = index.lock();
+        let mut rankings = index.lock::<M>();
         let levels = &self.levels;
         rankings.retain_mut(|r| {
             let Some(run) = levels
