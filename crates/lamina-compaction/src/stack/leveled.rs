@@ -315,10 +315,8 @@ impl CompactionPolicy for Leveled {
             // are idle; the view's index keeps the order, so a pick does
             // not score every file of the level.
             let below = view.level(i + 1).runs.first();
+            // (The index offers idle files only.)
             let best = view.by_fewest_overlapping(i, run, i + 1, Below::Newest, |f| {
-                if f.busy {
-                    return None;
-                }
                 let over = below
                     .into_iter()
                     .flat_map(|b| b.overlapping(&f.smallest, &f.largest));
