@@ -51,7 +51,7 @@ use std::cell::Cell;
 use std::cmp::Ordering;
 
 use std::cmp::Reverse;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
@@ -448,6 +448,17 @@ struct Totals {
     most_read: Kept<u64>,
     least_seq: Kept<Reverse<u64>>,
     most_seq: Kept<u64>,
+    /// The files by age: built by the first [`Files::by_age`], kept from
+    /// then on (a run no policy asks keeps none).
+    by_age: OnceLock<Ages>,
+}
+
+/// Files by their oldest data (smallest sequence number), then key and
+/// id: a stable sort by age of the files in key order.
+type Ages = BTreeSet<(u64, PackedKey, u64)>;
+
+fn age(f: &FileView) -> (u64, PackedKey, u64) {
+    (f.smallest_seq, PackedKey::new(&f.smallest), f.id)
 }
 
 impl Totals {
@@ -460,6 +471,9 @@ impl Totals {
         self.most_read.add(f, &MOST_READ);
         self.least_seq.add(f, &LEAST_SEQ);
         self.most_seq.add(f, &MOST_SEQ);
+        if let Some(ages) = self.by_age.get_mut() {
+            ages.insert(age(f));
+        }
     }
 
     fn remove(&mut self, f: &FileView) {
@@ -471,6 +485,9 @@ impl Totals {
         self.most_read.remove(f, &MOST_READ);
         self.least_seq.remove(f, &LEAST_SEQ);
         self.most_seq.remove(f, &MOST_SEQ);
+        if let Some(ages) = self.by_age.get_mut() {
+            ages.remove(&age(f));
+        }
     }
 }
 
@@ -530,6 +547,28 @@ impl Files {
         let t = &self.totals;
         let least = t.least_seq.get(self, &LEAST_SEQ).map(|r| r.0);
         least == t.most_seq.get(self, &MOST_SEQ).copied()
+    }
+
+    /// The files in order of their oldest data (smallest sequence number),
+    /// ties in key order. The order is built at the first call (every file
+    /// visited once) and kept as files come and go, so a pick that takes
+    /// one of the first reads a few files, not the run.
+    pub fn by_age(&self) -> impl DoubleEndedIterator<Item = &FileView> + Clone {
+        let ages = self
+            .totals
+            .by_age
+            .get_or_init(|| self.by_key.iter().map(|f| age(visit_file(f))).collect());
+        ages.iter().filter_map(move |(_, key, id)| {
+            search();
+            let pos = self.by_key.partition_point(|s| before(s, key, *id));
+            let f = self.by_key.get(pos).filter(|f| f.id() == *id)?;
+            Some(visit_file(f))
+        })
+    }
+
+    /// True once [`Files::by_age`] keeps the run's order by age.
+    pub fn keeps_ages(&self) -> bool {
+        self.totals.by_age.get().is_some()
     }
 
     /// The files whose smallest key is greater than `key`, in key order,
@@ -1132,27 +1171,35 @@ mod tests {
     /// Ids made together hash next to each other (eight to a group), and
     /// groups scatter: the map of a run of 10^6 files then touches a
     /// merge's new ids in a cache line or two.
-    /// The brute-force times of `files`: the newest (arrival, largest
-    /// key), and whether last reads and sequence numbers all tie.
-    fn scanned_times(files: &Files) -> (Option<(u64, Vec<u8>)>, bool, bool, usize) {
+    /// What a run keeps of its files' times: the newest (arrival, largest
+    /// key), whether last reads and sequence numbers all tie, the busy
+    /// files, and the ids in order of age (ties in key order).
+    type Times = (Option<(u64, Vec<u8>)>, bool, bool, usize, Vec<u64>);
+
+    /// [`Times`] by brute force.
+    fn scanned_times(files: &Files) -> Times {
         let all: Vec<&FileView> = files.iter().collect();
         let newest = all.iter().map(|f| (f.arrived_ms, f.largest.to_vec())).max();
         let tie = |k: fn(&FileView) -> u64| all.windows(2).all(|w| k(w[0]) == k(w[1]));
         let busy = all.iter().filter(|f| f.busy).count();
+        let mut by_age = all.clone();
+        by_age.sort_by_key(|f| f.smallest_seq);
         (
             newest,
             tie(|f| f.last_read_ms),
             tie(|f| f.smallest_seq),
             busy,
+            by_age.iter().map(|f| f.id).collect(),
         )
     }
 
-    fn kept_times(files: &Files) -> (Option<(u64, Vec<u8>)>, bool, bool, usize) {
+    fn kept_times(files: &Files) -> Times {
         (
             files.newest_arrival().map(|(at, key)| (at, key.to_vec())),
             files.reads_tie(),
             files.seqs_tie(),
             files.busy(),
+            files.by_age().map(|f| f.id).collect(),
         )
     }
 
@@ -1214,6 +1261,7 @@ mod tests {
                             run.update(id, |f| {
                                 f.busy = busy;
                                 f.last_read_ms = time;
+                                f.smallest_seq = seq;
                             });
                         }
                     }

@@ -230,8 +230,28 @@ pub fn find_ranked<'a, T>(
             Movement::Oldest => run.files.seqs_tie(),
             _ => false,
         };
-        if candidates.is_none() && run.files.busy() == 0 && ties() {
+        // (Unless the run keeps its files by age already: then a file
+        // leaving takes no rescan of the run to learn its oldest.)
+        let by_age = *m == Movement::Oldest && candidates.is_none();
+        if candidates.is_none()
+            && run.files.busy() == 0
+            && !(by_age && run.files.keeps_ages())
+            && ties()
+        {
             continue;
+        }
+        // Oldest over every idle file: in the order the run keeps, without
+        // ranking the files (with sequential keys no two files tie, and a
+        // sort of the level at each pick made a simulation quadratic).
+        if by_age {
+            let oldest = run.files.by_age().filter(|f| !f.busy);
+            let newest = oldest.clone().next_back().map(|f| f.smallest_seq);
+            let mut oldest = oldest.peekable();
+            // No opinion if every idle file ties (or none is idle).
+            if oldest.peek().map(|f| f.smallest_seq) == newest {
+                continue;
+            }
+            return oldest.find_map(accept);
         }
         if let Some(ranked) = m.rank(ctx, listed()) {
             return ranked.into_iter().find_map(accept);
