@@ -180,11 +180,11 @@ mod tests {
     fn uneven_flushes_leave_a_bounded_stack() {
         // Flush sizes uniform in [500, 1500] (a xorshift, seeded): before
         // older smaller runs joined merges, runs were left behind for good
-        // (4,726 runs after 16,000 flushes). Now each is taken by the next
-        // merge of the tier in front of it; meanwhile a size class may hold
-        // a few short tiers (a run beyond `high` × the average starts a new
-        // one), so a class holds up to about twice its b runs: 41 at most
-        // here, over log_4(total / 500) + 1 = 9 classes.
+        // (6,002 runs after these 20,000 flushes). Now each is taken by the
+        // next merge of the tier in front of it; meanwhile a size class may
+        // hold a few short tiers (a run beyond `high` × the average starts
+        // a new one), so a class holds up to about twice its b runs: 41 at
+        // most here, over log_4(total / 500) + 1 = 9 classes.
         let p = Tiered::from_params(&[("b", "4")], defaults()).unwrap();
         let mut m = Model::default();
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
