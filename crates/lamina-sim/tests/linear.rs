@@ -262,8 +262,10 @@ const SPECS: &[&str] = &[
     "tsa",
     // Round robin reads its cursor off the level below's newest
     // arrival, and coldest and oldest see that a level's files tie (the
-    // model reads nothing, and every file holds some of the first
-    // flushes), from what each run keeps of its files' times.
+    // model reads nothing, and with random keys every file holds some of
+    // the first flushes), from what each run keeps of its files' times;
+    // where they do not tie (sequential keys), oldest reads its run's
+    // files by age.
     "rr",
     "cold",
     "old",
