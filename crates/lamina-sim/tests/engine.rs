@@ -243,16 +243,8 @@ fn within(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
 }
 
-fn check(spec: &str, flushes: u64, static_policy: bool) {
-    let o = agree(
-        spec,
-        flushes,
-        static_policy,
-        true,
-        WRITE_BUFFER,
-        write_flush,
-    );
-    assert_eq!(o.engine.flushes, flushes);
+/// Write amplification and runs per flush within 3% of the model's.
+fn assert_totals_agree(spec: &str, o: &Outcome) {
     assert!(
         within(o.engine.write_amplification, o.sim_wa, 0.03),
         "{spec}: engine WA {} vs sim {}",
@@ -265,6 +257,19 @@ fn check(spec: &str, flushes: u64, static_policy: bool) {
         o.engine.avg_sorted_runs,
         o.sim_avg_runs_at_flush
     );
+}
+
+fn check(spec: &str, flushes: u64, static_policy: bool) {
+    let o = agree(
+        spec,
+        flushes,
+        static_policy,
+        true,
+        WRITE_BUFFER,
+        write_flush,
+    );
+    assert_eq!(o.engine.flushes, flushes);
+    assert_totals_agree(spec, &o);
     assert!(o.sim_avg_runs <= o.sim_avg_runs_at_flush);
     if static_policy {
         // Static policies ignore sizes: the engine takes exactly the model's
@@ -332,18 +337,7 @@ fn tiered_agrees_with_uneven_flushes() {
         write_uneven_flush,
     );
     assert_eq!(o.engine.flushes, 2000);
-    assert!(
-        within(o.engine.write_amplification, o.sim_wa, 0.03),
-        "engine WA {} vs sim {}",
-        o.engine.write_amplification,
-        o.sim_wa
-    );
-    assert!(
-        within(o.engine.avg_sorted_runs, o.sim_avg_runs_at_flush, 0.03),
-        "engine avg runs {} vs sim {}",
-        o.engine.avg_sorted_runs,
-        o.sim_avg_runs_at_flush
-    );
+    assert_totals_agree("tiered:b=4", &o);
     assert!(
         o.engine.max_runs_at_flush <= 40,
         "{} runs at most",
