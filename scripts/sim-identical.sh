@@ -25,6 +25,7 @@ shift 2
 counts=("${@:-10000 30000}")
 read -r -a counts <<<"${counts[*]}"
 
+# shellcheck disable=SC2054 # commas belong to the specs
 policies=(
     leveling blsm lsbm tiered leveled binomial:k=4 minlatency:k=4 bigtable:k=5
     exploring:k=5 constant:k=4 concurrent:k=4 nomerge full lo1 lo2 rr cold old
