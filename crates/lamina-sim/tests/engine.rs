@@ -169,7 +169,8 @@ fn write_keys(db: &Db, keys: impl Iterator<Item = u64>) {
 /// (`Db::wait_for_compactions`) and only the totals are compared (policies
 /// that pick by key overlap cannot follow the model merge by merge, as its
 /// synthetic key ranges differ from the engine's; near-ties of size-driven
-/// policies compound over thousands of flushes).
+/// policies compound over thousands of flushes). `write` writes and
+/// flushes flush `t`; the model is fed the bytes the engine flushed.
 fn agree(
     spec: &str,
     flushes: u64,
