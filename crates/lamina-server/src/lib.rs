@@ -25,6 +25,7 @@
 pub mod client;
 mod dsl_key;
 pub mod exec;
+pub mod fd_limit;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod lines;
@@ -32,6 +33,7 @@ pub mod metrics;
 pub mod parse;
 pub mod resp;
 pub mod server;
+pub mod sniff;
 pub mod spatial;
 pub mod stream;
 
