@@ -86,6 +86,7 @@ use crate::dsl_key::{decode_i32, encode_i32};
 use lamina::{Db, WriteBatch};
 
 use crate::parse::{parse_line, show, Command};
+use crate::sniff::is_http;
 
 /// Largest batch of coalesced puts/deletes before it is applied anyway.
 pub const MAX_BATCH: usize = 16 * 1024;
@@ -116,6 +117,11 @@ pub enum Control {
     Quit,
     /// `@end` was received.
     End,
+    /// A line of an HTTP request ([`crate::sniff::is_http`]) arrived on a
+    /// network session (a web page's request, its body the page's
+    /// commands): the transport closes the connection without a reply.
+    /// The line was not executed, and nothing after it may be.
+    Http,
 }
 
 /// Which files `l PATH` may read.
@@ -299,10 +305,15 @@ impl<'a> Session<'a> {
         push_error(out, &format!("line longer than {limit} bytes"));
     }
 
-    /// Parses and executes one line, appending its reply to `out`.
+    /// Parses and executes one line, appending its reply to `out`. On a
+    /// network session a line of an HTTP request is not executed but
+    /// answered [`Control::Http`].
     pub fn execute_line(&mut self, line: &[u8], out: &mut Vec<u8>) -> Control {
         match parse_line(line) {
             Ok(cmd) => self.execute(cmd, out),
+            // No HTTP line parses as a command (every command starts with
+            // a lower-case word or `@`), so only a bad line needs the test.
+            Err(_) if self.mode == Mode::Network && is_http(line) => Control::Http,
             Err(e) => {
                 push_error(out, &e.to_string());
                 Control::Continue

@@ -28,6 +28,7 @@ pub mod exec;
 pub mod fd_limit;
 #[doc(hidden)]
 pub mod fuzzing;
+mod glob;
 pub mod lines;
 pub mod metrics;
 pub mod parse;

@@ -45,9 +45,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lamina::{Db, WriteBatch};
 
 use crate::exec::STREAM_CHUNK;
+use crate::glob::{Glob, OutOfBudget};
 use crate::lines::{LineReader, READ_CHUNK};
-use crate::metrics::Protocol;
-use crate::stream::{ConnectionConfig, IdleClock};
+use crate::metrics::{Protocol, ServerCounters};
+use crate::sniff::is_http;
+use crate::stream::{refuse_http, ConnectionConfig, ReadClock, Reading};
 
 /// Largest request (one command and its arguments), bytes.
 pub const MAX_REQUEST: usize = 64 << 20;
@@ -57,6 +59,10 @@ pub const MAX_ARGS: usize = 1 << 20;
 pub const SCAN_REPLY: usize = 1 << 20;
 /// SCAN cursors remembered.
 pub const MAX_CURSORS: usize = 4096;
+/// Steps of work (a key examined, a byte of a `MATCH` pattern or key
+/// compared) after which a `SCAN` reply ends early (with a cursor): tens
+/// of milliseconds of one core.
+pub const SCAN_WORK: u64 = 1 << 24;
 /// Longest inline command line.
 const MAX_INLINE: usize = 64 << 10;
 /// Deletes per batch of `FLUSHALL`.
@@ -361,76 +367,6 @@ fn arity(out: &mut Vec<u8>, name: &str) {
     );
 }
 
-/// Redis's glob: `*`, `?`, `[...]` (with `^` and ranges) and `\` escapes.
-fn glob(pattern: &[u8], s: &[u8]) -> bool {
-    let (mut p, mut i) = (0, 0);
-    let (mut star_p, mut star_i) = (None, 0);
-    while i < s.len() {
-        let step = match pattern.get(p) {
-            Some(b'*') => {
-                star_p = Some(p);
-                star_i = i;
-                p += 1;
-                continue;
-            }
-            Some(b'?') => Some(p + 1),
-            Some(b'[') => class(pattern, p, s[i]),
-            Some(b'\\') if p + 1 < pattern.len() => (pattern[p + 1] == s[i]).then_some(p + 2),
-            Some(&c) => (c == s[i]).then_some(p + 1),
-            None => None,
-        };
-        match (step, star_p) {
-            (Some(next), _) => {
-                p = next;
-                i += 1;
-            }
-            (None, Some(sp)) => {
-                star_i += 1;
-                i = star_i;
-                p = sp + 1;
-            }
-            (None, None) => return false,
-        }
-    }
-    pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
-}
-
-/// Matches `c` against the class starting at `pattern[p] == '['`: the
-/// position after the class if it matches.
-fn class(pattern: &[u8], p: usize, c: u8) -> Option<usize> {
-    let mut j = p + 1;
-    let negate = pattern.get(j) == Some(&b'^');
-    if negate {
-        j += 1;
-    }
-    let mut matched = false;
-    loop {
-        match pattern.get(j) {
-            // An unclosed class ends at the pattern's end, as in Redis.
-            None => break,
-            Some(b']') => {
-                j += 1;
-                break;
-            }
-            Some(b'\\') if j + 1 < pattern.len() => {
-                matched |= pattern[j + 1] == c;
-                j += 2;
-            }
-            Some(&lo) if pattern.get(j + 1) == Some(&b'-') && j + 2 < pattern.len() => {
-                let hi = pattern[j + 2];
-                let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
-                matched |= (lo..=hi).contains(&c);
-                j += 3;
-            }
-            Some(&x) => {
-                matched |= x == c;
-                j += 1;
-            }
-        }
-    }
-    (matched != negate).then_some(j)
-}
-
 fn lower(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_ascii_lowercase()
 }
@@ -480,7 +416,8 @@ impl Pending {
 pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
 
 /// Executes one command, appending its reply to `out` (a long `MGET`
-/// reply leaves through `sink` in chunks as it is read); plain `SET` and
+/// reply leaves through `sink` in chunks as it is read, and `out` leaves
+/// through it after a command that walks the key space); plain `SET` and
 /// `MSET` join `pending`, every other command first writes it. What to do
 /// next, and whether the reply was an error; `Err` only when `sink`
 /// failed.
@@ -515,8 +452,19 @@ pub fn execute(
             After::Continue
         }
     };
-    Ok((after, out.get(start) == Some(&b'-')))
+    let failed = out.get(start) == Some(&b'-');
+    if KEY_SPACE_WALKS.contains(&cmd.as_str()) {
+        // After that much work the replies leave at once: a client that
+        // hung up is noticed by the failed write, before the next one.
+        sink(out)?;
+        out.clear();
+    }
+    Ok((after, failed))
 }
+
+/// Commands that read through the key space; their replies are sent at
+/// once.
+const KEY_SPACE_WALKS: [&str; 4] = ["scan", "dbsize", "flushall", "flushdb"];
 
 /// `MGET`: the values go to `sink` in chunks as they are read, so a reply
 /// of any size takes bounded memory. A key whose read fails gets an error
@@ -765,9 +713,12 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
         }
     };
     // Like Redis, COUNT bounds the keys examined, not the keys returned.
-    // The reply is also cut at SCAN_REPLY bytes of keys (SCAN may always
-    // return fewer keys; the cursor goes on from there), so a huge COUNT
-    // does not gather the whole key space in memory.
+    // The reply is also cut at SCAN_REPLY bytes of keys, and after
+    // SCAN_WORK steps of examining keys (SCAN may always return fewer
+    // keys; the cursor goes on from there), so a huge COUNT does not gather
+    // the whole key space in memory, nor a costly pattern hold the thread.
+    let glob = pattern.map(Glob::new);
+    let mut budget = SCAN_WORK;
     let mut keys = Vec::new();
     let mut key_bytes = 0;
     let mut next = None;
@@ -777,11 +728,30 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
         .enumerate()
     {
         let (k, _) = kv?;
-        if examined == count || key_bytes >= SCAN_REPLY {
+        if examined == count || key_bytes >= SCAN_REPLY || budget == 0 {
             next = Some(k);
             break;
         }
-        if pattern.is_none_or(|p| glob(p, &k)) {
+        budget = budget.saturating_sub(1);
+        let matched = match &glob {
+            None => true,
+            Some(g) => match g.matches(&k, &mut budget) {
+                Ok(m) => m,
+                // Examined first in the next call, with a whole budget.
+                Err(OutOfBudget) if examined > 0 => {
+                    next = Some(k);
+                    break;
+                }
+                Err(OutOfBudget) => {
+                    error(
+                        out,
+                        &format!("ERR MATCH pattern too costly: more than {SCAN_WORK} steps to match one key"),
+                    );
+                    return Ok(());
+                }
+            },
+        };
+        if matched {
             key_bytes += k.len();
             keys.push(k);
         }
@@ -808,8 +778,87 @@ fn close_after(stream: &TcpStream, out: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Why [`drain_requests`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drained {
+    /// Every complete request buffered was executed.
+    More,
+    /// `QUIT`, or a protocol error (its reply is in `out`): close once the
+    /// replies are out.
+    Close,
+    /// A request that is part of an HTTP request ([`is_http_request`]):
+    /// close without executing it or anything after it.
+    Http,
+}
+
+/// Executes every complete request buffered in `input`, in order, their
+/// replies appended to `out`, which leaves through `sink` once it holds
+/// [`STREAM_CHUNK`] bytes (and see [`execute`]); stops at `QUIT`, a
+/// protocol error or an HTTP request. The caller applies `pending`
+/// before sending `out`.
+pub(crate) fn drain_requests(
+    state: &RespState,
+    parser: &mut RequestParser,
+    input: &mut LineReader,
+    pending: &mut Pending,
+    out: &mut Vec<u8>,
+    sink: &mut Sink<'_>,
+    counters: Option<&ServerCounters>,
+) -> io::Result<Drained> {
+    loop {
+        let (args, used) = match parser.parse(input.buffered()) {
+            Ok((Request::Incomplete, _)) => {
+                if input.buffered().len() > MAX_REQUEST {
+                    pending.apply(&state.db, out);
+                    error(out, "ERR Protocol error: request too large");
+                    return Ok(Drained::Close);
+                }
+                return Ok(Drained::More);
+            }
+            Ok((Request::Command(args), used)) => (args, used),
+            Err(e) => {
+                pending.apply(&state.db, out);
+                error(out, &format!("ERR Protocol error: {e}"));
+                return Ok(Drained::Close);
+            }
+        };
+        if is_http_request(input.buffered().get(..used).unwrap_or_default(), &args) {
+            return Ok(Drained::Http);
+        }
+        input.consume(used);
+        let (after, failed) = execute(state, pending, &args, out, sink)?;
+        if let (Some(c), Some(name)) = (counters, args.first()) {
+            c.command(Protocol::Resp, name, failed);
+        }
+        if after == After::Close {
+            return Ok(Drained::Close);
+        }
+        if out.len() >= STREAM_CHUNK {
+            pending.apply(&state.db, out);
+            sink(out)?;
+            out.clear();
+        }
+    }
+}
+
+/// Whether a request (its bytes `raw`, parsed into `args`) is part of an
+/// HTTP request, which a web page can make a browser send here: an inline
+/// command that [`is_http`] says is a line of one, or an array whose
+/// command is `POST` or `Host:` (the commands Redis closes a connection
+/// at).
+fn is_http_request(raw: &[u8], args: &[Vec<u8>]) -> bool {
+    if raw.first() == Some(&b'*') {
+        args.first().is_some_and(|name| {
+            name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:")
+        })
+    } else {
+        is_http(raw.strip_suffix(b"\n").unwrap_or(raw))
+    }
+}
+
 /// Serves one connection (see the module docs) until `QUIT`, a protocol
-/// error, a disconnect or the idle time-out.
+/// error, an HTTP request, a disconnect or a time-out (idle, or a request
+/// unfinished past the request time-out): those close it without a reply.
 pub fn serve_resp_connection(
     state: &RespState,
     stream: &TcpStream,
@@ -822,53 +871,41 @@ pub fn serve_resp_connection(
     let mut pending = Pending::default();
     let mut reader = stream;
     let mut writer = stream;
-    let mut idle = IdleClock::new(stream, config.idle_timeout)?;
+    let mut clock = ReadClock::new(stream, config)?;
     loop {
-        let Some(n) = idle.read(&mut input, &mut reader, &mut out)? else {
-            let _ = stream.shutdown(Shutdown::Both);
-            return Ok(());
+        let n = match clock.read(&mut input, &mut reader, &mut out)? {
+            Reading::Bytes(n) => n,
+            Reading::TimedOut(_) => {
+                let _ = stream.shutdown(Shutdown::Both);
+                return Ok(());
+            }
         };
         if n == 0 {
             return Ok(());
         }
-        loop {
-            match parser.parse(input.buffered()) {
-                Ok((Request::Incomplete, _)) => {
-                    if input.buffered().len() > MAX_REQUEST {
-                        pending.apply(&state.db, &mut out);
-                        error(&mut out, "ERR Protocol error: request too large");
-                        return close_after(stream, &out);
-                    }
-                    break;
-                }
-                Ok((Request::Command(args), used)) => {
-                    input.consume(used);
-                    let mut sink = |bytes: &[u8]| (&mut writer).write_all(bytes);
-                    let (after, failed) = execute(state, &mut pending, &args, &mut out, &mut sink)?;
-                    if let (Some(c), Some(name)) = (&config.counters, args.first()) {
-                        c.command(Protocol::Resp, name, failed);
-                    }
-                    if after == After::Close {
-                        pending.apply(&state.db, &mut out);
-                        return close_after(stream, &out);
-                    }
-                    if out.len() >= STREAM_CHUNK {
-                        pending.apply(&state.db, &mut out);
-                        writer.write_all(&out)?;
-                        out.clear();
-                    }
-                }
-                Err(e) => {
-                    pending.apply(&state.db, &mut out);
-                    error(&mut out, &format!("ERR Protocol error: {e}"));
-                    return close_after(stream, &out);
+        let mut sink = |bytes: &[u8]| (&mut writer).write_all(bytes);
+        let drained = drain_requests(
+            state,
+            &mut parser,
+            &mut input,
+            &mut pending,
+            &mut out,
+            &mut sink,
+            config.counters.as_deref(),
+        )?;
+        pending.apply(&state.db, &mut out);
+        match drained {
+            Drained::More => {
+                if !out.is_empty() {
+                    writer.write_all(&out)?;
+                    out.clear();
                 }
             }
-        }
-        pending.apply(&state.db, &mut out);
-        if !out.is_empty() {
-            writer.write_all(&out)?;
-            out.clear();
+            Drained::Close => return close_after(stream, &out),
+            Drained::Http => {
+                refuse_http(stream, &out);
+                return Ok(());
+            }
         }
     }
 }
@@ -928,25 +965,5 @@ mod tests {
             parse_request(b"*1\r\n$1000\r\nab").unwrap().0,
             Request::Incomplete
         );
-    }
-
-    #[test]
-    fn globs_match_like_redis() {
-        for (p, s, want) in [
-            ("*", "anything", true),
-            ("user:*", "user:42", true),
-            ("user:*", "users", false),
-            ("h?llo", "hello", true),
-            ("h?llo", "hllo", false),
-            ("h[ae]llo", "hallo", true),
-            ("h[^e]llo", "hello", false),
-            ("h[a-c]llo", "hbllo", true),
-            ("a\\*b", "a*b", true),
-            ("a\\*b", "axb", false),
-            ("*a*b*", "xxaxxbxx", true),
-            ("*a*b", "xxaxxbx", false),
-        ] {
-            assert_eq!(glob(p.as_bytes(), s.as_bytes()), want, "{p} {s}");
-        }
     }
 }

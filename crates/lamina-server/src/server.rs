@@ -56,12 +56,21 @@ pub struct ServerConfig {
     /// Which files `l` may read (default: none).
     pub loads: LoadAccess,
     /// Connections served at once; one over the cap gets one `ERROR` line
-    /// and is closed (default 1024).
+    /// (on the Redis port `-ERR max number of clients reached`) and is
+    /// closed (default 1024).
     pub max_connections: usize,
     /// A connection that sends nothing for this long is closed (default:
     /// never).
     pub idle_timeout: Option<Duration>,
+    /// A connection whose unfinished line or request is still incomplete
+    /// this long after its first byte is closed, however slowly bytes
+    /// trickle in meanwhile (default [`DEFAULT_REQUEST_TIMEOUT`]; `None`:
+    /// never).
+    pub request_timeout: Option<Duration>,
 }
+
+/// The default [`ServerConfig::request_timeout`].
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -69,6 +78,7 @@ impl Default for ServerConfig {
             loads: LoadAccess::Disabled,
             max_connections: 1024,
             idle_timeout: None,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
         }
     }
 }
@@ -237,6 +247,7 @@ impl Server {
         let conn_config = ConnectionConfig {
             loads: self.config.loads.clone(),
             idle_timeout: self.config.idle_timeout,
+            request_timeout: self.config.request_timeout,
             cancel: Arc::clone(&self.shutdown.flag),
             counters: self.counters.clone(),
         };
@@ -261,7 +272,7 @@ impl Server {
                 }
             };
             if conns.count() >= self.config.max_connections {
-                refuse(&stream, self.config.max_connections);
+                refuse(&stream, protocol, self.config.max_connections);
                 count(ServerCounters::refused);
                 continue;
             }
@@ -338,14 +349,18 @@ impl Drop for Registered {
     }
 }
 
-/// Tells a client over the connection cap so, and closes its connection.
-fn refuse(stream: &TcpStream, max: usize) {
+/// Tells a client over the connection cap so, in its protocol (Redis's
+/// own words on the Redis port), and closes its connection.
+fn refuse(stream: &TcpStream, protocol: Protocol, max: usize) {
     let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let message = match protocol {
+        Protocol::Resp => "-ERR max number of clients reached\r\n".to_string(),
+        Protocol::Dsl | Protocol::Spatial => format!(
+            "ERROR too many connections (this server serves {max} at once); try again later\n"
+        ),
+    };
     let mut w = stream;
-    let _ = w.write_all(
-        format!("ERROR too many connections (this server serves {max} at once); try again later\n")
-            .as_bytes(),
-    );
+    let _ = w.write_all(message.as_bytes());
     let _ = stream.shutdown(Shutdown::Both);
 }
 
@@ -389,7 +404,8 @@ pub fn run_console<R: Read, W: Write>(
                 shutdown.trigger();
                 return Ok(());
             }
-            Control::End => return Ok(()),
+            // A local session never sees an HTTP line as one.
+            Control::End | Control::Http => return Ok(()),
         }
     }
 }

@@ -21,7 +21,10 @@
 //! (see the crate docs), so `lamina client` works with it. Over the network
 //! a window answer holds at most [`MAX_NETWORK_WINDOW_IDS`] ids (a larger
 //! one is an `ERROR`: count it with `c` or split the window), which bounds
-//! a reply's memory.
+//! a reply's memory. The port closes a connection as the DSL port does: at
+//! a line of an HTTP request, without executing it or anything after it,
+//! after the idle time-out, and when a line stays unfinished past the
+//! request time-out.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -32,7 +35,8 @@ use lamina::spatial::{Point, Rect};
 use crate::exec::{push_error, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
 use crate::metrics::{first_word, Protocol};
-use crate::stream::{linger, ConnectionConfig, IdleClock};
+use crate::sniff::is_http;
+use crate::stream::{linger, refuse_http, ConnectionConfig, ReadClock, Reading};
 
 /// The most ids a window answer sent over the network may hold (about
 /// 2 MiB of reply).
@@ -129,7 +133,17 @@ pub fn stats_json(ds: &Dataset) -> String {
 /// Executes one line, appending its reply to `out`; returns false on
 /// `quit`. A window matching more than `max_ids` records is an `ERROR`.
 pub fn execute_spatial(ds: &Dataset, line: &[u8], out: &mut Vec<u8>, max_ids: usize) -> bool {
-    let result = parse_spatial(line).and_then(|cmd| {
+    execute_parsed(ds, parse_spatial(line), out, max_ids)
+}
+
+/// [`execute_spatial`] of a line already parsed.
+fn execute_parsed(
+    ds: &Dataset,
+    parsed: Result<SpatialCommand, String>,
+    out: &mut Vec<u8>,
+    max_ids: usize,
+) -> bool {
+    let result = parsed.and_then(|cmd| {
         let fail = |e: lamina::Error| e.to_string();
         match cmd {
             SpatialCommand::Insert(i, p) => ds
@@ -195,10 +209,11 @@ fn handle(ds: &Dataset, line: Line<'_>, out: &mut Vec<u8>, max_ids: usize) -> bo
 }
 
 /// Serves one network connection (see the module docs) until `quit` /
-/// `@end` (answered with `@bye`), a disconnect or the idle time-out. Every
-/// complete line is executed; the unterminated last line of a dropped
-/// connection is not. Replies go out at the end of each read chunk, or
-/// sooner once [`STREAM_CHUNK`] bytes are pending.
+/// `@end` (answered with `@bye`), a disconnect, a time-out or a line of an
+/// HTTP request (closed without a reply). Every complete line is executed
+/// up to that; the unterminated last line of a dropped connection is not.
+/// Replies go out at the end of each read chunk, or sooner once
+/// [`STREAM_CHUNK`] bytes are pending.
 pub fn serve_spatial_connection(
     ds: &Dataset,
     stream: &TcpStream,
@@ -208,13 +223,16 @@ pub fn serve_spatial_connection(
     let mut out = Vec::new();
     let mut reader = stream;
     let mut writer = stream;
-    let mut idle = IdleClock::new(stream, config.idle_timeout)?;
+    let mut clock = ReadClock::new(stream, config)?;
     loop {
-        let Some(n) = idle.read(&mut lines, &mut reader, &mut out)? else {
-            push_error(&mut out, "idle timeout: closing the connection");
-            let _ = writer.write_all(&out);
-            let _ = stream.shutdown(Shutdown::Both);
-            return Ok(());
+        let n = match clock.read(&mut lines, &mut reader, &mut out)? {
+            Reading::Bytes(n) => n,
+            Reading::TimedOut(why) => {
+                push_error(&mut out, &why.message(config));
+                let _ = writer.write_all(&out);
+                let _ = stream.shutdown(Shutdown::Both);
+                return Ok(());
+            }
         };
         if n == 0 {
             return Ok(());
@@ -230,7 +248,19 @@ pub fn serve_spatial_connection(
                 Line::Complete(b) => Some(first_word(b).to_vec()).filter(|w| !w.is_empty()),
                 Line::TooLong => Some(Vec::new()),
             });
-            go_on = handle(ds, line, &mut out, MAX_NETWORK_WINDOW_IDS);
+            go_on = match line {
+                Line::Complete(b) => {
+                    let parsed = parse_spatial(b);
+                    // No HTTP line is a spatial command: only a bad line
+                    // needs the test.
+                    if parsed.is_err() && is_http(b) {
+                        refuse_http(stream, &out);
+                        return Ok(());
+                    }
+                    execute_parsed(ds, parsed, &mut out, MAX_NETWORK_WINDOW_IDS)
+                }
+                too_long => handle(ds, too_long, &mut out, MAX_NETWORK_WINDOW_IDS),
+            };
             if let (Some(c), Some(name)) = (&config.counters, name) {
                 let error = out.get(mark..).is_some_and(|r| r.starts_with(b"ERROR"));
                 c.command(Protocol::Spatial, &name, error);

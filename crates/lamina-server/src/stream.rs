@@ -4,9 +4,9 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lamina::Db;
 
@@ -22,8 +22,9 @@ const OUT_FLUSH: usize = STREAM_CHUNK;
 
 /// Executes every complete line buffered in `lines`. Replies accumulate in
 /// `out`; when `out` grows past a threshold the pending batch is applied and
-/// `out` is written to `w`. Stops early at `quit` / `@end`. Network
-/// connections count each command in `counters`.
+/// `out` is written to `w`. Stops early at `quit` / `@end`, and (network
+/// sessions) at a line of an HTTP request ([`Control::Http`], not counted).
+/// Network connections count each command in `counters`.
 pub fn drain_lines<W: Write + ?Sized>(
     session: &mut Session<'_>,
     lines: &mut LineReader,
@@ -37,6 +38,9 @@ pub fn drain_lines<W: Write + ?Sized>(
             Line::Complete(b) => {
                 let name = first_word(b);
                 let ctl = session.execute_line(b, out);
+                if ctl == Control::Http {
+                    return Ok(ctl);
+                }
                 if let (Some(c), false) = (counters, name.is_empty()) {
                     // A streamed reply (a long range) may have left `out`
                     // already; an error reply never streams.
@@ -85,6 +89,9 @@ pub struct ConnectionConfig {
     /// A connection that sends nothing for this long is closed (`None`:
     /// never).
     pub idle_timeout: Option<Duration>,
+    /// A connection whose unfinished line (or request) is not complete
+    /// this long after its first byte arrived is closed (`None`: never).
+    pub request_timeout: Option<Duration>,
     /// Set when the server shuts down: a load in progress stops.
     pub cancel: Arc<AtomicBool>,
     /// Where connections count their commands (`lamina serve --metrics`).
@@ -96,11 +103,15 @@ pub struct ConnectionConfig {
 const IDLE_RELEASE: Duration = Duration::from_secs(1);
 
 /// Serves one network connection until the peer ends the session (`@end`
-/// or `quit`, answered with [`crate::BYE_REPLY`]), disconnects, or stays
-/// idle past the configured timeout.
+/// or `quit`, answered with [`crate::BYE_REPLY`]), disconnects, stays
+/// idle past the configured time-out, leaves a line unfinished past the
+/// request time-out, or sends a line of an HTTP request
+/// ([`crate::sniff::is_http`]: the connection is closed without a reply,
+/// that line and everything after it unexecuted).
 ///
 /// Every complete line received is executed; an unterminated last line of a
-/// connection that drops is discarded, so nothing partial is applied.
+/// connection that drops or times out is discarded, so nothing partial is
+/// applied.
 /// Coalesced writes are applied at the end of every read chunk, before its
 /// replies are sent. Replies stream out in chunks of [`STREAM_CHUNK`] as
 /// they are produced, so a reply of any size takes bounded memory and a
@@ -122,14 +133,14 @@ pub fn serve_connection(
     let mut out = Vec::new();
     let mut reader = stream;
     let mut writer = stream;
-    let mut idle = IdleClock::new(stream, config.idle_timeout)?;
+    let mut clock = ReadClock::new(stream, config)?;
     loop {
-        let n = match idle.read(&mut lines, &mut reader, &mut out) {
-            Ok(Some(n)) => n,
-            Ok(None) => {
-                // Idle past the time-out: what was received is executed.
+        let n = match clock.read(&mut lines, &mut reader, &mut out) {
+            Ok(Reading::Bytes(n)) => n,
+            Ok(Reading::TimedOut(why)) => {
+                // What was received whole is executed; a partial line is not.
                 session.apply_pending(&mut out);
-                push_error(&mut out, "idle timeout: closing the connection");
+                push_error(&mut out, &why.message(config));
                 let _ = writer.write_all(&out);
                 let _ = stream.shutdown(Shutdown::Both);
                 return Ok(Control::Continue);
@@ -154,6 +165,10 @@ pub fn serve_connection(
             config.counters.as_deref(),
         )?;
         session.apply_pending(&mut out);
+        if ctl == Control::Http {
+            refuse_http(stream, &out);
+            return Ok(ctl);
+        }
         if ctl != Control::Continue {
             out.extend_from_slice(crate::BYE_REPLY);
             writer.write_all(&out)?;
@@ -169,20 +184,86 @@ pub fn serve_connection(
     }
 }
 
+/// Seconds since the epoch when a refused HTTP request was last logged.
+static HTTP_LOGGED_AT: AtomicU64 = AtomicU64::new(0);
+
+/// Closes a connection at a line of an HTTP request: the replies of what
+/// came before it go out, then nothing more (what the peer still sends is
+/// read and dropped for a bounded time, so the close does not reset the
+/// replies away). The attempt is logged with the peer's address, at most
+/// once a minute (as Redis does: a web page can send thousands).
+pub(crate) fn refuse_http(stream: &TcpStream, out: &[u8]) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = HTTP_LOGGED_AT.load(Ordering::Relaxed);
+    if now >= last.saturating_add(60)
+        && HTTP_LOGGED_AT
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        match stream.peer_addr() {
+            Ok(peer) => tracing::warn!("{} (from {peer})", crate::sniff::HTTP_REFUSED),
+            Err(_) => tracing::warn!("{}", crate::sniff::HTTP_REFUSED),
+        }
+    }
+    let mut writer = stream;
+    let _ = writer.write_all(out);
+    let _ = stream.shutdown(Shutdown::Write);
+    linger(stream);
+}
+
+/// What a [`ReadClock`] read brought.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Bytes read (0 at end of input).
+    Bytes(usize),
+    /// A deadline passed first.
+    TimedOut(Timeout),
+}
+
+/// Why a connection's read gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timeout {
+    /// Nothing arrived for the idle time-out.
+    Idle,
+    /// An unfinished line (request) was not completed within the request
+    /// time-out of its first byte.
+    Unfinished,
+}
+
+impl Timeout {
+    /// The line protocols' `ERROR` message before closing.
+    pub(crate) fn message(self, config: &ConnectionConfig) -> String {
+        match self {
+            Timeout::Idle => "idle timeout: closing the connection".into(),
+            Timeout::Unfinished => format!(
+                "request timeout: a line still unfinished {} s after its first byte; closing the connection",
+                config.request_timeout.map_or(0, |t| t.as_secs())
+            ),
+        }
+    }
+}
+
 /// Reads for a connection: after [`IDLE_RELEASE`] without input the
-/// buffers are given back, and after the idle time-out the read gives up.
-pub(crate) struct IdleClock<'s> {
+/// buffers are given back; the read gives up once nothing arrived for the
+/// idle time-out, or once the unfinished line (request) buffered is older
+/// than the request time-out, counted from its first byte whatever
+/// arrives meanwhile (a client trickling a byte at a time is cut off too).
+pub(crate) struct ReadClock<'s> {
     stream: &'s TcpStream,
-    timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
     /// The read time-out now set on the socket.
     armed: Option<Duration>,
 }
 
-impl<'s> IdleClock<'s> {
-    pub(crate) fn new(stream: &'s TcpStream, timeout: Option<Duration>) -> io::Result<Self> {
-        let mut clock = IdleClock {
+impl<'s> ReadClock<'s> {
+    pub(crate) fn new(stream: &'s TcpStream, config: &ConnectionConfig) -> io::Result<Self> {
+        let mut clock = ReadClock {
             stream,
-            timeout,
+            idle_timeout: config.idle_timeout,
+            request_timeout: config.request_timeout,
             armed: None,
         };
         clock.arm(Some(IDLE_RELEASE))?;
@@ -197,42 +278,55 @@ impl<'s> IdleClock<'s> {
         Ok(())
     }
 
-    /// Bytes read (0 at end of input), or `None` once idle past the
-    /// time-out.
+    /// Reads once into `lines` (whose unfinished line's age the request
+    /// time-out applies to); gives back the buffers (`lines`, `out`) once
+    /// idle for [`IDLE_RELEASE`].
     pub(crate) fn read(
         &mut self,
         lines: &mut LineReader,
         reader: &mut &TcpStream,
         out: &mut Vec<u8>,
-    ) -> io::Result<Option<usize>> {
+    ) -> io::Result<Reading> {
         let start = Instant::now();
+        let idle_end = self.idle_timeout.map(|t| (start + t, Timeout::Idle));
+        let request_end = self
+            .request_timeout
+            .zip(lines.unfinished_since())
+            .map(|(t, since)| (since + t, Timeout::Unfinished));
+        // The earlier deadline; the request's on a tie.
+        let deadline = match (idle_end, request_end) {
+            (Some(idle), Some(request)) => Some(if idle.0 < request.0 { idle } else { request }),
+            (idle, request) => request.or(idle),
+        };
         let mut released = false;
         loop {
+            let left = match deadline {
+                Some((at, why)) => match at.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(Reading::TimedOut(why)),
+                },
+                None => None,
+            };
+            // Until the buffers are given back, wake after IDLE_RELEASE at
+            // most; the usual value, so the socket is rarely re-armed.
+            let wait = match (released, left) {
+                (false, Some(left)) => Some(left.min(IDLE_RELEASE)),
+                (false, None) => Some(IDLE_RELEASE),
+                (true, left) => left,
+            };
+            self.arm(wait)?;
             match read_some(lines, reader) {
-                Ok(n) => {
-                    if released {
-                        self.arm(Some(IDLE_RELEASE))?;
-                    }
-                    return Ok(Some(n));
-                }
+                Ok(n) => return Ok(Reading::Bytes(n)),
                 Err(e)
                     if matches!(
                         e.kind(),
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    if !released {
+                    if !released && start.elapsed() >= IDLE_RELEASE {
                         lines.release();
                         *out = Vec::new();
                         released = true;
-                    }
-                    let Some(limit) = self.timeout else {
-                        self.arm(None)?;
-                        continue;
-                    };
-                    match limit.checked_sub(start.elapsed()) {
-                        Some(left) if !left.is_zero() => self.arm(Some(left))?,
-                        _ => return Ok(None),
                     }
                 }
                 Err(e) => return Err(e),
