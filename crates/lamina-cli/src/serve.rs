@@ -12,6 +12,7 @@ use lamina::compaction::CompactionSpec;
 use lamina::index::Dataset;
 use lamina::Db;
 use lamina_server::metrics::{self, MetricsServer, ServerCounters};
+use lamina_server::server::DEFAULT_REQUEST_TIMEOUT;
 use lamina_server::{run_console, LoadAccess, Server, ServerConfig, ShutdownHandle};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -41,13 +42,23 @@ pub struct ServeArgs {
     /// Largest file `l` loads, in bytes (K, M, G suffixes).
     #[arg(long, value_name = "N", default_value = "16G", value_parser = parse_size)]
     pub load_max_bytes: usize,
-    /// Connections served at once; one more gets an ERROR line and is
-    /// closed.
+    /// Connections served at once; one more gets an ERROR line (on the
+    /// Redis port `-ERR max number of clients reached`) and is closed.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_count)]
     pub max_connections: usize,
     /// Close a connection that sends nothing for SECS seconds (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = parse_count)]
     pub idle_timeout: usize,
+    /// Close a connection whose line (Redis port: request) is still
+    /// unfinished SECS seconds after its first byte arrived, however
+    /// slowly the rest trickles in (0: never).
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = DEFAULT_REQUEST_TIMEOUT.as_secs() as usize,
+        value_parser = parse_count
+    )]
+    pub request_timeout: usize,
     /// Also serve the database to Redis clients on PORT (RESP2: GET, SET,
     /// DEL, EXISTS, MGET, MSET, SCAN, DBSIZE, PING, INFO, ...; 0 picks a
     /// free port). Keys are the same as the DSL's.
@@ -339,9 +350,14 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
     Ok(ServerConfig {
         loads,
         max_connections: args.max_connections,
-        idle_timeout: (args.idle_timeout > 0)
-            .then(|| Duration::from_secs(args.idle_timeout as u64)),
+        idle_timeout: seconds(args.idle_timeout),
+        request_timeout: seconds(args.request_timeout),
     })
+}
+
+/// A time-out flag's value: `None` for 0.
+fn seconds(secs: usize) -> Option<Duration> {
+    (secs > 0).then(|| Duration::from_secs(secs as u64))
 }
 
 /// Stdin that, when it is a terminal, only reads while this process is in

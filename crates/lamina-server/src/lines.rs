@@ -3,12 +3,11 @@
 //! [`LineReader`] reads big chunks and hands out the complete lines it holds
 //! without copying them. A line longer than the limit is never buffered whole:
 //! its bytes are discarded up to the next newline and it is reported once, as
-//! [`Line::TooLong`], in its place in the stream. The reader also knows
-//! when the first byte of its unfinished line (or request) arrived
-//! ([`LineReader::unfinished_since`]), for the servers' request deadline.
+//! [`Line::TooLong`], in its place in the stream. The reader also tells
+//! one unfinished line (or request) from the next
+//! ([`LineReader::unfinished`]), for the servers' request deadline.
 
 use std::io::{self, Read};
-use std::time::Instant;
 
 /// Default size of one read.
 pub const READ_CHUNK: usize = 256 * 1024;
@@ -42,11 +41,8 @@ pub struct LineReader {
     read_size: usize,
     /// Inside an over-long line: drop bytes until the next newline.
     discarding: bool,
-    /// When the last read that brought bytes returned.
-    last_fill: Instant,
-    /// When the first byte of the unfinished line arrived (meaningful
-    /// only while [`LineReader::has_partial`]).
-    partial_since: Instant,
+    /// Lines (requests) taken so far.
+    taken: u64,
 }
 
 impl Default for LineReader {
@@ -68,15 +64,13 @@ impl LineReader {
             read_chunk: read_chunk.max(1),
             read_size: FIRST_READ.min(read_chunk.max(1)),
             discarding: false,
-            last_fill: Instant::now(),
-            partial_since: Instant::now(),
+            taken: 0,
         }
     }
 
     /// Reads once from `r` into the buffer. Returns the number of bytes read;
     /// 0 means end of input. Unconsumed bytes are kept.
     pub fn fill<R: Read + ?Sized>(&mut self, r: &mut R) -> io::Result<usize> {
-        let had_partial = self.has_partial();
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
@@ -92,27 +86,14 @@ impl LineReader {
         if n == space {
             self.read_size = (self.read_size * 2).min(self.read_chunk);
         }
-        if n > 0 {
-            self.last_fill = Instant::now();
-            if !had_partial {
-                self.partial_since = self.last_fill;
-            }
-        }
         Ok(n)
     }
 
-    /// When the first byte of the unfinished line (or request, for a
-    /// parser using [`LineReader::consume`]) arrived; `None` if nothing
-    /// unfinished is buffered. Exact when the caller takes every complete
-    /// line (request) before reading again, as the servers do: bytes left
-    /// after the last complete one came with the latest read.
-    pub fn unfinished_since(&self) -> Option<Instant> {
-        self.has_partial().then_some(self.partial_since)
-    }
-
-    /// A line or request ended: what follows it came with the latest read.
-    fn finished_one(&mut self) {
-        self.partial_since = self.last_fill;
+    /// Which unfinished line (or request, for a parser using
+    /// [`LineReader::consume`]) is buffered, if one is: the number of
+    /// lines taken before it, the same until it is complete.
+    pub fn unfinished(&self) -> Option<u64> {
+        self.has_partial().then_some(self.taken)
     }
 
     /// Gives back the buffer's memory beyond the bytes still unconsumed (a
@@ -138,7 +119,7 @@ impl LineReader {
     pub fn consume(&mut self, n: usize) {
         self.start = self.start.saturating_add(n).min(self.end);
         if n > 0 {
-            self.finished_one();
+            self.taken += 1;
         }
     }
 
@@ -163,7 +144,7 @@ impl LineReader {
         };
         let line_start = self.start;
         self.start += i + 1;
-        self.finished_one();
+        self.taken += 1;
         if self.discarding {
             self.discarding = false;
             return Some(Line::TooLong);
@@ -298,6 +279,29 @@ mod tests {
         let (lines, rest) = collect(&mut r, &mut input);
         assert!(lines.is_empty());
         assert_eq!(rest, Some(None));
+    }
+
+    #[test]
+    fn an_unfinished_line_keeps_its_identity_until_it_ends() {
+        let mut r = LineReader::new(100, 64);
+        assert_eq!(r.unfinished(), None);
+        r.fill(&mut &b"p 1"[..]).unwrap();
+        let first = r.unfinished().unwrap();
+        r.fill(&mut &b" 2"[..]).unwrap();
+        assert_eq!(r.unfinished(), Some(first));
+        r.fill(&mut &b"\ng 1\ng"[..]).unwrap();
+        assert_eq!(r.unfinished(), Some(first));
+        while r.next_line().is_some() {}
+        let second = r.unfinished().unwrap();
+        assert_ne!(second, first);
+        r.fill(&mut &b" 2\n"[..]).unwrap();
+        assert!(r.next_line().is_some());
+        assert_eq!(r.unfinished(), None);
+        r.fill(&mut &b"*1\r\n$1"[..]).unwrap();
+        let third = r.unfinished().unwrap();
+        assert_ne!(third, second);
+        r.consume(4);
+        assert_eq!(r.unfinished(), Some(third + 1));
     }
 
     #[test]

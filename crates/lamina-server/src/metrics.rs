@@ -5,19 +5,28 @@
 //!
 //! The HTTP side is the least a scraper needs: one request per connection,
 //! answered and closed; a request head bounded to 8 KiB (431 beyond) and
-//! the whole exchange to 2 s; at most 16 scrapes at once (503 beyond);
-//! anything but `GET /metrics` is a 404 (405 for another method, 400 for a
-//! malformed request line).
+//! to 1 s from the connection; at most 16 scrapes answered at once (503
+//! beyond), each reply written within 2 s; anything but `GET /metrics` is
+//! a 404 (405 for another method, 400 for a malformed request line).
+//!
+//! Request heads are read by the accepting thread itself, from up to 256
+//! connections at once (the oldest is dropped for a new one beyond), and
+//! a connection takes one of the 16 scrape slots only once its head is
+//! whole: clients that connect and send slowly, or nothing, hold no slot,
+//! so a real scrape is answered however many of them there are.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use lamina::{DbStats, LatencySummary};
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 /// The protocols a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -494,19 +503,32 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
 
 /// Largest HTTP request head read; a longer one is answered 431.
 const MAX_REQUEST: usize = 8 << 10;
-/// Longest time a scrape may take, from accept to the last byte of the
-/// reply (a slowloris client is cut off after it, whatever it sends).
+/// Longest time from accepting a connection to its whole request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest time to write a reply.
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// Scrapes answered at once; a connection over it is answered 503.
+/// Connections whose request head is being read, at most; a new one
+/// beyond drops the oldest.
+const MAX_PENDING: usize = 256;
+/// Scrapes answered at once; a whole request over it is answered 503.
 const MAX_SCRAPES: usize = 16;
 /// Stack of a scrape's thread (it renders a few KiB of text).
 const SCRAPE_STACK: usize = 128 * 1024;
+/// Longest wait of the accepting thread between looks at the stop flag.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
 /// The `/metrics` endpoint.
 pub struct MetricsServer {
     listener: TcpListener,
     render: Arc<dyn Fn() -> String + Send + Sync>,
     stop: Arc<AtomicBool>,
+}
+
+/// A connection whose request head is still arriving.
+struct Unread {
+    stream: TcpStream,
+    head: Vec<u8>,
+    deadline: Instant,
 }
 
 impl MetricsServer {
@@ -535,26 +557,98 @@ impl MetricsServer {
         Arc::clone(&self.stop)
     }
 
-    /// Answers scrapes until the stop flag is set, each on its own thread
-    /// (at most 16 at once) within 2 s: a client
-    /// that sends its request slowly, or never, holds up only itself.
+    /// Answers scrapes until the stop flag is set: this thread accepts
+    /// connections and reads their request heads (without blocking on
+    /// any); each whole head is answered on its own thread (at most 16 at
+    /// once). A client that sends its request slowly, or never, holds up
+    /// only itself, for 1 s at most.
     pub fn run(self) {
         let busy = Arc::new(AtomicUsize::new(0));
+        let mut unread: VecDeque<Unread> = VecDeque::new();
         while !self.stop.load(Ordering::Acquire) {
-            match self.listener.accept() {
-                Ok((stream, _)) => self.dispatch(stream, &busy),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    thread::sleep(Duration::from_millis(50));
-                }
+            let ready = match self.wait(&unread) {
+                Ok(ready) => ready,
                 Err(e) => {
+                    tracing::warn!("metrics: poll failed: {e}");
+                    thread::sleep(POLL_INTERVAL);
+                    continue;
+                }
+            };
+            let now = Instant::now();
+            // Oldest first; a finished or expired one leaves the queue.
+            let mut kept = VecDeque::with_capacity(unread.len());
+            for (mut u, ready) in unread.into_iter().zip(ready.iter().skip(1)) {
+                let outcome = if *ready { read_more(&mut u) } else { None };
+                match outcome {
+                    Some(Some(head)) => self.dispatch(u.stream, head, &busy),
+                    // The client closed, or sent what is not a request.
+                    Some(None) => {}
+                    None if u.deadline <= now => {}
+                    None => kept.push_back(u),
+                }
+            }
+            unread = kept;
+            if ready.first() == Some(&true) {
+                self.accept(&mut unread, now);
+            }
+        }
+    }
+
+    /// Waits until the listener or an unread connection is readable, or the
+    /// next head deadline, or [`POLL_INTERVAL`]: which are readable (the
+    /// listener first).
+    fn wait(&self, unread: &VecDeque<Unread>) -> io::Result<Vec<bool>> {
+        let mut fds: Vec<PollFd<'_>> = std::iter::once(&self.listener as &dyn AsFd)
+            .chain(unread.iter().map(|u| &u.stream as &dyn AsFd))
+            .map(|fd| PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN))
+            .collect();
+        let next_deadline = unread.iter().map(|u| u.deadline).min();
+        let wait = next_deadline.map_or(POLL_INTERVAL, |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(POLL_INTERVAL)
+        });
+        let timeout = Timespec::try_from(wait).unwrap_or(Timespec {
+            tv_sec: 0,
+            tv_nsec: 50_000_000,
+        });
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(fds.iter().map(|f| !f.revents().is_empty()).collect())
+    }
+
+    /// Accepts every waiting connection, to have its head read.
+    fn accept(&self, unread: &mut VecDeque<Unread>, now: Instant) {
+        for _ in 0..MAX_PENDING {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if let Err(e) = stream.set_nonblocking(true) {
+                        tracing::warn!("metrics: {e}");
+                        continue;
+                    }
+                    if unread.len() >= MAX_PENDING {
+                        unread.pop_front();
+                    }
+                    unread.push_back(Unread {
+                        stream,
+                        head: Vec::new(),
+                        deadline: now + HEAD_TIMEOUT,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // Out of descriptors and the like: try again later.
                     tracing::warn!("metrics: accept failed: {e}");
-                    thread::sleep(Duration::from_millis(50));
+                    return;
                 }
             }
         }
     }
 
-    fn dispatch(&self, stream: TcpStream, busy: &Arc<AtomicUsize>) {
+    /// Answers a whole request on a thread of its own, in one of the
+    /// scrape slots; 503 when all are taken.
+    fn dispatch(&self, stream: TcpStream, head: Head, busy: &Arc<AtomicUsize>) {
         if busy.fetch_add(1, Ordering::AcqRel) >= MAX_SCRAPES {
             busy.fetch_sub(1, Ordering::AcqRel);
             let _ = reply(
@@ -571,7 +665,7 @@ impl MetricsServer {
             .name("lamina-metrics".into())
             .stack_size(SCRAPE_STACK)
             .spawn(move || {
-                let _ = answer(&stream, render.as_ref());
+                let _ = answer(&stream, head, render.as_ref());
                 done.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
@@ -581,48 +675,33 @@ impl MetricsServer {
     }
 }
 
-/// Why a request head could not be had.
+/// A whole request head, or one too large to read.
 enum Head {
     /// The head, up to its blank line.
     Complete(Vec<u8>),
     /// Longer than [`MAX_REQUEST`].
     TooLarge,
-    /// The client closed, or stalled past the deadline, before a whole head.
-    Cut,
 }
 
-/// Reads a request head (up to its blank line) before `deadline`.
-fn read_head(mut stream: &TcpStream, deadline: Instant) -> io::Result<Head> {
-    let mut req = Vec::new();
+/// Reads what `u`'s client sent (without blocking): `Some(Some(head))`
+/// once a whole head (or too much) arrived, `Some(None)` if the client
+/// closed or failed before, `None` to wait for more.
+fn read_more(u: &mut Unread) -> Option<Option<Head>> {
     let mut buf = [0u8; 1024];
     loop {
-        if let Some(end) = head_end(&req) {
-            req.truncate(end);
-            return Ok(Head::Complete(req));
+        if let Some(end) = head_end(&u.head) {
+            u.head.truncate(end);
+            return Some(Some(Head::Complete(std::mem::take(&mut u.head))));
         }
-        if req.len() > MAX_REQUEST {
-            return Ok(Head::TooLarge);
+        if u.head.len() > MAX_REQUEST {
+            return Some(Some(Head::TooLarge));
         }
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return Ok(Head::Cut);
-        };
-        if left.is_zero() {
-            return Ok(Head::Cut);
-        }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut buf) {
-            Ok(0) => return Ok(Head::Cut),
-            Ok(n) => req.extend_from_slice(&buf[..n]),
+        match (&u.stream).read(&mut buf) {
+            Ok(0) => return Some(None),
+            Ok(n) => u.head.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Ok(Head::Cut)
-            }
-            Err(e) => return Err(e),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(_) => return Some(None),
         }
     }
 }
@@ -644,11 +723,12 @@ fn head_end(req: &[u8]) -> Option<usize> {
 /// it (`Connection: close`): whatever follows the head (a body, a second
 /// request) is never read as a request, so nothing can be smuggled
 /// behind it.
-fn answer(stream: &TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> io::Result<()> {
-    let deadline = Instant::now() + IO_TIMEOUT;
-    stream.set_nonblocking(false)?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let head = match read_head(stream, deadline)? {
+fn answer(
+    stream: &TcpStream,
+    head: Head,
+    render: &(dyn Fn() -> String + Send + Sync),
+) -> io::Result<()> {
+    let head = match head {
         Head::Complete(head) => head,
         Head::TooLarge => {
             return reply(
@@ -658,8 +738,6 @@ fn answer(stream: &TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> io
                 "text/plain",
             )
         }
-        // Nobody is waiting for a reply, or nobody deserves one.
-        Head::Cut => return Ok(()),
     };
     let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -695,12 +773,14 @@ fn answer(stream: &TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> io
     }
 }
 
-/// Writes a whole response and closes the connection.
+/// Writes a whole response (within [`IO_TIMEOUT`]) and closes the
+/// connection.
 fn reply(mut stream: &TcpStream, status: &str, body: &str, kind: &str) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    stream.set_nonblocking(false)?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     stream.write_all(head.as_bytes())?;
     stream.write_all(body.as_bytes())?;

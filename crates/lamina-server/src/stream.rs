@@ -238,7 +238,7 @@ impl Timeout {
         match self {
             Timeout::Idle => "idle timeout: closing the connection".into(),
             Timeout::Unfinished => format!(
-                "request timeout: a line still unfinished {} s after its first byte; closing the connection",
+                "request timeout: a line still unfinished after waiting {} s for it; closing the connection",
                 config.request_timeout.map_or(0, |t| t.as_secs())
             ),
         }
@@ -247,15 +247,20 @@ impl Timeout {
 
 /// Reads for a connection: after [`IDLE_RELEASE`] without input the
 /// buffers are given back; the read gives up once nothing arrived for the
-/// idle time-out, or once the unfinished line (request) buffered is older
-/// than the request time-out, counted from its first byte whatever
-/// arrives meanwhile (a client trickling a byte at a time is cut off too).
+/// idle time-out, or once its reads have waited the request time-out for
+/// the rest of an unfinished line (request), from its first byte and
+/// whatever arrives meanwhile (a client trickling a byte at a time is cut
+/// off too). Time the server spends executing what came before it, or
+/// writing replies the client is slow to read, is not counted.
 pub(crate) struct ReadClock<'s> {
     stream: &'s TcpStream,
     idle_timeout: Option<Duration>,
     request_timeout: Option<Duration>,
     /// The read time-out now set on the socket.
     armed: Option<Duration>,
+    /// The unfinished line being waited for ([`LineReader::unfinished`])
+    /// and how long reads have waited for it.
+    waiting: Option<(u64, Duration)>,
 }
 
 impl<'s> ReadClock<'s> {
@@ -265,6 +270,7 @@ impl<'s> ReadClock<'s> {
             idle_timeout: config.idle_timeout,
             request_timeout: config.request_timeout,
             armed: None,
+            waiting: None,
         };
         clock.arm(Some(IDLE_RELEASE))?;
         Ok(clock)
@@ -278,9 +284,8 @@ impl<'s> ReadClock<'s> {
         Ok(())
     }
 
-    /// Reads once into `lines` (whose unfinished line's age the request
-    /// time-out applies to); gives back the buffers (`lines`, `out`) once
-    /// idle for [`IDLE_RELEASE`].
+    /// Reads once into `lines`; gives back the buffers (`lines`, `out`)
+    /// once idle for [`IDLE_RELEASE`].
     pub(crate) fn read(
         &mut self,
         lines: &mut LineReader,
@@ -288,11 +293,29 @@ impl<'s> ReadClock<'s> {
         out: &mut Vec<u8>,
     ) -> io::Result<Reading> {
         let start = Instant::now();
+        let unfinished = lines.unfinished();
+        let waited = match (self.waiting, unfinished) {
+            (Some((was, waited)), Some(now)) if was == now => waited,
+            _ => Duration::ZERO,
+        };
+        let reading = self.wait_and_read(lines, reader, out, start, waited);
+        self.waiting = unfinished.map(|u| (u, waited + start.elapsed()));
+        reading
+    }
+
+    fn wait_and_read(
+        &mut self,
+        lines: &mut LineReader,
+        reader: &mut &TcpStream,
+        out: &mut Vec<u8>,
+        start: Instant,
+        waited: Duration,
+    ) -> io::Result<Reading> {
         let idle_end = self.idle_timeout.map(|t| (start + t, Timeout::Idle));
         let request_end = self
             .request_timeout
-            .zip(lines.unfinished_since())
-            .map(|(t, since)| (since + t, Timeout::Unfinished));
+            .filter(|_| lines.has_partial())
+            .map(|t| (start + t.saturating_sub(waited), Timeout::Unfinished));
         // The earlier deadline; the request's on a tie.
         let deadline = match (idle_end, request_end) {
             (Some(idle), Some(request)) => Some(if idle.0 < request.0 { idle } else { request }),

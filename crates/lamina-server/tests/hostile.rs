@@ -452,12 +452,11 @@ fn metrics_endpoint_survives_slow_huge_and_smuggled_requests() {
     // Half-closed before the blank line: no whole request, no reply.
     assert_eq!(http(m.addr, b"GET /metrics HTTP/1.1\r\n"), "");
 
-    // More stalled clients than the endpoint serves at once: the excess
-    // gets a 503 at once; once the stalled ones are cut off, scrapes work.
+    // More stalled clients than the endpoint answers at once: they hold
+    // no scrape slot (`hostile_proto.rs` has the crowd), so a scrape is
+    // answered meanwhile.
     let stalled: Vec<TcpStream> = (0..16).map(|_| connect(m.addr)).collect();
     thread::sleep(Duration::from_millis(300));
-    assert_eq!(status(&scrape(m.addr)), "HTTP/1.1 503 Service Unavailable");
-    thread::sleep(Duration::from_millis(2_500));
     assert_eq!(status(&scrape(m.addr)), "HTTP/1.1 200 OK");
     drop(stalled);
 
