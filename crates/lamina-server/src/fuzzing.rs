@@ -1,9 +1,12 @@
-//! Entry points for fuzzing the DSL parser, the server's command loop and
-//! the Redis protocol's request parser
-//! (used by the `fuzz/` cargo-fuzz targets and by the corpus replay test).
+//! Entry points for fuzzing the DSL parser, the server's command loop, the
+//! Redis protocol's request parser and the line paths' refusal of HTTP
+//! requests (used by the `fuzz/` cargo-fuzz targets and by the corpus
+//! replay test).
 //! Whatever the bytes, each returns normally: `ERROR` replies are correct
 //! answers, a panic or hang is a bug. Not part of the crate's API.
 
+use std::io::{self, Read};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use lamina::vfs::mem::MemFs;
@@ -12,7 +15,10 @@ use lamina::{Db, Options};
 use crate::exec::{Control, Mode, Session};
 use crate::lines::{Line, LineReader};
 use crate::parse::{parse_line, Command};
-use crate::resp::{parse_request, Request, RequestParser};
+use crate::resp::{
+    drain_requests, parse_request, Drained, Pending, Request, RequestParser, RespState,
+};
+use crate::stream::drain_lines;
 
 /// Line limit of the fuzzed command loop: short, so over-long lines are
 /// cheap to produce.
@@ -28,13 +34,7 @@ pub fn parse(data: &[u8]) {
 /// flushes and compactions happen), returning the replies. Load lines are
 /// skipped: they read files of the real filesystem.
 pub fn command_loop(data: &[u8]) -> Vec<u8> {
-    let fs = MemFs::new();
-    let mut opts = Options::default();
-    opts.vfs = Arc::new(fs);
-    opts.write_buffer_size = 4 * 1024;
-    opts.target_file_size = 4 * 1024;
-    opts.block_size = 512;
-    let Ok(db) = Db::open("/db", opts) else {
+    let Some(db) = small_db() else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -65,6 +65,17 @@ pub fn command_loop(data: &[u8]) -> Vec<u8> {
     }
     let _ = db.close();
     out
+}
+
+/// A fresh in-memory database with small buffers, so flushes and
+/// compactions happen.
+fn small_db() -> Option<Db> {
+    let mut opts = Options::default();
+    opts.vfs = Arc::new(MemFs::new());
+    opts.write_buffer_size = 4 * 1024;
+    opts.target_file_size = 4 * 1024;
+    opts.block_size = 512;
+    Db::open("/db", opts).ok()
 }
 
 /// What a RESP connection makes of a byte stream: its commands in order,
@@ -116,4 +127,140 @@ fn resp_stream(data: &[u8], piece: usize) -> RespStream {
         }
     }
     (commands, None)
+}
+
+/// The head of what a web page makes a browser send to 127.0.0.1 without
+/// a preflight: a `text/plain` POST, its body the page's commands.
+const HTTP_HEAD: &[u8] =
+    b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nContent-Length: 99\r\n\r\n";
+
+/// Splices an HTTP request's head into `data` (after its first two bytes:
+/// the size of the pieces reads return, and where the head goes, as a
+/// fraction of the rest) at the start of a line, and feeds it to the two
+/// line paths of the network as their connections do: a DSL session
+/// ([`drain_lines`]) and the Redis port's requests (inline and arrays).
+/// Whatever comes before and after the head, nothing after it may run:
+/// the database ends as the input cut at the head leaves it, and the DSL
+/// session always ends there at the latest (the Redis port too, when the
+/// head starts a request rather than the middle of an array's bulk).
+pub fn http_sniff(data: &[u8]) {
+    let [piece, at, rest @ ..] = data else {
+        return;
+    };
+    let piece = usize::from(*piece).max(1);
+    let (before, after) = rest.split_at(usize::from(*at) * rest.len() / 255);
+
+    let cut = [before, b"\n"].concat();
+    let attacked = [&cut[..], HTTP_HEAD, after].concat();
+    let (Some((ctl, contents)), Some((_, alone))) =
+        (dsl_lines(&attacked, piece), dsl_lines(&cut, piece))
+    else {
+        return;
+    };
+    assert_ne!(
+        ctl,
+        Control::Continue,
+        "the DSL session went on past the head"
+    );
+    assert_eq!(
+        contents, alone,
+        "the DSL session ran what followed the head"
+    );
+
+    let cut = [before, b"\r\n"].concat();
+    let attacked = [&cut[..], HTTP_HEAD, after].concat();
+    let (Some((ended, contents, _)), Some((alone_ended, alone, unfinished))) =
+        (resp_requests(&attacked, piece), resp_requests(&cut, piece))
+    else {
+        return;
+    };
+    // An array left unfinished before the head takes it as its bytes.
+    if !unfinished {
+        if alone_ended == Drained::More {
+            assert_eq!(ended, Drained::Http, "the Redis port went on past the head");
+        }
+        assert_eq!(contents, alone, "the Redis port ran what followed the head");
+    }
+}
+
+/// Every key and value of `db`, then closes it.
+type Contents = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn contents_of(db: Db) -> Option<Contents> {
+    let contents = db
+        .scan(Bound::Unbounded, Bound::Unbounded)
+        .ok()?
+        .collect::<lamina::Result<Contents>>()
+        .ok();
+    let _ = db.close();
+    contents
+}
+
+/// A reader that returns at most `piece` bytes a read.
+struct Pieces<'a> {
+    data: &'a [u8],
+    piece: usize,
+}
+
+impl Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.piece.min(buf.len()).min(self.data.len());
+        let (now, later) = self.data.split_at(n);
+        buf[..n].copy_from_slice(now);
+        self.data = later;
+        Ok(n)
+    }
+}
+
+/// `input` through a network DSL session as a connection runs it: how it
+/// ended and what the database holds after.
+fn dsl_lines(input: &[u8], piece: usize) -> Option<(Control, Contents)> {
+    let db = small_db()?;
+    let mut ctl = Control::Continue;
+    {
+        let mut session = Session::new(&db, Mode::Network);
+        let mut lines = LineReader::new(MAX_LINE, 61);
+        let mut reader = Pieces { data: input, piece };
+        let (mut out, mut sent) = (Vec::new(), Vec::new());
+        while ctl == Control::Continue && lines.fill(&mut reader).is_ok_and(|n| n > 0) {
+            ctl = drain_lines(&mut session, &mut lines, &mut out, &mut sent, None).ok()?;
+            session.apply_pending(&mut out);
+            sent.append(&mut out);
+        }
+    }
+    Some((ctl, contents_of(db)?))
+}
+
+/// `input` through the Redis port's request loop: how it ended, what the
+/// database holds after, and whether a request was left unfinished.
+fn resp_requests(input: &[u8], piece: usize) -> Option<(Drained, Contents, bool)> {
+    let db = Arc::new(small_db()?);
+    let state = RespState::new(Arc::clone(&db), false);
+    let mut parser = RequestParser::default();
+    let mut lines = LineReader::new(MAX_LINE, 61);
+    let mut reader = Pieces { data: input, piece };
+    let mut pending = Pending::default();
+    let (mut out, mut sent) = (Vec::new(), Vec::new());
+    let mut ended = Drained::More;
+    while ended == Drained::More && lines.fill(&mut reader).is_ok_and(|n| n > 0) {
+        let mut sink = |bytes: &[u8]| {
+            sent.extend_from_slice(bytes);
+            Ok(())
+        };
+        ended = drain_requests(
+            &state,
+            &mut parser,
+            &mut lines,
+            &mut pending,
+            &mut out,
+            &mut sink,
+            None,
+        )
+        .ok()?;
+        pending.apply(&db, &mut out);
+        sent.append(&mut out);
+    }
+    let unfinished = lines.has_partial();
+    drop(state);
+    Some((ended, contents_of(Arc::into_inner(db)?)?, unfinished))
 }

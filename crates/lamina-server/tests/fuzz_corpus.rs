@@ -1,4 +1,4 @@
-//! The DSL and RESP fuzz targets' entry points (`lamina_server::fuzzing`) fed the
+//! The DSL, RESP and HTTP-sniffing fuzz targets' entry points (`lamina_server::fuzzing`) fed the
 //! committed seed corpora (`fuzz/corpus/<target>/`), random mutations of
 //! them, and random bytes: the CI-sized stand-in for a libFuzzer run
 //! (`scripts/fuzz-smoke.sh`). Passing means no input panicked.
@@ -68,6 +68,19 @@ fn resp_streams() -> Vec<Vec<u8>> {
     ]
 }
 
+/// HTTP-sniffing streams: the first byte is the piece size, the second
+/// where the HTTP head goes; the rest is DSL or Redis input.
+fn http_streams() -> Vec<Vec<u8>> {
+    vec![
+        b"\x07\x80p 1 1\ng 1\np 2 2\nr 0 9\n".to_vec(),
+        b"\x03\x00p 5 5\n@sync\n".to_vec(),
+        b"\x05\xffSET a 1\r\nGET a\r\nMSET b 2 c 3\r\n".to_vec(),
+        b"\x02\x60*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec(),
+        b"\x09\x40GET / HTTP/1.1\r\nHost: x\r\n\r\np 7 7\nSET x 1\r\n".to_vec(),
+        b"\x01\x90*2\r\n$4\r\nPOST\r\n$1\r\n/\r\nd 3\nquit\n".to_vec(),
+    ]
+}
+
 #[test]
 #[ignore = "writes the seed corpora when LAMINA_WRITE_CORPUS is set"]
 fn write_seed_corpora() {
@@ -87,6 +100,11 @@ fn write_seed_corpora() {
     let dir = corpus_dir("resp_parse");
     std::fs::create_dir_all(&dir).unwrap();
     for (i, s) in resp_streams().iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
+    }
+    let dir = corpus_dir("http_sniff");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, s) in http_streams().iter().enumerate() {
         std::fs::write(dir.join(format!("seed-{i}")), s).unwrap();
     }
 }
@@ -175,5 +193,35 @@ fn resp_parser_survives_seeds_mutations_and_random_bytes() {
     for _ in 0..5_000 {
         let bytes: Vec<u8> = (0..rng.gen_range(0..80)).map(|_| rng.gen()).collect();
         fuzzing::resp(&bytes);
+    }
+}
+
+#[test]
+fn http_sniffing_survives_seeds_mutations_and_random_bytes() {
+    const HTTPISH: &[&[u8]] = &[
+        b"POST / HTTP/1.1\r\n",
+        b"Host: 127.0.0.1\r\n",
+        b"GET /x HTTP/1.0\n",
+        b"\r\n\r\n",
+        b"*2\r\n$5\r\nhost:\r\n",
+        b"get a\r\n",
+    ];
+    let mut rng = StdRng::seed_from_u64(4);
+    for input in inputs("http_sniff") {
+        fuzzing::http_sniff(&input);
+        for _ in 0..60 {
+            let mut m = mutate(&mut rng, &input);
+            // HTTP-looking lines anywhere, beside the DSL alphabet.
+            if m.len() > 2 && rng.gen_bool(0.5) {
+                let at = rng.gen_range(2..=m.len());
+                let piece = HTTPISH[rng.gen_range(0..HTTPISH.len())];
+                m.splice(at..at, piece.iter().copied());
+            }
+            fuzzing::http_sniff(&m);
+        }
+    }
+    for _ in 0..40 {
+        let bytes: Vec<u8> = (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect();
+        fuzzing::http_sniff(&bytes);
     }
 }
