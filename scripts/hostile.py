@@ -6,7 +6,8 @@ the Redis port (idle connections, a slowly read pipeline of GETs, one big
 MGET) and the metrics port (a crowd of silent connections, a slow scrape).
 
     scripts/hostile.py [LAMINA_BINARY]      # default: target/release/lamina
-    ONLY=redis,metrics scripts/hostile.py   # some of idle,slow,load,redis,metrics
+    ONLY=redis,metrics scripts/hostile.py   # some of idle,slow,load,redis,metrics,
+                                            # post,slowloris,metrics-slow,scan
 
 Only loopback connections; every loop is bounded.
 """
@@ -290,6 +291,211 @@ def metrics_port(tmp, n=1000):
     stop(p)
 
 
+def cpu_seconds(pid):
+    """User plus system CPU time of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def closed_within(s, limit):
+    """Seconds until the server closed `s` (reading what it sends), or
+    None if it had not after `limit` seconds."""
+    t = time.time()
+    while time.time() - t < limit:
+        s.settimeout(max(0.01, limit - (time.time() - t)))
+        try:
+            if not s.recv(65536):
+                return time.time() - t
+        except socket.timeout:
+            return None
+        except OSError:
+            return time.time() - t
+    return None
+
+
+def post(body):
+    """A text/plain POST, which any web page can make a browser send to
+    127.0.0.1 without a preflight."""
+    return (f"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
+
+
+def http_post(tmp):
+    """A POST whose body is commands, to the DSL, Redis and spatial ports:
+    whether the body ran, and how long until the connection was closed."""
+    spatial_port = free_port()
+    p, ports = start_ports(os.path.join(tmp, "post"), "--resp", "0",
+                           "--spatial-dir", os.path.join(tmp, "post-spatial"),
+                           "--spatial-port", str(spatial_port), want=("dsl", "redis"))
+    time.sleep(0.5)
+    cases = [("dsl", ports["dsl"], "p 1 1\n"), ("redis", ports["redis"], "SET evil 1\r\n"),
+             ("spatial", spatial_port, "i 1 1 1\n")]
+    for name, port, body in cases:
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            t = time.time()
+            s.sendall(post(body))
+            took = closed_within(s, 5)
+        if name == "redis":
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(resp_request("GET", "evil"))
+                stored = not recv_exactly(s, 5).startswith(b"$-1")
+        elif name == "dsl":
+            stored = ask(port, "g 1\n") != "\n@bye\n"
+        else:
+            stored = ask(port, "c 0 0 2 2\n") != "0\n@bye\n"
+        closed = f"closed after {took * 1e3:.1f} ms" if took is not None else "open after 5 s"
+        print(f"http post to the {name} port: body {'stored' if stored else 'not stored'}, "
+              f"connection {closed}")
+    stop(p)
+
+
+def slowloris(tmp, n=1024):
+    """n sockets (the default cap) that each sent 30 bytes of a request,
+    on the DSL and the Redis ports with default flags: how long they
+    hold the port, and when a new client is served again (watched for 30 s)."""
+    p, ports = start_ports(os.path.join(tmp, "loris"), "--resp", "0", want=("dsl", "redis"))
+    time.sleep(0.5)
+    for name, partial, probe, answer in [
+            ("dsl", b"p 1 2 3 4 5 6 7 8 9 10 11 12 1", b"g 1\n@sync\n", b"@sync\n"),
+            ("redis", b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$99\r\nabcde", b"PING\r\n", b"+PONG\r\n")]:
+        port = ports[name]
+        t = time.time()
+        socks = []
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", port))
+            s.sendall(partial)
+            socks.append(s)
+        served_after = None
+        while time.time() - t < 30 and served_after is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2) as c:
+                    c.sendall(probe)
+                    got = b""
+                    while not got.endswith(b"\n"):
+                        chunk = c.recv(4096)
+                        if not chunk:
+                            break
+                        got += chunk
+                    if got.endswith(answer):
+                        served_after = time.time() - t
+            except OSError:
+                pass
+            if served_after is None:
+                time.sleep(0.5)
+        closed = sum(1 for s in socks if closed_within(s, 0.05) is not None)
+        for s in socks:
+            s.close()
+        served = f"a new client served after {served_after:.1f} s" if served_after \
+            else "no new client served in 30 s"
+        print(f"slowloris on the {name} port: {n} unfinished requests, {served}; "
+              f"{closed} of them closed by the server after {time.time() - t:.1f} s")
+    stop(p)
+
+
+def metrics_slow(tmp, slow=24, scrapes=21):
+    """`slow` clients that keep sending a request head a byte at a time
+    (each reconnects when cut off), and `scrapes` real scrapes meanwhile."""
+    p, ports = start_ports(os.path.join(tmp, "metrics-slow"), "--metrics", "127.0.0.1:0",
+                           want=("dsl", "metrics"))
+    port = ports["metrics"]
+    time.sleep(0.5)
+    attacking = threading.Event()
+    attacking.set()
+
+    def attacker():
+        while attacking.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port)) as s:
+                    s.sendall(b"GET /metrics HTTP/1.1\r\n")
+                    while attacking.is_set():
+                        s.sendall(b"X")
+                        time.sleep(0.1)
+            except OSError:
+                pass
+
+    threads = [threading.Thread(target=attacker, daemon=True) for _ in range(slow)]
+    for th in threads:
+        th.start()
+    time.sleep(1)
+    answered, took = 0, []
+    for _ in range(scrapes):
+        t = time.time()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                head = s.recv(64)
+                if head.startswith(b"HTTP/1.1 200"):
+                    answered += 1
+                    took.append(time.time() - t)
+        except OSError:
+            pass
+        time.sleep(0.25)
+    attacking.clear()
+    for th in threads:
+        th.join(timeout=5)
+    slowest = f", the slowest in {max(took) * 1e3:.1f} ms" if took else ""
+    print(f"metrics: {slow} slow clients, {answered} of {scrapes} real scrapes answered{slowest}")
+    stop(p)
+
+
+def scan_bomb(tmp, limit=120):
+    """SCAN MATCH with 1.5 MB patterns against 1 KiB keys: the server's
+    CPU seconds and the time to the reply (given up after `limit` seconds);
+    then, with a 1 MiB key too, a client that pipelines costly SCANs and
+    hangs up: the server's CPU seconds over the next 10 s."""
+    p, ports = start_ports(os.path.join(tmp, "scan"), "--resp", "0", want=("dsl", "redis"))
+    port = ports["redis"]
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for i in range(20):
+            s.sendall(resp_request("SET", b"a" * 1024 + b"%d" % i, "v"))
+            assert recv_exactly(s, 5) == b"+OK\r\n"
+    time.sleep(0.5)
+    for name, pattern in [("*[xxx... (an unclosed class)", b"*[" + b"x" * 1_500_000),
+                          ("*a*a*a...", b"*a" * 750_000)]:
+        cpu = cpu_seconds(p.pid)
+        t = time.time()
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(resp_request("SCAN", "0", "MATCH", pattern, "COUNT", "100"))
+            s.settimeout(limit)
+            try:
+                answered = bool(s.recv(64))
+            except socket.timeout:
+                answered = False
+        took = time.time() - t
+        used = cpu_seconds(p.pid) - cpu
+        outcome = f"answered in {took:.2f} s" if answered else f"no reply in {limit} s"
+        print(f"scan: MATCH {name} of 1.5 MB over 20 keys of 1 KiB: {outcome}, "
+              f"server CPU {used:.2f} s")
+        if not answered:
+            # The thread goes on; the server is restarted for what follows.
+            p.kill()
+            p.wait()
+            p, ports = start_ports(os.path.join(tmp, "scan"), "--resp", "0",
+                                   want=("dsl", "redis"))
+            port = ports["redis"]
+            time.sleep(0.5)
+    scan = f"SCAN 0 MATCH *{'a' * 200}c* COUNT 21\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp_request("SET", b"a" * (1 << 20), "v"))
+        assert recv_exactly(s, 5) == b"+OK\r\n"
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(scan * 60)
+    time.sleep(0.2)
+    cpu = cpu_seconds(p.pid)
+    time.sleep(10)
+    print(f"scan: a client pipelined 60 costly SCANs and hung up: server CPU "
+          f"{cpu_seconds(p.pid) - cpu:.2f} s in the next 10 s")
+    p.kill()
+    p.wait()
+
+
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -297,7 +503,9 @@ def main():
         only = os.environ.get("ONLY")  # e.g. ONLY=redis,metrics
         for name, f in [("idle", idle_connections), ("slow", slow_reader),
                         ("load", stuck_load), ("redis", redis_port),
-                        ("metrics", metrics_port)]:
+                        ("metrics", metrics_port), ("post", http_post),
+                        ("slowloris", slowloris), ("metrics-slow", metrics_slow),
+                        ("scan", scan_bomb)]:
             if not only or name in only.split(","):
                 f(tmp)
 

@@ -21,6 +21,13 @@
 //!
 //! A connection that drops mid-line has its unterminated last line
 //! discarded; every complete line before it has been executed.
+//!
+//! The server closes a connection without a reply at a line of an HTTP
+//! request ([`sniff::is_http`]: what a web page can make a browser send
+//! to any local port), executing neither it nor anything after it; and,
+//! after an `ERROR request timeout ...` line, one whose unfinished line is
+//! still incomplete after [`ServerConfig::request_timeout`] of waiting for
+//! it, however slowly its bytes trickle in.
 
 pub mod client;
 mod dsl_key;

@@ -13,7 +13,7 @@
 //! connections at once (the oldest is dropped for a new one beyond), and
 //! a connection takes one of the 16 scrape slots only once its head is
 //! whole: clients that connect and send slowly, or nothing, hold no slot,
-//! so a real scrape is answered however many of them there are.
+//! and a real scrape is answered among hundreds of them.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;

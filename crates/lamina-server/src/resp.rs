@@ -9,7 +9,7 @@
 //! | `DEL key...`, `EXISTS key...` | how many of the keys existed |
 //! | `MGET key...` | the values (nil where missing) |
 //! | `MSET key value...` | `OK`, all written in one atomic batch |
-//! | `SCAN cursor [MATCH pattern] [COUNT n] [TYPE string]` | the next cursor and up to `n` (10) keys, in key order (at most about [`SCAN_REPLY`] bytes of keys) |
+//! | `SCAN cursor [MATCH pattern] [COUNT n] [TYPE string]` | the next cursor and the keys matching `pattern` (Redis's glob, case-sensitive) among up to `n` (10) examined, in key order (at most about [`SCAN_REPLY`] bytes of keys, and [`SCAN_WORK`] steps of matching) |
 //! | `DBSIZE` | the number of keys (a full scan) |
 //! | `FLUSHALL [SYNC\|ASYNC]` | deletes every key; refused unless the server runs with `--allow-flushall` |
 //! | `PING [msg]`, `ECHO msg`, `QUIT`, `SELECT 0`, `INFO`, `COMMAND`, `CONFIG GET`, `CLIENT ...` | what `redis-cli`, `redis-benchmark` and client libraries ask at start-up |
@@ -17,15 +17,32 @@
 //! Requests are RESP arrays of bulk strings or inline commands (a line of
 //! words, as typed into `telnet`), pipelined freely: replies go out in order
 //! once a read's commands are done, or sooner when [`crate::exec::STREAM_CHUNK`]
-//! bytes are pending. Errors follow Redis's wording (`ERR unknown command`,
-//! `ERR wrong number of arguments for 'get' command`). A malformed request
-//! is answered with `-ERR Protocol error: ...` and the connection closed,
-//! as Redis does.
+//! bytes are pending, and at once after a command that walks the key space
+//! (`SCAN`, `DBSIZE`, `FLUSHALL`), so a client that hung up is noticed
+//! there (the write fails) and the rest of what it sent is not run. Errors
+//! follow Redis's wording (`ERR unknown command`, `ERR wrong number of
+//! arguments for 'get' command`). A malformed request is answered with
+//! `-ERR Protocol error: ...` and the connection closed, as Redis does.
 //!
-//! Limits bound each connection's memory: a request of at most
-//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; replies leave in
-//! chunks of [`STREAM_CHUNK`] bytes (a huge `MGET` too, as it is read), and
-//! a `SCAN` reply ends after [`SCAN_REPLY`] bytes of keys.
+//! Like Redis, the port closes a connection, without a reply and without
+//! running it or anything after it, at a request that belongs to an HTTP
+//! request, which a web page can make a browser send here: an inline
+//! command that [`crate::sniff::is_http`] says is an HTTP line (`POST ...`,
+//! `GET /x HTTP/1.1`, `Host: ...`), or an array whose command is `POST` or
+//! `Host:`. A connection over the server's cap is answered `-ERR max number
+//! of clients reached` and closed.
+//!
+//! Limits bound each connection's memory and time: a request of at most
+//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments, complete within the
+//! server's request time-out (`lamina serve --request-timeout`, 10 s) of
+//! waiting for it from its first byte, however slowly its bytes trickle in
+//! (else the connection is closed); replies leave in chunks of
+//! [`STREAM_CHUNK`] bytes (a huge `MGET` too, as it is read); a `SCAN`
+//! reply ends after [`SCAN_REPLY`] bytes of keys or [`SCAN_WORK`] steps of
+//! examining keys, with a cursor to go on from. Matching a `MATCH` pattern
+//! never backtracks (its work grows as the pattern's length plus the key's
+//! times the pattern's longest run without a `*`); a pattern that takes
+//! more than [`SCAN_WORK`] steps on one key alone is an error.
 //!
 //! Differences from Redis, by design: keys share the database with the DSL
 //! port (a DSL key `k` is the 4-byte key the DSL encodes it to); there are

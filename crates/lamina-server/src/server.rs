@@ -63,9 +63,9 @@ pub struct ServerConfig {
     /// never).
     pub idle_timeout: Option<Duration>,
     /// A connection whose unfinished line or request is still incomplete
-    /// this long after its first byte is closed, however slowly bytes
-    /// trickle in meanwhile (default [`DEFAULT_REQUEST_TIMEOUT`]; `None`:
-    /// never).
+    /// after the server waited this long for it, from its first byte and
+    /// however slowly bytes trickle in meanwhile, is closed (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]; `None`: never).
     pub request_timeout: Option<Duration>,
 }
 

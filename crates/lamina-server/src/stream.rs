@@ -89,8 +89,9 @@ pub struct ConnectionConfig {
     /// A connection that sends nothing for this long is closed (`None`:
     /// never).
     pub idle_timeout: Option<Duration>,
-    /// A connection whose unfinished line (or request) is not complete
-    /// this long after its first byte arrived is closed (`None`: never).
+    /// A connection whose unfinished line (or request) is still not
+    /// complete after its reads waited this long for it, from its first
+    /// byte, is closed (`None`: never).
     pub request_timeout: Option<Duration>,
     /// Set when the server shuts down: a load in progress stops.
     pub cancel: Arc<AtomicBool>,
@@ -227,8 +228,8 @@ pub(crate) enum Reading {
 pub(crate) enum Timeout {
     /// Nothing arrived for the idle time-out.
     Idle,
-    /// An unfinished line (request) was not completed within the request
-    /// time-out of its first byte.
+    /// Reads waited the request time-out for the rest of an unfinished
+    /// line (request).
     Unfinished,
 }
 
