@@ -244,7 +244,24 @@ impl Cluster {
                 raft_listen: Some(listen),
             });
         }
+        // The members authenticate each other, as a real cluster's should
+        // (the proxy passes the handshake through like any bytes).
+        let secret_path = opts.dir.join("cluster.secret");
+        let mut secret = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut secret);
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&secret_path)
+                .and_then(|mut f| f.write_all(&secret))
+                .map_err(|e| ClusterError::io(format!("write {}", secret_path.display()), e))?;
+        }
         let config = ClusterConfig {
+            secret_file: Some(PathBuf::from("cluster.secret")),
             node: nodes,
             shard,
             raft: opts.timing.clone(),
@@ -900,6 +917,7 @@ mod tests {
                 })
                 .collect();
             let config = ClusterConfig {
+                secret_file: None,
                 node,
                 shard: shard_map(n, 8),
                 raft: RaftTiming::default(),

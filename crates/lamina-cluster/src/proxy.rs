@@ -40,9 +40,13 @@ impl Proxy {
             .into_iter()
             .map(|(to, listener, upstream)| {
                 let cuts = cuts.clone();
-                tokio::spawn(accept_loop(listener, "proxy", move |down| {
-                    forward(down, to, upstream.clone(), cuts.clone())
-                }))
+                tokio::spawn(accept_loop(
+                    listener,
+                    "proxy",
+                    usize::MAX,
+                    move |down| forward(down, to, upstream.clone(), cuts.clone()),
+                    |down| async move { drop(down) },
+                ))
             })
             .collect();
         Proxy { cuts, tasks }
