@@ -1614,3 +1614,190 @@ async fn a_member_with_a_forged_stored_vote_refuses_to_start() {
         "{err}"
     );
 }
+
+/// What a web page can make a browser send to 127.0.0.1 without a
+/// preflight: a `text/plain` POST whose body is DSL lines. The leader's
+/// client port closes the connection at the request line and executes
+/// nothing: the key is not stored and member 2 is still a voter. (Before:
+/// each header line got an `ERROR`, then `p 1 1` and `@remove 2` both
+/// answered `OK`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_http_post_on_the_client_port_executes_nothing() {
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let leader = cl.leader().await;
+        let addr = cl.client_addr(leader);
+        let body = "p 1 1\n@remove 2\n";
+        for first in ["POST / HTTP/1.1", "PUT /x HTTP/1.1", "Host: 127.0.0.1"] {
+            let request = format!(
+                "{first}\r\nHost: {addr}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let mut s = TcpStream::connect(&addr).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let mut got = Vec::new();
+            let r = tokio::time::timeout(WAIT, s.read_to_end(&mut got))
+                .await
+                .expect("closed in time");
+            assert!(
+                got.is_empty(),
+                "{first}: {:?} ({r:?})",
+                String::from_utf8_lossy(&got)
+            );
+        }
+        let mut c = Client::connect(&addr).await;
+        assert_eq!(c.call("g 1").await, "");
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3].into());
+        // A client of the protocol is served as before.
+        assert_eq!(c.call("p 1 2").await, "OK");
+        assert_eq!(c.call("g 1").await, "2");
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// Caps and deadlines on a member's two ports, set small: a leader whose
+/// client port is full answers one more client `ERROR too many
+/// connections` and closes it, while a follower still gets its forwarded
+/// writes acknowledged (the Raft port has its own cap); idle clients are
+/// closed after the idle time-out, a line begun and not finished after
+/// the request time-out, and so is a Raft frame whose body stalls (a
+/// 32 MiB frame's length and 4 KiB of it); a Raft port over its cap
+/// closes the next connection without a challenge. Afterwards the
+/// leader is served again and every acknowledged write reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn full_ports_refuse_the_next_connection_and_deadlines_close_stalled_ones() {
+    use lamina_cluster::auth::NONCE;
+    use tokio::io::AsyncReadExt;
+    const CAP: usize = 8;
+    const RAFT_CAP: usize = 12;
+    const IDLE: Duration = Duration::from_secs(3);
+    const REQUEST: Duration = Duration::from_secs(2);
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let setup = Setup {
+            secure: true,
+            limits: PortLimits {
+                max_client_connections: CAP,
+                max_raft_connections: RAFT_CAP,
+                idle_timeout: Some(IDLE),
+                request_timeout: REQUEST,
+            },
+            forward_writes: true,
+        };
+        let cl = Cluster::start_with(3, 3, RaftTiming::default(), setup).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let follower = (1..=3).find(|&i| i != leader).unwrap();
+
+        // The leader's client port, full of idle clients.
+        let mut idle = Vec::new();
+        for _ in 0..CAP {
+            let mut c = Client::connect(&cl.client_addr(leader)).await;
+            assert_eq!(c.call("@sync").await, "@sync");
+            idle.push(c);
+        }
+        let idle_since = Instant::now();
+        let mut over = Client::connect(&cl.client_addr(leader)).await;
+        let mut line = String::new();
+        over.r.read_line(&mut line).await.unwrap();
+        assert_eq!(line, "ERROR too many connections\n");
+        assert_eq!(over.r.read_line(&mut line).await.unwrap(), 0);
+        // Writes through a follower still commit: it forwards them over
+        // the Raft port.
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        write_all(&mut f, &mut model, 0..10, 16).await;
+
+        // The idle clients are closed after the idle time-out.
+        for mut c in idle {
+            let mut l = String::new();
+            let n = tokio::time::timeout(WAIT, c.r.read_line(&mut l))
+                .await
+                .expect("closed in time");
+            assert!(matches!(n, Ok(0) | Err(_)), "{n:?} {l:?}");
+        }
+        let waited = idle_since.elapsed();
+        assert!(
+            waited >= IDLE - Duration::from_millis(500),
+            "closed after {waited:?}"
+        );
+
+        // A line begun and never finished: closed after the request
+        // time-out, although bytes keep coming (slowly).
+        let mut slow = TcpStream::connect(cl.client_addr(leader)).await.unwrap();
+        let started = Instant::now();
+        let mut closed = false;
+        for _ in 0..40 {
+            if slow.write_all(b"7").await.is_err() {
+                closed = true;
+                break;
+            }
+            let mut b = [0u8; 1];
+            if let Ok(n) = tokio::time::timeout(Duration::from_millis(250), slow.read(&mut b)).await
+            {
+                assert!(!matches!(n, Ok(1..)), "a reply to half a line");
+                closed = true;
+                break;
+            }
+        }
+        let took = started.elapsed();
+        assert!(closed, "a half line held for {took:?}");
+        assert!(
+            took >= REQUEST - Duration::from_millis(500),
+            "closed after {took:?}"
+        );
+
+        // A Raft frame whose body stalls: closed after the request
+        // time-out, its buffer with it.
+        let mut s = cl.raft_conn(leader).await;
+        s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
+            .await
+            .unwrap();
+        s.write_all(&[b'['; 4096]).await.unwrap();
+        let started = Instant::now();
+        let mut rest = Vec::new();
+        let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest))
+            .await
+            .expect("closed in time");
+        let took = started.elapsed();
+        assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+        assert!(
+            took >= REQUEST - Duration::from_millis(500),
+            "closed after {took:?}"
+        );
+
+        // The Raft port over its cap: the next connections get no
+        // challenge, only a closed connection.
+        let raft = cl.config.member(leader).unwrap().raft.clone();
+        let mut held = Vec::new();
+        let mut refused = 0;
+        for _ in 0..RAFT_CAP + 4 {
+            let mut s = TcpStream::connect(&raft).await.unwrap();
+            let mut challenge = [0u8; NONCE];
+            match tokio::time::timeout(WAIT, s.read_exact(&mut challenge))
+                .await
+                .expect("an answer in time")
+            {
+                Ok(_) => held.push(s),
+                Err(_) => refused += 1,
+            }
+        }
+        assert!(refused >= 4, "{refused} refused, {} held", held.len());
+        assert!(held.len() <= RAFT_CAP);
+        drop(held);
+
+        // The leader serves clients again, and everything is there (the
+        // follower's client, idle meanwhile, was closed too).
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 10..20, 17).await;
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        write_all(&mut f, &mut model, 20..30, 18).await;
+        check_reads(&mut c, &model, -5..35).await;
+        drop((c, f));
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
