@@ -49,6 +49,7 @@ use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::auth::Secret;
 use crate::config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming, Shard, ShardConfig};
 use crate::error::{ClusterError, Result};
 use crate::linearizability::{check_register, lost_writes, Kind, Op, Value, Verdict};
@@ -245,7 +246,7 @@ impl Cluster {
             });
         }
         // The members authenticate each other, as a real cluster's should
-        // (the proxy passes the handshake through like any bytes).
+        // (the proxy, holding the secret too, ends each side's handshake).
         let secret_path = opts.dir.join("cluster.secret");
         let mut secret = [0u8; 32];
         rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut secret);
@@ -280,7 +281,7 @@ impl Cluster {
             config,
             config_path,
             members: Mutex::new(ids.iter().map(|&id| Member { id, child: None }).collect()),
-            proxy: Proxy::start(routes),
+            proxy: Proxy::start(routes, Some(Secret::new(&secret)?)),
             ids,
         };
         // Every member initializes the groups it is in (safe with the same

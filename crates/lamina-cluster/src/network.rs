@@ -740,6 +740,36 @@ impl RaftNetwork<TypeConfig> for ShardConnection {
 mod tests {
     use super::*;
 
+    #[test]
+    fn caps_fit_the_descriptor_limit_after_the_reserve() {
+        let asked = PortLimits::default();
+        for (limit, groups) in [(None, 1), (Some(20_000), 1), (Some(1_000_000), 8)] {
+            let mut l = asked.clone();
+            assert_eq!(clamp_to_descriptors(&mut l, limit, groups), None);
+            assert_eq!(l, asked);
+        }
+        let mut l = asked.clone();
+        let warning = clamp_to_descriptors(&mut l, Some(1024), 1).unwrap();
+        let reserve = BASE_RESERVE + GROUP_RESERVE;
+        assert_eq!(
+            (l.max_client_connections + l.max_raft_connections) as u64,
+            1024 - reserve
+        );
+        assert!(l.max_raft_connections <= l.max_client_connections / 2);
+        for n in [
+            1024,
+            reserve,
+            l.max_client_connections as u64,
+            l.max_raft_connections as u64,
+        ] {
+            assert!(warning.contains(&n.to_string()), "{n}: {warning}");
+        }
+        // Nothing left after the reserve: 16 each, still with a warning.
+        let mut l = asked.clone();
+        assert!(clamp_to_descriptors(&mut l, Some(256), 4).is_some());
+        assert_eq!((l.max_client_connections, l.max_raft_connections), (16, 16));
+    }
+
     #[tokio::test]
     async fn frames_are_bounded_and_checked() {
         let (mut a, mut b) = tokio::io::duplex(1 << 16);
