@@ -49,9 +49,7 @@ impl Proxy {
                     listener,
                     "proxy",
                     usize::MAX,
-                    move |down| {
-                        forward(down, to, upstream.clone(), cuts.clone(), secret.clone())
-                    },
+                    move |down| forward(down, to, upstream.clone(), cuts.clone(), secret.clone()),
                     |down| async move { drop(down) },
                 ))
             })
