@@ -301,6 +301,7 @@ def case_stalled():
         c.stop()
 
 
-for name in ONLY:
-    {"forged": case_forged, "post": case_post, "idle": case_idle,
-     "stalled": case_stalled}[name]()
+if __name__ == "__main__":
+    for name in ONLY:
+        {"forged": case_forged, "post": case_post, "idle": case_idle,
+         "stalled": case_stalled}[name]()
