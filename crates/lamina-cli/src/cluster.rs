@@ -5,14 +5,16 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use lamina_cluster::faults::{self, FaultTestOptions};
-use lamina_cluster::{ClusterConfig, NodeOptions};
+use lamina_cluster::network::clamp_to_descriptors;
+use lamina_cluster::{ClusterConfig, NodeOptions, PortLimits};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::engine_opts::EngineOpts;
+use crate::engine_opts::{parse_count, EngineOpts};
 
 /// Run one member of a Raft group of lamina databases.
 #[derive(Debug, Args)]
@@ -30,6 +32,24 @@ pub struct ClusterArgs {
     /// already initialized).
     #[arg(long)]
     pub init: bool,
+    /// Run a cluster of several members without a `secret_file`: any
+    /// host that reaches a Raft port can then send Raft RPCs (only on a
+    /// network where every host is trusted).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Most client connections open at once (one more is answered
+    /// `ERROR too many connections` and closed); lowered to fit the
+    /// descriptor limit, with a warning.
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_count)]
+    pub max_connections: usize,
+    /// Most Raft-port connections open at once (other members and their
+    /// handshakes); lowered to fit the descriptor limit, with a warning.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = parse_count)]
+    pub max_raft_connections: usize,
+    /// Close a client connection that sends nothing for this long (0:
+    /// never).
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = parse_count)]
+    pub idle_timeout: usize,
     #[command(flatten)]
     pub engine: EngineOpts,
 }
@@ -39,6 +59,33 @@ pub fn run(args: ClusterArgs) -> Result<()> {
     let me = cluster
         .member(args.node_id)
         .with_context(|| format!("no node {} in {}", args.node_id, args.config.display()))?;
+    if cluster.node.len() > 1 && cluster.secret_file.is_none() && !args.insecure {
+        bail!(
+            "{} has {} members and no secret_file: any host that reaches a Raft port could send it Raft RPCs. Make a secret (`head -c 32 /dev/urandom > cluster.secret; chmod 600 cluster.secret`), give every member a copy, and add `secret_file = \"cluster.secret\"` at the top of the cluster file (docs/cluster.md, \"Authentication\"), or pass --insecure on a network where every host is trusted",
+            args.config.display(),
+            cluster.node.len()
+        );
+    }
+    if args.max_connections == 0 || args.max_raft_connections == 0 {
+        bail!("--max-connections and --max-raft-connections must be positive");
+    }
+    let mut limits = PortLimits {
+        max_client_connections: args.max_connections,
+        max_raft_connections: args.max_raft_connections,
+        idle_timeout: (args.idle_timeout > 0)
+            .then(|| Duration::from_secs(u64::try_from(args.idle_timeout).unwrap_or(u64::MAX))),
+        ..PortLimits::default()
+    };
+    let descriptors = lamina_server::fd_limit::raise_nofile_limit()
+        .context("cannot read the descriptor limit")?;
+    let groups = cluster
+        .shards()
+        .iter()
+        .filter(|s| s.members.contains(&args.node_id))
+        .count();
+    if let Some(warning) = clamp_to_descriptors(&mut limits, descriptors, groups) {
+        eprintln!("lamina: warning: {warning}");
+    }
     eprintln!(
         "lamina: cluster member {} (raft {}, clients {}), data in {}",
         me.id,
@@ -51,6 +98,7 @@ pub fn run(args: ClusterArgs) -> Result<()> {
         cluster,
         dir: args.engine.dir.clone(),
         engine: args.engine.to_options()?,
+        limits,
     };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGINT, SIGTERM] {

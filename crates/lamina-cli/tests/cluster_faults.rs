@@ -65,3 +65,44 @@ fn two_shards_over_four_members_under_faults() {
     assert_eq!((faults, lost, violations), (5, 0, 0));
     assert!(ops > 50, "{ops} ops");
 }
+
+/// `lamina cluster` refuses a cluster file of several members without a
+/// `secret_file` (unless `--insecure`), and a secret shorter than 16
+/// bytes, which it finds beside the cluster file whatever the working
+/// directory.
+#[test]
+fn several_members_need_a_secret_of_sixteen_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let nodes = (1..=3)
+        .map(|i| format!("[[node]]\nid = {i}\nraft = \"127.0.0.1:0\"\nclient = \"127.0.0.1:0\"\n"))
+        .collect::<String>();
+    let run = |file: &str, text: &str| {
+        let path = tmp.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(bin())
+            .current_dir(std::env::temp_dir())
+            .args(["cluster", "--node-id", "1", "--config"])
+            .arg(&path)
+            .arg("--dir")
+            .arg(tmp.path().join("n1"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{file} started");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = run("open.toml", &nodes);
+    assert!(
+        err.contains("3 members and no secret_file") && err.contains("--insecure"),
+        "{err}"
+    );
+    std::fs::write(tmp.path().join("short.secret"), b"12345").unwrap();
+    let err = run(
+        "short.toml",
+        &format!("secret_file = \"short.secret\"\n{nodes}"),
+    );
+    let want = format!(
+        "secret_file {} holds 5 bytes",
+        tmp.path().join("short.secret").display()
+    );
+    assert!(err.contains(&want), "{err}");
+}

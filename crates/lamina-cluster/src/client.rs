@@ -58,10 +58,11 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
+use crate::auth::Secret;
 use crate::config::Shard;
-use crate::network::{Connection, RpcReply, RpcRequest};
+use crate::network::{accept_loop, within, Connection, PortLimits, RpcReply, RpcRequest};
 use crate::store::StateMachine;
 use crate::types::{LaminaNode, NodeId, Op, Raft, Request, ShardId};
 
@@ -315,6 +316,7 @@ pub struct Router {
     shards: Vec<Shard>,
     routes: BTreeMap<ShardId, Route>,
     nodes: BTreeMap<NodeId, LaminaNode>,
+    peers: Peers,
 }
 
 /// A membership change asked on the client port.
@@ -346,17 +348,20 @@ impl Admin {
 
 impl Router {
     /// A router over `shards` (in key order, tiling the key space), with
-    /// a route for each, and the cluster file's `nodes` (whose addresses
-    /// a membership change records).
+    /// a route for each, the cluster file's `nodes` (whose addresses a
+    /// membership change records), and the cluster's `secret` for the
+    /// connections it makes to other members.
     pub fn new(
         shards: Vec<Shard>,
         routes: BTreeMap<ShardId, Route>,
         nodes: BTreeMap<NodeId, LaminaNode>,
+        secret: Option<Secret>,
     ) -> Router {
         Router {
             shards,
             routes,
             nodes,
+            peers: Peers::new(secret),
         }
     }
 
@@ -474,14 +479,7 @@ impl Router {
     /// Reads `read` from `shard`. `spanning`: the read is a piece of a
     /// range over several shards, so a member that does not lead the
     /// shard reads it through the leader instead of redirecting.
-    async fn read(
-        &self,
-        shard: ShardId,
-        read: Read,
-        follower: bool,
-        spanning: bool,
-        conns: &mut Conns,
-    ) -> ReadReply {
+    async fn read(&self, shard: ShardId, read: Read, follower: bool, spanning: bool) -> ReadReply {
         let route = self
             .routes
             .get(&shard)
@@ -503,7 +501,7 @@ impl Router {
                                     read,
                                     follower: false,
                                 };
-                                match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
+                                match self.peers.call(id, &node, shard, &req).await {
                                     Ok(RpcReply::Read(reply)) => reply,
                                     Ok(other) => Err(odd_reply(id, &other)),
                                     Err(e) => Err(format!(
@@ -529,7 +527,7 @@ impl Router {
                     let Some((id, node)) = remote.target() else {
                         break;
                     };
-                    match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
+                    match self.peers.call(id, &node, shard, &req).await {
                         Ok(RpcReply::Read(Ok(pairs))) => return Ok(pairs),
                         Ok(RpcReply::Read(Err(line))) => {
                             // Not a redirect (no leader known there, a
@@ -555,15 +553,12 @@ impl Router {
         }
     }
 
-    async fn get(&self, key: i32, follower: bool, conns: &mut Conns) -> String {
+    async fn get(&self, key: i32, follower: bool) -> String {
         let shard = match self.route(key) {
             Ok((shard, _)) => shard,
             Err(line) => return line,
         };
-        match self
-            .read(shard, Read::Get(key), follower, false, conns)
-            .await
-        {
+        match self.read(shard, Read::Get(key), follower, false).await {
             Err(line) => line,
             Ok(pairs) => {
                 let mut s = String::new();
@@ -576,7 +571,7 @@ impl Router {
         }
     }
 
-    async fn range(&self, lo: i32, hi: i32, follower: bool, conns: &mut Conns) -> String {
+    async fn range(&self, lo: i32, hi: i32, follower: bool) -> String {
         let pieces: Vec<(ShardId, i32, i32)> = self
             .shards
             .iter()
@@ -587,7 +582,7 @@ impl Router {
         let mut first = true;
         for (shard, l, h) in pieces {
             let pairs = match self
-                .read(shard, Read::Range(l, h), follower, spanning, conns)
+                .read(shard, Read::Range(l, h), follower, spanning)
                 .await
             {
                 Ok(p) => p,
@@ -610,7 +605,7 @@ impl Router {
     /// The reply to `@leader ARG`: without a key, the one shard's leader
     /// (a sharded cluster needs a key); with one, its shard's, asked of a
     /// member when this member is not one.
-    async fn leader(&self, arg: &[u8], conns: &mut Conns) -> String {
+    async fn leader(&self, arg: &[u8]) -> String {
         let arg = String::from_utf8_lossy(arg);
         let arg = arg.trim();
         let key = if arg.is_empty() {
@@ -638,7 +633,7 @@ impl Router {
                     return "LEADER unknown\n".to_string();
                 };
                 let req = RpcRequest::Leader { from: remote.me };
-                match conns.to(id, &node).call(shard, &req, FORWARD_TIMEOUT).await {
+                match self.peers.call(id, &node, shard, &req).await {
                     Ok(RpcReply::Leader(line)) => line,
                     Ok(_) | Err(_) => {
                         remote.skip(id);
@@ -659,16 +654,75 @@ fn odd_reply(id: NodeId, reply: &RpcReply) -> String {
     }
 }
 
-/// A client connection's RPC connections to other members (for reads it
-/// passes on), made on first use.
-#[derive(Default)]
-pub struct Conns(BTreeMap<NodeId, Connection>);
+/// Most connections a member holds to one other member for the reads
+/// and `@leader` questions its clients' commands pass on; more askers
+/// wait their turn (within their request's time).
+pub const PEER_CONNECTIONS: usize = 16;
 
-impl Conns {
-    fn to(&mut self, id: NodeId, node: &LaminaNode) -> &mut Connection {
-        self.0
+/// The connections to other members that a member's client connections
+/// share for the reads and `@leader` questions they pass on: at most
+/// [`PEER_CONNECTIONS`] to each member at once, so that the other
+/// member's Raft-port cap is never taken by one member's clients, and
+/// the idle ones kept for reuse.
+pub struct Peers {
+    secret: Option<Secret>,
+    pools: Mutex<BTreeMap<NodeId, Arc<Pool>>>,
+}
+
+/// The connections to one member.
+struct Pool {
+    idle: Mutex<Vec<Connection>>,
+    slots: Semaphore,
+}
+
+impl Peers {
+    /// No connection yet; each made with `secret` when there is one.
+    pub fn new(secret: Option<Secret>) -> Peers {
+        Peers {
+            secret,
+            pools: Mutex::default(),
+        }
+    }
+
+    /// One RPC for shard `shard` to member `id` at `node`, on an idle
+    /// connection or a new one, within [`FORWARD_TIMEOUT`] in all.
+    async fn call(
+        &self,
+        id: NodeId,
+        node: &LaminaNode,
+        shard: ShardId,
+        req: &RpcRequest,
+    ) -> io::Result<RpcReply> {
+        let pool = self
+            .pools
+            .lock()
             .entry(id)
-            .or_insert_with(|| Connection::new(id, node.clone()))
+            .or_insert_with(|| {
+                Arc::new(Pool {
+                    idle: Mutex::default(),
+                    slots: Semaphore::new(PEER_CONNECTIONS),
+                })
+            })
+            .clone();
+        let started = std::time::Instant::now();
+        let _slot = match tokio::time::timeout(FORWARD_TIMEOUT, pool.slots.acquire()).await {
+            Ok(Ok(slot)) => slot,
+            Ok(Err(_)) | Err(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("all {PEER_CONNECTIONS} connections to member {id} stayed busy"),
+                ))
+            }
+        };
+        let popped = pool.idle.lock().pop();
+        let mut conn =
+            popped.unwrap_or_else(|| Connection::new(id, node.clone(), self.secret.clone()));
+        let left = FORWARD_TIMEOUT.saturating_sub(started.elapsed());
+        let reply = conn.call(shard, req, left).await;
+        if reply.is_ok() {
+            pool.idle.lock().push(conn);
+        }
+        reply
     }
 }
 
@@ -702,6 +756,7 @@ pub enum BatchTarget {
 pub async fn write_batcher(
     shard: ShardId,
     target: BatchTarget,
+    secret: Option<Secret>,
     mut queue: mpsc::Receiver<PendingWrite>,
 ) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
@@ -714,7 +769,7 @@ pub async fn write_batcher(
                 Err(line) => line,
                 Ok(()) => match other_leader(&group.raft).filter(|_| *forward) {
                     Some((me, id, node)) => {
-                        let c = connection(&mut conn, id, node);
+                        let c = connection(&mut conn, id, node, &secret);
                         forward_to(c, shard, me, request)
                             .await
                             .unwrap_or_else(|line| line)
@@ -725,7 +780,7 @@ pub async fn write_batcher(
             BatchTarget::Remote(remote) => match remote.target() {
                 None => format!("ERROR shard {shard} has no members\n"),
                 Some((id, node)) => {
-                    let c = connection(&mut conn, id, node);
+                    let c = connection(&mut conn, id, node, &secret);
                     match forward_to(c, shard, remote.me, request).await {
                         Ok(line) => {
                             // A member that knows no leader (cut off, or
@@ -751,11 +806,16 @@ pub async fn write_batcher(
 }
 
 /// The connection in `slot`, made anew when it is to another member.
-fn connection(slot: &mut Option<Connection>, id: NodeId, node: LaminaNode) -> &mut Connection {
+fn connection<'a>(
+    slot: &'a mut Option<Connection>,
+    id: NodeId,
+    node: LaminaNode,
+    secret: &Option<Secret>,
+) -> &'a mut Connection {
     if slot.as_ref().is_none_or(|c| c.target() != id) {
         *slot = None;
     }
-    slot.get_or_insert_with(|| Connection::new(id, node))
+    slot.get_or_insert_with(|| Connection::new(id, node, secret.clone()))
 }
 
 /// This member's id, and the leader's when it knows a leader that is
@@ -796,55 +856,116 @@ async fn forward_to(
 }
 
 /// Serves clients from `listener` until the task is aborted (which aborts
-/// every connection too).
-pub async fn serve_clients(listener: TcpListener, router: Arc<Router>) {
-    crate::network::accept_loop(listener, "client", move |stream| {
-        serve_client(stream, router.clone())
-    })
+/// every connection too), within `limits`: at most
+/// [`PortLimits::max_client_connections`] at once (one more is answered
+/// `ERROR too many connections` and closed), a connection idle for
+/// [`PortLimits::idle_timeout`] closed, and so is one whose line does not
+/// arrive whole within [`PortLimits::request_timeout`] of its first byte.
+pub async fn serve_clients(listener: TcpListener, router: Arc<Router>, limits: PortLimits) {
+    let cap = limits.max_client_connections;
+    accept_loop(
+        listener,
+        "client",
+        cap,
+        move |stream| serve_client(stream, router.clone(), limits.clone()),
+        |mut stream| async move {
+            let _ = stream.write_all(b"ERROR too many connections\n").await;
+        },
+    )
     .await
 }
 
-async fn serve_client(stream: TcpStream, router: Arc<Router>) -> io::Result<()> {
+/// What [`read_line`] read.
+enum Line {
+    /// A line (its newline included, unless the stream ended after it).
+    Whole,
+    /// A line over [`MAX_LINE`] bytes, skipped.
+    TooLong,
+    /// The end of the stream.
+    End,
+}
+
+/// Reads one line into `line`, skipping (without holding) the rest of a
+/// line over [`MAX_LINE`] bytes.
+async fn read_line<R>(r: &mut R, line: &mut Vec<u8>) -> io::Result<Line>
+where
+    R: AsyncBufReadExt + Unpin,
+{
+    let n = (&mut *r)
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', line)
+        .await?;
+    if n == 0 {
+        return Ok(Line::End);
+    }
+    if line.last() == Some(&b'\n') || line.len() <= MAX_LINE {
+        return Ok(Line::Whole);
+    }
+    loop {
+        let buf = r.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(Line::End);
+        }
+        match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(Line::TooLong);
+            }
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    }
+}
+
+async fn serve_client(
+    stream: TcpStream,
+    router: Arc<Router>,
+    limits: PortLimits,
+) -> io::Result<()> {
     stream.set_nodelay(true)?;
+    let peer = stream.peer_addr()?;
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::new(r);
     let mut follower_reads = false;
-    let mut conns = Conns::default();
     let mut line = Vec::new();
     loop {
         line.clear();
-        let n = (&mut r)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await?;
-        if n == 0 {
+        let waiting = r.fill_buf();
+        let ended = match limits.idle_timeout {
+            Some(idle) => within(idle, "an idle wait", waiting).await?,
+            None => waiting.await?,
+        }
+        .is_empty();
+        if ended {
             return Ok(());
         }
-        if line.last() != Some(&b'\n') && line.len() > MAX_LINE {
-            // Skip the rest of the line without holding it, then go on.
-            loop {
-                let buf = r.fill_buf().await?;
-                if buf.is_empty() {
-                    return Ok(());
-                }
-                match buf.iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        r.consume(i + 1);
-                        break;
-                    }
-                    None => {
-                        let n = buf.len();
-                        r.consume(n);
-                    }
-                }
+        match within(
+            limits.request_timeout,
+            "a line",
+            read_line(&mut r, &mut line),
+        )
+        .await?
+        {
+            Line::End => return Ok(()),
+            Line::TooLong => {
+                w.write_all(format!("ERROR line longer than {MAX_LINE} bytes\n").as_bytes())
+                    .await?;
+                continue;
             }
-            w.write_all(format!("ERROR line longer than {MAX_LINE} bytes\n").as_bytes())
-                .await?;
-            continue;
+            Line::Whole => {}
+        }
+        if lamina_server::sniff::is_http(line.trim_ascii_end()) {
+            tracing::warn!(
+                "client port: {peer}: {}",
+                lamina_server::sniff::HTTP_REFUSED
+            );
+            return Ok(());
         }
         let text = line.trim_ascii();
         let reply = if let Some(arg) = text.strip_prefix(b"@leader") {
-            router.leader(arg, &mut conns).await
+            router.leader(arg).await
         } else if let Some((what, args)) = Admin::parse(text) {
             router.admin(what, args).await
         } else {
@@ -880,10 +1001,8 @@ async fn serve_client(stream: TcpStream, router: Arc<Router>) -> io::Result<()> 
                         };
                         router.write(k, op).await
                     }
-                    Ok(Command::Get(k)) => router.get(k, follower_reads, &mut conns).await,
-                    Ok(Command::Range(lo, hi)) => {
-                        router.range(lo, hi, follower_reads, &mut conns).await
-                    }
+                    Ok(Command::Get(k)) => router.get(k, follower_reads).await,
+                    Ok(Command::Range(lo, hi)) => router.range(lo, hi, follower_reads).await,
                     Ok(_) => "ERROR not supported in cluster mode\n".to_string(),
                 },
             }

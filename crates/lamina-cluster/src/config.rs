@@ -1,6 +1,8 @@
 //! The cluster file (TOML): the members and the Raft timing.
 //!
 //! ```toml
+//! secret_file = "cluster.secret"  # optional: authenticates members (see crate::auth)
+//!
 //! [[node]]
 //! id = 1
 //! raft = "127.0.0.1:7001"    # Raft RPCs between members
@@ -43,10 +45,11 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Secret;
 use crate::error::{ClusterError, Result};
 use crate::types::{LaminaNode, NodeId, ShardId};
 
@@ -174,6 +177,12 @@ const KEY_SPACE_END: i64 = i32::MAX as i64 + 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {
+    /// The file holding the secret every member shares (any bytes, at
+    /// least [`crate::auth::MIN_SECRET`]): with it, every Raft-port
+    /// connection is authenticated ([`crate::auth`]). Relative to the
+    /// cluster file's directory ([`ClusterConfig::load`] makes it so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_file: Option<PathBuf>,
     /// The members.
     pub node: Vec<NodeConfig>,
     /// Range shards; empty: one group of every node holds every key.
@@ -208,11 +217,21 @@ impl ClusterConfig {
         Ok(c)
     }
 
-    /// Reads a cluster file.
+    /// Reads a cluster file; a relative `secret_file` becomes relative to
+    /// the file's directory.
     pub fn load(path: &Path) -> Result<ClusterConfig> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ClusterError::io(format!("read {}", path.display()), e))?;
-        Self::parse(&text)
+        let mut c = Self::parse(&text)?;
+        if let (Some(secret), Some(dir)) = (&mut c.secret_file, path.parent()) {
+            *secret = dir.join(&*secret);
+        }
+        Ok(c)
+    }
+
+    /// The secret in `secret_file`, if the file names one.
+    pub fn secret(&self) -> Result<Option<Secret>> {
+        self.secret_file.as_deref().map(Secret::load).transpose()
     }
 
     /// Checks ids are non-zero and unique, the shards tile the key space

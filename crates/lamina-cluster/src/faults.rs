@@ -49,6 +49,7 @@ use rand::{Rng, SeedableRng};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::auth::Secret;
 use crate::config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming, Shard, ShardConfig};
 use crate::error::{ClusterError, Result};
 use crate::linearizability::{check_register, lost_writes, Kind, Op, Value, Verdict};
@@ -244,7 +245,24 @@ impl Cluster {
                 raft_listen: Some(listen),
             });
         }
+        // The members authenticate each other, as a real cluster's should
+        // (the proxy, holding the secret too, ends each side's handshake).
+        let secret_path = opts.dir.join("cluster.secret");
+        let mut secret = [0u8; 32];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut secret);
+        {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&secret_path)
+                .and_then(|mut f| f.write_all(&secret))
+                .map_err(|e| ClusterError::io(format!("write {}", secret_path.display()), e))?;
+        }
         let config = ClusterConfig {
+            secret_file: Some(PathBuf::from("cluster.secret")),
             node: nodes,
             shard,
             raft: opts.timing.clone(),
@@ -263,7 +281,7 @@ impl Cluster {
             config,
             config_path,
             members: Mutex::new(ids.iter().map(|&id| Member { id, child: None }).collect()),
-            proxy: Proxy::start(routes),
+            proxy: Proxy::start(routes, Some(Secret::new(&secret)?)),
             ids,
         };
         // Every member initializes the groups it is in (safe with the same
@@ -900,6 +918,7 @@ mod tests {
                 })
                 .collect();
             let config = ClusterConfig {
+                secret_file: None,
                 node,
                 shard: shard_map(n, 8),
                 raft: RaftTiming::default(),

@@ -1,10 +1,39 @@
-//! Entry point for fuzzing the Raft port's frame decoder (used by the
-//! `fuzz/` cargo-fuzz target `raft_frame` and by the corpus replay test).
-//! Whatever the bytes, it returns normally or fails an assertion about
-//! the decoder's own consistency; a panic elsewhere or a hang is a bug.
-//! Not part of the crate's API.
+//! Entry points for fuzzing the Raft port: its frame decoder and its
+//! handshake (used by the `fuzz/` cargo-fuzz targets `raft_frame` and
+//! `handshake` and by the corpus replay test). Whatever the bytes, each
+//! returns normally or fails an assertion about the code's own
+//! consistency; a panic elsewhere or a hang is a bug. Not part of the
+//! crate's API.
 
+use crate::auth::{self, Secret};
 use crate::network::{read_frame, write_frame, Envelope, RpcRequest};
+
+/// Runs both sides of the handshake ([`crate::auth`]) against `data` as
+/// what the other side sent: the server's side as if `data` came from a
+/// client, the client's as if from a server. Neither may pass: bytes
+/// chosen without the secret never carry a right MAC (the nonces are
+/// fresh each run). Returns how many bytes of `data` the server's side
+/// read (at most a nonce and a MAC).
+pub fn handshake(data: &[u8]) -> usize {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().build() else {
+        return 0;
+    };
+    let Ok(secret) = Secret::new(b"the fuzz target's own secret....") else {
+        return 0;
+    };
+    rt.block_on(async {
+        let mut input = data;
+        let mut server = tokio::io::join(&mut input, tokio::io::sink());
+        let served = auth::accept(&mut server, &secret).await;
+        assert!(served.is_err(), "a client without the secret passed");
+        let read = data.len() - input.len();
+        assert!(read <= auth::NONCE + auth::MAC, "read {read} bytes");
+        let mut client = tokio::io::join(data, tokio::io::sink());
+        let called = auth::connect(&mut client, &secret).await;
+        assert!(called.is_err(), "a server without the secret passed");
+        read
+    })
+}
 
 /// Decodes `data` as the byte stream of a Raft-port connection, frame
 /// after frame, as [`crate::network::serve_raft`] does, until the end or

@@ -29,6 +29,7 @@
 //! key to its shard and runs membership changes.
 //! `docs/cluster.md` says what is guaranteed and what is not yet done.
 
+pub mod auth;
 pub mod client;
 pub mod config;
 mod error;
@@ -45,6 +46,8 @@ pub mod types;
 
 pub use error::{ClusterError, Result};
 
+pub use auth::Secret;
 pub use config::{ClientPolicy, ClusterConfig, NodeConfig, RaftTiming};
+pub use network::PortLimits;
 pub use node::{run_until, ClusterNode, NodeOptions};
 pub use types::{LaminaNode, NodeId, Op, Request, Response, TypeConfig};

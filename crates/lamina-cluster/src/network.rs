@@ -1,18 +1,29 @@
 //! Raft RPCs over TCP: length-prefixed JSON frames on 127.0.0.1 (or any
 //! address in the cluster file).
 //!
-//! A frame is a big-endian `u32` length then that many bytes of JSON; a
-//! length over [`MAX_FRAME`] closes the connection. Each request is an
-//! [`Envelope`] naming the shard whose Raft group it is for; a member
-//! answers a request for a shard it does not serve with
-//! [`RpcReply::Refused`], never by handing it to another group. Each
-//! request gets one reply on the same connection, in order. A client keeps one connection
-//! per target and reconnects after any error; a malformed request closes
-//! the connection, it never panics the server.
+//! With a secret in the cluster file, every connection starts with the
+//! handshake of [`crate::auth`] (the server decodes no frame before it
+//! succeeds); without one, frames start at once. A frame is a big-endian
+//! `u32` length then that many bytes of JSON; a length over
+//! [`MAX_FRAME`] closes the connection, and so does a body that does not
+//! arrive whole within [`PortLimits::request_timeout`] of its length (its
+//! buffer grows as bytes arrive, so a length alone costs nothing). Each
+//! request is an [`Envelope`] naming the shard whose Raft group it is for;
+//! a member answers a request for a shard it does not serve with
+//! [`RpcReply::Refused`], never by handing it to another group, and so it
+//! answers a Raft RPC whose vote or log ids are absurd (see
+//! [`check_ids`]), which never reaches openraft. Each request gets one
+//! reply on the same connection, in order. A client keeps one connection
+//! per target, reconnects after any error, and after [`RAFT_IDLE_TIMEOUT`]
+//! / 2 unused (the server closes a connection idle for
+//! [`RAFT_IDLE_TIMEOUT`]); a malformed request closes the connection, it
+//! never panics the server. A member holds at most
+//! [`PortLimits::max_raft_connections`] connections on the port; one more
+//! is closed at once.
 
 use std::io;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -31,8 +42,9 @@ use tokio::task::JoinSet;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::auth::{self, Secret, HANDSHAKE_TIMEOUT};
 use crate::client::{leader_line, propose, read_local, Group, Read, ReadReply};
-use crate::types::{LaminaNode, NodeId, Request, ShardId, TypeConfig};
+use crate::types::{LaminaNode, LogId, NodeId, Request, ShardId, TypeConfig};
 
 /// Largest frame accepted or sent (snapshot chunks are configured well
 /// below it; JSON spends up to 4 bytes per byte of a chunk).
@@ -147,6 +159,18 @@ pub async fn read_raw_frame<R>(r: &mut R) -> io::Result<Option<Vec<u8>>>
 where
     R: AsyncReadExt + Unpin,
 {
+    match read_frame_len(r).await? {
+        Some(len) => read_frame_body(r, len).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Reads a frame's length; `Ok(None)` at a clean end of stream, an error
+/// past [`MAX_FRAME`].
+async fn read_frame_len<R>(r: &mut R) -> io::Result<Option<usize>>
+where
+    R: AsyncReadExt + Unpin,
+{
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
@@ -160,17 +184,34 @@ where
             format!("frame of {len} bytes over the limit"),
         ));
     }
-    // Grown as the bytes arrive, not allocated at the announced length: a
-    // peer announcing 32 MiB and sending nothing costs nothing.
+    Ok(Some(len))
+}
+
+/// Reads a frame's body of `len` bytes into a buffer grown as the bytes
+/// arrive, never past `len`, rather than allocated at the announced
+/// length: a peer announcing 32 MiB and sending nothing costs nothing.
+async fn read_frame_body<R>(r: &mut R, len: usize) -> io::Result<Vec<u8>>
+where
+    R: AsyncReadExt + Unpin,
+{
+    const FIRST: usize = 64 << 10;
     let mut body = Vec::new();
-    r.take(len as u64).read_to_end(&mut body).await?;
-    if body.len() < len {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("frame cut short: {} of {len} bytes", body.len()),
-        ));
+    while body.len() < len {
+        if body.len() == body.capacity() {
+            // Doubling, capped at the frame: amortized linear copying.
+            let want = (2 * body.capacity()).max(FIRST).min(len);
+            body.reserve_exact(want - body.len());
+        }
+        let room = body.capacity().min(len) - body.len();
+        let n = r.take(room as u64).read_buf(&mut body).await?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("frame cut short: {} of {len} bytes", body.len()),
+            ));
+        }
     }
-    Ok(Some(body))
+    Ok(body)
 }
 
 /// Writes one frame whose body is already encoded.
@@ -192,19 +233,111 @@ where
     w.flush().await
 }
 
+/// How long a Raft-port connection may stay unused before the server
+/// closes it (a client stops reusing one after half of it).
+pub const RAFT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Bounds on a member's client and Raft ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortLimits {
+    /// Open client connections at most; one more is answered
+    /// `ERROR too many connections` and closed.
+    pub max_client_connections: usize,
+    /// Open Raft-port connections at most (other members' Raft groups,
+    /// write batchers and reads, and handshakes in progress); one more is
+    /// closed at once. Separate from the clients' cap, so that clients
+    /// never take the connections replication needs.
+    pub max_raft_connections: usize,
+    /// A client connection that starts no line for this long is closed
+    /// (`None`: never).
+    pub idle_timeout: Option<Duration>,
+    /// A request begun must arrive whole within this: a client's line
+    /// from its first byte, a Raft frame's body from its length.
+    pub request_timeout: Duration,
+}
+
+impl Default for PortLimits {
+    fn default() -> Self {
+        PortLimits {
+            max_client_connections: 1024,
+            max_raft_connections: 256,
+            idle_timeout: Some(Duration::from_secs(300)),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Descriptors a member keeps for its own files (each database's tables,
+/// logs and manifest) and its connections to other members, beside the
+/// connection caps: [`clamp_to_descriptors`] leaves this many per Raft
+/// group the member is in, and [`BASE_RESERVE`] more.
+pub const GROUP_RESERVE: u64 = 512;
+/// Descriptors kept beside the per-group reserve ([`GROUP_RESERVE`]):
+/// the listeners, the standard streams, the runtime's own.
+pub const BASE_RESERVE: u64 = 64;
+
+/// Makes the two caps of `limits` fit `descriptors` (the soft
+/// `RLIMIT_NOFILE`; `None`: unlimited) after the reserve for a member of
+/// `groups` Raft groups, as Redis sizes `maxclients`: the Raft port keeps
+/// up to a quarter of what is left, the clients get the rest, each at
+/// least 16. Returns the warning to log when it had to lower them.
+pub fn clamp_to_descriptors(
+    limits: &mut PortLimits,
+    descriptors: Option<u64>,
+    groups: usize,
+) -> Option<String> {
+    let descriptors = descriptors?;
+    let reserve = BASE_RESERVE + GROUP_RESERVE * groups as u64;
+    let wanted = limits.max_client_connections as u64 + limits.max_raft_connections as u64;
+    if wanted + reserve <= descriptors {
+        return None;
+    }
+    let room = descriptors.saturating_sub(reserve);
+    let raft = (limits.max_raft_connections as u64).min(room / 4).max(16);
+    let clients = room.saturating_sub(raft).max(16);
+    let warning = format!(
+        "the descriptor limit is {descriptors}: {reserve} are kept for this member's files and peers, so the caps are {clients} client connections (asked: {}) and {raft} Raft connections (asked: {}); raise `ulimit -n` for more",
+        limits.max_client_connections, limits.max_raft_connections
+    );
+    limits.max_client_connections = usize::try_from(clients).unwrap_or(usize::MAX);
+    limits.max_raft_connections = usize::try_from(raft).unwrap_or(usize::MAX);
+    Some(warning)
+}
+
 /// Accepts connections on `listener` and serves each with `serve` until
-/// the task is aborted (which aborts every connection too); a failed accept
-/// is logged and retried after 50 ms. `what` names the port in logs.
-pub(crate) async fn accept_loop<F, Fut>(listener: TcpListener, what: &'static str, serve: F)
-where
+/// the task is aborted (which aborts every connection too), at most `cap`
+/// at once: one more goes to `refuse` (which may write a line) and is
+/// closed. A failed accept (out of descriptors, say) is logged and
+/// retried after 50 ms. `what` names the port in logs.
+pub(crate) async fn accept_loop<F, Fut, R, RFut>(
+    listener: TcpListener,
+    what: &'static str,
+    cap: usize,
+    serve: F,
+    refuse: R,
+) where
     F: Fn(TcpStream) -> Fut,
     Fut: std::future::Future<Output = io::Result<()>> + Send + 'static,
+    R: Fn(TcpStream) -> RFut,
+    RFut: std::future::Future<Output = ()> + Send + 'static,
 {
     let mut conns = JoinSet::new();
+    // Refusals are bounded by the same deadline as everything else and
+    // counted apart, so that a flood of them cannot grow without bound.
+    let mut refusals = JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 match accepted {
+                    Ok((stream, peer)) if conns.len() >= cap => {
+                        tracing::warn!("{what} port: {peer} refused, {cap} connections open (the cap)");
+                        if refusals.len() < cap {
+                            let refusal = refuse(stream);
+                            refusals.spawn(async move {
+                                let _ = tokio::time::timeout(Duration::from_secs(1), refusal).await;
+                            });
+                        }
+                    }
                     Ok((stream, _)) => {
                         let conn = serve(stream);
                         conns.spawn(async move {
@@ -220,7 +353,23 @@ where
                 }
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            Some(_) = refusals.join_next(), if !refusals.is_empty() => {}
         }
+    }
+}
+
+/// `fut`, or an error of kind `TimedOut` saying `what` after `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    what: &str,
+    fut: impl std::future::Future<Output = io::Result<T>>,
+) -> io::Result<T> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("{what} took over {} s", limit.as_secs_f64()),
+        )),
     }
 }
 
@@ -228,50 +377,181 @@ where
 pub type Groups = Arc<BTreeMap<ShardId, Group>>;
 
 /// Serves Raft RPCs from `listener` to the group of each request's shard
-/// until the task is aborted (which aborts every connection too).
-pub async fn serve_raft(listener: TcpListener, groups: Groups) {
-    accept_loop(listener, "raft", move |stream| {
-        serve_raft_conn(stream, groups.clone())
-    })
+/// until the task is aborted (which aborts every connection too): with a
+/// `secret`, only to peers that pass the handshake.
+pub async fn serve_raft(
+    listener: TcpListener,
+    groups: Groups,
+    secret: Option<Secret>,
+    limits: PortLimits,
+) {
+    let cap = limits.max_raft_connections;
+    accept_loop(
+        listener,
+        "raft",
+        cap,
+        move |stream| serve_raft_conn(stream, groups.clone(), secret.clone(), limits.clone()),
+        |stream| async move { drop(stream) },
+    )
     .await
 }
 
-async fn serve_raft_conn(mut stream: TcpStream, groups: Groups) -> io::Result<()> {
+async fn serve_raft_conn(
+    mut stream: TcpStream,
+    groups: Groups,
+    secret: Option<Secret>,
+    limits: PortLimits,
+) -> io::Result<()> {
     stream.set_nodelay(true)?;
-    while let Some(Envelope { shard, rpc }) =
-        read_frame::<_, Envelope<RpcRequest>>(&mut stream).await?
-    {
+    if let Some(secret) = &secret {
+        if let Err(e) = within(
+            HANDSHAKE_TIMEOUT,
+            "the handshake",
+            auth::accept(&mut stream, secret),
+        )
+        .await
+        {
+            let peer = stream
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            tracing::warn!("raft port: {peer} refused: {e}");
+            return Err(e);
+        }
+    }
+    loop {
+        let Some(len) = within(
+            RAFT_IDLE_TIMEOUT,
+            "an idle wait",
+            read_frame_len(&mut stream),
+        )
+        .await?
+        else {
+            return Ok(());
+        };
+        let body = within(
+            limits.request_timeout,
+            "a frame's body",
+            read_frame_body(&mut stream, len),
+        )
+        .await?;
+        let Envelope { shard, rpc } = serde_json::from_slice::<Envelope<RpcRequest>>(&body)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        drop(body);
         let reply = match groups.get(&shard) {
             None => RpcReply::Refused(format!("this member serves no shard {shard}")),
-            Some(g) => match rpc {
-                RpcRequest::Append(r) => RpcReply::Append(g.raft.append_entries(r).await),
-                RpcRequest::Vote(r) => RpcReply::Vote(g.raft.vote(r).await),
-                RpcRequest::Snapshot(r) => RpcReply::Snapshot(g.raft.install_snapshot(r).await),
-                RpcRequest::Forward { request, .. } => RpcReply::Forward(match g.check_running() {
-                    Ok(()) => propose(&g.raft, request).await,
-                    Err(line) => line,
-                }),
-                RpcRequest::Read { read, follower, .. } => {
-                    RpcReply::Read(read_local(g, &read, follower).await)
+            Some(g) => match check_ids(&rpc, g) {
+                Err(why) => {
+                    let peer = stream
+                        .peer_addr()
+                        .map(|a| a.to_string())
+                        .unwrap_or_default();
+                    tracing::warn!("raft port: {peer}: shard {shard}: {why}");
+                    RpcReply::Refused(why)
                 }
-                RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(g)),
+                Ok(()) => serve_rpc(g, rpc).await,
             },
         };
         write_frame(&mut stream, &reply).await?;
     }
-    Ok(())
+}
+
+/// The reply of group `g` to `rpc`.
+async fn serve_rpc(g: &Group, rpc: RpcRequest) -> RpcReply {
+    match rpc {
+        RpcRequest::Append(r) => RpcReply::Append(g.raft.append_entries(r).await),
+        RpcRequest::Vote(r) => RpcReply::Vote(g.raft.vote(r).await),
+        RpcRequest::Snapshot(r) => RpcReply::Snapshot(g.raft.install_snapshot(r).await),
+        RpcRequest::Forward { request, .. } => RpcReply::Forward(match g.check_running() {
+            Ok(()) => propose(&g.raft, request).await,
+            Err(line) => line,
+        }),
+        RpcRequest::Read { read, follower, .. } => {
+            RpcReply::Read(read_local(g, &read, follower).await)
+        }
+        RpcRequest::Leader { .. } => RpcReply::Leader(leader_line(g)),
+    }
+}
+
+/// Highest term a vote or log id may carry: no election ever reaches it
+/// (a term a second for 146 billion years), and openraft's `term + 1`
+/// stays far from overflowing.
+pub const MAX_TERM: u64 = 1 << 62;
+/// Highest log index an RPC may name, for the same reason (a million
+/// entries a second for 146,000 years). Not bounded by the member's own
+/// log: a new learner, at index 0, rightly gets a snapshot of a group
+/// billions of entries long.
+pub const MAX_INDEX: u64 = 1 << 62;
+/// How far above this member's own term (its vote's) an RPC's term may
+/// be: terms grow by one an election, so no honest member is 2^32
+/// elections ahead.
+pub const MAX_TERM_JUMP: u64 = 1 << 32;
+
+/// Checks every vote and log id of a Raft RPC against group `g`'s own
+/// term before openraft sees it: a term over [`MAX_TERM`] or more than
+/// [`MAX_TERM_JUMP`] above the member's own, an index over
+/// [`MAX_INDEX`], is refused with why. No honest member sends one; a
+/// forged one (`vote.term = 2^64 - 1`) would make openraft overflow
+/// `term + 1` at the next election and panic, at every restart too,
+/// since the vote is stored. Client requests carry no ids and pass.
+pub fn check_ids(rpc: &RpcRequest, g: &Group) -> std::result::Result<(), String> {
+    let term = g.raft.metrics().borrow().current_term;
+    let max_term = term.saturating_add(MAX_TERM_JUMP).min(MAX_TERM);
+    let check_term = |what: &str, t: u64| {
+        if t > max_term {
+            Err(format!(
+                "refused: {what} has term {t}, this member is at term {term}"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    let check_log_id = |what: &str, id: Option<&LogId>| match id {
+        None => Ok(()),
+        Some(id) if id.index > MAX_INDEX => Err(format!(
+            "refused: {what} has index {}, over {MAX_INDEX}",
+            id.index
+        )),
+        Some(id) => check_term(what, id.leader_id.term),
+    };
+    match rpc {
+        RpcRequest::Append(r) => {
+            check_term("the vote", r.vote.leader_id.term)?;
+            check_log_id("prev_log_id", r.prev_log_id.as_ref())?;
+            check_log_id("leader_commit", r.leader_commit.as_ref())?;
+            for e in &r.entries {
+                check_log_id("an entry", Some(&e.log_id))?;
+            }
+            Ok(())
+        }
+        RpcRequest::Vote(r) => {
+            check_term("the vote", r.vote.leader_id.term)?;
+            check_log_id("last_log_id", r.last_log_id.as_ref())
+        }
+        RpcRequest::Snapshot(r) => {
+            check_term("the vote", r.vote.leader_id.term)?;
+            check_log_id("the snapshot's last_log_id", r.meta.last_log_id.as_ref())?;
+            check_log_id(
+                "the snapshot's membership",
+                r.meta.last_membership.log_id().as_ref(),
+            )
+        }
+        RpcRequest::Forward { .. } | RpcRequest::Read { .. } | RpcRequest::Leader { .. } => Ok(()),
+    }
 }
 
 /// Makes the connections of one shard's Raft group to its members.
 #[derive(Clone)]
 pub struct Network {
     shard: ShardId,
+    secret: Option<Secret>,
 }
 
 impl Network {
-    /// The network of shard `shard`'s group.
-    pub fn new(shard: ShardId) -> Network {
-        Network { shard }
+    /// The network of shard `shard`'s group, authenticated with `secret`
+    /// when there is one.
+    pub fn new(shard: ShardId, secret: Option<Secret>) -> Network {
+        Network { shard, secret }
     }
 }
 
@@ -281,7 +561,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     async fn new_client(&mut self, target: NodeId, node: &LaminaNode) -> ShardConnection {
         ShardConnection {
             shard: self.shard,
-            conn: Connection::new(target, node.clone()),
+            conn: Connection::new(target, node.clone(), self.secret.clone()),
         }
     }
 }
@@ -293,20 +573,24 @@ pub struct ShardConnection {
     conn: Connection,
 }
 
-/// One member's RPC client: a connection made on first use and after
-/// every failure.
+/// One member's RPC client: a connection made (and authenticated, with a
+/// secret) on first use, after every failure, and after
+/// [`RAFT_IDLE_TIMEOUT`] / 2 unused, before the server may have closed it.
 pub struct Connection {
     target: NodeId,
     node: LaminaNode,
-    stream: Option<TcpStream>,
+    secret: Option<Secret>,
+    /// The stream and when its last RPC ended.
+    stream: Option<(TcpStream, Instant)>,
 }
 
 impl Connection {
     /// A client of member `target` at `node` (connected on first use).
-    pub(crate) fn new(target: NodeId, node: LaminaNode) -> Connection {
+    pub(crate) fn new(target: NodeId, node: LaminaNode, secret: Option<Secret>) -> Connection {
         Connection {
             target,
             node,
+            secret,
             stream: None,
         }
     }
@@ -330,16 +614,25 @@ impl Connection {
             Ok(r) => r,
             Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")),
         };
-        if res.is_err() {
+        match &mut self.stream {
             // The stream may hold half a frame: never reuse it.
-            self.stream = None;
+            _ if res.is_err() => self.stream = None,
+            Some((_, used)) => *used = Instant::now(),
+            None => {}
         }
         res
     }
 
     async fn call_inner(&mut self, req: &Envelope<&RpcRequest>) -> io::Result<RpcReply> {
+        if self
+            .stream
+            .as_ref()
+            .is_some_and(|(_, used)| used.elapsed() >= RAFT_IDLE_TIMEOUT / 2)
+        {
+            self.stream = None;
+        }
         let stream = match &mut self.stream {
-            Some(s) => s,
+            Some((s, _)) => s,
             None => {
                 let addr: SocketAddr = self.node.raft.parse().map_err(|e| {
                     io::Error::new(
@@ -347,9 +640,12 @@ impl Connection {
                         format!("{}: {e}", self.node.raft),
                     )
                 })?;
-                let s = TcpStream::connect(addr).await?;
+                let mut s = TcpStream::connect(addr).await?;
                 s.set_nodelay(true)?;
-                self.stream.insert(s)
+                if let Some(secret) = &self.secret {
+                    auth::connect(&mut s, secret).await?;
+                }
+                &mut self.stream.insert((s, Instant::now())).0
             }
         };
         write_frame(stream, req).await?;
@@ -443,6 +739,36 @@ impl RaftNetwork<TypeConfig> for ShardConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn caps_fit_the_descriptor_limit_after_the_reserve() {
+        let asked = PortLimits::default();
+        for (limit, groups) in [(None, 1), (Some(20_000), 1), (Some(1_000_000), 8)] {
+            let mut l = asked.clone();
+            assert_eq!(clamp_to_descriptors(&mut l, limit, groups), None);
+            assert_eq!(l, asked);
+        }
+        let mut l = asked.clone();
+        let warning = clamp_to_descriptors(&mut l, Some(1024), 1).unwrap();
+        let reserve = BASE_RESERVE + GROUP_RESERVE;
+        assert_eq!(
+            (l.max_client_connections + l.max_raft_connections) as u64,
+            1024 - reserve
+        );
+        assert!(l.max_raft_connections <= l.max_client_connections / 2);
+        for n in [
+            1024,
+            reserve,
+            l.max_client_connections as u64,
+            l.max_raft_connections as u64,
+        ] {
+            assert!(warning.contains(&n.to_string()), "{n}: {warning}");
+        }
+        // Nothing left after the reserve: 16 each, still with a warning.
+        let mut l = asked.clone();
+        assert!(clamp_to_descriptors(&mut l, Some(256), 4).is_some());
+        assert_eq!((l.max_client_connections, l.max_raft_connections), (16, 16));
+    }
 
     #[tokio::test]
     async fn frames_are_bounded_and_checked() {

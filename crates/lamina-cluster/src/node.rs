@@ -18,7 +18,7 @@ use crate::client::{
 };
 use crate::config::ClusterConfig;
 use crate::error::{ClusterError, Result};
-use crate::network::{serve_raft, Network};
+use crate::network::{serve_raft, Network, PortLimits};
 use crate::store::{LogStore, StateMachine};
 use crate::types::{NodeId, Raft, ShardId};
 
@@ -35,6 +35,8 @@ pub struct NodeOptions {
     /// Engine options of every database (their sync mode is forced to
     /// `always`).
     pub engine: Options,
+    /// Connection caps and deadlines of the client and Raft ports.
+    pub limits: PortLimits,
 }
 
 /// One of a member's Raft groups with its log.
@@ -113,6 +115,7 @@ impl ClusterNode {
         let shards = opts.cluster.shards();
         check_layout(&opts.cluster, &opts.dir)?;
         let config = Arc::new(opts.cluster.raft_config()?);
+        let secret = opts.cluster.secret()?;
         let mut groups = BTreeMap::new();
         let mut routes = BTreeMap::new();
         let mut batchers = Vec::new();
@@ -127,7 +130,7 @@ impl ClusterNode {
                 let raft = Raft::new(
                     opts.id,
                     config.clone(),
-                    Network::new(shard.id),
+                    Network::new(shard.id, secret.clone()),
                     log.clone(),
                     sm.clone(),
                 )
@@ -159,7 +162,7 @@ impl ClusterNode {
                 let remote = Arc::new(RemoteShard::new(opts.id, members));
                 (Place::Remote(remote.clone()), BatchTarget::Remote(remote))
             };
-            batchers.push(write_batcher(shard.id, target, queue));
+            batchers.push(write_batcher(shard.id, target, secret.clone(), queue));
             routes.insert(shard.id, Route { place, writes });
         }
         let primary = groups
@@ -174,10 +177,16 @@ impl ClusterNode {
             .iter()
             .map(|(id, g)| (*id, g.group.clone()))
             .collect();
-        tasks.push(tokio::spawn(serve_raft(raft_listener, Arc::new(served))));
+        tasks.push(tokio::spawn(serve_raft(
+            raft_listener,
+            Arc::new(served),
+            secret.clone(),
+            opts.limits.clone(),
+        )));
         tasks.push(tokio::spawn(serve_clients(
             client_listener,
-            Arc::new(Router::new(shards, routes, opts.cluster.members())),
+            Arc::new(Router::new(shards, routes, opts.cluster.members(), secret)),
+            opts.limits,
         )));
         Ok(ClusterNode {
             id: opts.id,

@@ -8,7 +8,9 @@
 //! link closes the connection instead of delivering a request, or instead
 //! of delivering the reply to one already delivered (the request took
 //! effect, the sender never hears so), and every later connection on it
-//! is closed at its first request until the link is healed.
+//! is closed at its first request until the link is healed. With the
+//! cluster's secret it ends each side's handshake itself ([`crate::auth`]:
+//! the server's to the sender, the client's to the member).
 
 use std::collections::HashSet;
 use std::io;
@@ -18,6 +20,7 @@ use parking_lot::RwLock;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+use crate::auth::{self, Secret};
 use crate::network::{accept_loop, read_raw_frame, write_raw_frame, Envelope, RpcRequest};
 use crate::types::NodeId;
 
@@ -33,16 +36,22 @@ pub struct Proxy {
 impl Proxy {
     /// Serves, for each `(member, listener, upstream)`, the connections
     /// to `listener` by forwarding them to `upstream` (the member's
-    /// `raft_listen` address).
-    pub fn start(routes: Vec<(NodeId, TcpListener, String)>) -> Proxy {
+    /// `raft_listen` address), authenticated with `secret` on both sides
+    /// when there is one.
+    pub fn start(routes: Vec<(NodeId, TcpListener, String)>, secret: Option<Secret>) -> Proxy {
         let cuts: Cuts = Arc::default();
         let tasks = routes
             .into_iter()
             .map(|(to, listener, upstream)| {
                 let cuts = cuts.clone();
-                tokio::spawn(accept_loop(listener, "proxy", move |down| {
-                    forward(down, to, upstream.clone(), cuts.clone())
-                }))
+                let secret = secret.clone();
+                tokio::spawn(accept_loop(
+                    listener,
+                    "proxy",
+                    usize::MAX,
+                    move |down| forward(down, to, upstream.clone(), cuts.clone(), secret.clone()),
+                    |down| async move { drop(down) },
+                ))
             })
             .collect();
         Proxy { cuts, tasks }
@@ -80,8 +89,17 @@ impl Drop for Proxy {
     }
 }
 
-async fn forward(mut down: TcpStream, to: NodeId, upstream: String, cuts: Cuts) -> io::Result<()> {
+async fn forward(
+    mut down: TcpStream,
+    to: NodeId,
+    upstream: String,
+    cuts: Cuts,
+    secret: Option<Secret>,
+) -> io::Result<()> {
     down.set_nodelay(true)?;
+    if let Some(secret) = &secret {
+        auth::accept(&mut down, secret).await?;
+    }
     let mut up: Option<TcpStream> = None;
     while let Some(req) = read_raw_frame(&mut down).await? {
         let from = serde_json::from_slice::<Envelope<RpcRequest>>(&req)
@@ -94,8 +112,11 @@ async fn forward(mut down: TcpStream, to: NodeId, upstream: String, cuts: Cuts) 
         let stream = match &mut up {
             Some(s) => s,
             None => {
-                let s = TcpStream::connect(&upstream).await?;
+                let mut s = TcpStream::connect(&upstream).await?;
                 s.set_nodelay(true)?;
+                if let Some(secret) = &secret {
+                    auth::connect(&mut s, secret).await?;
+                }
                 up.insert(s)
             }
         };

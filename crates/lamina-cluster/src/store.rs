@@ -26,6 +26,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use crate::error::{ClusterError, Result};
+use crate::network::{MAX_INDEX, MAX_TERM};
 use crate::snapshot::{pack_dir, sync_dir, unpack, SnapshotFile};
 use crate::types::{
     Entry, LogId, NodeId, Op, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
@@ -107,13 +108,43 @@ pub struct LogStore {
 
 impl LogStore {
     /// Opens (or creates) the log database at `dir`, the log of the group
-    /// whose state machine is `sm`.
+    /// whose state machine is `sm`. Refuses a log whose stored vote or log
+    /// ids have a term over [`MAX_TERM`] or an index over [`MAX_INDEX`]:
+    /// no election or append reaches them, and openraft would overflow
+    /// `term + 1` and panic at every start (a forged RPC stored them,
+    /// before [`crate::network::check_ids`] refused such RPCs).
     pub fn open(dir: &Path, opts: &Options, sm: &StateMachine) -> Result<LogStore> {
         let db = Db::open(dir, synced(opts))?;
-        Ok(LogStore {
+        let log = LogStore {
             db: Arc::new(db),
             durable: sm.shared.durable.subscribe(),
-        })
+        };
+        let vote: Option<Vote<NodeId>> = read_json(&log.db, KEY_VOTE, "vote")?;
+        let purged: Option<LogId> = read_json(&log.db, KEY_PURGED, "purged log id")?;
+        let last = log.last_entry_id()?;
+        let ids = [
+            ("the vote", vote.map(|v| (v.leader_id.term, 0))),
+            (
+                "the last purged log id",
+                purged.map(|l| (l.leader_id.term, l.index)),
+            ),
+            (
+                "the last log entry",
+                last.map(|l| (l.leader_id.term, l.index)),
+            ),
+        ];
+        for (what, id) in ids {
+            if let Some((term, index)) = id.filter(|&(t, i)| t > MAX_TERM || i > MAX_INDEX) {
+                return Err(ClusterError::Corrupt {
+                    what: "raft log",
+                    why: format!(
+                        "{what} in {} has term {term}, index {index}: beyond any real election or append (2^62), so it was forged or damaged, and openraft would panic on it. Move this member's directory away and add the member again from the leader (docs/cluster.md, \"A member whose Raft group stops\")",
+                        dir.display()
+                    ),
+                });
+            }
+        }
+        Ok(log)
     }
 
     /// The database, for shutdown bookkeeping.

@@ -14,7 +14,9 @@ use lamina::vfs::fault::{FaultFs, OpKind};
 use lamina::vfs::OsFs;
 
 use lamina_cluster::config::ShardConfig;
-use lamina_cluster::{ClusterConfig, ClusterNode, NodeConfig, NodeId, NodeOptions, RaftTiming};
+use lamina_cluster::{
+    ClusterConfig, ClusterNode, NodeConfig, NodeId, NodeOptions, PortLimits, RaftTiming, Secret,
+};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -27,11 +29,34 @@ struct Cluster {
     _tmp: tempfile::TempDir,
     root: PathBuf,
     config: ClusterConfig,
+    setup: Setup,
     nodes: BTreeMap<NodeId, Option<ClusterNode>>,
     /// Each member's file system: the real one, through a fault injector
     /// that passes everything until a test arms it.
     faults: BTreeMap<NodeId, FaultFs>,
 }
+
+/// How a test cluster runs, beyond its members, shards and timing.
+#[derive(Clone)]
+struct Setup {
+    /// The members share a secret (in `ROOT/cluster.secret`).
+    secure: bool,
+    limits: PortLimits,
+    forward_writes: bool,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            secure: true,
+            limits: PortLimits::default(),
+            forward_writes: false,
+        }
+    }
+}
+
+/// The secret of every secure test cluster.
+const SECRET: &[u8] = b"the test cluster's secret, 32 b.";
 
 impl Cluster {
     /// Binds two listeners per member on port 0, writes the cluster file
@@ -43,8 +68,23 @@ impl Cluster {
     /// Members `1..=n` on 127.0.0.1 with the shard map `shard`, started
     /// but not initialized.
     async fn launch(n: u64, shard: Vec<ShardConfig>, timing: RaftTiming) -> Cluster {
+        Self::launch_with(n, shard, timing, Setup::default()).await
+    }
+
+    /// [`Cluster::launch`] set up as `setup` says.
+    async fn launch_with(
+        n: u64,
+        shard: Vec<ShardConfig>,
+        timing: RaftTiming,
+        setup: Setup,
+    ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().to_path_buf();
+        let secret_file = setup.secure.then(|| {
+            let path = root.join("cluster.secret");
+            std::fs::write(&path, SECRET).unwrap();
+            path
+        });
         let mut listeners = BTreeMap::new();
         let mut members = Vec::new();
         for id in 1..=n {
@@ -59,19 +99,22 @@ impl Cluster {
             listeners.insert(id, (r, c));
         }
         let config = ClusterConfig {
+            secret_file,
             node: members,
             shard,
             raft: timing,
-            client: Default::default(),
+            client: lamina_cluster::ClientPolicy {
+                forward_writes: setup.forward_writes,
+            },
         };
         config.check().unwrap();
         let mut nodes = BTreeMap::new();
         let mut faults = BTreeMap::new();
         for (id, (r, c)) in listeners {
             let fault = FaultFs::new(Arc::new(OsFs));
-            let node = ClusterNode::start_with(faulty_opts(&root, &config, id, &fault), r, c)
-                .await
-                .unwrap();
+            let mut o = faulty_opts(&root, &config, id, &fault);
+            o.limits = setup.limits.clone();
+            let node = ClusterNode::start_with(o, r, c).await.unwrap();
             nodes.insert(id, Some(node));
             faults.insert(id, fault);
         }
@@ -79,6 +122,7 @@ impl Cluster {
             _tmp: tmp,
             root,
             config,
+            setup,
             nodes,
             faults,
         }
@@ -87,7 +131,12 @@ impl Cluster {
     /// As [`Cluster::start`], with only members `1..=voters` in the initial
     /// membership (the others run, outside the group, until added).
     async fn start_with_voters(n: u64, voters: u64, timing: RaftTiming) -> Cluster {
-        let c = Cluster::launch(n, Vec::new(), timing).await;
+        Self::start_with(n, voters, timing, Setup::default()).await
+    }
+
+    /// As [`Cluster::start_with_voters`], set up as `setup` says.
+    async fn start_with(n: u64, voters: u64, timing: RaftTiming, setup: Setup) -> Cluster {
+        let c = Cluster::launch_with(n, Vec::new(), timing, setup).await;
         let initial: BTreeMap<NodeId, lamina_cluster::LaminaNode> = c
             .config
             .members()
@@ -112,9 +161,9 @@ impl Cluster {
     }
 
     async fn restart(&mut self, id: NodeId) {
-        let node = ClusterNode::start(faulty_opts(&self.root, &self.config, id, &self.faults[&id]))
-            .await
-            .unwrap();
+        let mut o = faulty_opts(&self.root, &self.config, id, &self.faults[&id]);
+        o.limits = self.setup.limits.clone();
+        let node = ClusterNode::start(o).await.unwrap();
         self.nodes.insert(id, Some(node));
     }
 
@@ -155,6 +204,21 @@ impl Cluster {
         }
     }
 
+    /// A connection to member `id`'s Raft port, authenticated when the
+    /// cluster has a secret.
+    async fn raft_conn(&self, id: NodeId) -> TcpStream {
+        let mut s = TcpStream::connect(&self.config.member(id).unwrap().raft)
+            .await
+            .unwrap();
+        if self.setup.secure {
+            let secret = Secret::new(SECRET).unwrap();
+            lamina_cluster::auth::connect(&mut s, &secret)
+                .await
+                .unwrap();
+        }
+        s
+    }
+
     async fn shutdown(mut self) {
         let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
         for id in ids {
@@ -176,6 +240,7 @@ fn opts(root: &std::path::Path, config: &ClusterConfig, id: NodeId) -> NodeOptio
         cluster: config.clone(),
         dir: root.join(format!("node{id}")),
         engine,
+        limits: PortLimits::default(),
     }
 }
 
@@ -755,9 +820,7 @@ async fn two_shards_route_split_ranges_and_match_a_model() {
             use lamina_cluster::network::{
                 read_frame, write_frame, Envelope, RpcReply, RpcRequest,
             };
-            let mut s = TcpStream::connect(&cl.config.member(1).unwrap().raft)
-                .await
-                .unwrap();
+            let mut s = cl.raft_conn(1).await;
             for rpc in [
                 RpcRequest::Leader { from: 2 },
                 RpcRequest::Read {
@@ -947,9 +1010,7 @@ async fn a_member_whose_raft_core_died_refuses_requests() {
             use lamina_cluster::network::{
                 read_frame, write_frame, Envelope, RpcReply, RpcRequest,
             };
-            let mut s = TcpStream::connect(&cl.config.member(dead).unwrap().raft)
-                .await
-                .unwrap();
+            let mut s = cl.raft_conn(dead).await;
             let rpc = RpcRequest::Read {
                 from: leader,
                 read: lamina_cluster::client::Read::Range(0, 100),
@@ -1133,10 +1194,11 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
         let leader = cl.leader().await;
         let mut c = Client::connect(&cl.client_addr(leader)).await;
         write_all(&mut c, &mut model, 0..50, 9).await;
-        let raft_addr = cl.config.member(leader).unwrap().raft.clone();
 
+        // Every frame below comes from a peer that passed the handshake:
+        // the frame decoder behind authentication.
         // A shard the member does not serve: refused, the connection goes on.
-        let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+        let mut s = cl.raft_conn(leader).await;
         let rpc = RpcRequest::Leader { from: 2 };
         write_frame(&mut s, &Envelope { shard: 7, rpc })
             .await
@@ -1172,7 +1234,7 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
             ("binary", vec![0xff, 0xfe, 0x00, 0x80]),
         ];
         for (what, body) in frames {
-            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            let mut s = cl.raft_conn(leader).await;
             let mut frame = (body.len() as u32).to_be_bytes().to_vec();
             frame.extend_from_slice(&body);
             s.write_all(&frame).await.unwrap();
@@ -1187,7 +1249,7 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
         // limit and cut short holds no buffer of its size: 64 of them at
         // 32 MiB each cost the members far less than 64 * 32 MiB.
         for len in [u32::MAX, lamina_cluster::network::MAX_FRAME as u32 + 1] {
-            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            let mut s = cl.raft_conn(leader).await;
             s.write_all(&len.to_be_bytes()).await.unwrap();
             let mut rest = Vec::new();
             let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest)).await;
@@ -1196,7 +1258,7 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
         let base = rss_kib();
         let mut stalled = Vec::new();
         for _ in 0..64 {
-            let mut s = TcpStream::connect(&raft_addr).await.unwrap();
+            let mut s = cl.raft_conn(leader).await;
             s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
                 .await
                 .unwrap();
@@ -1289,4 +1351,453 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
     })
     .await
     .expect("test within 90 s");
+}
+
+/// Forged Raft RPCs with absurd terms and log indexes, each as one
+/// well-formed frame (about 200 bytes): the brick was an
+/// AppendEntries with `vote.term = 2^64 - 1`, after which the next
+/// election computed `term + 1` and every voter's core panicked, again at
+/// every restart (the vote is persisted).
+fn forged_rpcs(leader: NodeId) -> Vec<(&'static str, lamina_cluster::network::RpcRequest)> {
+    use lamina_cluster::network::RpcRequest;
+    use lamina_cluster::TypeConfig;
+    use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, SnapshotMeta, Vote};
+    let log_id = |term, index| LogId::new(CommittedLeaderId::new(term, leader), index);
+    let append = |vote, entries: Vec<Entry<TypeConfig>>, commit| {
+        RpcRequest::Append(AppendEntriesRequest::<TypeConfig> {
+            vote,
+            prev_log_id: None,
+            entries,
+            leader_commit: commit,
+        })
+    };
+    vec![
+        (
+            "AppendEntries of term 2^64-1",
+            append(Vote::new_committed(u64::MAX, leader), Vec::new(), None),
+        ),
+        (
+            "RequestVote of term 2^64-1",
+            RpcRequest::Vote(VoteRequest {
+                vote: Vote::new(u64::MAX, 99),
+                last_log_id: Some(log_id(u64::MAX, u64::MAX)),
+            }),
+        ),
+        (
+            "AppendEntries with an entry of term 2^64-1 at index 2^64-1",
+            append(
+                Vote::new_committed(1, leader),
+                vec![Entry::<TypeConfig> {
+                    log_id: log_id(u64::MAX, u64::MAX),
+                    payload: EntryPayload::Blank,
+                }],
+                None,
+            ),
+        ),
+        (
+            "AppendEntries committing index 2^63",
+            append(
+                Vote::new_committed(1, leader),
+                Vec::new(),
+                Some(log_id(1, 1 << 63)),
+            ),
+        ),
+        (
+            "InstallSnapshot of term 2^63",
+            RpcRequest::Snapshot(InstallSnapshotRequest::<TypeConfig> {
+                vote: Vote::new_committed(1 << 63, leader),
+                meta: SnapshotMeta {
+                    last_log_id: Some(log_id(1 << 63, 1 << 63)),
+                    last_membership: Default::default(),
+                    snapshot_id: "forged".into(),
+                },
+                offset: 0,
+                data: Vec::new(),
+                done: false,
+            }),
+        ),
+    ]
+}
+
+/// Sends every forged RPC to every member of an insecure cluster (no
+/// secret: the sanity check alone stands between the frames and
+/// openraft), then kills the leader: the two others elect a new one, it
+/// acknowledges writes, every acknowledged write reads back, and no
+/// member's term went anywhere near the forged ones. Each forged RPC got
+/// a refusal, none reached openraft. (Before the check: the cores
+/// panicked, `attempt to add with overflow` in openraft's election, and
+/// no leader was elected again.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn forged_terms_and_indexes_are_refused_and_the_cluster_lives_on() {
+    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply};
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let insecure = Setup {
+            secure: false,
+            ..Setup::default()
+        };
+        let mut cl = Cluster::start_with(3, 3, RaftTiming::default(), insecure).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..20, 12).await;
+        drop(c);
+        let mut replies = Vec::new();
+        for id in 1..=3 {
+            let mut s = cl.raft_conn(id).await;
+            for (what, rpc) in forged_rpcs(leader) {
+                write_frame(&mut s, &Envelope { shard: 0, rpc })
+                    .await
+                    .unwrap();
+                let reply: Option<RpcReply> = read_frame(&mut s).await.unwrap_or(None);
+                replies.push((id, what, reply));
+            }
+        }
+        // An election: the members that got the forged RPCs elect a leader.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cl.kill(leader).await;
+        let second = cl.leader().await;
+        assert_ne!(second, leader);
+        let mut c = Client::connect(&cl.client_addr(second)).await;
+        write_all(&mut c, &mut model, 20..40, 13).await;
+        check_reads(&mut c, &model, -5..45).await;
+        for id in (1..=3).filter(|&i| i != leader) {
+            let term = cl.node(id).raft().metrics().borrow().current_term;
+            assert!(term < 1 << 32, "member {id} is at term {term}");
+        }
+        for (id, what, reply) in &replies {
+            assert!(
+                matches!(reply, Some(RpcReply::Refused(why)) if why.starts_with("refused: ")),
+                "member {id}, {what}: {reply:?}"
+            );
+        }
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// A cluster with a secret: the forged RPCs, sent without the handshake,
+/// get the 32-byte challenge and a closed connection, and so does a peer
+/// with another secret, and one that answers nothing (within the
+/// handshake's 5 s); a peer with the secret is served. Then the leader
+/// is killed and the others elect a new one that acknowledges writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unauthenticated_peers_get_nothing_but_a_closed_connection() {
+    use lamina_cluster::auth::{self, HANDSHAKE_TIMEOUT, NONCE};
+    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply, RpcRequest};
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut cl = Cluster::start(3, RaftTiming::default()).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 0..20, 14).await;
+        drop(c);
+        // A peer that answers nothing is closed by the handshake's deadline.
+        let addr = cl.config.member(leader).unwrap().raft.clone();
+        let silent = tokio::spawn(async move {
+            let mut s = TcpStream::connect(&addr).await.unwrap();
+            let started = Instant::now();
+            let mut got = Vec::new();
+            let r = s.read_to_end(&mut got).await;
+            (started.elapsed(), got.len(), r.is_ok())
+        });
+        for id in 1..=3 {
+            let addr = &cl.config.member(id).unwrap().raft;
+            for (what, rpc) in forged_rpcs(leader) {
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                write_frame(&mut s, &Envelope { shard: 0, rpc })
+                    .await
+                    .unwrap();
+                let mut got = Vec::new();
+                let r = tokio::time::timeout(WAIT, s.read_to_end(&mut got))
+                    .await
+                    .expect("closed in time");
+                // The challenge, then the end (or a reset: the member
+                // closed with the frame unread).
+                assert!(
+                    got.len() <= NONCE,
+                    "member {id}, {what}: {} bytes",
+                    got.len()
+                );
+                assert!(
+                    r.is_err() || got.len() == NONCE,
+                    "member {id}, {what}: {r:?}"
+                );
+            }
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let wrong = Secret::new(b"another secret, also 32 bytes ..").unwrap();
+            let e = auth::connect(&mut s, &wrong).await.unwrap_err();
+            assert!(
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+                ),
+                "member {id}: {e}"
+            );
+        }
+        let mut s = cl.raft_conn(leader).await;
+        write_frame(
+            &mut s,
+            &Envelope {
+                shard: 0,
+                rpc: RpcRequest::Leader { from: 2 },
+            },
+        )
+        .await
+        .unwrap();
+        let reply: RpcReply = read_frame(&mut s).await.unwrap().unwrap();
+        assert!(
+            matches!(&reply, RpcReply::Leader(l) if l.starts_with(&format!("LEADER {leader} "))),
+            "{reply:?}"
+        );
+        drop(s);
+        let (took, got, clean) = silent.await.unwrap();
+        assert_eq!((got, clean), (NONCE, true));
+        assert!(
+            took >= HANDSHAKE_TIMEOUT - Duration::from_millis(500) && took < WAIT,
+            "a silent peer was closed after {took:?}"
+        );
+
+        cl.kill(leader).await;
+        let second = cl.leader().await;
+        let mut c = Client::connect(&cl.client_addr(second)).await;
+        write_all(&mut c, &mut model, 20..40, 15).await;
+        check_reads(&mut c, &model, -5..45).await;
+        for id in (1..=3).filter(|&i| i != leader) {
+            let term = cl.node(id).raft().metrics().borrow().current_term;
+            assert!(term < 100, "member {id} is at term {term}");
+        }
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// A member whose stored vote has an absurd term (what a forged RPC left
+/// before the check) refuses to start, naming the directory and the way
+/// out, instead of starting openraft to panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_with_a_forged_stored_vote_refuses_to_start() {
+    use openraft::storage::RaftLogStorage;
+    let tmp = tempfile::tempdir().unwrap();
+    let r = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let c = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = ClusterConfig::parse(&format!(
+        "[[node]]\nid = 1\nraft = \"{}\"\nclient = \"{}\"\n",
+        r.local_addr().unwrap(),
+        c.local_addr().unwrap()
+    ))
+    .unwrap();
+    let o = opts(tmp.path(), &config, 1);
+    {
+        let sm = lamina_cluster::store::StateMachine::open(&o.dir, &o.engine).unwrap();
+        let mut log =
+            lamina_cluster::store::LogStore::open(&o.dir.join("raft-log"), &o.engine, &sm).unwrap();
+        log.save_vote(&openraft::Vote::new_committed(u64::MAX, 2))
+            .await
+            .unwrap();
+    }
+    let err = match ClusterNode::start_with(o, r, c).await {
+        Ok(_) => panic!("a member with a vote of term 2^64-1 started"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(&format!(
+            "{}",
+            tmp.path().join("node1").join("raft-log").display()
+        )) && err.contains(&u64::MAX.to_string())
+            && err.contains("docs/cluster.md"),
+        "{err}"
+    );
+}
+
+/// What a web page can make a browser send to 127.0.0.1 without a
+/// preflight: a `text/plain` POST whose body is DSL lines. The leader's
+/// client port closes the connection at the request line and executes
+/// nothing: the key is not stored and member 2 is still a voter. (Before:
+/// each header line got an `ERROR`, then `p 1 1` and `@remove 2` both
+/// answered `OK`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_http_post_on_the_client_port_executes_nothing() {
+    use tokio::io::AsyncReadExt;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let cl = Cluster::start(3, RaftTiming::default()).await;
+        let leader = cl.leader().await;
+        let addr = cl.client_addr(leader);
+        let body = "p 1 1\n@remove 2\n";
+        for first in ["POST / HTTP/1.1", "PUT /x HTTP/1.1", "Host: 127.0.0.1"] {
+            let request = format!(
+                "{first}\r\nHost: {addr}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let mut s = TcpStream::connect(&addr).await.unwrap();
+            s.write_all(request.as_bytes()).await.unwrap();
+            let mut got = Vec::new();
+            let r = tokio::time::timeout(WAIT, s.read_to_end(&mut got))
+                .await
+                .expect("closed in time");
+            assert!(
+                got.is_empty(),
+                "{first}: {:?} ({r:?})",
+                String::from_utf8_lossy(&got)
+            );
+        }
+        let mut c = Client::connect(&addr).await;
+        assert_eq!(c.call("g 1").await, "");
+        assert_eq!(voters(cl.node(leader)), [1, 2, 3].into());
+        // A client of the protocol is served as before.
+        assert_eq!(c.call("p 1 2").await, "OK");
+        assert_eq!(c.call("g 1").await, "2");
+        drop(c);
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
+}
+
+/// Caps and deadlines on a member's two ports, set small: a leader whose
+/// client port is full answers one more client `ERROR too many
+/// connections` and closes it, while a follower still gets its forwarded
+/// writes acknowledged (the Raft port has its own cap); idle clients are
+/// closed after the idle time-out, a line begun and not finished after
+/// the request time-out, and so is a Raft frame whose body stalls (a
+/// 32 MiB frame's length and 4 KiB of it); a Raft port over its cap
+/// closes the next connection without a challenge. Afterwards the
+/// leader is served again and every acknowledged write reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn full_ports_refuse_the_next_connection_and_deadlines_close_stalled_ones() {
+    use lamina_cluster::auth::NONCE;
+    use tokio::io::AsyncReadExt;
+    const CAP: usize = 8;
+    const RAFT_CAP: usize = 12;
+    const IDLE: Duration = Duration::from_secs(3);
+    const REQUEST: Duration = Duration::from_secs(2);
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let setup = Setup {
+            secure: true,
+            limits: PortLimits {
+                max_client_connections: CAP,
+                max_raft_connections: RAFT_CAP,
+                idle_timeout: Some(IDLE),
+                request_timeout: REQUEST,
+            },
+            forward_writes: true,
+        };
+        let cl = Cluster::start_with(3, 3, RaftTiming::default(), setup).await;
+        let mut model = Model::new();
+        let leader = cl.leader().await;
+        let follower = (1..=3).find(|&i| i != leader).unwrap();
+
+        // The leader's client port, full of idle clients.
+        let mut idle = Vec::new();
+        for _ in 0..CAP {
+            let mut c = Client::connect(&cl.client_addr(leader)).await;
+            assert_eq!(c.call("@sync").await, "@sync");
+            idle.push(c);
+        }
+        let idle_since = Instant::now();
+        let mut over = Client::connect(&cl.client_addr(leader)).await;
+        let mut line = String::new();
+        over.r.read_line(&mut line).await.unwrap();
+        assert_eq!(line, "ERROR too many connections\n");
+        assert_eq!(over.r.read_line(&mut line).await.unwrap(), 0);
+        // Writes through a follower still commit: it forwards them over
+        // the Raft port.
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        write_all(&mut f, &mut model, 0..10, 16).await;
+
+        // The idle clients are closed after the idle time-out.
+        for mut c in idle {
+            let mut l = String::new();
+            let n = tokio::time::timeout(WAIT, c.r.read_line(&mut l))
+                .await
+                .expect("closed in time");
+            assert!(matches!(n, Ok(0) | Err(_)), "{n:?} {l:?}");
+        }
+        let waited = idle_since.elapsed();
+        assert!(
+            waited >= IDLE - Duration::from_millis(500),
+            "closed after {waited:?}"
+        );
+
+        // A line begun and never finished: closed after the request
+        // time-out, although bytes keep coming (slowly).
+        let mut slow = TcpStream::connect(cl.client_addr(leader)).await.unwrap();
+        let started = Instant::now();
+        let mut closed = false;
+        for _ in 0..40 {
+            if slow.write_all(b"7").await.is_err() {
+                closed = true;
+                break;
+            }
+            let mut b = [0u8; 1];
+            if let Ok(n) = tokio::time::timeout(Duration::from_millis(250), slow.read(&mut b)).await
+            {
+                assert!(!matches!(n, Ok(1..)), "a reply to half a line");
+                closed = true;
+                break;
+            }
+        }
+        let took = started.elapsed();
+        assert!(closed, "a half line held for {took:?}");
+        assert!(
+            took >= REQUEST - Duration::from_millis(500),
+            "closed after {took:?}"
+        );
+
+        // A Raft frame whose body stalls: closed after the request
+        // time-out, its buffer with it.
+        let mut s = cl.raft_conn(leader).await;
+        s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
+            .await
+            .unwrap();
+        s.write_all(&[b'['; 4096]).await.unwrap();
+        let started = Instant::now();
+        let mut rest = Vec::new();
+        let n = tokio::time::timeout(WAIT, s.read_to_end(&mut rest))
+            .await
+            .expect("closed in time");
+        let took = started.elapsed();
+        assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+        assert!(
+            took >= REQUEST - Duration::from_millis(500),
+            "closed after {took:?}"
+        );
+
+        // The Raft port over its cap: the next connections get no
+        // challenge, only a closed connection.
+        let raft = cl.config.member(leader).unwrap().raft.clone();
+        let mut held = Vec::new();
+        let mut refused = 0;
+        for _ in 0..RAFT_CAP + 4 {
+            let mut s = TcpStream::connect(&raft).await.unwrap();
+            let mut challenge = [0u8; NONCE];
+            match tokio::time::timeout(WAIT, s.read_exact(&mut challenge))
+                .await
+                .expect("an answer in time")
+            {
+                Ok(_) => held.push(s),
+                Err(_) => refused += 1,
+            }
+        }
+        assert!(refused >= 4, "{refused} refused, {} held", held.len());
+        assert!(held.len() <= RAFT_CAP);
+        drop(held);
+
+        // The leader serves clients again, and everything is there (the
+        // follower's client, idle meanwhile, was closed too).
+        let mut c = Client::connect(&cl.client_addr(leader)).await;
+        write_all(&mut c, &mut model, 10..20, 17).await;
+        let mut f = Client::connect(&cl.client_addr(follower)).await;
+        write_all(&mut f, &mut model, 20..30, 18).await;
+        check_reads(&mut c, &model, -5..35).await;
+        drop((c, f));
+        cl.shutdown().await;
+    })
+    .await
+    .expect("test within 60 s");
 }
