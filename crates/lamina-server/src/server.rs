@@ -86,8 +86,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Connections being served, for the cap and for shutdown.
 #[derive(Default)]
 struct Connections {
-    /// Open sockets by id, shut down to unblock their threads on shutdown.
-    sockets: Mutex<HashMap<u64, TcpStream>>,
+    /// Open sockets by id, shared with their threads (one descriptor per
+    /// connection), shut down to unblock the threads on shutdown.
+    sockets: Mutex<HashMap<u64, Arc<TcpStream>>>,
     done: Condvar,
 }
 
@@ -266,17 +267,10 @@ impl Server {
                 continue;
             }
             let id = next_id.fetch_add(1, Ordering::Relaxed);
-            match stream.try_clone() {
-                Ok(clone) => {
-                    lock(&conns.sockets).insert(id, clone);
-                    // Counted closed by its `Registered` guard.
-                    count(ServerCounters::accepted);
-                }
-                Err(e) => {
-                    tracing::error!("cannot register connection: {e}");
-                    continue;
-                }
-            }
+            let stream = Arc::new(stream);
+            lock(&conns.sockets).insert(id, Arc::clone(&stream));
+            // Counted closed by its `Registered` guard.
+            count(ServerCounters::accepted);
             // The registry is checked after insertion so a shutdown that raced
             // with this accept still closes the new connection.
             if self.shutdown.is_triggered() {
@@ -302,16 +296,16 @@ impl Server {
                         Service::Spatial(ds) => serve_spatial_connection(ds, &stream, &config),
                         Service::Resp(state) => serve_resp_connection(state, &stream, &config),
                     };
+                    // The socket closes once the registry lets go of it too.
+                    drop(stream);
                     // The db reference goes before the thread counts as done.
                     drop(service);
                     drop(registered);
                 });
             if let Err(e) = spawned {
+                // The closure, its socket and its guard are dropped with the
+                // error: the guard gives the registry's place back.
                 tracing::error!("cannot spawn connection thread: {e}");
-                if let Some(s) = lock(&conns.sockets).get(&id) {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-                conns.remove(id);
             }
         }
         conns.close_all(SHUTDOWN_GRACE);
@@ -320,8 +314,8 @@ impl Server {
 }
 
 /// A connection's place in the registry, given up when its thread ends,
-/// even by a panic: the registry's copy of the socket would otherwise keep
-/// the client waiting for replies that never come.
+/// even by a panic: the registry's share of the socket would otherwise
+/// keep it open, the client waiting for replies that never come.
 struct Registered {
     registry: Arc<Connections>,
     id: u64,
