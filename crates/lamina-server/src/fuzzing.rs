@@ -12,7 +12,7 @@ use lamina::{Db, Options};
 use crate::exec::{Control, Mode, Session};
 use crate::lines::{Line, LineReader};
 use crate::parse::{parse_line, Command};
-use crate::resp::{parse_request, Request, RequestParser};
+use crate::resp::{parse_request, Args, Request, RequestParser};
 
 /// Line limit of the fuzzed command loop: short, so over-long lines are
 /// cheap to produce.
@@ -90,10 +90,18 @@ pub fn resp(data: &[u8]) {
             encoded.extend_from_slice(a);
             encoded.extend_from_slice(b"\r\n");
         }
-        let parsed = parse_request(&encoded);
+        let parsed = parse_request(&encoded).map(|(r, used)| match r {
+            Request::Command(again) => (Some(owned(&again, &encoded)), used),
+            Request::Incomplete => (None, used),
+        });
         // An empty command encodes as `*0`, which parses as the same.
-        assert_eq!(parsed, Ok((Request::Command(args), encoded.len())));
+        assert_eq!(parsed, Ok((Some(args), encoded.len())));
     }
+}
+
+/// A parsed command's arguments, copied out of the buffer it was parsed from.
+fn owned(args: &Args, buf: &[u8]) -> Vec<Vec<u8>> {
+    args.resolve(buf).into_iter().map(<[u8]>::to_vec).collect()
 }
 
 /// The commands and the error of `data` arriving `piece` bytes at a time.
@@ -108,7 +116,7 @@ fn resp_stream(data: &[u8], piece: usize) -> RespStream {
             match parser.parse(&data[start..end]) {
                 Ok((Request::Incomplete, _)) => break,
                 Ok((Request::Command(args), used)) => {
-                    commands.push(args);
+                    commands.push(owned(&args, &data[start..end]));
                     start += used;
                 }
                 Err(e) => return (commands, Some(e)),

@@ -31,6 +31,7 @@ pub mod fuzzing;
 pub mod lines;
 pub mod metrics;
 pub mod parse;
+pub mod request_budget;
 pub mod resp;
 pub mod server;
 pub mod sniff;

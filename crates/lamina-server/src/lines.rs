@@ -5,6 +5,7 @@
 //! its bytes are discarded up to the next newline and it is reported once, as
 //! [`Line::TooLong`], in its place in the stream.
 
+use std::collections::TryReserveError;
 use std::io::{self, Read};
 
 /// Default size of one read.
@@ -39,6 +40,9 @@ pub struct LineReader {
     read_size: usize,
     /// Inside an over-long line: drop bytes until the next newline.
     discarding: bool,
+    /// Capacity kept for the unfinished item at the buffer's start
+    /// ([`LineReader::reserve`]; 0: none).
+    reserved: usize,
 }
 
 impl Default for LineReader {
@@ -60,17 +64,14 @@ impl LineReader {
             read_chunk: read_chunk.max(1),
             read_size: FIRST_READ.min(read_chunk.max(1)),
             discarding: false,
+            reserved: 0,
         }
     }
 
     /// Reads once from `r` into the buffer. Returns the number of bytes read;
     /// 0 means end of input. Unconsumed bytes are kept.
     pub fn fill<R: Read + ?Sized>(&mut self, r: &mut R) -> io::Result<usize> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
+        self.compact();
         let want = self.end + self.read_size;
         if self.buf.len() < want {
             self.buf.resize(want, 0);
@@ -88,12 +89,40 @@ impl LineReader {
     /// partial line): for a connection gone idle, whose next read may be
     /// far off. The next [`LineReader::fill`] allocates again.
     pub fn release(&mut self) {
-        self.buf.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
+        self.compact();
         self.buf.truncate(self.end);
-        self.buf.shrink_to_fit();
+        // A reservation is kept: its untouched part costs no memory, and
+        // growing back would copy what arrived.
+        self.buf.shrink_to(self.reserved);
         self.read_size = FIRST_READ.min(self.read_chunk);
+    }
+
+    /// Moves the unconsumed bytes to the buffer's start.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+    }
+
+    /// Makes room at once for the unconsumed bytes to grow to `total`
+    /// (and a read beyond): for an item whose length is announced before
+    /// it arrives, a Redis bulk string. The buffer then grows in one step
+    /// rather than doubling as the bytes come, each doubling a copy and
+    /// the allocator perhaps keeping the old buffer resident (an
+    /// unfinished 56 MiB request cost twice its size); the room is touched,
+    /// and costs memory, only as the bytes arrive. Kept until the next
+    /// [`LineReader::consume`].
+    pub fn reserve(&mut self, total: usize) -> Result<(), TryReserveError> {
+        let room = total.saturating_add(self.read_chunk);
+        if room > self.buf.capacity() {
+            self.compact();
+            self.buf.truncate(self.end);
+            self.buf.try_reserve_exact(room - self.end)?;
+        }
+        self.reserved = room;
+        Ok(())
     }
 
     /// The bytes read and not yet consumed, for a parser of another
@@ -105,6 +134,7 @@ impl LineReader {
     /// Marks the first `n` buffered bytes consumed.
     pub fn consume(&mut self, n: usize) {
         self.start = self.start.saturating_add(n).min(self.end);
+        self.reserved = 0;
     }
 
     /// The next complete line, if one is buffered.

@@ -39,7 +39,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lamina::{Db, WriteBatch};
@@ -47,7 +47,7 @@ use lamina::{Db, WriteBatch};
 use crate::exec::STREAM_CHUNK;
 use crate::lines::{LineReader, READ_CHUNK};
 use crate::metrics::Protocol;
-use crate::stream::{ConnectionConfig, IdleClock};
+use crate::stream::{close_after, ConnectionConfig, IdleClock};
 
 /// Largest request (one command and its arguments), bytes.
 pub const MAX_REQUEST: usize = 64 << 20;
@@ -118,9 +118,34 @@ impl Cursors {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request {
     /// A command and its arguments.
-    Command(Vec<Vec<u8>>),
+    Command(Args),
     /// More bytes are needed.
     Incomplete,
+}
+
+/// A command's arguments, by where they lie: a RESP array's bulk strings
+/// as ranges of the buffer the request was parsed from (read in place, not
+/// copied: a request costs its size once), an inline command's words as
+/// ranges of bytes of their own (unquoted, unescaped; an inline command is
+/// at most 64 KiB).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Args {
+    spans: Vec<Range<usize>>,
+    /// The words of an inline command, which `spans` index (`None`: they
+    /// index the parsed buffer).
+    words: Option<Vec<u8>>,
+}
+
+impl Args {
+    /// The arguments, given the buffer the request was parsed from (its
+    /// bytes from the request's first).
+    pub fn resolve<'a>(&'a self, buf: &'a [u8]) -> Vec<&'a [u8]> {
+        let source = self.words.as_deref().unwrap_or(buf);
+        self.spans
+            .iter()
+            .map(|r| source.get(r.clone()).unwrap_or_default())
+            .collect()
+    }
 }
 
 /// Parses one request from the front of `buf`: the request and the bytes it
@@ -139,10 +164,13 @@ pub fn parse_request(buf: &[u8]) -> Result<(Request, usize), String> {
 pub struct RequestParser {
     /// Arguments the `*N` header announced (0: no header read yet).
     announced: usize,
-    /// The arguments read so far.
-    args: Vec<Vec<u8>>,
+    /// The arguments read so far, as ranges of the buffer.
+    args: Vec<Range<usize>>,
     /// Where the next argument starts in the buffer.
     pos: usize,
+    /// The bytes the request needs at least, from its start, as far as
+    /// the bulk string being read announced (0: not known).
+    awaited: usize,
 }
 
 impl RequestParser {
@@ -151,11 +179,20 @@ impl RequestParser {
     /// [`Request::Command`] or an error (the bytes used are consumed only
     /// then). The request and the bytes it used, or a protocol error.
     pub fn parse(&mut self, buf: &[u8]) -> Result<(Request, usize), String> {
+        self.awaited = 0;
         let parsed = self.resume(buf);
         if !matches!(parsed, Ok((Request::Incomplete, _))) {
             *self = RequestParser::default();
         }
         parsed
+    }
+
+    /// After [`Request::Incomplete`]: how long the request will be at
+    /// least, from its first byte, as the length of the bulk string it is
+    /// in the middle of says (0 when no length is pending), so the reader
+    /// can make room for it at once.
+    pub fn awaited(&self) -> usize {
+        self.awaited
     }
 
     fn resume(&mut self, buf: &[u8]) -> Result<(Request, usize), String> {
@@ -171,7 +208,7 @@ impl RequestParser {
             };
             if count <= 0 {
                 // `*0` and `*-1` are empty requests Redis skips.
-                return Ok((Request::Command(Vec::new()), pos));
+                return Ok((Request::Command(Args::default()), pos));
             }
             let count =
                 usize::try_from(count).map_err(|_| "invalid multibulk length".to_string())?;
@@ -200,15 +237,20 @@ impl RequestParser {
                 .ok_or_else(|| "invalid bulk length".to_string())?;
             let end = at + len;
             if buf.len() < end + 2 {
+                self.awaited = end + 2;
                 return Ok((Request::Incomplete, 0));
             }
             if &buf[end..end + 2] != b"\r\n" {
                 return Err("bulk string not terminated by CRLF".into());
             }
-            self.args.push(buf[at..end].to_vec());
+            self.args.push(at..end);
             self.pos = end + 2;
         }
-        Ok((Request::Command(std::mem::take(&mut self.args)), self.pos))
+        let args = Args {
+            spans: std::mem::take(&mut self.args),
+            words: None,
+        };
+        Ok((Request::Command(args), self.pos))
     }
 }
 
@@ -240,14 +282,15 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
         return Ok((Request::Incomplete, 0));
     };
     let line = buf[..nl].strip_suffix(b"\r").unwrap_or(&buf[..nl]);
-    let mut args = Vec::new();
+    let mut words = Vec::new();
+    let mut spans = Vec::new();
     let mut i = 0;
     while i < line.len() {
         if line[i].is_ascii_whitespace() {
             i += 1;
             continue;
         }
-        let mut word = Vec::new();
+        let start = words.len();
         match line[i] {
             q @ (b'"' | b'\'') => {
                 i += 1;
@@ -264,7 +307,7 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
                             return Err("unbalanced quotes in request".into());
                         };
                         i += 1;
-                        word.push(match e {
+                        words.push(match e {
                             b'n' => b'\n',
                             b'r' => b'\r',
                             b't' => b'\t',
@@ -280,7 +323,7 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
                             other => other,
                         });
                     } else {
-                        word.push(b);
+                        words.push(b);
                     }
                 }
                 if line.get(i).is_some_and(|b| !b.is_ascii_whitespace()) {
@@ -289,13 +332,17 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
             }
             _ => {
                 while i < line.len() && !line[i].is_ascii_whitespace() {
-                    word.push(line[i]);
+                    words.push(line[i]);
                     i += 1;
                 }
             }
         }
-        args.push(word);
+        spans.push(start..words.len());
     }
+    let args = Args {
+        spans,
+        words: Some(words),
+    };
     Ok((Request::Command(args), nl + 1))
 }
 
@@ -463,12 +510,12 @@ impl Pending {
         self.replies = 0;
     }
 
-    fn gather(&mut self, out: &mut Vec<u8>, pairs: &[Vec<u8>]) {
+    fn gather(&mut self, out: &mut Vec<u8>, pairs: &[&[u8]]) {
         if self.replies == 0 {
             self.replies_from = out.len();
         }
         for kv in pairs.chunks_exact(2) {
-            self.batch.put(&kv[0], &kv[1]);
+            self.batch.put(kv[0], kv[1]);
         }
         self.replies += 1;
         simple(out, "OK");
@@ -487,7 +534,7 @@ pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
 pub fn execute(
     state: &RespState,
     pending: &mut Pending,
-    args: &[Vec<u8>],
+    args: &[&[u8]],
     out: &mut Vec<u8>,
     sink: &mut Sink<'_>,
 ) -> io::Result<(After, bool)> {
@@ -522,7 +569,7 @@ pub fn execute(
 /// of any size takes bounded memory. A key whose read fails gets an error
 /// element where its value would be (RESP2 allows errors in arrays): the
 /// array's start is already sent.
-fn mget(db: &Db, keys: &[Vec<u8>], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io::Result<()> {
+fn mget(db: &Db, keys: &[&[u8]], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io::Result<()> {
     array(out, keys.len());
     for k in keys {
         match db.get(k) {
@@ -537,16 +584,16 @@ fn mget(db: &Db, keys: &[Vec<u8>], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io
     Ok(())
 }
 
-fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<After> {
+fn run(state: &RespState, cmd: &str, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<After> {
     let db = &state.db;
     match (cmd, a.len()) {
         ("ping", 0) => simple(out, "PONG"),
-        ("ping", 1) | ("echo", 1) => bulk(out, &a[0]),
+        ("ping", 1) | ("echo", 1) => bulk(out, a[0]),
         ("quit", _) => {
             simple(out, "OK");
             return Ok(After::Close);
         }
-        ("get", 1) => maybe_bulk(out, db.get(&a[0])?.as_deref()),
+        ("get", 1) => maybe_bulk(out, db.get(a[0])?.as_deref()),
         ("set", n) if n >= 2 => set(state, a, out)?,
         ("del", n) | ("unlink", n) if n >= 1 => {
             let _order = lock(&state.check_and_write);
@@ -555,7 +602,7 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
             // A key named twice is deleted once, as in Redis.
             let mut seen = std::collections::HashSet::new();
             for k in a {
-                if seen.insert(k.as_slice()) && db.get(k)?.is_some() {
+                if seen.insert(*k) && db.get(k)?.is_some() {
                     existed += 1;
                 }
                 batch.delete(k);
@@ -623,13 +670,13 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
             bulk(out, text.as_bytes());
         }
         ("command", 0) => array(out, 0),
-        ("command", _) => match lower(&a[0]).as_str() {
+        ("command", _) => match lower(a[0]).as_str() {
             "count" => integer(out, COMMANDS.len() as i64),
             _ => array(out, 0),
         },
-        ("config", n) if n >= 2 && lower(&a[0]) == "get" => {
+        ("config", n) if n >= 2 && lower(a[0]) == "get" => {
             // redis-benchmark reads these two at start-up.
-            let param = lower(&a[1]);
+            let param = lower(a[1]);
             let value = match param.as_str() {
                 "save" => Some(String::new()),
                 "appendonly" => Some("yes".to_string()),
@@ -644,7 +691,7 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
                 None => array(out, 0),
             }
         }
-        ("client", n) if n >= 1 => match lower(&a[0]).as_str() {
+        ("client", n) if n >= 1 => match lower(a[0]).as_str() {
             "getname" => nil(out),
             "id" => integer(out, 1),
             _ => simple(out, "OK"),
@@ -668,8 +715,8 @@ pub(crate) const COMMANDS: &[&str] = &[
     "dbsize", "flushall", "flushdb", "select", "info", "command", "config", "client", "hello",
 ];
 
-fn set(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()> {
-    let (key, value) = (&a[0], &a[1]);
+fn set(state: &RespState, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<()> {
+    let (key, value) = (a[0], a[1]);
     let (mut nx, mut xx, mut get) = (false, false, false);
     for opt in &a[2..] {
         match lower(opt).as_str() {
@@ -709,8 +756,8 @@ fn set(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()
     Ok(())
 }
 
-fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()> {
-    let Some(cursor) = std::str::from_utf8(&a[0])
+fn scan(state: &RespState, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<()> {
+    let Some(cursor) = std::str::from_utf8(a[0])
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
     else {
@@ -725,7 +772,7 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
             error(out, "ERR syntax error");
             return Ok(());
         };
-        match lower(&a[i]).as_str() {
+        match lower(a[i]).as_str() {
             "count" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
                 Some(n) if n >= 1 => count = n,
                 _ => {
@@ -796,18 +843,6 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
     Ok(())
 }
 
-/// Sends the last replies and closes: our side first, then what the
-/// client still sends is read and dropped for a bounded time. Closing with
-/// unread input would reset the connection, and a reset can destroy the
-/// replies (a protocol error's reason) before the client reads them.
-fn close_after(stream: &TcpStream, out: &[u8]) -> io::Result<()> {
-    let mut writer = stream;
-    writer.write_all(out)?;
-    let _ = stream.shutdown(Shutdown::Write);
-    crate::stream::linger(stream);
-    Ok(())
-}
-
 /// Serves one connection (see the module docs) until `QUIT`, a protocol
 /// error, a disconnect or the idle time-out.
 pub fn serve_resp_connection(
@@ -818,6 +853,7 @@ pub fn serve_resp_connection(
     // The line reader's buffer and reads, parsed as RESP.
     let mut input = LineReader::new(MAX_INLINE, READ_CHUNK);
     let mut parser = RequestParser::default();
+    let mut share = config.request_budget.share();
     let mut out = Vec::new();
     let mut pending = Pending::default();
     let mut reader = stream;
@@ -834,20 +870,36 @@ pub fn serve_resp_connection(
         loop {
             match parser.parse(input.buffered()) {
                 Ok((Request::Incomplete, _)) => {
-                    if input.buffered().len() > MAX_REQUEST {
+                    let unfinished = input.buffered().len();
+                    if unfinished > MAX_REQUEST {
                         pending.apply(&state.db, &mut out);
                         error(&mut out, "ERR Protocol error: request too large");
+                        return close_after(stream, &out);
+                    }
+                    let refused = match share.hold(unfinished) {
+                        Ok(()) => input
+                            .reserve(parser.awaited().min(MAX_REQUEST))
+                            .err()
+                            .map(|e| format!("ERR cannot buffer the request: {e}")),
+                        Err(e) => Some(format!("ERR {e}")),
+                    };
+                    if let Some(reason) = refused {
+                        // The request's bytes go before the lingering close.
+                        drop((input, share));
+                        pending.apply(&state.db, &mut out);
+                        error(&mut out, &reason);
                         return close_after(stream, &out);
                     }
                     break;
                 }
                 Ok((Request::Command(args), used)) => {
-                    input.consume(used);
+                    let args = args.resolve(input.buffered());
                     let mut sink = |bytes: &[u8]| (&mut writer).write_all(bytes);
                     let (after, failed) = execute(state, &mut pending, &args, &mut out, &mut sink)?;
                     if let (Some(c), Some(name)) = (&config.counters, args.first()) {
                         c.command(Protocol::Resp, name, failed);
                     }
+                    input.consume(used);
                     if after == After::Close {
                         pending.apply(&state.db, &mut out);
                         return close_after(stream, &out);
@@ -878,16 +930,25 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// The arguments of the command at the front of `buf`, copied out
+    /// (`None`: incomplete), and the bytes it used.
+    fn command(buf: &[u8]) -> (Option<Vec<Vec<u8>>>, usize) {
+        match parse_request(buf).unwrap() {
+            (Request::Command(args), used) => {
+                let args = args.resolve(buf).into_iter().map(<[u8]>::to_vec);
+                (Some(args.collect()), used)
+            }
+            (Request::Incomplete, used) => (None, used),
+        }
+    }
+
     #[test]
     fn requests_parse_in_both_framings_and_wait_for_more() {
         let r = b"*2\r\n$3\r\nGET\r\n$3\r\na\x00b\r\nPING\r\n";
-        let (req, used) = parse_request(r).unwrap();
-        assert_eq!(
-            req,
-            Request::Command(vec![b"GET".to_vec(), b"a\x00b".to_vec()])
-        );
-        let (req, used2) = parse_request(&r[used..]).unwrap();
-        assert_eq!(req, Request::Command(vec![b"PING".to_vec()]));
+        let (req, used) = command(r);
+        assert_eq!(req, Some(vec![b"GET".to_vec(), b"a\x00b".to_vec()]));
+        let (req, used2) = command(&r[used..]);
+        assert_eq!(req, Some(vec![b"PING".to_vec()]));
         assert_eq!(used + used2, r.len());
         for cut in 1..r.len() - 6 {
             assert_eq!(
@@ -896,10 +957,10 @@ mod tests {
                 "{cut}"
             );
         }
-        let (req, _) = parse_request(b"set 'a b' \"c\\x41\\n\"\r\n").unwrap();
+        let (req, _) = command(b"set 'a b' \"c\\x41\\n\"\r\n");
         assert_eq!(
             req,
-            Request::Command(vec![b"set".to_vec(), b"a b".to_vec(), b"cA\n".to_vec()])
+            Some(vec![b"set".to_vec(), b"a b".to_vec(), b"cA\n".to_vec()])
         );
         assert!(parse_request(b"*1\r\n$x\r\n").is_err());
         assert!(parse_request(b"*1\r\n$1\r\nab\r\n").is_err());
@@ -923,11 +984,12 @@ mod tests {
         // Too many arguments.
         let many = format!("*{}\r\n", MAX_ARGS + 1);
         assert!(parse_request(many.as_bytes()).is_err());
-        // Within the bounds, an announced bulk only waits for its bytes.
-        assert_eq!(
-            parse_request(b"*1\r\n$1000\r\nab").unwrap().0,
-            Request::Incomplete
-        );
+        // Within the bounds, an announced bulk only waits for its bytes,
+        // and tells how many the request needs (4 + 7 + 1000 + 2).
+        let mut parser = RequestParser::default();
+        let waiting = parser.parse(b"*1\r\n$1000\r\nab").unwrap();
+        assert_eq!(waiting.0, Request::Incomplete);
+        assert_eq!(parser.awaited(), 1013);
     }
 
     #[test]

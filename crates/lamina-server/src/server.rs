@@ -19,6 +19,7 @@ use lamina::Db;
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
 use crate::metrics::{Protocol, ServerCounters};
+use crate::request_budget::RequestBudget;
 use crate::resp::{serve_resp_connection, RespState};
 use crate::spatial::serve_spatial_connection;
 use crate::stream::{drain_lines, serve_connection, ConnectionConfig};
@@ -61,6 +62,10 @@ pub struct ServerConfig {
     /// A connection that sends nothing for this long is closed (default:
     /// never).
     pub idle_timeout: Option<Duration>,
+    /// Bytes of unfinished requests the connections may hold in all
+    /// ([`crate::request_budget`]; default: a quarter of physical memory),
+    /// shared with every server given the same budget.
+    pub request_budget: Arc<RequestBudget>,
 }
 
 impl Default for ServerConfig {
@@ -69,6 +74,7 @@ impl Default for ServerConfig {
             loads: LoadAccess::Disabled,
             max_connections: 1024,
             idle_timeout: None,
+            request_budget: Arc::new(RequestBudget::default()),
         }
     }
 }
@@ -238,6 +244,7 @@ impl Server {
         let conn_config = ConnectionConfig {
             loads: self.config.loads.clone(),
             idle_timeout: self.config.idle_timeout,
+            request_budget: Arc::clone(&self.config.request_budget),
             cancel: Arc::clone(&self.shutdown.flag),
             counters: self.counters.clone(),
         };
