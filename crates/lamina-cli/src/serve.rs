@@ -11,7 +11,9 @@ use clap::Args;
 use lamina::compaction::CompactionSpec;
 use lamina::index::Dataset;
 use lamina::Db;
+use lamina_server::fd_limit;
 use lamina_server::metrics::{self, MetricsServer, ServerCounters};
+use lamina_server::request_budget::RequestBudget;
 use lamina_server::{run_console, LoadAccess, Server, ServerConfig, ShutdownHandle};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -41,10 +43,17 @@ pub struct ServeArgs {
     /// Largest file `l` loads, in bytes (K, M, G suffixes).
     #[arg(long, value_name = "N", default_value = "16G", value_parser = parse_size)]
     pub load_max_bytes: usize,
-    /// Connections served at once; one more gets an ERROR line and is
-    /// closed.
+    /// Connections served at once on each port; one more gets an ERROR
+    /// line and is closed. Lowered to fit the descriptor limit (raised to
+    /// the hard limit at start), with a warning.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_count)]
     pub max_connections: usize,
+    /// Bytes of unfinished requests all connections of the DSL, spatial and
+    /// Redis ports may hold together (K, M, G suffixes); a connection whose
+    /// unfinished request would pass it gets an error and is closed
+    /// [default: a quarter of physical memory, 1G if unknown].
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub max_request_bytes_total: Option<usize>,
     /// Close a connection that sends nothing for SECS seconds (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = parse_count)]
     pub idle_timeout: usize,
@@ -137,8 +146,31 @@ impl SpatialServeArgs {
 /// protocol on <IP>:<PORT>`; with `--metrics`, `lamina: metrics on
 /// http://<IP>:<PORT>/metrics`.
 pub fn run(args: ServeArgs) -> Result<()> {
-    let config = server_config(&args)?;
+    let mut config = server_config(&args)?;
+    let descriptor_limit = fd_limit::raise_nofile_limit().context("cannot read RLIMIT_NOFILE")?;
     let db = Arc::new(args.engine.open()?);
+    let spatial = args.spatial.open(&args.engine)?;
+    let mut tables = open_tables(&db);
+    if let Some((_, ds)) = &spatial {
+        tables += open_tables(ds.primary()) + open_tables(ds.index());
+    }
+    let ports = 1 + usize::from(args.resp.is_some()) + usize::from(spatial.is_some());
+    let scrapes = if args.metrics.is_some() {
+        metrics::MAX_SCRAPES
+    } else {
+        0
+    };
+    let budget = DescriptorBudget {
+        limit: descriptor_limit,
+        reserve: RESERVED_DESCRIPTORS + 2 * tables,
+        ports,
+        scrapes,
+    };
+    let (cap, warning) = budget.connection_cap(args.max_connections)?;
+    if let Some(w) = warning {
+        eprintln!("lamina: {w}");
+    }
+    config.max_connections = cap;
     // Counted only when someone can read the counts: counting costs every
     // command a lookup.
     let counters = args
@@ -182,7 +214,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         )),
         None => None,
     };
-    let spatial = match args.spatial.open(&args.engine)? {
+    let spatial = match spatial {
         Some((dir, ds)) => {
             let ds = Arc::new(ds);
             let addr = (args.host.as_str(), args.spatial.spatial_port);
@@ -316,10 +348,78 @@ fn close_spatial((ds, running): (Arc<Dataset>, Running)) -> Result<()> {
     served
 }
 
+/// Descriptors `lamina serve` keeps besides its connections and tables:
+/// the WAL, the manifest, LOG, LOCK, compaction outputs, the listeners,
+/// stdio and the signal pipe (a fresh server holds 14).
+const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// The tables of `db` (each an open descriptor once read).
+fn open_tables(db: &Db) -> u64 {
+    let stats = db.sample_stats();
+    stats.levels.iter().map(|l| l.files as u64).sum::<u64>() + stats.buffer.files
+}
+
+/// What the process's descriptors must cover.
+#[derive(Debug, Clone, Copy)]
+struct DescriptorBudget {
+    /// The soft `RLIMIT_NOFILE` (`None`: unlimited).
+    limit: Option<u64>,
+    /// Kept for the database: [`RESERVED_DESCRIPTORS`] and twice the
+    /// tables it has at start (a merge's outputs open beside its inputs).
+    reserve: u64,
+    /// Ports serving connections under `--max-connections` each.
+    ports: usize,
+    /// Scrapes the metrics endpoint serves at once.
+    scrapes: usize,
+}
+
+impl DescriptorBudget {
+    /// The connection cap per port: `requested`, or less (with the
+    /// warning to log) so that every port's connections, the scrapes and
+    /// the reserve fit the limit; an error if not even one connection per
+    /// port fits.
+    fn connection_cap(&self, requested: usize) -> Result<(usize, Option<String>)> {
+        let Some(limit) = self.limit else {
+            return Ok((requested, None));
+        };
+        let (ports, scrapes) = (self.ports as u64, self.scrapes as u64);
+        let needed = (requested as u64)
+            .saturating_mul(ports)
+            .saturating_add(scrapes)
+            .saturating_add(self.reserve);
+        if needed <= limit {
+            return Ok((requested, None));
+        }
+        let what = format!(
+            "--max-connections {requested} on {ports} port(s){}, and {} kept for the database need {needed} descriptors; the limit (ulimit -n) is {limit}",
+            if scrapes > 0 {
+                format!(", {scrapes} metrics scrapes")
+            } else {
+                String::new()
+            },
+            self.reserve
+        );
+        let cap = limit.saturating_sub(self.reserve + scrapes) / ports.max(1);
+        if cap == 0 {
+            bail!("{what}: not even one connection per port fits; raise the limit");
+        }
+        let cap = usize::try_from(cap).unwrap_or(requested).min(requested);
+        Ok((
+            cap,
+            Some(format!(
+                "{what}: serving at most {cap} connections per port"
+            )),
+        ))
+    }
+}
+
 /// The client-facing settings, checked before the database is opened.
 fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
     if args.max_connections == 0 {
         bail!("--max-connections must be at least 1");
+    }
+    if args.max_request_bytes_total == Some(0) {
+        bail!("--max-request-bytes-total must be at least 1");
     }
     let loads = match args.load_dir.as_deref() {
         Some("none") => LoadAccess::Disabled,
@@ -341,6 +441,10 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
         max_connections: args.max_connections,
         idle_timeout: (args.idle_timeout > 0)
             .then(|| Duration::from_secs(args.idle_timeout as u64)),
+        request_budget: Arc::new(
+            args.max_request_bytes_total
+                .map_or_else(RequestBudget::default, RequestBudget::new),
+        ),
     })
 }
 

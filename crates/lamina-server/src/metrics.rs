@@ -498,7 +498,7 @@ const MAX_REQUEST: usize = 8 << 10;
 /// reply (a slowloris client is cut off after it, whatever it sends).
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// Scrapes answered at once; a connection over it is answered 503.
-const MAX_SCRAPES: usize = 16;
+pub const MAX_SCRAPES: usize = 16;
 /// Stack of a scrape's thread (it renders a few KiB of text).
 const SCRAPE_STACK: usize = 128 * 1024;
 
