@@ -500,3 +500,54 @@ fn release<T>(mut db: Arc<T>, flush: impl Fn(&T) -> lamina::Result<()>) -> Resul
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn budget(limit: Option<u64>, ports: usize, scrapes: usize) -> DescriptorBudget {
+        DescriptorBudget {
+            limit,
+            reserve: 100,
+            ports,
+            scrapes,
+        }
+    }
+
+    #[test]
+    fn connection_caps_fit_the_descriptor_limit() {
+        // Enough descriptors, or no limit: the cap asked for.
+        assert_eq!(
+            budget(Some(10_000), 3, 16).connection_cap(1024).unwrap(),
+            (1024, None)
+        );
+        assert_eq!(
+            budget(None, 3, 16).connection_cap(1 << 40).unwrap().0,
+            1 << 40
+        );
+        // 1024 descriptors, two ports: (1024 - 100) / 2 each.
+        let (cap, warning) = budget(Some(1024), 2, 0).connection_cap(1024).unwrap();
+        assert_eq!(cap, 462);
+        let warning = warning.unwrap();
+        assert!(
+            warning.contains("need 2148 descriptors")
+                && warning.contains("the limit (ulimit -n) is 1024")
+                && warning.contains("at most 462 connections per port"),
+            "{warning}"
+        );
+        // Scrapes count; all of it fits exactly at the limit.
+        assert_eq!(
+            budget(Some(1024), 3, 16).connection_cap(1024).unwrap().0,
+            302
+        );
+        assert_eq!(
+            budget(Some(1022), 3, 16).connection_cap(302).unwrap(),
+            (302, None)
+        );
+        // Not one connection per port left: refused.
+        let err = budget(Some(117), 2, 16).connection_cap(1024).unwrap_err();
+        assert!(err.to_string().contains("not even one connection"), "{err}");
+        assert_eq!(budget(Some(118), 2, 16).connection_cap(1024).unwrap().0, 1);
+    }
+}

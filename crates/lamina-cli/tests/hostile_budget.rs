@@ -266,3 +266,26 @@ fn an_unfinished_request_costs_its_size_once_within_the_budget() {
     assert_eq!(ok, "+OK\r\n");
     srv.stop();
 }
+
+#[test]
+fn a_limit_too_low_for_the_database_and_one_connection_is_refused_at_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 64 kept for the database and one connection on each of two ports
+    // need 66.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 65 && exec \"$0\" \"$@\"")
+        .arg(bin())
+        .args(["serve", "--port", "0", "--resp", "0", "--dir"])
+        .arg(tmp.path().join("db"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the limit (ulimit -n) is 65")
+            && err.contains("not even one connection per port fits"),
+        "{err}"
+    );
+}
