@@ -113,8 +113,12 @@ impl LineReader {
     /// the allocator perhaps keeping the old buffer resident (an
     /// unfinished 56 MiB request cost twice its size); the room is touched,
     /// and costs memory, only as the bytes arrive. Kept until the next
-    /// [`LineReader::consume`].
+    /// [`LineReader::consume`]. Up to a read chunk, nothing is reserved:
+    /// reads grow the buffer that far anyway.
     pub fn reserve(&mut self, total: usize) -> Result<(), TryReserveError> {
+        if total <= self.read_chunk {
+            return Ok(());
+        }
         let room = total.saturating_add(self.read_chunk);
         if room > self.buf.capacity() {
             self.compact();
@@ -292,6 +296,31 @@ mod tests {
         let (lines, rest) = collect(&mut r, &mut input);
         assert!(lines.is_empty());
         assert_eq!(rest, Some(None));
+    }
+
+    #[test]
+    fn a_reserved_item_arrives_without_the_buffer_moving() {
+        let mut r = LineReader::new(64, 16);
+        let item = vec![b'x'; 1000];
+        let mut input = Pieces(item.chunks(7).map(|c| c.to_vec()).collect());
+        r.fill(&mut input).unwrap();
+        // Within a read chunk nothing is reserved.
+        r.reserve(16).unwrap();
+        assert_eq!(r.reserved, 0);
+        r.reserve(1000).unwrap();
+        let (at, room) = (r.buf.as_ptr(), r.buf.capacity());
+        assert!(room >= 1000 + 16, "{room}");
+        while r.buffered().len() < 1000 {
+            assert!(r.fill(&mut input).unwrap() > 0);
+            // A pause in the middle gives back nothing reserved.
+            r.release();
+        }
+        assert_eq!(r.buffered(), &item[..]);
+        assert_eq!((r.buf.as_ptr(), r.buf.capacity()), (at, room));
+        // Consumed, the item's room goes at the next release.
+        r.consume(1000);
+        r.release();
+        assert_eq!(r.buf.capacity(), 0);
     }
 
     #[test]

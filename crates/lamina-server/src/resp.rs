@@ -23,7 +23,9 @@
 //! as Redis does.
 //!
 //! Limits bound each connection's memory: a request of at most
-//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments; replies leave in
+//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments, its arguments read
+//! in place in the read buffer, its unfinished bytes counted against the
+//! [`crate::request_budget`] all connections share; replies leave in
 //! chunks of [`STREAM_CHUNK`] bytes (a huge `MGET` too, as it is read), and
 //! a `SCAN` reply ends after [`SCAN_REPLY`] bytes of keys.
 //!
