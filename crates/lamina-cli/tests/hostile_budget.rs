@@ -117,7 +117,8 @@ impl Drop for Served {
 }
 
 fn connect(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s
 }
@@ -138,15 +139,22 @@ fn ask(s: &mut TcpStream, lines: &str) -> Vec<String> {
     }
 }
 
-/// A Redis client's first reply line to a PING, or `None` if the
-/// connection is closed without one.
-fn ping(s: &mut TcpStream) -> Option<String> {
-    s.write_all(b"PING\r\n").ok()?;
+/// A Redis client's first reply line to a PING (empty if the connection
+/// is closed without one); a panic if none comes within 10 s, as when the
+/// server has no descriptor left to accept the connection with.
+fn ping(s: &mut TcpStream) -> String {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut line = String::new();
-    match BufReader::new(s).read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line),
+    if s.write_all(b"PING\r\n").is_ok() {
+        if let Err(e) = BufReader::new(s).read_line(&mut line) {
+            assert_eq!(
+                e.kind(),
+                std::io::ErrorKind::ConnectionReset,
+                "no answer: {e}"
+            );
+        }
     }
+    line
 }
 
 #[test]
@@ -164,9 +172,10 @@ fn a_low_descriptor_limit_leaves_the_engine_its_files() {
     let (mut served, mut refused) = (0, 0);
     for _ in 0..300 {
         let mut s = connect(srv.redis);
-        match ping(&mut s) {
-            Some(l) if l == "+PONG\r\n" => served += 1,
-            _ => refused += 1,
+        if ping(&mut s) == "+PONG\r\n" {
+            served += 1;
+        } else {
+            refused += 1;
         }
         crowd.push(s);
     }
@@ -194,7 +203,7 @@ fn a_low_descriptor_limit_leaves_the_engine_its_files() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let mut s = connect(srv.redis);
-        if ping(&mut s).as_deref() == Some("+PONG\r\n") {
+        if ping(&mut s) == "+PONG\r\n" {
             break;
         }
         assert!(Instant::now() < deadline, "never served again");
@@ -272,17 +281,32 @@ fn a_limit_too_low_for_the_database_and_one_connection_is_refused_at_start() {
     let tmp = tempfile::tempdir().unwrap();
     // 64 kept for the database and one connection on each of two ports
     // need 66.
-    let out = Command::new("sh")
+    let log = tmp.path().join("log");
+    let mut child = Command::new("sh")
         .arg("-c")
         .arg("ulimit -n 65 && exec \"$0\" \"$@\"")
         .arg(bin())
         .args(["serve", "--port", "0", "--resp", "0", "--dir"])
         .arg(tmp.path().join("db"))
-        .stdin(Stdio::null())
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .spawn()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server started");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success(), "{err}");
     assert!(
         err.contains("the limit (ulimit -n) is 65")
             && err.contains("not even one connection per port fits"),
