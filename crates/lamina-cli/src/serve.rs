@@ -2,7 +2,8 @@
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -149,11 +150,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
     let mut config = server_config(&args)?;
     let descriptor_limit = fd_limit::raise_nofile_limit().context("cannot read RLIMIT_NOFILE")?;
     let db = Arc::new(args.engine.open()?);
-    let spatial = args.spatial.open(&args.engine)?;
-    let mut tables = open_tables(&db);
-    if let Some((_, ds)) = &spatial {
-        tables += open_tables(ds.primary()) + open_tables(ds.index());
-    }
+    let spatial = args
+        .spatial
+        .open(&args.engine)?
+        .map(|(dir, ds)| (dir, Arc::new(ds)));
+    let tables = Tables {
+        db: Arc::downgrade(&db),
+        dataset: spatial.as_ref().map(|(_, ds)| Arc::downgrade(ds)),
+    };
     let ports = 1 + usize::from(args.resp.is_some()) + usize::from(spatial.is_some());
     let scrapes = if args.metrics.is_some() {
         metrics::MAX_SCRAPES
@@ -162,7 +166,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let budget = DescriptorBudget {
         limit: descriptor_limit,
-        reserve: RESERVED_DESCRIPTORS + 2 * tables,
+        reserve: tables.reserve().unwrap_or(RESERVED_DESCRIPTORS),
         ports,
         scrapes,
     };
@@ -216,7 +220,6 @@ pub fn run(args: ServeArgs) -> Result<()> {
     };
     let spatial = match spatial {
         Some((dir, ds)) => {
-            let ds = Arc::new(ds);
             let addr = (args.host.as_str(), args.spatial.spatial_port);
             let server = Server::bind_spatial(Arc::clone(&ds), addr)
                 .with_context(|| {
@@ -251,6 +254,18 @@ pub fn run(args: ServeArgs) -> Result<()> {
     }
 
     let handle = server.shutdown_handle();
+    if descriptor_limit.is_some() {
+        let caps = std::iter::once(&server)
+            .chain(&resp)
+            .chain(spatial.as_ref().map(|(_, _, s)| s))
+            .map(Server::connection_cap)
+            .collect();
+        let watch = (budget, args.max_connections, cap, handle.clone());
+        thread::Builder::new()
+            .name("lamina-descriptors".into())
+            .spawn(move || watch_descriptors(tables, caps, watch))
+            .context("cannot start the descriptor watch")?;
+    }
     // The other servers run on their own threads and stop with the main one.
     let spatial = match spatial {
         Some((_, ds, server)) => Some((ds, spawn(server, "lamina-spatial")?)),
@@ -353,10 +368,74 @@ fn close_spatial((ds, running): (Arc<Dataset>, Running)) -> Result<()> {
 /// stdio and the signal pipe (a fresh server holds 14).
 const RESERVED_DESCRIPTORS: u64 = 64;
 
-/// The tables of `db` (each an open descriptor once read).
-fn open_tables(db: &Db) -> u64 {
-    let stats = db.sample_stats();
-    stats.levels.iter().map(|l| l.files as u64).sum::<u64>() + stats.buffer.files
+/// How often the descriptor reserve follows the databases' tables.
+const DESCRIPTOR_WATCH: Duration = Duration::from_secs(5);
+
+/// The databases whose tables the descriptor reserve covers, held weakly.
+struct Tables {
+    db: Weak<Db>,
+    dataset: Option<Weak<Dataset>>,
+}
+
+impl Tables {
+    /// [`RESERVED_DESCRIPTORS`] and twice the tables (every table stays
+    /// open once read; a merge's outputs open beside its inputs); `None`
+    /// once the database is closed.
+    fn reserve(&self) -> Option<u64> {
+        let count = |db: &Db| {
+            let stats = db.sample_stats();
+            stats.levels.iter().map(|l| l.files as u64).sum::<u64>() + stats.buffer.files
+        };
+        let mut tables = count(&*self.db.upgrade()?);
+        if let Some(ds) = &self.dataset {
+            let ds = ds.upgrade()?;
+            tables += count(ds.primary()) + count(ds.index());
+        }
+        Some(RESERVED_DESCRIPTORS + 2 * tables)
+    }
+}
+
+/// Every [`DESCRIPTOR_WATCH`] until shutdown: sizes the reserve to the
+/// tables the databases have now and sets every port's connection cap
+/// (`caps`) to fit, saying so when the cap changes. `watch`: the budget,
+/// the cap asked for, the cap in force and the server's shutdown handle.
+fn watch_descriptors(
+    tables: Tables,
+    caps: Vec<Arc<AtomicUsize>>,
+    watch: (DescriptorBudget, usize, usize, ShutdownHandle),
+) {
+    let (mut budget, requested, mut cap, stop) = watch;
+    let step = Duration::from_millis(100);
+    loop {
+        let start = Instant::now();
+        while start.elapsed() < DESCRIPTOR_WATCH {
+            if stop.is_triggered() {
+                return;
+            }
+            thread::sleep(step);
+        }
+        let Some(reserve) = tables.reserve() else {
+            return;
+        };
+        if reserve == budget.reserve {
+            continue;
+        }
+        budget.reserve = reserve;
+        let (now, message) = match budget.connection_cap(requested) {
+            Ok(fit) => fit,
+            Err(e) => (0, Some(format!("{e}; refusing new connections"))),
+        };
+        if now != cap {
+            cap = now;
+            for c in &caps {
+                c.store(now, Ordering::Relaxed);
+            }
+            let message = message.unwrap_or_else(|| {
+                format!("the database's tables leave room for --max-connections {requested} again")
+            });
+            eprintln!("lamina: {message}");
+        }
+    }
 }
 
 /// What the process's descriptors must cover.
@@ -364,8 +443,7 @@ fn open_tables(db: &Db) -> u64 {
 struct DescriptorBudget {
     /// The soft `RLIMIT_NOFILE` (`None`: unlimited).
     limit: Option<u64>,
-    /// Kept for the database: [`RESERVED_DESCRIPTORS`] and twice the
-    /// tables it has at start (a merge's outputs open beside its inputs).
+    /// Kept for the databases: [`Tables::reserve`].
     reserve: u64,
     /// Ports serving connections under `--max-connections` each.
     ports: usize,

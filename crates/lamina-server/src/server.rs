@@ -8,7 +8,7 @@ use std::io::{self, Read, Write};
 use std::net::{
     IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs,
 };
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -160,6 +160,9 @@ pub struct Server {
     shutdown: ShutdownHandle,
     local_addr: SocketAddr,
     config: ServerConfig,
+    /// The connection cap in force: `config.max_connections` until
+    /// changed through [`Server::connection_cap`].
+    cap: Arc<AtomicUsize>,
     counters: Option<Arc<ServerCounters>>,
 }
 
@@ -206,6 +209,7 @@ impl Server {
                 wake_addr: SocketAddr::new(wake_ip, local_addr.port()),
             },
             local_addr,
+            cap: Arc::new(AtomicUsize::new(ServerConfig::default().max_connections)),
             config: ServerConfig::default(),
             counters: None,
         })
@@ -213,8 +217,16 @@ impl Server {
 
     /// Serves clients as `config` says.
     pub fn with_config(mut self, config: ServerConfig) -> Server {
+        self.cap.store(config.max_connections, Ordering::Relaxed);
         self.config = config;
         self
+    }
+
+    /// The connection cap, shared: a value stored here applies from the
+    /// next connection accepted on (connections already served stay).
+    /// `lamina serve` lowers it as its databases' tables take descriptors.
+    pub fn connection_cap(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.cap)
     }
 
     /// Counts connections and commands in `counters` (shared with the
@@ -268,8 +280,9 @@ impl Server {
                     continue;
                 }
             };
-            if conns.count() >= self.config.max_connections {
-                refuse(&stream, self.config.max_connections);
+            let cap = self.cap.load(Ordering::Relaxed);
+            if conns.count() >= cap {
+                refuse(&stream, cap);
                 count(ServerCounters::refused);
                 continue;
             }
