@@ -3,11 +3,14 @@
 connection, memory while streaming a ~100 MB reply to a slow reader, and the
 time from SIGTERM to exit while a client loads a large file; the same for
 the Redis port (idle connections, a slowly read pipeline of GETs, one big
-MGET) and the metrics port (a crowd of silent connections, a slow scrape).
+MGET) and the metrics port (a crowd of silent connections, a slow scrape);
+descriptors per connection, a crowd of idle Redis clients under `ulimit -n
+1024` while the engine writes, and the memory of unfinished requests.
 
     scripts/hostile.py [LAMINA_BINARY]      # default: target/release/lamina
     ONLY=redis,metrics scripts/hostile.py   # some of idle,slow,load,redis,metrics,
-                                            # post,slowloris,metrics-slow,scan
+                                            # post,slowloris,metrics-slow,scan,
+                                            # descriptors,crowd,unfinished
 
 Only loopback connections; every loop is bounded.
 """
@@ -502,6 +505,180 @@ def scan_bomb(tmp, limit=120):
     p.wait()
 
 
+def open_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def serve_flags(flag):
+    """Whether this lamina's `serve` has `flag` (binaries from before it do not)."""
+    out = subprocess.run([LAMINA, "serve", "--help"], capture_output=True, text=True).stdout
+    return flag in out
+
+
+def redis_ping(s, timeout):
+    """A PING's outcome on `s`: "served", "refused" (Redis's over-cap
+    error line or a close), "no answer" within `timeout` seconds, or
+    the reply itself."""
+    s.settimeout(timeout)
+    try:
+        s.sendall(b"PING\r\n")
+        reply = s.recv(64)
+    except socket.timeout:
+        return "no answer"
+    except OSError:
+        return "refused"
+    if reply == b"+PONG\r\n":
+        return "served"
+    if reply in (b"", b"-ERR max number of clients reached\r\n"):
+        return "refused"
+    return repr(reply)
+
+
+def descriptors(tmp, n=400):
+    """Descriptors the server holds per idle Redis connection."""
+    p, ports = start_ports(os.path.join(tmp, "fds"), "--resp", "0", want=("dsl", "redis"))
+    time.sleep(0.5)
+    base = open_fds(p.pid)
+    socks = [socket.create_connection(("127.0.0.1", ports["redis"])) for _ in range(n)]
+    outcomes = [redis_ping(s, 10) for s in socks]
+    held = open_fds(p.pid)
+    for s in socks:
+        s.close()
+    stop(p)
+    print(f"descriptors: {outcomes.count('served')} idle Redis connections, server descriptors "
+          f"{base} -> {held}, {(held - base) / n:.2f} per connection")
+
+
+def descriptor_crowd(tmp, n=600, nofile=1024):
+    """Idle Redis clients past what `ulimit -n 1024` allows, while a DSL
+    client writes through flushes and a compaction."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    db = os.path.join(tmp, "crowd")
+    log = open(os.path.join(tmp, "crowd.log"), "w+")
+    p = subprocess.Popen(
+        [LAMINA, "serve", "--port", "0", "--dir", db, "--resp", "0", "--buffer-bytes", "256K"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+        preexec_fn=limit)
+    ports = {}
+    while len(ports) < 2:
+        line = p.stdout.readline().strip()
+        if not line:
+            raise SystemExit("server did not start")
+        for name, prefix in PORT_LINES.items():
+            if line.startswith(prefix):
+                ports[name] = int(line.rsplit(":", 1)[1])
+    # The writer connects first: a connection after the crowd may find no
+    # descriptor left to be accepted with.
+    writer = socket.create_connection(("127.0.0.1", ports["dsl"]))
+    writer.settimeout(60)
+    writer.sendall(b"@sync\n")
+    writer.recv(64)
+    socks, outcomes = [], {}
+    t = time.time()
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", ports["redis"]))
+        o = redis_ping(s, 2 if outcomes.get("no answer", 0) < 3 else 0.05)
+        outcomes[o] = outcomes.get(o, 0) + 1
+        socks.append(s)
+    held = open_fds(p.pid)
+    errors, replies = [], 0
+    with writer as s:
+        puts = "".join(f"p {i} {i}\n" for i in range(200_000))
+        s.sendall(f"{puts}flush\ncompact\ng 199999\n@end\n".encode())
+        data = b""
+        while not data.endswith(b"@bye\n"):
+            try:
+                chunk = s.recv(1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        for line in data.decode().splitlines():
+            replies += 1
+            if line.startswith("ERROR"):
+                errors.append(line)
+    for s in socks:
+        s.close()
+    with socket.create_connection(("127.0.0.1", ports["redis"])) as s:
+        after = redis_ping(s, 10)
+    stop(p)
+    log.seek(0)
+    err = log.read()
+    emfile = err.count("Too many open files")
+    warning = [l for l in err.splitlines() if "ulimit -n" in l]
+    print(f"crowd: ulimit -n {nofile}, {n} idle Redis clients in {time.time() - t:.1f} s: {outcomes}, "
+          f"server descriptors {held}; DSL writes, flush, compact: {replies} replies, "
+          f"{len(errors)} errors {errors[:2]}; 'Too many open files' {emfile} times in the log; "
+          f"a new client after the crowd: {after}; warning: {warning[:1]}")
+
+
+def unfinished_requests(tmp, size=56 << 20, n=16, each=32 << 20, budget="256M"):
+    """One unfinished 56 MiB Redis request, then n unfinished requests of
+    `each` bytes against a budget of `budget` (where the binary has it)."""
+    p, ports = start_ports(os.path.join(tmp, "unfinished"), "--resp", "0", want=("dsl", "redis"))
+    port = ports["redis"]
+
+    def held_rss(base):
+        # Until the server has read what was sent: its memory stops growing.
+        last = 0
+        for _ in range(100):
+            time.sleep(0.5)
+            now = rss_kib(p.pid)
+            if now == last:
+                break
+            last = now
+        return now - base
+
+    time.sleep(0.5)
+    base = rss_kib(p.pid)
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % (size + 1) + b"x" * size)
+    grown = held_rss(base)
+    print(f"unfinished: one {size >> 20} MiB request, server RSS +{grown / 1024:.1f} MiB")
+    s.close()
+    stop(p)
+
+    budgeted = serve_flags("--max-request-bytes-total")
+    flags = ["--max-request-bytes-total", budget] if budgeted else []
+    p, ports = start_ports(os.path.join(tmp, "unfinished2"), "--resp", "0", *flags,
+                           want=("dsl", "redis"))
+    port = ports["redis"]
+    time.sleep(0.5)
+    base = rss_kib(p.pid)
+    body = b"x" * each
+    socks = []
+
+    def send(s):
+        try:
+            s.sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$%d\r\n" % (each + 1) + body)
+        except OSError:
+            pass
+    senders = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        socks.append(s)
+        senders.append(threading.Thread(target=send, args=(s,)))
+        senders[-1].start()
+    for t in senders:
+        t.join()
+    grown = held_rss(base)
+    refused = 0
+    for s in socks:
+        s.settimeout(1)
+        try:
+            if s.recv(256).startswith(b"-ERR"):
+                refused += 1
+        except OSError:
+            pass
+        s.close()
+    print(f"unfinished: {n} requests of {each >> 20} MiB ({n * each >> 20} MiB) "
+          f"{'against a budget of ' + budget if budgeted else 'without a budget'}: "
+          f"{refused} refused, server RSS +{grown / 1024:.1f} MiB")
+    stop(p)
+
+
 def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -511,7 +688,8 @@ def main():
                         ("load", stuck_load), ("redis", redis_port),
                         ("metrics", metrics_port), ("post", http_post),
                         ("slowloris", slowloris), ("metrics-slow", metrics_slow),
-                        ("scan", scan_bomb)]:
+                        ("scan", scan_bomb), ("descriptors", descriptors),
+                        ("crowd", descriptor_crowd), ("unfinished", unfinished_requests)]:
             if not only or name in only.split(","):
                 f(tmp)
 

@@ -2,7 +2,8 @@
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,9 @@ use clap::Args;
 use lamina::compaction::CompactionSpec;
 use lamina::index::Dataset;
 use lamina::Db;
+use lamina_server::fd_limit;
 use lamina_server::metrics::{self, MetricsServer, ServerCounters};
+use lamina_server::request_budget::RequestBudget;
 use lamina_server::server::DEFAULT_REQUEST_TIMEOUT;
 use lamina_server::{run_console, LoadAccess, Server, ServerConfig, ShutdownHandle};
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -42,10 +45,18 @@ pub struct ServeArgs {
     /// Largest file `l` loads, in bytes (K, M, G suffixes).
     #[arg(long, value_name = "N", default_value = "16G", value_parser = parse_size)]
     pub load_max_bytes: usize,
-    /// Connections served at once; one more gets an ERROR line (on the
-    /// Redis port `-ERR max number of clients reached`) and is closed.
+    /// Connections served at once on each port; one more gets an ERROR
+    /// line (on the Redis port `-ERR max number of clients reached`) and
+    /// is closed. Lowered to fit the descriptor limit (raised to the hard
+    /// limit at start), with a warning.
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = parse_count)]
     pub max_connections: usize,
+    /// Bytes of unfinished requests all connections of the DSL, spatial and
+    /// Redis ports may hold together (K, M, G suffixes); a connection whose
+    /// unfinished request would pass it gets an error and is closed
+    /// [default: a quarter of physical memory, 1G if unknown].
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub max_request_bytes_total: Option<usize>,
     /// Close a connection that sends nothing for SECS seconds (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 0, value_parser = parse_count)]
     pub idle_timeout: usize,
@@ -148,8 +159,34 @@ impl SpatialServeArgs {
 /// protocol on <IP>:<PORT>`; with `--metrics`, `lamina: metrics on
 /// http://<IP>:<PORT>/metrics`.
 pub fn run(args: ServeArgs) -> Result<()> {
-    let config = server_config(&args)?;
+    let mut config = server_config(&args)?;
+    let descriptor_limit = fd_limit::raise_nofile_limit().context("cannot read RLIMIT_NOFILE")?;
     let db = Arc::new(args.engine.open()?);
+    let spatial = args
+        .spatial
+        .open(&args.engine)?
+        .map(|(dir, ds)| (dir, Arc::new(ds)));
+    let tables = Tables {
+        db: Arc::downgrade(&db),
+        dataset: spatial.as_ref().map(|(_, ds)| Arc::downgrade(ds)),
+    };
+    let ports = 1 + usize::from(args.resp.is_some()) + usize::from(spatial.is_some());
+    let metrics_connections = if args.metrics.is_some() {
+        metrics::MAX_CONNECTIONS
+    } else {
+        0
+    };
+    let budget = DescriptorBudget {
+        limit: descriptor_limit,
+        reserve: tables.reserve().unwrap_or(RESERVED_DESCRIPTORS),
+        ports,
+        metrics: metrics_connections,
+    };
+    let (cap, warning) = budget.connection_cap(args.max_connections)?;
+    if let Some(w) = warning {
+        eprintln!("lamina: {w}");
+    }
+    config.max_connections = cap;
     // Counted only when someone can read the counts: counting costs every
     // command a lookup.
     let counters = args
@@ -193,9 +230,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
         )),
         None => None,
     };
-    let spatial = match args.spatial.open(&args.engine)? {
+    let spatial = match spatial {
         Some((dir, ds)) => {
-            let ds = Arc::new(ds);
             let addr = (args.host.as_str(), args.spatial.spatial_port);
             let server = Server::bind_spatial(Arc::clone(&ds), addr)
                 .with_context(|| {
@@ -230,6 +266,18 @@ pub fn run(args: ServeArgs) -> Result<()> {
     }
 
     let handle = server.shutdown_handle();
+    if descriptor_limit.is_some() {
+        let caps = std::iter::once(&server)
+            .chain(&resp)
+            .chain(spatial.as_ref().map(|(_, _, s)| s))
+            .map(Server::connection_cap)
+            .collect();
+        let watch = (budget, args.max_connections, cap, handle.clone());
+        thread::Builder::new()
+            .name("lamina-descriptors".into())
+            .spawn(move || watch_descriptors(tables, caps, watch))
+            .context("cannot start the descriptor watch")?;
+    }
     // The other servers run on their own threads and stop with the main one.
     let spatial = match spatial {
         Some((_, ds, server)) => Some((ds, spawn(server, "lamina-spatial")?)),
@@ -327,10 +375,142 @@ fn close_spatial((ds, running): (Arc<Dataset>, Running)) -> Result<()> {
     served
 }
 
+/// Descriptors `lamina serve` keeps besides its connections and tables:
+/// the WAL, the manifest, LOG, LOCK, compaction outputs, the listeners,
+/// stdio and the signal pipe (a fresh server holds 14).
+const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// How often the descriptor reserve follows the databases' tables.
+const DESCRIPTOR_WATCH: Duration = Duration::from_secs(5);
+
+/// The databases whose tables the descriptor reserve covers, held weakly.
+struct Tables {
+    db: Weak<Db>,
+    dataset: Option<Weak<Dataset>>,
+}
+
+impl Tables {
+    /// [`RESERVED_DESCRIPTORS`] and twice the tables (every table stays
+    /// open once read; a merge's outputs open beside its inputs); `None`
+    /// once the database is closed.
+    fn reserve(&self) -> Option<u64> {
+        let count = |db: &Db| {
+            let stats = db.sample_stats();
+            stats.levels.iter().map(|l| l.files as u64).sum::<u64>() + stats.buffer.files
+        };
+        let mut tables = count(&*self.db.upgrade()?);
+        if let Some(ds) = &self.dataset {
+            let ds = ds.upgrade()?;
+            tables += count(ds.primary()) + count(ds.index());
+        }
+        Some(RESERVED_DESCRIPTORS + 2 * tables)
+    }
+}
+
+/// Every [`DESCRIPTOR_WATCH`] until shutdown: sizes the reserve to the
+/// tables the databases have now and sets every port's connection cap
+/// (`caps`) to fit, saying so when the cap changes. `watch`: the budget,
+/// the cap asked for, the cap in force and the server's shutdown handle.
+fn watch_descriptors(
+    tables: Tables,
+    caps: Vec<Arc<AtomicUsize>>,
+    watch: (DescriptorBudget, usize, usize, ShutdownHandle),
+) {
+    let (mut budget, requested, mut cap, stop) = watch;
+    let step = Duration::from_millis(100);
+    loop {
+        let start = Instant::now();
+        while start.elapsed() < DESCRIPTOR_WATCH {
+            if stop.is_triggered() {
+                return;
+            }
+            thread::sleep(step);
+        }
+        let Some(reserve) = tables.reserve() else {
+            return;
+        };
+        if reserve == budget.reserve {
+            continue;
+        }
+        budget.reserve = reserve;
+        let (now, message) = match budget.connection_cap(requested) {
+            Ok(fit) => fit,
+            Err(e) => (0, Some(format!("{e}; refusing new connections"))),
+        };
+        if now != cap {
+            cap = now;
+            for c in &caps {
+                c.store(now, Ordering::Relaxed);
+            }
+            let message = message.unwrap_or_else(|| {
+                format!("the database's tables leave room for --max-connections {requested} again")
+            });
+            eprintln!("lamina: {message}");
+        }
+    }
+}
+
+/// What the process's descriptors must cover.
+#[derive(Debug, Clone, Copy)]
+struct DescriptorBudget {
+    /// The soft `RLIMIT_NOFILE` (`None`: unlimited).
+    limit: Option<u64>,
+    /// Kept for the databases: [`Tables::reserve`].
+    reserve: u64,
+    /// Ports serving connections under `--max-connections` each.
+    ports: usize,
+    /// Connections the metrics endpoint holds at most (heads being read
+    /// and scrapes being answered: [`metrics::MAX_CONNECTIONS`]).
+    metrics: usize,
+}
+
+impl DescriptorBudget {
+    /// The connection cap per port: `requested`, or less (with the
+    /// warning to log) so that every port's connections, the metrics
+    /// endpoint's and the reserve fit the limit; an error if not even one connection per
+    /// port fits.
+    fn connection_cap(&self, requested: usize) -> Result<(usize, Option<String>)> {
+        let Some(limit) = self.limit else {
+            return Ok((requested, None));
+        };
+        let (ports, metrics) = (self.ports as u64, self.metrics as u64);
+        let needed = (requested as u64)
+            .saturating_mul(ports)
+            .saturating_add(metrics)
+            .saturating_add(self.reserve);
+        if needed <= limit {
+            return Ok((requested, None));
+        }
+        let what = format!(
+            "--max-connections {requested} on {ports} port(s){}, and {} kept for the database need {needed} descriptors; the limit (ulimit -n) is {limit}",
+            if metrics > 0 {
+                format!(", {metrics} for /metrics")
+            } else {
+                String::new()
+            },
+            self.reserve
+        );
+        let cap = limit.saturating_sub(self.reserve + metrics) / ports.max(1);
+        if cap == 0 {
+            bail!("{what}: not even one connection per port fits; raise the limit");
+        }
+        let cap = usize::try_from(cap).unwrap_or(requested).min(requested);
+        Ok((
+            cap,
+            Some(format!(
+                "{what}: serving at most {cap} connections per port"
+            )),
+        ))
+    }
+}
+
 /// The client-facing settings, checked before the database is opened.
 fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
     if args.max_connections == 0 {
         bail!("--max-connections must be at least 1");
+    }
+    if args.max_request_bytes_total == Some(0) {
+        bail!("--max-request-bytes-total must be at least 1");
     }
     let loads = match args.load_dir.as_deref() {
         Some("none") => LoadAccess::Disabled,
@@ -352,6 +532,10 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
         max_connections: args.max_connections,
         idle_timeout: seconds(args.idle_timeout),
         request_timeout: seconds(args.request_timeout),
+        request_budget: Arc::new(
+            args.max_request_bytes_total
+                .map_or_else(RequestBudget::default, RequestBudget::new),
+        ),
     })
 }
 
@@ -410,5 +594,60 @@ fn release<T>(mut db: Arc<T>, flush: impl Fn(&T) -> lamina::Result<()>) -> Resul
                 thread::sleep(Duration::from_millis(10));
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn budget(limit: Option<u64>, ports: usize, metrics: usize) -> DescriptorBudget {
+        DescriptorBudget {
+            limit,
+            reserve: 100,
+            ports,
+            metrics,
+        }
+    }
+
+    #[test]
+    fn connection_caps_fit_the_descriptor_limit() {
+        // The metrics endpoint: 256 heads being read, 16 scrapes, one
+        // just accepted.
+        let m = metrics::MAX_CONNECTIONS;
+        assert_eq!(m, 273);
+        // Enough descriptors, or no limit: the cap asked for.
+        assert_eq!(
+            budget(Some(10_000), 3, m).connection_cap(1024).unwrap(),
+            (1024, None)
+        );
+        assert_eq!(
+            budget(None, 3, m).connection_cap(1 << 40).unwrap().0,
+            1 << 40
+        );
+        // 1024 descriptors, two ports: (1024 - 100) / 2 each.
+        let (cap, warning) = budget(Some(1024), 2, 0).connection_cap(1024).unwrap();
+        assert_eq!(cap, 462);
+        let warning = warning.unwrap();
+        assert!(
+            warning.contains("need 2148 descriptors")
+                && warning.contains("the limit (ulimit -n) is 1024")
+                && warning.contains("at most 462 connections per port"),
+            "{warning}"
+        );
+        // The metrics endpoint's connections count: (1024 - 100 - 273) / 3;
+        // all of it fits exactly at the limit.
+        let (cap, warning) = budget(Some(1024), 3, m).connection_cap(1024).unwrap();
+        assert_eq!(cap, 217);
+        assert!(warning.unwrap().contains(", 273 for /metrics"));
+        assert_eq!(
+            budget(Some(1024), 3, m).connection_cap(217).unwrap(),
+            (217, None)
+        );
+        // Not one connection per port left: refused.
+        let err = budget(Some(374), 2, m).connection_cap(1024).unwrap_err();
+        assert!(err.to_string().contains("not even one connection"), "{err}");
+        assert_eq!(budget(Some(375), 2, m).connection_cap(1024).unwrap().0, 1);
     }
 }

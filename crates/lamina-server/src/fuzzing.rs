@@ -15,8 +15,10 @@ use lamina::{Db, Options};
 use crate::exec::{Control, Mode, Session};
 use crate::lines::{Line, LineReader};
 use crate::parse::{parse_line, Command};
+use crate::request_budget::RequestBudget;
 use crate::resp::{
-    drain_requests, parse_request, Drained, Pending, Request, RequestParser, RespState,
+    drain_requests, parse_request, Args, Drained, Incoming, Pending, Request, RequestParser,
+    RespState,
 };
 use crate::stream::drain_lines;
 
@@ -101,10 +103,18 @@ pub fn resp(data: &[u8]) {
             encoded.extend_from_slice(a);
             encoded.extend_from_slice(b"\r\n");
         }
-        let parsed = parse_request(&encoded);
+        let parsed = parse_request(&encoded).map(|(r, used)| match r {
+            Request::Command(again) => (Some(owned(&again, &encoded)), used),
+            Request::Incomplete => (None, used),
+        });
         // An empty command encodes as `*0`, which parses as the same.
-        assert_eq!(parsed, Ok((Request::Command(args), encoded.len())));
+        assert_eq!(parsed, Ok((Some(args), encoded.len())));
     }
+}
+
+/// A parsed command's arguments, copied out of the buffer it was parsed from.
+fn owned(args: &Args, buf: &[u8]) -> Vec<Vec<u8>> {
+    args.resolve(buf).into_iter().map(<[u8]>::to_vec).collect()
 }
 
 /// The commands and the error of `data` arriving `piece` bytes at a time.
@@ -119,7 +129,7 @@ fn resp_stream(data: &[u8], piece: usize) -> RespStream {
             match parser.parse(&data[start..end]) {
                 Ok((Request::Incomplete, _)) => break,
                 Ok((Request::Command(args), used)) => {
-                    commands.push(args);
+                    commands.push(owned(&args, &data[start..end]));
                     start += used;
                 }
                 Err(e) => return (commands, Some(e)),
@@ -236,21 +246,22 @@ fn dsl_lines(input: &[u8], piece: usize) -> Option<(Control, Contents)> {
 fn resp_requests(input: &[u8], piece: usize) -> Option<(Drained, Contents, bool)> {
     let db = Arc::new(small_db()?);
     let state = RespState::new(Arc::clone(&db), false);
-    let mut parser = RequestParser::default();
-    let mut lines = LineReader::new(MAX_LINE, 61);
+    let mut incoming = Incoming::new(
+        LineReader::new(MAX_LINE, 61),
+        Arc::new(RequestBudget::new(usize::MAX)).share(),
+    );
     let mut reader = Pieces { data: input, piece };
     let mut pending = Pending::default();
     let (mut out, mut sent) = (Vec::new(), Vec::new());
     let mut ended = Drained::More;
-    while ended == Drained::More && lines.fill(&mut reader).is_ok_and(|n| n > 0) {
+    while ended == Drained::More && incoming.input.fill(&mut reader).is_ok_and(|n| n > 0) {
         let mut sink = |bytes: &[u8]| {
             sent.extend_from_slice(bytes);
             Ok(())
         };
         ended = drain_requests(
             &state,
-            &mut parser,
-            &mut lines,
+            &mut incoming,
             &mut pending,
             &mut out,
             &mut sink,
@@ -260,7 +271,7 @@ fn resp_requests(input: &[u8], piece: usize) -> Option<(Drained, Contents, bool)
         pending.apply(&db, &mut out);
         sent.append(&mut out);
     }
-    let unfinished = lines.has_partial();
+    let unfinished = incoming.input.has_partial();
     drop(state);
     Some((ended, contents_of(Arc::into_inner(db)?)?, unfinished))
 }

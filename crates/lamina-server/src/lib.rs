@@ -39,6 +39,7 @@ mod glob;
 pub mod lines;
 pub mod metrics;
 pub mod parse;
+pub mod request_budget;
 pub mod resp;
 pub mod server;
 pub mod sniff;

@@ -7,6 +7,7 @@
 //! one unfinished line (or request) from the next
 //! ([`LineReader::unfinished`]), for the servers' request deadline.
 
+use std::collections::TryReserveError;
 use std::io::{self, Read};
 
 /// Default size of one read.
@@ -43,6 +44,9 @@ pub struct LineReader {
     discarding: bool,
     /// Lines (requests) taken so far.
     taken: u64,
+    /// Capacity kept for the unfinished item at the buffer's start
+    /// ([`LineReader::reserve`]; 0: none).
+    reserved: usize,
 }
 
 impl Default for LineReader {
@@ -65,17 +69,14 @@ impl LineReader {
             read_size: FIRST_READ.min(read_chunk.max(1)),
             discarding: false,
             taken: 0,
+            reserved: 0,
         }
     }
 
     /// Reads once from `r` into the buffer. Returns the number of bytes read;
     /// 0 means end of input. Unconsumed bytes are kept.
     pub fn fill<R: Read + ?Sized>(&mut self, r: &mut R) -> io::Result<usize> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
+        self.compact();
         let want = self.end + self.read_size;
         if self.buf.len() < want {
             self.buf.resize(want, 0);
@@ -100,12 +101,44 @@ impl LineReader {
     /// partial line): for a connection gone idle, whose next read may be
     /// far off. The next [`LineReader::fill`] allocates again.
     pub fn release(&mut self) {
-        self.buf.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
+        self.compact();
         self.buf.truncate(self.end);
-        self.buf.shrink_to_fit();
+        // A reservation is kept: its untouched part costs no memory, and
+        // growing back would copy what arrived.
+        self.buf.shrink_to(self.reserved);
         self.read_size = FIRST_READ.min(self.read_chunk);
+    }
+
+    /// Moves the unconsumed bytes to the buffer's start.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+    }
+
+    /// Makes room at once for the unconsumed bytes to grow to `total`
+    /// (and a read beyond): for an item whose length is announced before
+    /// it arrives, a Redis bulk string. The buffer then grows in one step
+    /// rather than doubling as the bytes come, each doubling a copy and
+    /// the allocator perhaps keeping the old buffer resident (an
+    /// unfinished 56 MiB request cost twice its size); the room is touched,
+    /// and costs memory, only as the bytes arrive. Kept until the next
+    /// [`LineReader::consume`]. Up to a read chunk, nothing is reserved:
+    /// reads grow the buffer that far anyway.
+    pub fn reserve(&mut self, total: usize) -> Result<(), TryReserveError> {
+        if total <= self.read_chunk {
+            return Ok(());
+        }
+        let room = total.saturating_add(self.read_chunk);
+        if room > self.buf.capacity() {
+            self.compact();
+            self.buf.truncate(self.end);
+            self.buf.try_reserve_exact(room - self.end)?;
+        }
+        self.reserved = room;
+        Ok(())
     }
 
     /// The bytes read and not yet consumed, for a parser of another
@@ -121,6 +154,7 @@ impl LineReader {
         if n > 0 {
             self.taken += 1;
         }
+        self.reserved = 0;
     }
 
     /// The next complete line, if one is buffered.
@@ -302,6 +336,31 @@ mod tests {
         assert_ne!(third, second);
         r.consume(4);
         assert_eq!(r.unfinished(), Some(third + 1));
+    }
+
+    #[test]
+    fn a_reserved_item_arrives_without_the_buffer_moving() {
+        let mut r = LineReader::new(64, 16);
+        let item = vec![b'x'; 1000];
+        let mut input = Pieces(item.chunks(7).map(|c| c.to_vec()).collect());
+        r.fill(&mut input).unwrap();
+        // Within a read chunk nothing is reserved.
+        r.reserve(16).unwrap();
+        assert_eq!(r.reserved, 0);
+        r.reserve(1000).unwrap();
+        let (at, room) = (r.buf.as_ptr(), r.buf.capacity());
+        assert!(room >= 1000 + 16, "{room}");
+        while r.buffered().len() < 1000 {
+            assert!(r.fill(&mut input).unwrap() > 0);
+            // A pause in the middle gives back nothing reserved.
+            r.release();
+        }
+        assert_eq!(r.buffered(), &item[..]);
+        assert_eq!((r.buf.as_ptr(), r.buf.capacity()), (at, room));
+        // Consumed, the item's room goes at the next release.
+        r.consume(1000);
+        r.release();
+        assert_eq!(r.buf.capacity(), 0);
     }
 
     #[test]

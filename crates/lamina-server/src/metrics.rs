@@ -509,9 +509,13 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(1);
 const IO_TIMEOUT: Duration = Duration::from_secs(2);
 /// Connections whose request head is being read, at most; a new one
 /// beyond drops the oldest.
-const MAX_PENDING: usize = 256;
+pub const MAX_PENDING: usize = 256;
 /// Scrapes answered at once; a whole request over it is answered 503.
-const MAX_SCRAPES: usize = 16;
+pub const MAX_SCRAPES: usize = 16;
+/// Descriptors the endpoint's connections hold at most: the heads being
+/// read, the scrapes being answered, and for a moment one just accepted
+/// before the oldest head is dropped.
+pub const MAX_CONNECTIONS: usize = MAX_PENDING + MAX_SCRAPES + 1;
 /// Stack of a scrape's thread (it renders a few KiB of text).
 const SCRAPE_STACK: usize = 128 * 1024;
 /// Longest wait of the accepting thread between looks at the stop flag.

@@ -33,7 +33,9 @@
 //! of clients reached` and closed.
 //!
 //! Limits bound each connection's memory and time: a request of at most
-//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments, complete within the
+//! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments, its arguments read
+//! in place in the read buffer, its unfinished bytes counted against the
+//! [`crate::request_budget`] all connections share, complete within the
 //! server's request time-out (`lamina serve --request-timeout`, 10 s) of
 //! waiting for it from its first byte, however slowly its bytes trickle in
 //! (else the connection is closed); replies leave in chunks of
@@ -56,7 +58,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lamina::{Db, WriteBatch};
@@ -65,8 +67,9 @@ use crate::exec::STREAM_CHUNK;
 use crate::glob::{Glob, OutOfBudget};
 use crate::lines::{LineReader, READ_CHUNK};
 use crate::metrics::{Protocol, ServerCounters};
+use crate::request_budget::Share;
 use crate::sniff::is_http;
-use crate::stream::{refuse_http, ConnectionConfig, ReadClock, Reading};
+use crate::stream::{close_after, refuse_http, ConnectionConfig, ReadClock, Reading};
 
 /// Largest request (one command and its arguments), bytes.
 pub const MAX_REQUEST: usize = 64 << 20;
@@ -141,9 +144,34 @@ impl Cursors {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request {
     /// A command and its arguments.
-    Command(Vec<Vec<u8>>),
+    Command(Args),
     /// More bytes are needed.
     Incomplete,
+}
+
+/// A command's arguments, by where they lie: a RESP array's bulk strings
+/// as ranges of the buffer the request was parsed from (read in place, not
+/// copied: a request costs its size once), an inline command's words as
+/// ranges of bytes of their own (unquoted, unescaped; an inline command is
+/// at most 64 KiB).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Args {
+    spans: Vec<Range<usize>>,
+    /// The words of an inline command, which `spans` index (`None`: they
+    /// index the parsed buffer).
+    words: Option<Vec<u8>>,
+}
+
+impl Args {
+    /// The arguments, given the buffer the request was parsed from (its
+    /// bytes from the request's first).
+    pub fn resolve<'a>(&'a self, buf: &'a [u8]) -> Vec<&'a [u8]> {
+        let source = self.words.as_deref().unwrap_or(buf);
+        self.spans
+            .iter()
+            .map(|r| source.get(r.clone()).unwrap_or_default())
+            .collect()
+    }
 }
 
 /// Parses one request from the front of `buf`: the request and the bytes it
@@ -162,10 +190,13 @@ pub fn parse_request(buf: &[u8]) -> Result<(Request, usize), String> {
 pub struct RequestParser {
     /// Arguments the `*N` header announced (0: no header read yet).
     announced: usize,
-    /// The arguments read so far.
-    args: Vec<Vec<u8>>,
+    /// The arguments read so far, as ranges of the buffer.
+    args: Vec<Range<usize>>,
     /// Where the next argument starts in the buffer.
     pos: usize,
+    /// The bytes the request needs at least, from its start, as far as
+    /// the bulk string being read announced (0: not known).
+    awaited: usize,
 }
 
 impl RequestParser {
@@ -174,11 +205,20 @@ impl RequestParser {
     /// [`Request::Command`] or an error (the bytes used are consumed only
     /// then). The request and the bytes it used, or a protocol error.
     pub fn parse(&mut self, buf: &[u8]) -> Result<(Request, usize), String> {
+        self.awaited = 0;
         let parsed = self.resume(buf);
         if !matches!(parsed, Ok((Request::Incomplete, _))) {
             *self = RequestParser::default();
         }
         parsed
+    }
+
+    /// After [`Request::Incomplete`]: how long the request will be at
+    /// least, from its first byte, as the length of the bulk string it is
+    /// in the middle of says (0 when no length is pending), so the reader
+    /// can make room for it at once.
+    pub fn awaited(&self) -> usize {
+        self.awaited
     }
 
     fn resume(&mut self, buf: &[u8]) -> Result<(Request, usize), String> {
@@ -194,7 +234,7 @@ impl RequestParser {
             };
             if count <= 0 {
                 // `*0` and `*-1` are empty requests Redis skips.
-                return Ok((Request::Command(Vec::new()), pos));
+                return Ok((Request::Command(Args::default()), pos));
             }
             let count =
                 usize::try_from(count).map_err(|_| "invalid multibulk length".to_string())?;
@@ -223,15 +263,20 @@ impl RequestParser {
                 .ok_or_else(|| "invalid bulk length".to_string())?;
             let end = at + len;
             if buf.len() < end + 2 {
+                self.awaited = end + 2;
                 return Ok((Request::Incomplete, 0));
             }
             if &buf[end..end + 2] != b"\r\n" {
                 return Err("bulk string not terminated by CRLF".into());
             }
-            self.args.push(buf[at..end].to_vec());
+            self.args.push(at..end);
             self.pos = end + 2;
         }
-        Ok((Request::Command(std::mem::take(&mut self.args)), self.pos))
+        let args = Args {
+            spans: std::mem::take(&mut self.args),
+            words: None,
+        };
+        Ok((Request::Command(args), self.pos))
     }
 }
 
@@ -263,14 +308,15 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
         return Ok((Request::Incomplete, 0));
     };
     let line = buf[..nl].strip_suffix(b"\r").unwrap_or(&buf[..nl]);
-    let mut args = Vec::new();
+    let mut words = Vec::new();
+    let mut spans = Vec::new();
     let mut i = 0;
     while i < line.len() {
         if line[i].is_ascii_whitespace() {
             i += 1;
             continue;
         }
-        let mut word = Vec::new();
+        let start = words.len();
         match line[i] {
             q @ (b'"' | b'\'') => {
                 i += 1;
@@ -287,7 +333,7 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
                             return Err("unbalanced quotes in request".into());
                         };
                         i += 1;
-                        word.push(match e {
+                        words.push(match e {
                             b'n' => b'\n',
                             b'r' => b'\r',
                             b't' => b'\t',
@@ -303,7 +349,7 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
                             other => other,
                         });
                     } else {
-                        word.push(b);
+                        words.push(b);
                     }
                 }
                 if line.get(i).is_some_and(|b| !b.is_ascii_whitespace()) {
@@ -312,13 +358,17 @@ fn parse_inline(buf: &[u8]) -> Result<(Request, usize), String> {
             }
             _ => {
                 while i < line.len() && !line[i].is_ascii_whitespace() {
-                    word.push(line[i]);
+                    words.push(line[i]);
                     i += 1;
                 }
             }
         }
-        args.push(word);
+        spans.push(start..words.len());
     }
+    let args = Args {
+        spans,
+        words: Some(words),
+    };
     Ok((Request::Command(args), nl + 1))
 }
 
@@ -416,12 +466,12 @@ impl Pending {
         self.replies = 0;
     }
 
-    fn gather(&mut self, out: &mut Vec<u8>, pairs: &[Vec<u8>]) {
+    fn gather(&mut self, out: &mut Vec<u8>, pairs: &[&[u8]]) {
         if self.replies == 0 {
             self.replies_from = out.len();
         }
         for kv in pairs.chunks_exact(2) {
-            self.batch.put(&kv[0], &kv[1]);
+            self.batch.put(kv[0], kv[1]);
         }
         self.replies += 1;
         simple(out, "OK");
@@ -441,7 +491,7 @@ pub type Sink<'a> = dyn FnMut(&[u8]) -> io::Result<()> + 'a;
 pub fn execute(
     state: &RespState,
     pending: &mut Pending,
-    args: &[Vec<u8>],
+    args: &[&[u8]],
     out: &mut Vec<u8>,
     sink: &mut Sink<'_>,
 ) -> io::Result<(After, bool)> {
@@ -487,7 +537,7 @@ const KEY_SPACE_WALKS: [&str; 4] = ["scan", "dbsize", "flushall", "flushdb"];
 /// of any size takes bounded memory. A key whose read fails gets an error
 /// element where its value would be (RESP2 allows errors in arrays): the
 /// array's start is already sent.
-fn mget(db: &Db, keys: &[Vec<u8>], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io::Result<()> {
+fn mget(db: &Db, keys: &[&[u8]], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io::Result<()> {
     array(out, keys.len());
     for k in keys {
         match db.get(k) {
@@ -502,16 +552,16 @@ fn mget(db: &Db, keys: &[Vec<u8>], out: &mut Vec<u8>, sink: &mut Sink<'_>) -> io
     Ok(())
 }
 
-fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<After> {
+fn run(state: &RespState, cmd: &str, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<After> {
     let db = &state.db;
     match (cmd, a.len()) {
         ("ping", 0) => simple(out, "PONG"),
-        ("ping", 1) | ("echo", 1) => bulk(out, &a[0]),
+        ("ping", 1) | ("echo", 1) => bulk(out, a[0]),
         ("quit", _) => {
             simple(out, "OK");
             return Ok(After::Close);
         }
-        ("get", 1) => maybe_bulk(out, db.get(&a[0])?.as_deref()),
+        ("get", 1) => maybe_bulk(out, db.get(a[0])?.as_deref()),
         ("set", n) if n >= 2 => set(state, a, out)?,
         ("del", n) | ("unlink", n) if n >= 1 => {
             let _order = lock(&state.check_and_write);
@@ -520,7 +570,7 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
             // A key named twice is deleted once, as in Redis.
             let mut seen = std::collections::HashSet::new();
             for k in a {
-                if seen.insert(k.as_slice()) && db.get(k)?.is_some() {
+                if seen.insert(*k) && db.get(k)?.is_some() {
                     existed += 1;
                 }
                 batch.delete(k);
@@ -588,13 +638,13 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
             bulk(out, text.as_bytes());
         }
         ("command", 0) => array(out, 0),
-        ("command", _) => match lower(&a[0]).as_str() {
+        ("command", _) => match lower(a[0]).as_str() {
             "count" => integer(out, COMMANDS.len() as i64),
             _ => array(out, 0),
         },
-        ("config", n) if n >= 2 && lower(&a[0]) == "get" => {
+        ("config", n) if n >= 2 && lower(a[0]) == "get" => {
             // redis-benchmark reads these two at start-up.
-            let param = lower(&a[1]);
+            let param = lower(a[1]);
             let value = match param.as_str() {
                 "save" => Some(String::new()),
                 "appendonly" => Some("yes".to_string()),
@@ -609,7 +659,7 @@ fn run(state: &RespState, cmd: &str, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina
                 None => array(out, 0),
             }
         }
-        ("client", n) if n >= 1 => match lower(&a[0]).as_str() {
+        ("client", n) if n >= 1 => match lower(a[0]).as_str() {
             "getname" => nil(out),
             "id" => integer(out, 1),
             _ => simple(out, "OK"),
@@ -633,8 +683,8 @@ pub(crate) const COMMANDS: &[&str] = &[
     "dbsize", "flushall", "flushdb", "select", "info", "command", "config", "client", "hello",
 ];
 
-fn set(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()> {
-    let (key, value) = (&a[0], &a[1]);
+fn set(state: &RespState, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<()> {
+    let (key, value) = (a[0], a[1]);
     let (mut nx, mut xx, mut get) = (false, false, false);
     for opt in &a[2..] {
         match lower(opt).as_str() {
@@ -674,8 +724,8 @@ fn set(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()
     Ok(())
 }
 
-fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<()> {
-    let Some(cursor) = std::str::from_utf8(&a[0])
+fn scan(state: &RespState, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<()> {
+    let Some(cursor) = std::str::from_utf8(a[0])
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
     else {
@@ -690,7 +740,7 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
             error(out, "ERR syntax error");
             return Ok(());
         };
-        match lower(&a[i]).as_str() {
+        match lower(a[i]).as_str() {
             "count" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
                 Some(n) if n >= 1 => count = n,
                 _ => {
@@ -783,51 +833,78 @@ fn scan(state: &RespState, a: &[Vec<u8>], out: &mut Vec<u8>) -> lamina::Result<(
     Ok(())
 }
 
-/// Sends the last replies and closes: our side first, then what the
-/// client still sends is read and dropped for a bounded time. Closing with
-/// unread input would reset the connection, and a reset can destroy the
-/// replies (a protocol error's reason) before the client reads them.
-fn close_after(stream: &TcpStream, out: &[u8]) -> io::Result<()> {
-    let mut writer = stream;
-    writer.write_all(out)?;
-    let _ = stream.shutdown(Shutdown::Write);
-    crate::stream::linger(stream);
-    Ok(())
-}
-
 /// Why [`drain_requests`] stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Drained {
     /// Every complete request buffered was executed.
     More,
-    /// `QUIT`, or a protocol error (its reply is in `out`): close once the
-    /// replies are out.
+    /// `QUIT`, a protocol error or an unfinished request over the request
+    /// budget (its reply is in `out`): close once the replies are out.
     Close,
     /// A request that is part of an HTTP request ([`is_http_request`]):
     /// close without executing it or anything after it.
     Http,
 }
 
-/// Executes every complete request buffered in `input`, in order, their
-/// replies appended to `out`, which leaves through `sink` once it holds
-/// [`STREAM_CHUNK`] bytes (and see [`execute`]); stops at `QUIT`, a
-/// protocol error or an HTTP request. The caller applies `pending`
-/// before sending `out`.
+/// A connection's incoming requests: the buffer they are read into, the
+/// parser that resumes in it across reads, and the connection's share of
+/// the request budget, which its unfinished request holds.
+pub(crate) struct Incoming {
+    pub(crate) input: LineReader,
+    parser: RequestParser,
+    share: Share,
+}
+
+impl Incoming {
+    pub(crate) fn new(input: LineReader, share: Share) -> Self {
+        Incoming {
+            input,
+            parser: RequestParser::default(),
+            share,
+        }
+    }
+}
+
+/// Executes every complete request buffered in `incoming`, in order,
+/// their replies appended to `out`, which leaves through `sink` once it
+/// holds [`STREAM_CHUNK`] bytes (and see [`execute`]); stops at `QUIT`, a
+/// protocol error or an HTTP request. The unfinished request left is
+/// counted in the connection's share of the request budget, and room is
+/// made for the bulk string it announced ([`LineReader::reserve`]); past
+/// the budget it is an error and the connection closes. The caller
+/// applies `pending` before sending `out`.
 pub(crate) fn drain_requests(
     state: &RespState,
-    parser: &mut RequestParser,
-    input: &mut LineReader,
+    incoming: &mut Incoming,
     pending: &mut Pending,
     out: &mut Vec<u8>,
     sink: &mut Sink<'_>,
     counters: Option<&ServerCounters>,
 ) -> io::Result<Drained> {
+    let Incoming {
+        input,
+        parser,
+        share,
+    } = incoming;
     loop {
         let (args, used) = match parser.parse(input.buffered()) {
             Ok((Request::Incomplete, _)) => {
-                if input.buffered().len() > MAX_REQUEST {
+                let unfinished = input.buffered().len();
+                if unfinished > MAX_REQUEST {
                     pending.apply(&state.db, out);
                     error(out, "ERR Protocol error: request too large");
+                    return Ok(Drained::Close);
+                }
+                let refused = match share.hold(unfinished) {
+                    Ok(()) => input
+                        .reserve(parser.awaited().min(MAX_REQUEST))
+                        .err()
+                        .map(|e| format!("ERR cannot buffer the request: {e}")),
+                    Err(e) => Some(format!("ERR {e}")),
+                };
+                if let Some(reason) = refused {
+                    pending.apply(&state.db, out);
+                    error(out, &reason);
                     return Ok(Drained::Close);
                 }
                 return Ok(Drained::More);
@@ -839,14 +916,16 @@ pub(crate) fn drain_requests(
                 return Ok(Drained::Close);
             }
         };
-        if is_http_request(input.buffered().get(..used).unwrap_or_default(), &args) {
+        let raw = input.buffered().get(..used).unwrap_or_default();
+        let args = args.resolve(raw);
+        if is_http_request(raw, &args) {
             return Ok(Drained::Http);
         }
-        input.consume(used);
         let (after, failed) = execute(state, pending, &args, out, sink)?;
         if let (Some(c), Some(name)) = (counters, args.first()) {
             c.command(Protocol::Resp, name, failed);
         }
+        input.consume(used);
         if after == After::Close {
             return Ok(Drained::Close);
         }
@@ -863,7 +942,7 @@ pub(crate) fn drain_requests(
 /// command that [`is_http`] says is a line of one, or an array whose
 /// command is `POST` or `Host:` (the commands Redis closes a connection
 /// at).
-fn is_http_request(raw: &[u8], args: &[Vec<u8>]) -> bool {
+fn is_http_request(raw: &[u8], args: &[&[u8]]) -> bool {
     if raw.first() == Some(&b'*') {
         args.first().is_some_and(|name| {
             name.eq_ignore_ascii_case(b"post") || name.eq_ignore_ascii_case(b"host:")
@@ -882,15 +961,17 @@ pub fn serve_resp_connection(
     config: &ConnectionConfig,
 ) -> io::Result<()> {
     // The line reader's buffer and reads, parsed as RESP.
-    let mut input = LineReader::new(MAX_INLINE, READ_CHUNK);
-    let mut parser = RequestParser::default();
+    let mut incoming = Incoming::new(
+        LineReader::new(MAX_INLINE, READ_CHUNK),
+        config.request_budget.share(),
+    );
     let mut out = Vec::new();
     let mut pending = Pending::default();
     let mut reader = stream;
     let mut writer = stream;
     let mut clock = ReadClock::new(stream, config)?;
     loop {
-        let n = match clock.read(&mut input, &mut reader, &mut out)? {
+        let n = match clock.read(&mut incoming.input, &mut reader, &mut out)? {
             Reading::Bytes(n) => n,
             Reading::TimedOut(_) => {
                 let _ = stream.shutdown(Shutdown::Both);
@@ -903,8 +984,7 @@ pub fn serve_resp_connection(
         let mut sink = |bytes: &[u8]| (&mut writer).write_all(bytes);
         let drained = drain_requests(
             state,
-            &mut parser,
-            &mut input,
+            &mut incoming,
             &mut pending,
             &mut out,
             &mut sink,
@@ -918,8 +998,13 @@ pub fn serve_resp_connection(
                     out.clear();
                 }
             }
-            Drained::Close => return close_after(stream, &out),
+            Drained::Close => {
+                // The buffered bytes go before the lingering close.
+                drop(incoming);
+                return close_after(stream, &out);
+            }
             Drained::Http => {
+                drop(incoming);
                 refuse_http(stream, &out);
                 return Ok(());
             }
@@ -932,16 +1017,25 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// The arguments of the command at the front of `buf`, copied out
+    /// (`None`: incomplete), and the bytes it used.
+    fn command(buf: &[u8]) -> (Option<Vec<Vec<u8>>>, usize) {
+        match parse_request(buf).unwrap() {
+            (Request::Command(args), used) => {
+                let args = args.resolve(buf).into_iter().map(<[u8]>::to_vec);
+                (Some(args.collect()), used)
+            }
+            (Request::Incomplete, used) => (None, used),
+        }
+    }
+
     #[test]
     fn requests_parse_in_both_framings_and_wait_for_more() {
         let r = b"*2\r\n$3\r\nGET\r\n$3\r\na\x00b\r\nPING\r\n";
-        let (req, used) = parse_request(r).unwrap();
-        assert_eq!(
-            req,
-            Request::Command(vec![b"GET".to_vec(), b"a\x00b".to_vec()])
-        );
-        let (req, used2) = parse_request(&r[used..]).unwrap();
-        assert_eq!(req, Request::Command(vec![b"PING".to_vec()]));
+        let (req, used) = command(r);
+        assert_eq!(req, Some(vec![b"GET".to_vec(), b"a\x00b".to_vec()]));
+        let (req, used2) = command(&r[used..]);
+        assert_eq!(req, Some(vec![b"PING".to_vec()]));
         assert_eq!(used + used2, r.len());
         for cut in 1..r.len() - 6 {
             assert_eq!(
@@ -950,10 +1044,10 @@ mod tests {
                 "{cut}"
             );
         }
-        let (req, _) = parse_request(b"set 'a b' \"c\\x41\\n\"\r\n").unwrap();
+        let (req, _) = command(b"set 'a b' \"c\\x41\\n\"\r\n");
         assert_eq!(
             req,
-            Request::Command(vec![b"set".to_vec(), b"a b".to_vec(), b"cA\n".to_vec()])
+            Some(vec![b"set".to_vec(), b"a b".to_vec(), b"cA\n".to_vec()])
         );
         assert!(parse_request(b"*1\r\n$x\r\n").is_err());
         assert!(parse_request(b"*1\r\n$1\r\nab\r\n").is_err());
@@ -977,10 +1071,11 @@ mod tests {
         // Too many arguments.
         let many = format!("*{}\r\n", MAX_ARGS + 1);
         assert!(parse_request(many.as_bytes()).is_err());
-        // Within the bounds, an announced bulk only waits for its bytes.
-        assert_eq!(
-            parse_request(b"*1\r\n$1000\r\nab").unwrap().0,
-            Request::Incomplete
-        );
+        // Within the bounds, an announced bulk only waits for its bytes,
+        // and tells how many the request needs (4 + 7 + 1000 + 2).
+        let mut parser = RequestParser::default();
+        let waiting = parser.parse(b"*1\r\n$1000\r\nab").unwrap();
+        assert_eq!(waiting.0, Request::Incomplete);
+        assert_eq!(parser.awaited(), 1013);
     }
 }

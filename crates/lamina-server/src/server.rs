@@ -8,7 +8,7 @@ use std::io::{self, Read, Write};
 use std::net::{
     IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs,
 };
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use lamina::Db;
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
 use crate::metrics::{Protocol, ServerCounters};
+use crate::request_budget::RequestBudget;
 use crate::resp::{serve_resp_connection, RespState};
 use crate::spatial::serve_spatial_connection;
 use crate::stream::{drain_lines, serve_connection, ConnectionConfig};
@@ -67,6 +68,10 @@ pub struct ServerConfig {
     /// however slowly bytes trickle in meanwhile, is closed (default
     /// [`DEFAULT_REQUEST_TIMEOUT`]; `None`: never).
     pub request_timeout: Option<Duration>,
+    /// Bytes of unfinished requests the connections may hold in all
+    /// ([`crate::request_budget`]; default: a quarter of physical memory),
+    /// shared with every server given the same budget.
+    pub request_budget: Arc<RequestBudget>,
 }
 
 /// The default [`ServerConfig::request_timeout`].
@@ -79,6 +84,7 @@ impl Default for ServerConfig {
             max_connections: 1024,
             idle_timeout: None,
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
+            request_budget: Arc::new(RequestBudget::default()),
         }
     }
 }
@@ -96,8 +102,9 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Connections being served, for the cap and for shutdown.
 #[derive(Default)]
 struct Connections {
-    /// Open sockets by id, shut down to unblock their threads on shutdown.
-    sockets: Mutex<HashMap<u64, TcpStream>>,
+    /// Open sockets by id, shared with their threads (one descriptor per
+    /// connection), shut down to unblock the threads on shutdown.
+    sockets: Mutex<HashMap<u64, Arc<TcpStream>>>,
     done: Condvar,
 }
 
@@ -163,6 +170,9 @@ pub struct Server {
     shutdown: ShutdownHandle,
     local_addr: SocketAddr,
     config: ServerConfig,
+    /// The connection cap in force: `config.max_connections` until
+    /// changed through [`Server::connection_cap`].
+    cap: Arc<AtomicUsize>,
     counters: Option<Arc<ServerCounters>>,
 }
 
@@ -209,6 +219,7 @@ impl Server {
                 wake_addr: SocketAddr::new(wake_ip, local_addr.port()),
             },
             local_addr,
+            cap: Arc::new(AtomicUsize::new(ServerConfig::default().max_connections)),
             config: ServerConfig::default(),
             counters: None,
         })
@@ -216,8 +227,16 @@ impl Server {
 
     /// Serves clients as `config` says.
     pub fn with_config(mut self, config: ServerConfig) -> Server {
+        self.cap.store(config.max_connections, Ordering::Relaxed);
         self.config = config;
         self
+    }
+
+    /// The connection cap, shared: a value stored here applies from the
+    /// next connection accepted on (connections already served stay).
+    /// `lamina serve` lowers it as its databases' tables take descriptors.
+    pub fn connection_cap(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.cap)
     }
 
     /// Counts connections and commands in `counters` (shared with the
@@ -248,6 +267,7 @@ impl Server {
             loads: self.config.loads.clone(),
             idle_timeout: self.config.idle_timeout,
             request_timeout: self.config.request_timeout,
+            request_budget: Arc::clone(&self.config.request_budget),
             cancel: Arc::clone(&self.shutdown.flag),
             counters: self.counters.clone(),
         };
@@ -271,23 +291,17 @@ impl Server {
                     continue;
                 }
             };
-            if conns.count() >= self.config.max_connections {
-                refuse(&stream, protocol, self.config.max_connections);
+            let cap = self.cap.load(Ordering::Relaxed);
+            if conns.count() >= cap {
+                refuse(&stream, protocol, cap);
                 count(ServerCounters::refused);
                 continue;
             }
             let id = next_id.fetch_add(1, Ordering::Relaxed);
-            match stream.try_clone() {
-                Ok(clone) => {
-                    lock(&conns.sockets).insert(id, clone);
-                    // Counted closed by its `Registered` guard.
-                    count(ServerCounters::accepted);
-                }
-                Err(e) => {
-                    tracing::error!("cannot register connection: {e}");
-                    continue;
-                }
-            }
+            let stream = Arc::new(stream);
+            lock(&conns.sockets).insert(id, Arc::clone(&stream));
+            // Counted closed by its `Registered` guard.
+            count(ServerCounters::accepted);
             // The registry is checked after insertion so a shutdown that raced
             // with this accept still closes the new connection.
             if self.shutdown.is_triggered() {
@@ -313,16 +327,16 @@ impl Server {
                         Service::Spatial(ds) => serve_spatial_connection(ds, &stream, &config),
                         Service::Resp(state) => serve_resp_connection(state, &stream, &config),
                     };
+                    // The socket closes once the registry lets go of it too.
+                    drop(stream);
                     // The db reference goes before the thread counts as done.
                     drop(service);
                     drop(registered);
                 });
             if let Err(e) = spawned {
+                // The closure, its socket and its guard are dropped with the
+                // error: the guard gives the registry's place back.
                 tracing::error!("cannot spawn connection thread: {e}");
-                if let Some(s) = lock(&conns.sockets).get(&id) {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-                conns.remove(id);
             }
         }
         conns.close_all(SHUTDOWN_GRACE);
@@ -331,8 +345,8 @@ impl Server {
 }
 
 /// A connection's place in the registry, given up when its thread ends,
-/// even by a panic: the registry's copy of the socket would otherwise keep
-/// the client waiting for replies that never come.
+/// even by a panic: the registry's share of the socket would otherwise
+/// keep it open, the client waiting for replies that never come.
 struct Registered {
     registry: Arc<Connections>,
     id: u64,

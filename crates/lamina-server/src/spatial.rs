@@ -36,7 +36,9 @@ use crate::exec::{push_error, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
 use crate::metrics::{first_word, Protocol};
 use crate::sniff::is_http;
-use crate::stream::{linger, refuse_http, ConnectionConfig, ReadClock, Reading};
+use crate::stream::{
+    hold_unfinished_line, linger, refuse_http, ConnectionConfig, ReadClock, Reading,
+};
 
 /// The most ids a window answer sent over the network may hold (about
 /// 2 MiB of reply).
@@ -220,6 +222,7 @@ pub fn serve_spatial_connection(
     config: &ConnectionConfig,
 ) -> io::Result<()> {
     let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
+    let mut share = config.request_budget.share();
     let mut out = Vec::new();
     let mut reader = stream;
     let mut writer = stream;
@@ -276,6 +279,9 @@ pub fn serve_spatial_connection(
             writer.flush()?;
             let _ = stream.shutdown(Shutdown::Write);
             linger(stream);
+            return Ok(());
+        }
+        if !hold_unfinished_line(&mut share, &mut lines, stream, &mut out) {
             return Ok(());
         }
         if !out.is_empty() {

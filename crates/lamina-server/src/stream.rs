@@ -13,6 +13,7 @@ use lamina::Db;
 use crate::exec::{push_error, Control, LoadAccess, Mode, Session, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
 use crate::metrics::{first_word, Protocol, ServerCounters};
+use crate::request_budget::{RequestBudget, Share};
 
 /// Longest wait for a peer to close after `@bye`.
 const LINGER: Duration = Duration::from_secs(2);
@@ -93,6 +94,8 @@ pub struct ConnectionConfig {
     /// complete after its reads waited this long for it, from its first
     /// byte, is closed (`None`: never).
     pub request_timeout: Option<Duration>,
+    /// What the connections may hold for unfinished requests, in all.
+    pub request_budget: Arc<RequestBudget>,
     /// Set when the server shuts down: a load in progress stops.
     pub cancel: Arc<AtomicBool>,
     /// Where connections count their commands (`lamina serve --metrics`).
@@ -131,6 +134,7 @@ pub fn serve_connection(
             w.write_all(bytes)
         }));
     let mut lines = LineReader::new(MAX_LINE, READ_CHUNK);
+    let mut share = config.request_budget.share();
     let mut out = Vec::new();
     let mut reader = stream;
     let mut writer = stream;
@@ -178,6 +182,9 @@ pub fn serve_connection(
             linger(stream);
             return Ok(ctl);
         }
+        if !hold_unfinished_line(&mut share, &mut lines, stream, &mut out) {
+            return Ok(Control::Continue);
+        }
         if !out.is_empty() {
             writer.write_all(&out)?;
             out.clear();
@@ -208,10 +215,7 @@ pub(crate) fn refuse_http(stream: &TcpStream, out: &[u8]) {
             Err(_) => tracing::warn!("{}", crate::sniff::HTTP_REFUSED),
         }
     }
-    let mut writer = stream;
-    let _ = writer.write_all(out);
-    let _ = stream.shutdown(Shutdown::Write);
-    linger(stream);
+    let _ = close_after(stream, out);
 }
 
 /// What a [`ReadClock`] read brought.
@@ -357,6 +361,38 @@ impl<'s> ReadClock<'s> {
             }
         }
     }
+}
+
+/// Sends the last replies and closes: our side first, then what the
+/// client still sends is read and dropped for a bounded time. Closing with
+/// unread input would reset the connection, and a reset can destroy the
+/// replies (a protocol error's reason) before the client reads them.
+pub(crate) fn close_after(stream: &TcpStream, out: &[u8]) -> io::Result<()> {
+    let mut writer = stream;
+    writer.write_all(out)?;
+    let _ = stream.shutdown(Shutdown::Write);
+    linger(stream);
+    Ok(())
+}
+
+/// Counts in `share` the unfinished line `lines` holds after a read.
+/// Over the budget, the line is dropped, `out` goes out with an `ERROR`
+/// line and the connection is closed: `false`.
+pub(crate) fn hold_unfinished_line(
+    share: &mut Share,
+    lines: &mut LineReader,
+    stream: &TcpStream,
+    out: &mut Vec<u8>,
+) -> bool {
+    let Err(over) = share.hold(lines.buffered().len()) else {
+        return true;
+    };
+    lines.consume(usize::MAX);
+    lines.release();
+    let _ = share.hold(0);
+    push_error(out, &over.to_string());
+    let _ = close_after(stream, out);
+    false
 }
 
 /// After `@bye`, reads and discards what the peer still sends (after a

@@ -19,12 +19,17 @@ pub struct Running {
 impl Running {
     /// Shuts the server down and hands back its database.
     pub fn stop(self) -> Db {
-        self.handle.trigger();
-        self.thread.join().unwrap();
-        match Arc::try_unwrap(self.db) {
+        match Arc::try_unwrap(self.stop_sharing()) {
             Ok(db) => db,
             Err(_) => panic!("the server still holds the db"),
         }
+    }
+
+    /// Shuts the server down; its database may have other users.
+    pub fn stop_sharing(self) -> Arc<Db> {
+        self.handle.trigger();
+        self.thread.join().unwrap();
+        self.db
     }
 }
 
