@@ -126,12 +126,13 @@ impl LineReader {
     /// unfinished 56 MiB request cost twice its size); the room is touched,
     /// and costs memory, only as the bytes arrive. Kept until the next
     /// [`LineReader::consume`]. Up to a read chunk, nothing is reserved:
-    /// reads grow the buffer that far anyway.
+    /// reads grow the buffer that far anyway. A memory budget counts the
+    /// room first: [`LineReader::holding`].
     pub fn reserve(&mut self, total: usize) -> Result<(), TryReserveError> {
-        if total <= self.read_chunk {
+        let room = self.room_for(total);
+        if room == 0 {
             return Ok(());
         }
-        let room = total.saturating_add(self.read_chunk);
         if room > self.buf.capacity() {
             self.compact();
             self.buf.truncate(self.end);
@@ -139,6 +140,27 @@ impl LineReader {
         }
         self.reserved = room;
         Ok(())
+    }
+
+    /// The room [`LineReader::reserve`] makes for an item of `total`
+    /// bytes: the item and a read beyond, or none up to a read chunk.
+    fn room_for(&self, total: usize) -> usize {
+        if total <= self.read_chunk {
+            0
+        } else {
+            total.saturating_add(self.read_chunk)
+        }
+    }
+
+    /// What the unfinished item at the buffer's start holds, for a memory
+    /// budget: its bytes buffered, or the room kept for it if larger,
+    /// counting the room [`LineReader::reserve`] of `total` would make
+    /// (0: none), so that it can be counted before it is made.
+    pub fn holding(&self, total: usize) -> usize {
+        self.buffered()
+            .len()
+            .max(self.reserved)
+            .max(self.room_for(total))
     }
 
     /// The bytes read and not yet consumed, for a parser of another
@@ -361,6 +383,22 @@ mod tests {
         r.consume(1000);
         r.release();
         assert_eq!(r.buf.capacity(), 0);
+    }
+
+    #[test]
+    fn an_item_holds_its_room_before_the_room_is_made() {
+        let mut r = LineReader::new(64, 16);
+        r.fill(&mut &b"*1\r\n$1000\r\nab"[..]).unwrap();
+        // Within a read chunk: the bytes buffered.
+        assert_eq!(r.holding(16), 13);
+        // The room for the whole item and a read, before it is made and
+        // while it is kept.
+        assert_eq!(r.holding(1013), 1013 + 16);
+        r.reserve(1013).unwrap();
+        assert_eq!(r.holding(0), 1013 + 16);
+        // Consumed, the item holds nothing.
+        r.consume(13);
+        assert_eq!(r.holding(0), 0);
     }
 
     #[test]

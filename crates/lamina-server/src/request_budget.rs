@@ -5,10 +5,12 @@
 //! thousand connections each sending most of one would hold gigabytes.
 //! Every connection of the DSL, spatial and Redis ports given the same
 //! [`RequestBudget`] holds a [`Share`] of it: after each read, the bytes
-//! it keeps for requests not yet complete. A connection whose share would
-//! take the total past the limit gets an error reply and is closed, its
-//! bytes released; a share is given back when its connection ends, however
-//! it ends.
+//! it keeps for requests not yet complete, or on the Redis port the room
+//! it makes for a bulk string's announced length if that is more (counted
+//! before the room is made). A connection whose share would take the
+//! total past the limit gets an error reply and is closed, its bytes
+//! released, without allocating that room; a share is given back when its
+//! connection ends, however it ends.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

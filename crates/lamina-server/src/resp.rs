@@ -34,7 +34,8 @@
 //!
 //! Limits bound each connection's memory and time: a request of at most
 //! [`MAX_REQUEST`] bytes and [`MAX_ARGS`] arguments, its arguments read
-//! in place in the read buffer, its unfinished bytes counted against the
+//! in place in the read buffer, its unfinished bytes (or the room made at
+//! once for the bulk string it announced, if more) counted against the
 //! [`crate::request_budget`] all connections share, complete within the
 //! server's request time-out (`lamina serve --request-timeout`, 10 s) of
 //! waiting for it from its first byte, however slowly its bytes trickle in
@@ -869,9 +870,10 @@ impl Incoming {
 /// their replies appended to `out`, which leaves through `sink` once it
 /// holds [`STREAM_CHUNK`] bytes (and see [`execute`]); stops at `QUIT`, a
 /// protocol error or an HTTP request. The unfinished request left is
-/// counted in the connection's share of the request budget, and room is
-/// made for the bulk string it announced ([`LineReader::reserve`]); past
-/// the budget it is an error and the connection closes. The caller
+/// counted in the connection's share of the request budget, as its bytes
+/// or the room made for the bulk string it announced
+/// ([`LineReader::reserve`]), whichever is larger; past the budget it is
+/// an error (nothing allocated) and the connection closes. The caller
 /// applies `pending` before sending `out`.
 pub(crate) fn drain_requests(
     state: &RespState,
@@ -895,9 +897,12 @@ pub(crate) fn drain_requests(
                     error(out, "ERR Protocol error: request too large");
                     return Ok(Drained::Close);
                 }
-                let refused = match share.hold(unfinished) {
+                // The room for the announced length is counted before
+                // it is made: past the budget, nothing is allocated.
+                let awaited = parser.awaited().min(MAX_REQUEST);
+                let refused = match share.hold(input.holding(awaited)) {
                     Ok(()) => input
-                        .reserve(parser.awaited().min(MAX_REQUEST))
+                        .reserve(awaited)
                         .err()
                         .map(|e| format!("ERR cannot buffer the request: {e}")),
                     Err(e) => Some(format!("ERR {e}")),

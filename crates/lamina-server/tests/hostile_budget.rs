@@ -5,11 +5,13 @@
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use lamina::{Db, Options};
+use lamina_server::lines::READ_CHUNK;
 use lamina_server::request_budget::RequestBudget;
 use lamina_server::{Server, ServerConfig};
 
@@ -247,6 +249,79 @@ fn unfinished_requests_share_one_budget_across_connections() {
     s.write_all(&vec![b'y'; 8 << 20]).unwrap();
     s.write_all(b"\r\n").unwrap();
     assert_eq!(line(&mut BufReader::new(&s)), "+OK\r\n");
+    stop_both(resp, dsl);
+}
+
+#[test]
+fn an_announced_bulk_string_counts_its_room_before_it_is_made() {
+    let _serial = one_at_a_time();
+    let tmp = tempfile::tempdir().unwrap();
+    let limit = 4 << 20;
+    let budget = Arc::new(RequestBudget::new(limit));
+    let (resp, dsl) = start_both(tmp.path(), &budget);
+    // The most the budget ever counts, watched throughout.
+    let watching = Arc::new(AtomicBool::new(true));
+    let watcher = {
+        let (budget, watching) = (Arc::clone(&budget), Arc::clone(&watching));
+        thread::spawn(move || {
+            let mut most = 0;
+            while watching.load(Ordering::Relaxed) {
+                most = most.max(budget.held());
+                thread::sleep(Duration::from_millis(1));
+            }
+            most
+        })
+    };
+    // 8 connections each announce a 1 MiB value (four read chunks) and
+    // send 2 bytes of it: 8 MiB announced against a 4 MiB budget. The
+    // server makes room for a request's bytes and a read at once.
+    let (n, size) = (8, 1 << 20);
+    let head = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${size}\r\n");
+    let room = head.len() + size + 2 + READ_CHUNK;
+    let clients: Vec<TcpStream> = (0..n)
+        .map(|_| {
+            let mut s = connect(resp.addr);
+            s.write_all(head.as_bytes()).unwrap();
+            s.write_all(b"ab").unwrap();
+            s
+        })
+        .collect();
+    let outcomes: Vec<Option<String>> = thread::scope(|scope| {
+        let waits: Vec<_> = clients
+            .iter()
+            .map(|s| scope.spawn(move || first_line(s, Duration::from_secs(3))))
+            .collect();
+        waits.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    // As many as their rooms fit are kept (3); the others are refused
+    // before the room is made (every one was kept, holding a few bytes
+    // each, while 8 MiB of room was made).
+    let kept = outcomes.iter().filter(|o| o.is_none()).count();
+    assert_eq!(kept, limit / room, "{outcomes:?}");
+    for refusal in outcomes.iter().flatten() {
+        assert!(
+            refusal.starts_with(&format!("-ERR unfinished request of {room} bytes")),
+            "{refusal:?}"
+        );
+    }
+    assert_eq!(budget.held(), kept * room);
+    // A kept request ends and is served; its room is given back.
+    let mut done = clients
+        .iter()
+        .zip(&outcomes)
+        .find_map(|(s, o)| o.is_none().then_some(s))
+        .unwrap();
+    done.write_all(&vec![b'c'; size - 2]).unwrap();
+    done.write_all(b"\r\n").unwrap();
+    assert_eq!(line(&mut BufReader::new(done)), "+OK\r\n");
+    eventually("the finished request's room is given back", || {
+        budget.held() == (kept - 1) * room
+    });
+    drop(clients);
+    eventually("every byte is released", || budget.held() == 0);
+    watching.store(false, Ordering::Relaxed);
+    let most = watcher.join().unwrap();
+    assert!(most <= limit, "the budget counted {most} bytes of {limit}");
     stop_both(resp, dsl);
 }
 
