@@ -158,6 +158,40 @@ fn every_command_and_flag_of_the_readme_tables_exists_and_every_command_is_liste
     }
 }
 
+/// The options a help text declares (`  -p, --port <PORT>`), without
+/// `--help` and `--version`.
+fn declared_flags(help: &str) -> BTreeSet<String> {
+    help.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| l.split([' ', ',']).find(|w| w.starts_with("--")))
+        .filter(|f| !["--help", "--version"].contains(f))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_option_of_lamina_serve_is_in_the_readme() {
+    let text = readme();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| `lamina serve "))
+        .expect("the serve row");
+    let engine = text
+        .split("Engine options (shared by")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap();
+    let documented: BTreeSet<String> = flags(row).union(&flags(engine)).cloned().collect();
+    let declared = declared_flags(&help_with_subcommands(&["serve"]));
+    assert!(declared.contains("--request-timeout"), "{declared:?}");
+    let missing: Vec<&String> = declared.difference(&documented).collect();
+    assert!(
+        missing.is_empty(),
+        "`lamina serve` options missing from the README: {missing:?}"
+    );
+}
+
 /// The rows of the README's protocol table that show a fixed reply.
 #[test]
 fn the_protocol_table_replies_are_the_servers() {
