@@ -14,7 +14,7 @@ use lamina_cluster::network::clamp_to_descriptors;
 use lamina_cluster::{ClusterConfig, NodeOptions, PortLimits};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::engine_opts::{parse_count, EngineOpts};
+use crate::engine_opts::{parse_count, parse_size, EngineOpts};
 
 /// Run one member of a Raft group of lamina databases.
 #[derive(Debug, Args)]
@@ -50,6 +50,12 @@ pub struct ClusterArgs {
     /// never).
     #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = parse_count)]
     pub idle_timeout: usize,
+    /// Bytes of Raft frames being received that all Raft-port connections
+    /// may hold together (K, M, G suffixes; a frame counts at its announced
+    /// length); a frame that would pass it closes its connection
+    /// [default: a quarter of physical memory, 1G if unknown].
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub max_request_bytes_total: Option<usize>,
     #[command(flatten)]
     pub engine: EngineOpts,
 }
@@ -69,6 +75,9 @@ pub fn run(args: ClusterArgs) -> Result<()> {
     if args.max_connections == 0 || args.max_raft_connections == 0 {
         bail!("--max-connections and --max-raft-connections must be positive");
     }
+    if args.max_request_bytes_total == Some(0) {
+        bail!("--max-request-bytes-total must be positive");
+    }
     let mut limits = PortLimits {
         max_client_connections: args.max_connections,
         max_raft_connections: args.max_raft_connections,
@@ -76,6 +85,9 @@ pub fn run(args: ClusterArgs) -> Result<()> {
             .then(|| Duration::from_secs(u64::try_from(args.idle_timeout).unwrap_or(u64::MAX))),
         ..PortLimits::default()
     };
+    if let Some(bytes) = args.max_request_bytes_total {
+        limits.max_frame_bytes_total = bytes;
+    }
     let descriptors = lamina_server::fd_limit::raise_nofile_limit()
         .context("cannot read the descriptor limit")?;
     let groups = cluster

@@ -25,6 +25,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use lamina_server::request_budget::{self, RequestBudget, Share};
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
@@ -254,6 +255,11 @@ pub struct PortLimits {
     /// A request begun must arrive whole within this: a client's line
     /// from its first byte, a Raft frame's body from its length.
     pub request_timeout: Duration,
+    /// Bytes of Raft frames being received, over all the Raft port's
+    /// connections: a frame is counted at its announced length from its
+    /// length header until it is decoded, and a frame that would take the
+    /// total past this closes its connection (the peer retries).
+    pub max_frame_bytes_total: usize,
 }
 
 impl Default for PortLimits {
@@ -263,6 +269,7 @@ impl Default for PortLimits {
             max_raft_connections: 256,
             idle_timeout: Some(Duration::from_secs(300)),
             request_timeout: Duration::from_secs(10),
+            max_frame_bytes_total: request_budget::default_limit(),
         }
     }
 }
@@ -386,11 +393,20 @@ pub async fn serve_raft(
     limits: PortLimits,
 ) {
     let cap = limits.max_raft_connections;
+    let frames = Arc::new(RequestBudget::new(limits.max_frame_bytes_total));
     accept_loop(
         listener,
         "raft",
         cap,
-        move |stream| serve_raft_conn(stream, groups.clone(), secret.clone(), limits.clone()),
+        move |stream| {
+            serve_raft_conn(
+                stream,
+                groups.clone(),
+                secret.clone(),
+                limits.clone(),
+                frames.share(),
+            )
+        },
         |stream| async move { drop(stream) },
     )
     .await
@@ -401,6 +417,7 @@ async fn serve_raft_conn(
     groups: Groups,
     secret: Option<Secret>,
     limits: PortLimits,
+    mut frame_bytes: Share,
 ) -> io::Result<()> {
     stream.set_nodelay(true)?;
     if let Some(secret) = &secret {
@@ -429,6 +446,14 @@ async fn serve_raft_conn(
         else {
             return Ok(());
         };
+        if let Err(over) = frame_bytes.hold(len) {
+            let peer = stream
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            tracing::warn!("raft port: {peer}: a frame of {len} bytes refused: {over}");
+            return Err(io::Error::new(io::ErrorKind::OutOfMemory, over));
+        }
         let body = within(
             limits.request_timeout,
             "a frame's body",
@@ -438,6 +463,8 @@ async fn serve_raft_conn(
         let Envelope { shard, rpc } = serde_json::from_slice::<Envelope<RpcRequest>>(&body)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         drop(body);
+        // Shrinking a share cannot fail.
+        let _ = frame_bytes.hold(0);
         let reply = match groups.get(&shard) {
             None => RpcReply::Refused(format!("this member serves no shard {shard}")),
             Some(g) => match check_ids(&rpc, g) {
@@ -768,6 +795,55 @@ mod tests {
         let mut l = asked.clone();
         assert!(clamp_to_descriptors(&mut l, Some(256), 4).is_some());
         assert_eq!((l.max_client_connections, l.max_raft_connections), (16, 16));
+    }
+
+    /// Whether the server closed `s` within `wait` (a read of 0 bytes or
+    /// an error), not merely stayed silent.
+    async fn closed_within(s: &mut TcpStream, wait: Duration) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(
+            tokio::time::timeout(wait, s.read(&mut byte)).await,
+            Ok(Ok(0) | Err(_))
+        )
+    }
+
+    #[tokio::test]
+    async fn frames_being_received_share_one_budget() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = PortLimits {
+            max_frame_bytes_total: 1 << 20,
+            ..PortLimits::default()
+        };
+        let server = tokio::spawn(serve_raft(listener, Arc::default(), None, limits));
+        // A frame announced at 700 KiB, 10 bytes of it sent: held.
+        let announce = |len: u32| async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(&len.to_be_bytes()).await.unwrap();
+            s.write_all(&[b'{'; 10]).await.unwrap();
+            s
+        };
+        let mut first = announce(700 << 10).await;
+        assert!(!closed_within(&mut first, Duration::from_millis(300)).await);
+        // A second one would take the total past 1 MiB: closed at once.
+        let mut second = announce(700 << 10).await;
+        assert!(closed_within(&mut second, Duration::from_secs(5)).await);
+        // A small one still fits.
+        let mut small = announce(200 << 10).await;
+        assert!(!closed_within(&mut small, Duration::from_millis(300)).await);
+        // The first one's bytes are given back when it goes.
+        drop(first);
+        drop(small);
+        let mut third = None;
+        for _ in 0..50 {
+            let mut s = announce(700 << 10).await;
+            if !closed_within(&mut s, Duration::from_millis(200)).await {
+                third = Some(s);
+                break;
+            }
+        }
+        assert!(third.is_some(), "the budget was not given back");
+        server.abort();
     }
 
     #[tokio::test]

@@ -1684,6 +1684,7 @@ async fn full_ports_refuse_the_next_connection_and_deadlines_close_stalled_ones(
                 max_raft_connections: RAFT_CAP,
                 idle_timeout: Some(IDLE),
                 request_timeout: REQUEST,
+                ..PortLimits::default()
             },
             forward_writes: true,
         };
