@@ -919,6 +919,10 @@ where
     }
 }
 
+/// Refused HTTP requests' log lines, at most once a minute.
+static HTTP_REFUSALS: lamina_server::log_limit::LogLimit =
+    lamina_server::log_limit::LogLimit::new();
+
 async fn serve_client(
     stream: TcpStream,
     router: Arc<Router>,
@@ -957,10 +961,13 @@ async fn serve_client(
             Line::Whole => {}
         }
         if lamina_server::sniff::is_http(line.trim_ascii_end()) {
-            tracing::warn!(
-                "client port: {peer}: {}",
-                lamina_server::sniff::HTTP_REFUSED
-            );
+            if let Some(n) = HTTP_REFUSALS.allow() {
+                tracing::warn!(
+                    "client port: {peer}: {}{}",
+                    lamina_server::sniff::HTTP_REFUSED,
+                    lamina_server::log_limit::held_back(n)
+                );
+            }
             return Ok(());
         }
         let text = line.trim_ascii();

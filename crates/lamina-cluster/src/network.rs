@@ -25,6 +25,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use lamina_server::log_limit::{self, LogLimit};
 use lamina_server::request_budget::{self, RequestBudget, Share};
 use openraft::error::{
     InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
@@ -337,7 +338,12 @@ pub(crate) async fn accept_loop<F, Fut, R, RFut>(
             accepted = listener.accept() => {
                 match accepted {
                     Ok((stream, peer)) if conns.len() >= cap => {
-                        tracing::warn!("{what} port: {peer} refused, {cap} connections open (the cap)");
+                        if let Some(n) = OVER_CAP.allow() {
+                            tracing::warn!(
+                                "{what} port: {peer} refused, {cap} connections open (the cap){}",
+                                log_limit::held_back(n)
+                            );
+                        }
                         if refusals.len() < cap {
                             let refusal = refuse(stream);
                             refusals.spawn(async move {
@@ -382,6 +388,13 @@ pub(crate) async fn within<T>(
 
 /// The Raft groups a member serves, by shard.
 pub type Groups = Arc<BTreeMap<ShardId, Group>>;
+
+// Refusals' log lines, each kind at most once a minute
+// ([`lamina_server::log_limit`]).
+static OVER_CAP: LogLimit = LogLimit::new();
+static FAILED_HANDSHAKES: LogLimit = LogLimit::new();
+static OVER_BUDGET: LogLimit = LogLimit::new();
+static BAD_IDS: LogLimit = LogLimit::new();
 
 /// Serves Raft RPCs from `listener` to the group of each request's shard
 /// until the task is aborted (which aborts every connection too): with a
@@ -432,7 +445,9 @@ async fn serve_raft_conn(
                 .peer_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_default();
-            tracing::warn!("raft port: {peer} refused: {e}");
+            if let Some(n) = FAILED_HANDSHAKES.allow() {
+                tracing::warn!("raft port: {peer} refused: {e}{}", log_limit::held_back(n));
+            }
             return Err(e);
         }
     }
@@ -451,7 +466,12 @@ async fn serve_raft_conn(
                 .peer_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_default();
-            tracing::warn!("raft port: {peer}: a frame of {len} bytes refused: {over}");
+            if let Some(n) = OVER_BUDGET.allow() {
+                tracing::warn!(
+                    "raft port: {peer}: a frame of {len} bytes refused: {over}{}",
+                    log_limit::held_back(n)
+                );
+            }
             return Err(io::Error::new(io::ErrorKind::OutOfMemory, over));
         }
         let body = within(
@@ -473,7 +493,12 @@ async fn serve_raft_conn(
                         .peer_addr()
                         .map(|a| a.to_string())
                         .unwrap_or_default();
-                    tracing::warn!("raft port: {peer}: shard {shard}: {why}");
+                    if let Some(n) = BAD_IDS.allow() {
+                        tracing::warn!(
+                            "raft port: {peer}: shard {shard}: {why}{}",
+                            log_limit::held_back(n)
+                        );
+                    }
                     RpcReply::Refused(why)
                 }
                 Ok(()) => serve_rpc(g, rpc).await,

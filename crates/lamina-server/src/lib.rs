@@ -37,6 +37,7 @@ pub mod fd_limit;
 pub mod fuzzing;
 mod glob;
 pub mod lines;
+pub mod log_limit;
 pub mod metrics;
 pub mod parse;
 pub mod request_budget;

@@ -4,14 +4,15 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use lamina::Db;
 
 use crate::exec::{push_error, Control, LoadAccess, Mode, Session, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
+use crate::log_limit::{self, LogLimit};
 use crate::metrics::{first_word, Protocol, ServerCounters};
 use crate::request_budget::{RequestBudget, Share};
 
@@ -192,8 +193,8 @@ pub fn serve_connection(
     }
 }
 
-/// Seconds since the epoch when a refused HTTP request was last logged.
-static HTTP_LOGGED_AT: AtomicU64 = AtomicU64::new(0);
+/// Refused HTTP requests' log lines.
+static HTTP_REFUSALS: LogLimit = LogLimit::new();
 
 /// Closes a connection at a line of an HTTP request: the replies of what
 /// came before it go out, then nothing more (what the peer still sends is
@@ -201,19 +202,16 @@ static HTTP_LOGGED_AT: AtomicU64 = AtomicU64::new(0);
 /// replies away). The attempt is logged with the peer's address, at most
 /// once a minute (as Redis does: a web page can send thousands).
 pub(crate) fn refuse_http(stream: &TcpStream, out: &[u8]) {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let last = HTTP_LOGGED_AT.load(Ordering::Relaxed);
-    if now >= last.saturating_add(60)
-        && HTTP_LOGGED_AT
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
-        match stream.peer_addr() {
-            Ok(peer) => tracing::warn!("{} (from {peer})", crate::sniff::HTTP_REFUSED),
-            Err(_) => tracing::warn!("{}", crate::sniff::HTTP_REFUSED),
-        }
+    if let Some(n) = HTTP_REFUSALS.allow() {
+        let peer = stream
+            .peer_addr()
+            .map(|a| format!(" (from {a})"))
+            .unwrap_or_default();
+        tracing::warn!(
+            "{}{peer}{}",
+            crate::sniff::HTTP_REFUSED,
+            log_limit::held_back(n)
+        );
     }
     let _ = close_after(stream, out);
 }
