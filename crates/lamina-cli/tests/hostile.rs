@@ -7,7 +7,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,28 +19,6 @@ fn records(pairs: &[(i32, i32)]) -> Vec<u8> {
         .iter()
         .flat_map(|(k, v)| k.to_le_bytes().into_iter().chain(v.to_le_bytes()))
         .collect()
-}
-
-fn connect(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s
-}
-
-/// Sends `lines` and `@sync`, returns the replies before the `@sync`.
-fn ask(s: &mut TcpStream, lines: &str) -> Vec<String> {
-    s.write_all(format!("{lines}@sync\n").as_bytes()).unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut out = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(r.read_line(&mut line).unwrap() > 0, "connection closed");
-        let line = line.trim_end_matches('\n').to_string();
-        if line == "@sync" {
-            return out;
-        }
-        out.push(line);
-    }
 }
 
 #[test]

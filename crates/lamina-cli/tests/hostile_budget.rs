@@ -14,7 +14,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::bin;
+use common::{ask, bin, connect};
 
 /// A `lamina serve --resp 0` started through `sh` with `ulimit -n`
 /// (soft and hard) set to `nofile` if given.
@@ -113,29 +113,6 @@ impl Drop for Served {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn connect(port: u16) -> TcpStream {
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s
-}
-
-/// Sends DSL `lines` and `@sync`; the replies before the `@sync`.
-fn ask(s: &mut TcpStream, lines: &str) -> Vec<String> {
-    s.write_all(format!("{lines}@sync\n").as_bytes()).unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut out = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(r.read_line(&mut line).unwrap() > 0, "connection closed");
-        let line = line.trim_end_matches('\n').to_string();
-        if line == "@sync" {
-            return out;
-        }
-        out.push(line);
     }
 }
 

@@ -18,37 +18,7 @@ use lamina_server::metrics::MetricsServer;
 use lamina_server::resp::SCAN_REPLY;
 
 mod common;
-use common::{request, start_resp, stop};
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s
-}
-
-/// One bulk-string reply (`None` for nil), read off `r`.
-fn read_bulk(r: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let n: i64 = line
-        .strip_prefix('$')
-        .and_then(|l| l.trim_end().parse().ok())
-        .unwrap_or_else(|| panic!("not a bulk reply: {line:?}"));
-    if n < 0 {
-        return None;
-    }
-    let mut b = vec![0u8; n as usize + 2];
-    r.read_exact(&mut b).unwrap();
-    b.truncate(n as usize);
-    Some(b)
-}
-
-/// What a fresh client reads for `key`.
-fn get(addr: SocketAddr, key: &[u8]) -> Option<Vec<u8>> {
-    let mut s = connect(addr);
-    s.write_all(&request(&[b"GET", key])).unwrap();
-    read_bulk(&mut BufReader::new(s))
-}
+use common::{connect, read_bulk, redis_get, request, start_resp, stop};
 
 fn set(addr: SocketAddr, key: &[u8], value: &[u8]) {
     let mut s = connect(addr);
@@ -136,7 +106,7 @@ fn resp_garbage_gets_a_protocol_error_and_a_close() {
         );
         assert_eq!(reply.matches("\r\n").count(), 1, "{what}: {reply:?}");
         assert_eq!(
-            get(running.addr, b"canary").as_deref(),
+            redis_get(running.addr, b"canary").as_deref(),
             Some(&b"still here"[..]),
             "{what}"
         );
@@ -347,7 +317,7 @@ fn resp_floods_idle_crowds_and_huge_scans_take_bounded_memory() {
         }
     }
     thread::sleep(Duration::from_millis(200));
-    assert_eq!(get(addr, b"big").as_deref(), Some(&value[..]));
+    assert_eq!(redis_get(addr, b"big").as_deref(), Some(&value[..]));
     stop(running);
 }
 

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
@@ -16,7 +16,7 @@ use lamina_server::request_budget::RequestBudget;
 use lamina_server::{Server, ServerConfig};
 
 mod common;
-use common::{request, serve, start_resp, stop, Running};
+use common::{connect, request, serve, start_resp, stop, Running};
 
 /// The tests of this file count the process's descriptors and memory,
 /// which the others' sockets would disturb: they run one at a time.
@@ -24,12 +24,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s
 }
 
 /// Descriptors this process has open.

@@ -19,7 +19,7 @@ use lamina_server::metrics::{self, MetricsServer, ServerCounters};
 use lamina_server::{Server, ServerConfig, ShutdownHandle};
 
 mod common;
-use common::request;
+use common::{connect, redis_get, request};
 
 /// A server running on its own thread.
 struct Up {
@@ -72,12 +72,6 @@ fn open_dataset(dir: &std::path::Path) -> Arc<Dataset> {
     Arc::new(Dataset::open(dir, DatasetOptions::default()).unwrap())
 }
 
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s
-}
-
 /// Everything the server sends until it closes, and how long that took;
 /// `None` if it still had not closed after `limit`.
 fn read_until_closed(s: &mut TcpStream, limit: Duration) -> Option<(Vec<u8>, Duration)> {
@@ -109,24 +103,6 @@ fn session(addr: SocketAddr, input: &str) -> String {
     s.write_all(b"@end\n").unwrap();
     let (got, _) = read_until_closed(&mut s, Duration::from_secs(20)).unwrap();
     String::from_utf8(got).unwrap()
-}
-
-/// What a fresh Redis client reads for `GET key`: the bulk's bytes, or
-/// `None` for nil.
-fn redis_get(addr: SocketAddr, key: &[u8]) -> Option<Vec<u8>> {
-    let mut s = connect(addr);
-    s.write_all(&request(&[b"GET", key])).unwrap();
-    let mut r = BufReader::new(s);
-    let mut line = String::new();
-    r.read_line(&mut line).unwrap();
-    let n: i64 = line[1..].trim_end().parse().unwrap();
-    if n < 0 {
-        return None;
-    }
-    let mut b = vec![0u8; n as usize + 2];
-    r.read_exact(&mut b).unwrap();
-    b.truncate(n as usize);
-    Some(b)
 }
 
 /// A text/plain POST (no preflight: any web page can send it to

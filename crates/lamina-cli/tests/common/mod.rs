@@ -23,6 +23,31 @@ pub fn assert_verifies(dir: &Path) {
     assert!(out.status.success(), "lamina verify: {out:?}");
 }
 
+/// A DSL connection to a server on loopback `port`, reads timing out
+/// after 20 s.
+pub fn connect(port: u16) -> std::net::TcpStream {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// Sends DSL `lines` and `@sync`; the replies before the `@sync`.
+pub fn ask(s: &mut std::net::TcpStream, lines: &str) -> Vec<String> {
+    s.write_all(format!("{lines}@sync\n").as_bytes()).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut out = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(r.read_line(&mut line).unwrap() > 0, "connection closed");
+        let line = line.trim_end_matches('\n').to_string();
+        if line == "@sync" {
+            return out;
+        }
+        out.push(line);
+    }
+}
+
 /// A running `lamina serve` on a free loopback port.
 pub struct ServerProc {
     pub child: Child,

@@ -2,9 +2,11 @@
 //! integration tests (each test file uses part of it).
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::thread;
+use std::time::Duration;
 
 use lamina::{Db, Options};
 use lamina_server::{Server, ShutdownHandle};
@@ -68,4 +70,36 @@ pub fn request(args: &[&[u8]]) -> Vec<u8> {
         out.extend_from_slice(b"\r\n");
     }
     out
+}
+
+/// A connection to `addr`, reads timing out after 20 s.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// One bulk-string reply (`None` for nil), read off `r`.
+pub fn read_bulk(r: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let n: i64 = line
+        .strip_prefix('$')
+        .and_then(|l| l.trim_end().parse().ok())
+        .unwrap_or_else(|| panic!("not a bulk reply: {line:?}"));
+    if n < 0 {
+        return None;
+    }
+    let mut b = vec![0u8; n as usize + 2];
+    r.read_exact(&mut b).unwrap();
+    b.truncate(n as usize);
+    Some(b)
+}
+
+/// What a fresh Redis client reads for `GET key`: the value, or `None`
+/// for nil.
+pub fn redis_get(addr: SocketAddr, key: &[u8]) -> Option<Vec<u8>> {
+    let mut s = connect(addr);
+    s.write_all(&request(&[b"GET", key])).unwrap();
+    read_bulk(&mut BufReader::new(s))
 }
