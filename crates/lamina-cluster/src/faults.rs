@@ -154,14 +154,19 @@ fn harness(why: impl Into<String>) -> ClusterError {
     ClusterError::Harness(why.into())
 }
 
-/// A free loopback port (bound, then released for the child to bind).
-async fn free_addr() -> Result<String> {
+/// A free loopback port for a child to bind, kept bound in `held` until
+/// every port of the cluster is chosen: a port released at once could be
+/// handed out again by the next bind of port 0 (it was, in CI: a member's
+/// client address was another member's proxy, and the member could not
+/// start).
+async fn free_addr(held: &mut Vec<TcpListener>) -> Result<String> {
     let l = TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| ClusterError::io("bind 127.0.0.1:0", e))?;
     let a = l
         .local_addr()
         .map_err(|e| ClusterError::io("local_addr", e))?;
+    held.push(l);
     Ok(a.to_string())
 }
 
@@ -228,6 +233,7 @@ impl Cluster {
         };
         let mut nodes = Vec::new();
         let mut routes = Vec::new();
+        let mut held = Vec::new();
         for &id in &ids {
             let proxy_l = TcpListener::bind("127.0.0.1:0")
                 .await
@@ -236,15 +242,17 @@ impl Cluster {
                 .local_addr()
                 .map_err(|e| ClusterError::io("local_addr", e))?
                 .to_string();
-            let listen = free_addr().await?;
+            let listen = free_addr(&mut held).await?;
             routes.push((id, proxy_l, listen.clone()));
             nodes.push(NodeConfig {
                 id,
                 raft: advertised,
-                client: free_addr().await?,
+                client: free_addr(&mut held).await?,
                 raft_listen: Some(listen),
             });
         }
+        // Every port is chosen: free the members' for them to bind.
+        drop(held);
         // The members authenticate each other, as a real cluster's should
         // (the proxy, holding the secret too, ends each side's handshake).
         let secret_path = opts.dir.join("cluster.secret");
