@@ -44,6 +44,7 @@ def main():
 
     table("write amplification", "write_amplification", "write_amplification")
     table("average SSTable count", "sstable_count", "avg_sorted_runs")
+    residuals(paper, sim)
 
     if lockstep:
         print("## Engine in lockstep with the model (each flush waits for the previous merges), n = 3000\n")
@@ -78,6 +79,34 @@ def main():
             f"| {float(r['avg_sorted_runs']):.2f} | {float(c['avg_sorted_runs']):.2f} | {pr['sstable_count']} "
             f"| {r['overshoot_flushes']} ({r['max_overshoot']}) | {r['seconds']} |"
         )
+
+
+def residuals(paper, sim):
+    """Per policy: the model's write amplification against the paper's
+    cells, relative error (model / paper - 1) as mean, lowest and highest,
+    for unit flushes and for flushes uniform in [0.75, 1.25]."""
+    print("## Residual per policy: model write amplification / paper - 1\n")
+    print("| policy | table | cells | unit flushes: mean (range) | uniform flushes: mean (range) |")
+    print("|---|---|---:|---|---|")
+    for p in sorted({p for (p, _, _) in paper}):
+        cols = []
+        cells = 0
+        for sizes in ("constant", "uniform"):
+            errs = []
+            for (pp, k, n), pr in paper.items():
+                s = sim.get((sizes, pp, k, n))
+                if pp != p or s is None:
+                    continue
+                errs.append(float(s["write_amplification"]) / float(pr["write_amplification"]) - 1)
+            cells = len(errs)
+            cols.append(
+                f"{100 * sum(errs) / len(errs):+.1f}% ({100 * min(errs):+.1f}% … {100 * max(errs):+.1f}%)"
+                if errs
+                else "—"
+            )
+        table = "A.2 (seed 000)" if p in ("tiered", "leveled") else "I (seed 003)"
+        print(f"| {p} | {table} | {cells} | {cols[0]} | {cols[1]} |")
+    print()
 
 
 if __name__ == "__main__":
