@@ -299,6 +299,9 @@ fn index_and_filter_blocks_in_a_tiny_cache_read_like_a_model() {
     if s.levels.first().is_some_and(|l| l.files > 0) {
         assert!(s.block_cache_pinned_usage > 0, "{s:?}");
     }
+    db.wait_for_compactions().unwrap();
+    let pinned = db.stats().block_cache_pinned_usage.to_string();
+    assert_eq!(db.property("lamina.block-cache-pinned-usage"), Some(pinned));
     db.close().unwrap();
     let stored = lamina::options_file::load(&fs, std::path::Path::new("/db"))
         .unwrap()
