@@ -312,7 +312,11 @@ mod tests {
     fn index_and_filter_flags_reach_the_peer_settings() {
         for (flags, cache, pin) in [
             (&[][..], false, false),
-            (&["--pin_l0_filter_and_index_blocks_in_cache"][..], false, false),
+            (
+                &["--pin_l0_filter_and_index_blocks_in_cache"][..],
+                false,
+                false,
+            ),
             (&["--cache_index_and_filter_blocks=true"][..], true, false),
             (
                 &[
@@ -325,7 +329,10 @@ mod tests {
         ] {
             let s = PeerSettings::from_args(&args(flags)).unwrap();
             assert_eq!(
-                (s.cache_index_and_filter_blocks, s.pin_l0_filter_and_index_blocks_in_cache),
+                (
+                    s.cache_index_and_filter_blocks,
+                    s.pin_l0_filter_and_index_blocks_in_cache
+                ),
                 (cache, pin),
                 "{flags:?}"
             );

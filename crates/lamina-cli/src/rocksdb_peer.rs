@@ -481,7 +481,10 @@ mod tests {
             store.close().unwrap();
             let o = recorded_options(dir.path());
             assert_eq!(o["cache_index_and_filter_blocks"], cache, "{flags:?}");
-            assert_eq!(o["pin_l0_filter_and_index_blocks_in_cache"], pin, "{flags:?}");
+            assert_eq!(
+                o["pin_l0_filter_and_index_blocks_in_cache"], pin,
+                "{flags:?}"
+            );
         }
     }
 }

@@ -342,7 +342,8 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
     for (name, kind, help, value) in engine {
         Family::new(&mut out, name, kind, help).sample(name, &[], value);
     }
-    let kinds = |c: &lamina::BlockCounts| [("data", c.data), ("index", c.index), ("filter", c.filter)];
+    let kinds =
+        |c: &lamina::BlockCounts| [("data", c.data), ("index", c.index), ("filter", c.filter)];
     let cache: [(&str, &str, &str, Vec<(&str, u64)>); 3] = [
         (
             "lamina_block_cache_hits_total",

@@ -278,7 +278,10 @@ fn index_and_filter_blocks_in_a_tiny_cache_read_like_a_model() {
     }
     let lo = key(100);
     let got: Vec<Vec<u8>> = db
-        .scan(std::ops::Bound::Included(&lo[..]), std::ops::Bound::Unbounded)
+        .scan(
+            std::ops::Bound::Included(&lo[..]),
+            std::ops::Bound::Unbounded,
+        )
         .unwrap()
         .take(50)
         .map(|r| r.unwrap().0)
@@ -288,8 +291,16 @@ fn index_and_filter_blocks_in_a_tiny_cache_read_like_a_model() {
     let s = db.stats();
     let files: u64 = s.levels.iter().map(|l| l.files as u64).sum();
     assert!(files > 10, "{s:?}");
-    assert!(s.cache_misses.index > 5 * files, "{:?} {files}", s.cache_misses);
-    assert!(s.cache_misses.filter > 5 * files, "{:?} {files}", s.cache_misses);
+    assert!(
+        s.cache_misses.index > 5 * files,
+        "{:?} {files}",
+        s.cache_misses
+    );
+    assert!(
+        s.cache_misses.filter > 5 * files,
+        "{:?} {files}",
+        s.cache_misses
+    );
     assert!(s.index_bytes_read > 0 && s.filter_bytes_read > 0);
     // One write and a flush leave a level-0 table; a get pins its blocks.
     db.put(b"pinned", b"v").unwrap();
@@ -360,7 +371,9 @@ fn a_failed_read_of_an_evicted_index_or_filter_block_is_an_error() {
     }
     assert!(db
         .scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
-        .and_then(|it| it.map(|r| r.map(|_| ())).collect::<lamina::Result<Vec<()>>>())
+        .and_then(|it| it
+            .map(|r| r.map(|_| ()))
+            .collect::<lamina::Result<Vec<()>>>())
         .is_err());
     let after = db.stats().cache_misses;
     assert!(failed > 0 && after.index + after.filter > before.index + before.filter);

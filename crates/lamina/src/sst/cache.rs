@@ -240,7 +240,9 @@ impl BlockCache {
         if self.capacity == 0 {
             return None;
         }
-        self.shard(file_id, offset)?.lock().touch_data((file_id, offset))
+        self.shard(file_id, offset)?
+            .lock()
+            .touch_data((file_id, offset))
     }
 
     /// The cached index or filter block at `offset` of file `file_id`

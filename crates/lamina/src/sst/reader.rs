@@ -498,7 +498,8 @@ impl Table {
         let corrupt = |r| Error::corruption(self.file_name.as_str(), handle.offset, r);
         let value = if kind == BlockKind::Index {
             self.stats.meta_bytes_read[0].add(raw.len() as u64);
-            let index = decode_checked_index(&raw, self.data_end, &self.range_tombstones, &self.props);
+            let index =
+                decode_checked_index(&raw, self.data_end, &self.range_tombstones, &self.props);
             Cached::Index(Arc::new(index.map_err(corrupt)?))
         } else {
             self.stats.meta_bytes_read[1].add(raw.len() as u64);
@@ -553,7 +554,11 @@ impl Table {
             return;
         };
         if let Some(cache) = &self.cache {
-            cache.unpin(self.file_id, self.footer.index.offset, Cached::Index(m.index));
+            cache.unpin(
+                self.file_id,
+                self.footer.index.offset,
+                Cached::Index(m.index),
+            );
             if let Some(f) = m.filter {
                 cache.unpin(self.file_id, self.footer.filter.offset, Cached::Filter(f));
             }
@@ -744,16 +749,13 @@ impl Table {
             self.stats.bytes_read.add(want as u64);
         }
         let at = usize::try_from(handle.offset - ahead.start).unwrap_or(usize::MAX);
-        let raw = ahead
-            .buf
-            .get(at..at.saturating_add(total))
-            .ok_or_else(|| {
-                Error::corruption(
-                    self.file_name.as_str(),
-                    handle.offset,
-                    "block outside its readahead",
-                )
-            })?;
+        let raw = ahead.buf.get(at..at.saturating_add(total)).ok_or_else(|| {
+            Error::corruption(
+                self.file_name.as_str(),
+                handle.offset,
+                "block outside its readahead",
+            )
+        })?;
         self.stats.blocks_read.inc();
         THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
         let bad = |r| Error::corruption(self.file_name.as_str(), handle.offset, r);
@@ -785,8 +787,8 @@ impl Table {
         if !it.valid() {
             return Err(bad("block ends before its indexed last key"));
         }
-        let parsed =
-            parse_internal_key(it.key()).ok_or_else(|| bad("entry key is not a valid internal key"))?;
+        let parsed = parse_internal_key(it.key())
+            .ok_or_else(|| bad("entry key is not a valid internal key"))?;
         if parsed.user_key != user_key {
             return Ok(None);
         }
@@ -898,9 +900,7 @@ impl Table {
     /// always true for a table without a filter. The filter lookup counts
     /// as a hit or miss ([`Table::index`]), the probe in no statistics.
     pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
-        Ok(self
-            .filter(true)?
-            .is_none_or(|f| f.may_contain(user_key)))
+        Ok(self.filter(true)?.is_none_or(|f| f.may_contain(user_key)))
     }
 
     /// An iterator over every entry; data blocks are read lazily and cached.
@@ -1000,7 +1000,10 @@ impl Table {
                         return Err(bad("keys out of order"));
                     }
                 }
-                if filter.as_ref().is_some_and(|f| !f.may_contain(parsed.user_key)) {
+                if filter
+                    .as_ref()
+                    .is_some_and(|f| !f.may_contain(parsed.user_key))
+                {
                     return Err(Error::corruption(
                         self.file_name.as_str(),
                         self.footer.filter.offset,
@@ -1359,9 +1362,10 @@ impl TableIterator {
             }
         }
         let block = match &mut self.readahead {
-            Some(ahead) => self
-                .table
-                .data_block_ahead(&index, idx, ahead, Fill::Skip, self.query)?,
+            Some(ahead) => {
+                self.table
+                    .data_block_ahead(&index, idx, ahead, Fill::Skip, self.query)?
+            }
             None => {
                 let fill = match (self.fill_cache, stepping && self.cold_steps) {
                     (false, _) => Fill::Skip,

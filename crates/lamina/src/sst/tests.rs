@@ -1106,8 +1106,18 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
     let cache = BlockCache::new(1 << 20);
     let table = |verify: bool| {
         let (file, cache, stats) = (file.clone(), cache.clone(), stats.clone());
-        Table::open_mapped(file, None, 3, "m.sst".into(), Some(cache), stats, verify, 0, false)
-            .unwrap()
+        Table::open_mapped(
+            file,
+            None,
+            3,
+            "m.sst".into(),
+            Some(cache),
+            stats,
+            verify,
+            0,
+            false,
+        )
+        .unwrap()
     };
     let (unverified, verified) = (table(false), table(true));
     let walk = |it: &mut TableIterator| -> Result<usize> {
@@ -1406,7 +1416,9 @@ fn cached_index_and_filter_reads_match_an_oracle_under_a_tiny_cache() {
     let stats = Arc::new(IoStats::default());
     let tables: Vec<Arc<Table>> = (1..=3)
         .map(|i| {
-            let f = OsFs.open_read(&dir.path().join(format!("{i}.sst"))).unwrap();
+            let f = OsFs
+                .open_read(&dir.path().join(format!("{i}.sst")))
+                .unwrap();
             open_cached_meta(f, i, &cache, &stats)
         })
         .collect();
@@ -1422,7 +1434,9 @@ fn cached_index_and_filter_reads_match_an_oracle_under_a_tiny_cache() {
             let k = data.keys().nth(n).unwrap();
             parse_internal_key(k.as_bytes()).unwrap().user_key.to_vec()
         } else {
-            (0..rng.gen_range(1..24)).map(|_| rng.gen_range(b'a'..=b'h')).collect()
+            (0..rng.gen_range(1..24))
+                .map(|_| rng.gen_range(b'a'..=b'h'))
+                .collect()
         };
         if round % 4 == 3 {
             let target = make_internal_key(&key, u64::MAX >> 8, ValueKind::Put);
@@ -1449,13 +1463,22 @@ fn cached_index_and_filter_reads_match_an_oracle_under_a_tiny_cache() {
     assert_eq!(meta_lookups(&stats, 2) - filter_at_open, gets);
     assert_eq!(meta_lookups(&stats, 1) - index_at_open, passed + seeks);
     let (index_misses, filter_misses) = (stats.cache_misses[1].get(), stats.cache_misses[2].get());
-    assert!(index_misses > 300 && filter_misses > 300, "{index_misses} / {filter_misses}");
+    assert!(
+        index_misses > 300 && filter_misses > 300,
+        "{index_misses} / {filter_misses}"
+    );
     // Every miss read its block back: the three tables' blocks are the same
     // size to within a few bytes, so the bytes are close to misses × size.
     let per_index = stats.meta_bytes_read[0].get() as f64 / index_misses as f64;
     let per_filter = stats.meta_bytes_read[1].get() as f64 / filter_misses as f64;
-    assert!((per_index / footer.index.size as f64 - 1.0).abs() < 0.1, "{per_index}");
-    assert!((per_filter / footer.filter.size as f64 - 1.0).abs() < 0.1, "{per_filter}");
+    assert!(
+        (per_index / footer.index.size as f64 - 1.0).abs() < 0.1,
+        "{per_index}"
+    );
+    assert!(
+        (per_filter / footer.filter.size as f64 - 1.0).abs() < 0.1,
+        "{per_filter}"
+    );
     assert!(cache.usage() <= capacity);
 }
 
@@ -1467,21 +1490,34 @@ fn a_large_enough_cache_misses_index_and_filter_once_per_table() {
     let mut rng = StdRng::seed_from_u64(78);
     let data = random_data(&mut rng, 1000);
     for i in 1..=4 {
-        write_table(dir.path(), &format!("{i}.sst"), TableOptions::default(), &data);
+        write_table(
+            dir.path(),
+            &format!("{i}.sst"),
+            TableOptions::default(),
+            &data,
+        );
     }
     let cache = BlockCache::new(64 << 20);
     let stats = Arc::new(IoStats::default());
     let tables: Vec<Arc<Table>> = (1..=4)
         .map(|i| {
-            let f = OsFs.open_read(&dir.path().join(format!("{i}.sst"))).unwrap();
+            let f = OsFs
+                .open_read(&dir.path().join(format!("{i}.sst")))
+                .unwrap();
             open_cached_meta(f, i, &cache, &stats)
         })
         .collect();
-    let bytes_at_open = (stats.meta_bytes_read[0].get(), stats.meta_bytes_read[1].get());
+    let bytes_at_open = (
+        stats.meta_bytes_read[0].get(),
+        stats.meta_bytes_read[1].get(),
+    );
     for (i, k) in data.keys().enumerate() {
         let p = parse_internal_key(k.as_bytes()).unwrap();
         let t = &tables[i % 4];
-        assert_eq!(t.get(p.user_key, p.seq).unwrap(), oracle_get(&data, p.user_key, p.seq));
+        assert_eq!(
+            t.get(p.user_key, p.seq).unwrap(),
+            oracle_get(&data, p.user_key, p.seq)
+        );
         let mut it = t.iter();
         it.seek(k.as_bytes()).unwrap();
         assert_eq!(it.key(), k.as_bytes());
@@ -1490,7 +1526,10 @@ fn a_large_enough_cache_misses_index_and_filter_once_per_table() {
     assert_eq!(stats.cache_misses[2].get(), 4);
     assert!(stats.cache_hits[1].get() >= 2 * data.len() as u64);
     assert_eq!(
-        (stats.meta_bytes_read[0].get(), stats.meta_bytes_read[1].get()),
+        (
+            stats.meta_bytes_read[0].get(),
+            stats.meta_bytes_read[1].get()
+        ),
         bytes_at_open
     );
 }
@@ -1514,7 +1553,9 @@ fn pinned_index_and_filter_stay_charged_and_never_miss() {
     let cache = BlockCache::new((footer.index.size + footer.filter.size) as usize * 2);
     let stats = Arc::new(IoStats::default());
     let open_id = |i: u64| {
-        let f = OsFs.open_read(&dir.path().join(format!("{i}.sst"))).unwrap();
+        let f = OsFs
+            .open_read(&dir.path().join(format!("{i}.sst")))
+            .unwrap();
         open_cached_meta(f, i, &cache, &stats)
     };
     let (pinned, other) = (open_id(1), open_id(2));
@@ -1526,7 +1567,10 @@ fn pinned_index_and_filter_stay_charged_and_never_miss() {
         .collect();
     pinned.get(&keys[0], u64::MAX >> 8).unwrap();
     let charge = cache.pinned_usage();
-    assert!(charge >= (footer.index.size + footer.filter.size) as usize, "{charge}");
+    assert!(
+        charge >= (footer.index.size + footer.filter.size) as usize,
+        "{charge}"
+    );
     let misses = (stats.cache_misses[1].get(), stats.cache_misses[2].get());
     for k in &keys {
         assert_eq!(
@@ -1546,7 +1590,11 @@ fn pinned_index_and_filter_stay_charged_and_never_miss() {
     pinned.get(&keys[0], u64::MAX >> 8).unwrap();
     assert_eq!(cache.pinned_usage(), charge);
     drop(pinned);
-    assert_eq!(cache.pinned_usage(), 0, "closing the table releases the pin");
+    assert_eq!(
+        cache.pinned_usage(),
+        0,
+        "closing the table releases the pin"
+    );
 }
 
 /// An index or filter block damaged (or unreadable) after open, read back
@@ -1556,13 +1604,19 @@ fn pinned_index_and_filter_stay_charged_and_never_miss() {
 fn a_damaged_index_or_filter_read_back_through_the_cache_is_an_error() {
     let (bytes, data) = small_table();
     let (key, _) = data.iter().next().unwrap();
-    let user = parse_internal_key(key.as_bytes()).unwrap().user_key.to_vec();
+    let user = parse_internal_key(key.as_bytes())
+        .unwrap()
+        .user_key
+        .to_vec();
     for target in ["index", "filter", "io"] {
         let file = Arc::new(MutableFile(parking_lot::Mutex::new(bytes.clone())));
         let cache = BlockCache::new(1 << 20);
         let stats = Arc::new(IoStats::default());
         let table = open_cached_meta(file.clone(), 1, &cache, &stats);
-        assert_eq!(table.get(&user, u64::MAX >> 8).unwrap(), oracle_get(&data, &user, u64::MAX >> 8));
+        assert_eq!(
+            table.get(&user, u64::MAX >> 8).unwrap(),
+            oracle_get(&data, &user, u64::MAX >> 8)
+        );
         let footer = table.footer();
         let at = match target {
             "index" => footer.index.offset,
@@ -1587,7 +1641,11 @@ fn a_damaged_index_or_filter_read_back_through_the_cache_is_an_error() {
                 (_, Err(crate::Error::Corruption { file, offset, .. })) if target != "io" => {
                     assert_eq!(file, "1.sst");
                     // A seek reads only the index.
-                    let expect = if what == "seek" { footer.index.offset } else { at };
+                    let expect = if what == "seek" {
+                        footer.index.offset
+                    } else {
+                        at
+                    };
                     if target == "index" || what == "get" {
                         assert_eq!(offset, expect, "{target} {what}");
                     }
