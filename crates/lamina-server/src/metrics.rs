@@ -344,22 +344,20 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
     }
     let kinds =
         |c: &lamina::BlockCounts| [("data", c.data), ("index", c.index), ("filter", c.filter)];
-    let cache: [(&str, &str, &str, Vec<(&str, u64)>); 3] = [
+    // Counters by block kind.
+    let cache = [
         (
             "lamina_block_cache_hits_total",
-            "counter",
             "Queries' block cache hits by block kind (index and filter blocks held by their tables count as hits).",
             kinds(&stats.cache_hits).to_vec(),
         ),
         (
             "lamina_block_cache_misses_total",
-            "counter",
             "Queries' block cache misses by block kind (index and filter: also one per table opened).",
             kinds(&stats.cache_misses).to_vec(),
         ),
         (
             "lamina_block_cache_read_bytes_total",
-            "counter",
             "Bytes of index and filter blocks read from table files (at open and on misses).",
             vec![
                 ("index", stats.index_bytes_read),
@@ -367,8 +365,8 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
             ],
         ),
     ];
-    for (name, kind, help, values) in cache {
-        let mut f = Family::new(&mut out, name, kind, help);
+    for (name, help, values) in cache {
+        let mut f = Family::new(&mut out, name, "counter", help);
         for (k, v) in values {
             f.sample(name, &[("kind", k)], v as f64);
         }
@@ -846,20 +844,22 @@ mod tests {
     /// kind, with the values of the stats they are rendered from.
     #[test]
     fn block_cache_counters_by_kind() {
-        let mut stats = DbStats::default();
-        stats.cache_hits = lamina::BlockCounts {
-            data: 1,
-            index: 2,
-            filter: 3,
+        let stats = DbStats {
+            cache_hits: lamina::BlockCounts {
+                data: 1,
+                index: 2,
+                filter: 3,
+            },
+            cache_misses: lamina::BlockCounts {
+                data: 4,
+                index: 5,
+                filter: 6,
+            },
+            index_bytes_read: 700,
+            filter_bytes_read: 800,
+            block_cache_pinned_usage: 900,
+            ..DbStats::default()
         };
-        stats.cache_misses = lamina::BlockCounts {
-            data: 4,
-            index: 5,
-            filter: 6,
-        };
-        stats.index_bytes_read = 700;
-        stats.filter_bytes_read = 800;
-        stats.block_cache_pinned_usage = 900;
         let text = render(&stats, &ServerCounters::default());
         for line in [
             "lamina_block_cache_hits_total{kind=\"data\"} 1",
