@@ -21,7 +21,12 @@
 #   cache mixed ratio bpk
 #            the appendix: block cache with inserts only (Fig. 10) and with
 #            10% existing-key lookups interleaved (Fig. 11), size ratio
-#            (Fig. 13), Bloom bits per key with lookups (Fig. 14).
+#            (Fig. 13), Bloom bits per key with lookups (Fig. 14);
+#   meta meta-bpk
+#            Fig. 4 (lookups: (e), (f), (h)) and Fig. 9(c, d), then Fig. 14,
+#            with the tables' index and filter blocks in the block cache as
+#            in the paper's RocksDB (cache_index_and_filter_blocks=1;
+#            results-meta/, results-meta-bpk-V/, results-sweeps/meta-bpk.md).
 # Each sweep runs SWEEP_STRATEGIES into results-SWEEP-VALUE/ and reuses
 # Fig. 4's run for its default value (so fig4 runs first); sweep.py
 # tabulates each in results-sweeps/SWEEP.md and checks its shape.
@@ -54,7 +59,8 @@ if [ "${1:-}" = "--quick" ]; then
 fi
 BASE=$R
 [ ${#Q[@]} -eq 0 ] && BASE=$R-deep
-STEPS=${*:-fig4 deletes updates fig5 fig6 fig7 size entry buffer page cache mixed ratio bpk}
+STEPS=${*:-fig4 deletes updates fig5 fig6 fig7 size entry buffer page cache mixed ratio bpk meta meta-bpk}
+META="priority=1 cache_index_and_filter_blocks=1"
 SWEEP_STRATEGIES=${SWEEP_STRATEGIES:-"full lo1 lo2 old tier"}
 ALL="full lo1 lo2 rr cold old tsd tsa tier"
 
@@ -126,6 +132,8 @@ for step in $STEPS; do
         "priority=1 interleave=$((N / 10))" ;;
     ratio) sweep ratio RATIO "4 6" ;;
     bpk) sweep bpk bpk "2 5 15" "lookups=$LOOKUPS" ;;
+    meta) OUT=$R-meta KNOBS="$META" $D/run.sh "${Q[@]}" ;;
+    meta-bpk) sweep meta-bpk bpk "2 5 10 15" "lookups=$LOOKUPS" "$META" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

@@ -203,6 +203,22 @@ pub struct BenchArgs {
     #[arg(long = "verify_checksums", value_name = "BOOL", num_args = 0..=1,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
     pub verify_checksums: bool,
+    /// Tables' index and filter blocks are read through the block cache,
+    /// charged to `--cache_size` and evicted like data blocks
+    /// (`Options::cache_index_and_filter_blocks`; RocksDB's
+    /// `BlockBasedTableOptions` field of the same name, which the RocksDB
+    /// peer gets). Off: tables hold them in memory, as LevelDB and fjall
+    /// do (those peers refuse it on).
+    #[arg(long = "cache_index_and_filter_blocks", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub cache_index_and_filter_blocks: bool,
+    /// With --cache_index_and_filter_blocks, level-0 tables pin theirs in
+    /// the cache (`Options::pin_l0_filter_and_index_blocks_in_cache`;
+    /// RocksDB's option of the same name).
+    #[arg(long = "pin_l0_filter_and_index_blocks_in_cache", value_name = "BOOL",
+          num_args = 0..=1, default_value = "false", default_missing_value = "true",
+          value_parser = parse_bool)]
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// The largest chunk a scan reads ahead, in bytes
     /// (`Options::max_scan_readahead_bytes`; RocksDB's
     /// `max_auto_readahead_size`, also 256 KiB by default; 0: block by
@@ -322,6 +338,8 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.memtable_bloom_bits_per_key = args.memtable_bloom_bits;
     opts.block_size = args.block_size;
     opts.block_cache_bytes = args.cache_size;
+    opts.cache_index_and_filter_blocks = args.cache_index_and_filter_blocks;
+    opts.pin_l0_filter_and_index_blocks_in_cache = args.pin_l0_filter_and_index_blocks_in_cache;
     opts.row_cache_bytes = args.row_cache_size;
     opts.compaction_warm_up = args.compaction_warm_up;
     opts.compaction = args.compaction.clone();
@@ -365,15 +383,19 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
-         block_size={} cache_size={} row_cache_size={} compaction_warm_up={} sync={} wal={} \
-         compaction_threads={} threads={} read_miss_latency_us={} direct_io={} mmap_read={} \
-         scan_resistant_cache={} verify_checksums={} max_scan_readahead_bytes={} compression={}",
+         block_size={} cache_size={} cache_index_and_filter_blocks={} \
+         pin_l0_filter_and_index_blocks_in_cache={} row_cache_size={} compaction_warm_up={} \
+         sync={} wal={} compaction_threads={} threads={} read_miss_latency_us={} direct_io={} \
+         mmap_read={} scan_resistant_cache={} verify_checksums={} max_scan_readahead_bytes={} \
+         compression={}",
         opts.compaction,
         opts.write_buffer_size,
         opts.bloom_bits_per_key,
         opts.memtable_bloom_bits_per_key,
         opts.block_size,
         opts.block_cache_bytes,
+        opts.cache_index_and_filter_blocks,
+        opts.pin_l0_filter_and_index_blocks_in_cache,
         opts.row_cache_bytes,
         opts.compaction_warm_up,
         opts.sync,

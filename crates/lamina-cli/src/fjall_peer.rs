@@ -33,6 +33,9 @@ impl FjallStore {
         if s.disable_wal {
             bail!("--disable_wal: fjall always writes its journal");
         }
+        if s.cache_index_and_filter_blocks {
+            bail!("--cache_index_and_filter_blocks: no equivalent in fjall in this bench");
+        }
         let mut m = OptionMap::default();
         m.row(
             format!("--write_buffer_size={}", s.write_buffer_size),

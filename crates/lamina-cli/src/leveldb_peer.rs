@@ -85,6 +85,9 @@ pub fn plan(s: &PeerSettings) -> Result<(LevelConfig, OptionMap)> {
     if s.disable_wal {
         bail!("--disable_wal: LevelDB always writes its log");
     }
+    if s.cache_index_and_filter_blocks {
+        bail!("--cache_index_and_filter_blocks: LevelDB's open tables hold their index and filter");
+    }
     let mut m = OptionMap::default();
     m.row(
         format!("--write_buffer_size={}", s.write_buffer_size),

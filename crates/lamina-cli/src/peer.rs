@@ -84,6 +84,11 @@ pub struct PeerSettings {
     pub memtable_filter_bytes: usize,
     /// `--cache_size`: block cache bytes.
     pub cache_size: usize,
+    /// `--cache_index_and_filter_blocks`: index and filter blocks in the
+    /// block cache (RocksDB only; the other peers refuse it).
+    pub cache_index_and_filter_blocks: bool,
+    /// `--pin_l0_filter_and_index_blocks_in_cache` (RocksDB only).
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// `--block_size`: data block bytes.
     pub block_size: usize,
     /// `--sync`: fdatasync the WAL on every (group) commit.
@@ -145,6 +150,9 @@ impl PeerSettings {
             memtable_bloom_bits: args.memtable_bloom_bits,
             memtable_filter_bytes,
             cache_size: args.cache_size,
+            cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
+            pin_l0_filter_and_index_blocks_in_cache: args.cache_index_and_filter_blocks
+                && args.pin_l0_filter_and_index_blocks_in_cache,
             block_size: args.block_size,
             sync: args.sync,
             disable_wal: args.disable_wal,
@@ -296,6 +304,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = lamina::Db::open(dir.path(), Options::default()).unwrap();
         check_store_against_a_model(&db);
+    }
+
+    /// RocksDB's flag names parse as booleans into what the peers get; the
+    /// pin means nothing without the caching, as in RocksDB.
+    #[test]
+    fn index_and_filter_flags_reach_the_peer_settings() {
+        for (flags, cache, pin) in [
+            (&[][..], false, false),
+            (
+                &["--pin_l0_filter_and_index_blocks_in_cache"][..],
+                false,
+                false,
+            ),
+            (&["--cache_index_and_filter_blocks=true"][..], true, false),
+            (
+                &[
+                    "--cache_index_and_filter_blocks",
+                    "--pin_l0_filter_and_index_blocks_in_cache=true",
+                ][..],
+                true,
+                true,
+            ),
+        ] {
+            let s = PeerSettings::from_args(&args(flags)).unwrap();
+            assert_eq!(
+                (
+                    s.cache_index_and_filter_blocks,
+                    s.pin_l0_filter_and_index_blocks_in_cache
+                ),
+                (cache, pin),
+                "{flags:?}"
+            );
+        }
     }
 
     #[test]

@@ -103,13 +103,21 @@ pub fn configure(s: &PeerSettings) -> (rocksdb::Options, WriteOptions, OptionMap
         format!("block_cache=NewLRUCache({})", s.cache_size),
         "",
     );
-    // lamina holds every open table's index and filter in memory, outside
-    // its block cache: RocksDB's default.
-    t.set_cache_index_and_filter_blocks(false);
+    // Either both engines hold every open table's index and filter in
+    // memory, outside the block cache (the default), or both read them
+    // through it.
+    t.set_cache_index_and_filter_blocks(s.cache_index_and_filter_blocks);
+    t.set_pin_l0_filter_and_index_blocks_in_cache(s.pin_l0_filter_and_index_blocks_in_cache);
     o.set_max_open_files(-1);
     m.row(
-        "index and filters held by open tables",
-        "cache_index_and_filter_blocks=false, max_open_files=-1",
+        format!(
+            "--cache_index_and_filter_blocks={} --pin_l0_filter_and_index_blocks_in_cache={}",
+            s.cache_index_and_filter_blocks, s.pin_l0_filter_and_index_blocks_in_cache
+        ),
+        format!(
+            "cache_index_and_filter_blocks={}, pin_l0_filter_and_index_blocks_in_cache={}, max_open_files=-1",
+            s.cache_index_and_filter_blocks, s.pin_l0_filter_and_index_blocks_in_cache
+        ),
         "",
     );
     t.set_block_size(s.block_size);
@@ -446,6 +454,37 @@ mod tests {
                 "{text}"
             );
             assert!(text.contains(&format!("allow_mmap_reads={mmap}")), "{text}");
+        }
+    }
+
+    /// `--cache_index_and_filter_blocks` and
+    /// `--pin_l0_filter_and_index_blocks_in_cache` reach RocksDB's table
+    /// options (as its OPTIONS file records them); off by default, as
+    /// lamina's.
+    #[test]
+    fn index_and_filter_caching_reaches_rocksdb() {
+        for (flags, cache, pin) in [
+            (&[][..], "false", "false"),
+            (&["--cache_index_and_filter_blocks"][..], "true", "false"),
+            (
+                &[
+                    "--cache_index_and_filter_blocks",
+                    "--pin_l0_filter_and_index_blocks_in_cache",
+                ][..],
+                "true",
+                "true",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let s = PeerSettings::from_args(&crate::peer::args(flags)).unwrap();
+            let (store, _) = RocksStore::open(dir.path(), &s).unwrap();
+            store.close().unwrap();
+            let o = recorded_options(dir.path());
+            assert_eq!(o["cache_index_and_filter_blocks"], cache, "{flags:?}");
+            assert_eq!(
+                o["pin_l0_filter_and_index_blocks_in_cache"], pin,
+                "{flags:?}"
+            );
         }
     }
 }

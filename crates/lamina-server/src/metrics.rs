@@ -342,6 +342,46 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
     for (name, kind, help, value) in engine {
         Family::new(&mut out, name, kind, help).sample(name, &[], value);
     }
+    let kinds =
+        |c: &lamina::BlockCounts| [("data", c.data), ("index", c.index), ("filter", c.filter)];
+    // Counters by block kind.
+    let cache = [
+        (
+            "lamina_block_cache_hits_total",
+            "Queries' block cache hits by block kind (index and filter blocks held by their tables count as hits).",
+            kinds(&stats.cache_hits).to_vec(),
+        ),
+        (
+            "lamina_block_cache_misses_total",
+            "Queries' block cache misses by block kind (index and filter: also one per table opened).",
+            kinds(&stats.cache_misses).to_vec(),
+        ),
+        (
+            "lamina_block_cache_read_bytes_total",
+            "Bytes of index and filter blocks read from table files (at open and on misses).",
+            vec![
+                ("index", stats.index_bytes_read),
+                ("filter", stats.filter_bytes_read),
+            ],
+        ),
+    ];
+    for (name, help, values) in cache {
+        let mut f = Family::new(&mut out, name, "counter", help);
+        for (k, v) in values {
+            f.sample(name, &[("kind", k)], v as f64);
+        }
+    }
+    Family::new(
+        &mut out,
+        "lamina_block_cache_pinned_bytes",
+        "gauge",
+        "Bytes of index and filter blocks level-0 tables pin in the block cache.",
+    )
+    .sample(
+        "lamina_block_cache_pinned_bytes",
+        &[],
+        stats.block_cache_pinned_usage as f64,
+    );
     type LevelField = fn(&lamina::LevelStats) -> f64;
     let levels: [(&str, &str, &str, LevelField); 9] = [
         (
@@ -793,4 +833,44 @@ fn reply(mut stream: &TcpStream, status: &str, body: &str, kind: &str) -> io::Re
     // first, so the reply is delivered before the close resets.
     let _ = stream.shutdown(Shutdown::Write);
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The block cache's hits, misses and index/filter bytes appear by
+    /// kind, with the values of the stats they are rendered from.
+    #[test]
+    fn block_cache_counters_by_kind() {
+        let stats = DbStats {
+            cache_hits: lamina::BlockCounts {
+                data: 1,
+                index: 2,
+                filter: 3,
+            },
+            cache_misses: lamina::BlockCounts {
+                data: 4,
+                index: 5,
+                filter: 6,
+            },
+            index_bytes_read: 700,
+            filter_bytes_read: 800,
+            block_cache_pinned_usage: 900,
+            ..DbStats::default()
+        };
+        let text = render(&stats, &ServerCounters::default());
+        for line in [
+            "lamina_block_cache_hits_total{kind=\"data\"} 1",
+            "lamina_block_cache_hits_total{kind=\"filter\"} 3",
+            "lamina_block_cache_misses_total{kind=\"index\"} 5",
+            "lamina_block_cache_misses_total{kind=\"filter\"} 6",
+            "lamina_block_cache_read_bytes_total{kind=\"index\"} 700",
+            "lamina_block_cache_read_bytes_total{kind=\"filter\"} 800",
+            "lamina_block_cache_pinned_bytes 900",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+    }
 }

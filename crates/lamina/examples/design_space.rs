@@ -20,6 +20,11 @@
 //! * `block=BYTES`: data block (page) size (Fig. 8(o), Fig. 12);
 //! * `bpk=BITS`: Bloom bits per key (Fig. 14);
 //! * `cache=BYTES`: block cache size;
+//! * `cache_index_and_filter_blocks=1`: tables' index and filter blocks
+//!   are read through the block cache and evicted like data blocks, as in
+//!   the paper's RocksDB (Fig. 4(f), Fig. 9(c, d), Fig. 14); 0 (default):
+//!   tables hold them; `pin_l0=1` pins level 0's
+//!   (`pin_l0_filter_and_index_blocks_in_cache`);
 //! * `priority=1`: compactions have priority over writes
 //!   (`Options::writes_wait_for_compactions`, the paper's setup);
 //! * `updates=R`: R updates of an existing key per insert (Fig. 8(a)–(c));
@@ -55,7 +60,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 /// The knobs `run` accepts.
-pub const KNOBS: [&str; 15] = [
+pub const KNOBS: [&str; 17] = [
     "ingest",
     "lookup",
     "value",
@@ -63,6 +68,8 @@ pub const KNOBS: [&str; 15] = [
     "block",
     "bpk",
     "cache",
+    "cache_index_and_filter_blocks",
+    "pin_l0",
     "priority",
     "updates",
     "deletes",
@@ -94,14 +101,26 @@ fn cpu_time() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-/// The block reads and cache misses of the lookups between two stats.
-fn io_delta(before: &lamina::DbStats, after: &lamina::DbStats, n: usize) -> Value {
+/// The block reads and cache misses of the lookups between two stats, per
+/// lookup. `read_pages` counts reads in `block`-byte pages, the paper's
+/// I/Os: a data block is one, an index or filter block read back
+/// (`cache_index_and_filter_blocks`) its bytes over `block` (the paper's
+/// filter block is 20 pages, its index block 4).
+fn io_delta(before: &lamina::DbStats, after: &lamina::DbStats, n: usize, block: usize) -> Value {
     let per = |a: u64, b: u64| (a - b) as f64 / n.max(1) as f64;
+    let meta_misses = per(after.cache_misses.filter, before.cache_misses.filter)
+        + per(after.cache_misses.index, before.cache_misses.index);
+    let meta_bytes = per(after.index_bytes_read, before.index_bytes_read)
+        + per(after.filter_bytes_read, before.filter_bytes_read);
+    let blocks = per(after.get_blocks_read, before.get_blocks_read);
     json!({
-        "read_amplification": per(after.get_blocks_read, before.get_blocks_read),
+        "read_amplification": blocks,
+        "read_pages": blocks - meta_misses + meta_bytes / block.max(1) as f64,
         "filter_misses": per(after.cache_misses.filter, before.cache_misses.filter),
         "index_misses": per(after.cache_misses.index, before.cache_misses.index),
         "data_misses": per(after.cache_misses.data, before.cache_misses.data),
+        "filter_bytes": per(after.filter_bytes_read, before.filter_bytes_read),
+        "index_bytes": per(after.index_bytes_read, before.index_bytes_read),
     })
 }
 
@@ -213,6 +232,8 @@ pub fn run(spec: &str, num: u64, dir: &Path, knobs: &[String]) -> Value {
         .size_ratio(10)
         .bloom_bits_per_key(get("bpk", 10.0))
         .block_cache_bytes(get("cache", (8 << 20) as f64) as usize)
+        .cache_index_and_filter_blocks(get("cache_index_and_filter_blocks", 0.0) != 0.0)
+        .pin_l0_filter_and_index_blocks_in_cache(get("pin_l0", 0.0) != 0.0)
         .compaction_threads(1)
         .writes_wait_for_compactions(get("priority", 0.0) != 0.0)
         .build()
@@ -323,7 +344,7 @@ pub fn run(spec: &str, num: u64, dir: &Path, knobs: &[String]) -> Value {
                 }
             }
             let cpu_us = (cpu_time() - cpu).as_secs_f64() * 1e6 / lookups as f64;
-            let io = io_delta(&before, &db.stats(), lookups);
+            let io = io_delta(&before, &db.stats(), lookups, get("block", 4096.0) as usize);
             let all: Vec<f64> = empty.iter().chain(&found).copied().collect();
             rows.push(json!({
                 "alpha": alpha,

@@ -137,6 +137,21 @@ pub struct Options {
     pub compression_per_level: Vec<Compression>,
     /// Block cache capacity in bytes (0 disables the cache).
     pub block_cache_bytes: usize,
+    /// Whether tables' index and filter blocks are read through the block
+    /// cache, charged to its capacity and evicted like data blocks
+    /// (RocksDB's `cache_index_and_filter_blocks`; seed 001's setup). Off
+    /// (the default): a table reads them when it opens and holds them
+    /// until it closes, outside the cache. On: a get or seek that finds
+    /// them evicted reads them back from the file, a miss counted in
+    /// `DbStats::cache_misses` (`index`, `filter`). Needs a block cache
+    /// (`block_cache_bytes` > 0); without one, tables hold them.
+    pub cache_index_and_filter_blocks: bool,
+    /// With `cache_index_and_filter_blocks`, level-0 tables' index and
+    /// filter blocks are pinned while the table is in level 0: charged to
+    /// the block cache but never evicted (RocksDB's
+    /// `pin_l0_filter_and_index_blocks_in_cache`). Every lookup probes
+    /// each level-0 table, so these are the hottest metadata blocks.
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
     /// Size ratio T between adjacent levels for compaction specs that leave
     /// it out, and Monkey's T under a policy that has none.
     pub size_ratio: usize,
@@ -387,6 +402,8 @@ impl Default for Options {
             compression: Compression::None,
             compression_per_level: Vec::new(),
             block_cache_bytes: 64 << 20,
+            cache_index_and_filter_blocks: false,
+            pin_l0_filter_and_index_blocks_in_cache: false,
             size_ratio: 10,
             target_file_size: 16 << 20,
             compaction_fills_cache: false,
@@ -496,6 +513,8 @@ macro_rules! with_database_options {
             compression: crate::compression::Compression,
             compression_per_level: Vec<crate::compression::Compression>,
             block_cache_bytes: usize,
+            cache_index_and_filter_blocks: bool,
+            pin_l0_filter_and_index_blocks_in_cache: bool,
             size_ratio: usize,
             target_file_size: u64,
             compaction_fills_cache: bool,

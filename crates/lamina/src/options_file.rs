@@ -439,6 +439,6 @@ mod tests {
         let names: Vec<String> = stored.entries().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names.first().map(String::as_str), Some("write_buffer_size"));
         assert_eq!(names.last().map(String::as_str), Some("spatial"));
-        assert_eq!(names.len(), 25);
+        assert_eq!(names.len(), 27);
     }
 }

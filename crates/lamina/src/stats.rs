@@ -69,6 +69,10 @@ pub struct IoStats {
     /// Block cache misses per kind: data, index, filter (data: queries'
     /// lookups only, as `cache_hits`).
     pub cache_misses: [Counter; 3],
+    /// Bytes of index (0) and filter (1) blocks read from files: when
+    /// tables open, and on misses with
+    /// [`crate::Options::cache_index_and_filter_blocks`] (any reader's).
+    pub meta_bytes_read: [Counter; 2],
     /// Cached blocks dropped because their file was deleted.
     pub cache_invalidated_blocks: Counter,
     /// Blocks read from files (cache misses that went to the file).
@@ -368,6 +372,7 @@ pub(crate) struct TreeState {
     /// Bytes of the oldest sorted run (all tiles of a tiled last level).
     pub oldest_run_bytes: u64,
     pub block_cache_usage: u64,
+    pub block_cache_pinned_usage: u64,
     pub row_cache_usage: u64,
     pub buffer: BufferStats,
 }
@@ -467,6 +472,7 @@ impl EngineStats {
             sorted_runs,
             oldest_run_bytes: live,
             block_cache_usage,
+            block_cache_pinned_usage,
             row_cache_usage,
             mut buffer,
         } = tree;
@@ -546,7 +552,10 @@ impl EngineStats {
             cache_hits: kinds(&io.cache_hits),
             cache_misses: kinds(&io.cache_misses),
             cache_invalidated_blocks: io.cache_invalidated_blocks.get(),
+            index_bytes_read: io.meta_bytes_read[0].get(),
+            filter_bytes_read: io.meta_bytes_read[1].get(),
             block_cache_usage,
+            block_cache_pinned_usage,
             row_cache_hits: self.row_cache_hits.get(),
             row_cache_misses: self.row_cache_misses.get(),
             row_cache_usage,
@@ -798,9 +807,20 @@ pub struct DbStats {
     pub cache_misses: BlockCounts,
     /// Cached blocks dropped because their file was deleted.
     pub cache_invalidated_blocks: u64,
-    /// Bytes the block cache holds now.
+    /// Bytes of index blocks read from files: when tables open, and on
+    /// misses (`Options::cache_index_and_filter_blocks`).
+    #[serde(default)]
+    pub index_bytes_read: u64,
+    /// Bytes of filter blocks read from files, as `index_bytes_read`.
+    #[serde(default)]
+    pub filter_bytes_read: u64,
+    /// Bytes the block cache holds now (pinned blocks included).
     #[serde(default)]
     pub block_cache_usage: u64,
+    /// Bytes of index and filter blocks level-0 tables pin in the block
+    /// cache now (`Options::pin_l0_filter_and_index_blocks_in_cache`).
+    #[serde(default)]
+    pub block_cache_pinned_usage: u64,
     /// `Db::get`s the row cache answered (`Options::row_cache_bytes`).
     #[serde(default)]
     pub row_cache_hits: u64,

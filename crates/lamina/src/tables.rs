@@ -13,7 +13,7 @@ use crate::spatial::Rect;
 use crate::sst::cache::BlockCache;
 use crate::sst::{Table, TableIterator};
 use crate::stats::{IoStats, LevelStats};
-use crate::version::{FileMeta, Level};
+use crate::version::{FileMeta, Level, Version};
 use crate::vfs::Vfs;
 
 pub use crate::filename::sst_name;
@@ -42,6 +42,14 @@ pub struct TableCache {
     /// The largest chunk a query's scan reads ahead
     /// ([`crate::Options::max_scan_readahead_bytes`]).
     max_scan_readahead: usize,
+    /// Tables read their index and filter through the block cache
+    /// ([`crate::Options::cache_index_and_filter_blocks`]).
+    cache_meta: bool,
+    /// Level-0 tables pin them
+    /// ([`crate::Options::pin_l0_filter_and_index_blocks_in_cache`]).
+    pin_l0: bool,
+    /// The files of level 0, as [`TableCache::set_level0`] last saw them.
+    level0: RwLock<Vec<u64>>,
     /// Keyed by file number with FxHash: every get and seek looks its
     /// tables up here: SipHash made a lookup 238 instructions, about 5% of
     /// a point read (callgrind); FxHash, 95.
@@ -65,6 +73,9 @@ impl TableCache {
             scan_resistant: false,
             verify_checksums: true,
             max_scan_readahead: 0,
+            cache_meta: false,
+            pin_l0: false,
+            level0: RwLock::new(Vec::new()),
             open: std::array::from_fn(|_| RwLock::new(FxHashMap::default())),
         }
     }
@@ -97,6 +108,44 @@ impl TableCache {
     pub fn with_max_scan_readahead(mut self, bytes: usize) -> Self {
         self.max_scan_readahead = bytes;
         self
+    }
+
+    /// Whether tables read their index and filter blocks through the block
+    /// cache ([`crate::Options::cache_index_and_filter_blocks`]), and
+    /// whether level-0 tables pin them
+    /// ([`crate::Options::pin_l0_filter_and_index_blocks_in_cache`], with
+    /// [`TableCache::set_level0`]).
+    pub fn with_cached_index_and_filter(mut self, cache: bool, pin_l0: bool) -> Self {
+        self.cache_meta = cache;
+        self.pin_l0 = cache && pin_l0;
+        self
+    }
+
+    /// Tells which files are in level 0 of `version`, the one being
+    /// installed: with `pin_l0_filter_and_index_blocks_in_cache`, their
+    /// tables pin their index and filter blocks (on their next lookup),
+    /// and the tables of files that left level 0 unpin them.
+    pub fn set_level0(&self, version: &Version) {
+        if !self.pin_l0 {
+            return;
+        }
+        let ids: Vec<u64> = version
+            .levels
+            .first()
+            .into_iter()
+            .flat_map(|l| l.runs.iter().flat_map(|r| r.files.iter().map(|f| f.id)))
+            .collect();
+        let old = std::mem::replace(&mut *self.level0.write(), ids.clone());
+        for id in old.iter().filter(|id| !ids.contains(id)) {
+            if let Some(t) = self.shard(*id).read().get(id) {
+                t.set_pinned(false);
+            }
+        }
+        for id in ids.iter().filter(|id| !old.contains(id)) {
+            if let Some(t) = self.shard(*id).read().get(id) {
+                t.set_pinned(true);
+            }
+        }
     }
 
     /// Path of SST `id`.
@@ -145,9 +194,15 @@ impl TableCache {
             Arc::clone(&self.stats),
             self.verify_checksums,
             self.max_scan_readahead,
+            self.cache_meta,
         )?;
         learn_range_tombstones(meta, &table);
-        Ok(Arc::clone(shard.write().entry(meta.id).or_insert(table)))
+        let mut open = shard.write();
+        let table = open.entry(meta.id).or_insert(table);
+        if self.pin_l0 && self.level0.read().contains(&meta.id) {
+            table.set_pinned(true);
+        }
+        Ok(Arc::clone(table))
     }
 
     /// Closes table `id` (its file is gone or going) and drops its cached

@@ -225,3 +225,161 @@ fn row_cache_reads_never_go_back_in_time() {
     }
     assert!(db.stats().row_cache_hits > 0);
 }
+
+/// Options with tables' index and filter blocks in a block cache so small
+/// (8 KiB, a few blocks) that nearly every lookup evicts one.
+fn meta_in_cache(vfs: std::sync::Arc<dyn lamina::vfs::Vfs>) -> Options {
+    let mut o = Options::default();
+    o.vfs = vfs;
+    o.write_buffer_size = 8 * 1024;
+    o.target_file_size = 4 * 1024;
+    o.block_size = 512;
+    o.compaction = "leveling:T=3,l0=2".parse().unwrap();
+    o.level0_stop_runs = 0;
+    o.block_cache_bytes = 8 * 1024;
+    o.cache_index_and_filter_blocks = true;
+    o.pin_l0_filter_and_index_blocks_in_cache = true;
+    o
+}
+
+/// `cache_index_and_filter_blocks` under a cache that evicts constantly:
+/// gets and scans return what a `BTreeMap` holds; the index and filter
+/// blocks are missed again and again (far more misses than tables ever
+/// opened) and read back; level-0 tables pin theirs; the options are
+/// stored in the OPTIONS file and come back on reopen.
+#[test]
+fn index_and_filter_blocks_in_a_tiny_cache_read_like_a_model() {
+    use rand::{Rng, SeedableRng};
+    let fs = MemFs::new();
+    let db = Db::open("/db", meta_in_cache(std::sync::Arc::new(fs.clone()))).unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    for op in 0..8000u64 {
+        let k = key(rng.gen_range(0..3000));
+        match rng.gen_range(0..10) {
+            0 => {
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            1..=5 => {
+                let v = format!("value-{op:-<40}").into_bytes();
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            _ => assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "op {op}"),
+        }
+        if op % 2000 == 1999 {
+            assert_eq!(common::dump(&db), model, "scan after op {op}");
+        }
+    }
+    db.wait_for_compactions().unwrap();
+    for i in 0..3000 {
+        assert_eq!(db.get(&key(i)).unwrap(), model.get(&key(i)).cloned());
+    }
+    let lo = key(100);
+    let got: Vec<Vec<u8>> = db
+        .scan(
+            std::ops::Bound::Included(&lo[..]),
+            std::ops::Bound::Unbounded,
+        )
+        .unwrap()
+        .take(50)
+        .map(|r| r.unwrap().0)
+        .collect();
+    let want: Vec<Vec<u8>> = model.range(lo..).take(50).map(|(k, _)| k.clone()).collect();
+    assert_eq!(got, want);
+    let s = db.stats();
+    let files: u64 = s.levels.iter().map(|l| l.files as u64).sum();
+    assert!(files > 10, "{s:?}");
+    assert!(
+        s.cache_misses.index > 5 * files,
+        "{:?} {files}",
+        s.cache_misses
+    );
+    assert!(
+        s.cache_misses.filter > 5 * files,
+        "{:?} {files}",
+        s.cache_misses
+    );
+    assert!(s.index_bytes_read > 0 && s.filter_bytes_read > 0);
+    // One write and a flush leave a level-0 table; a get pins its blocks.
+    db.put(b"pinned", b"v").unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(b"pinned").unwrap(), Some(b"v".to_vec()));
+    let s = db.stats();
+    if s.levels.first().is_some_and(|l| l.files > 0) {
+        assert!(s.block_cache_pinned_usage > 0, "{s:?}");
+    }
+    db.wait_for_compactions().unwrap();
+    let pinned = db.stats().block_cache_pinned_usage.to_string();
+    assert_eq!(db.property("lamina.block-cache-pinned-usage"), Some(pinned));
+    db.close().unwrap();
+    let stored = lamina::options_file::load(&fs, std::path::Path::new("/db"))
+        .unwrap()
+        .unwrap();
+    let entries: std::collections::BTreeMap<String, String> =
+        stored.entries().into_iter().collect();
+    assert_eq!(entries["cache_index_and_filter_blocks"], "true");
+    assert_eq!(entries["pin_l0_filter_and_index_blocks_in_cache"], "true");
+    // Reopened with the stored options: the blocks are missed again.
+    let reopened = Db::open(
+        "/db",
+        Options::builder()
+            .vfs(std::sync::Arc::new(fs.clone()))
+            .from_stored_options()
+            .build()
+            .unwrap(),
+    )
+    .unwrap();
+    for _ in 0..3000 {
+        let k = key(rng.gen_range(0..3000));
+        assert_eq!(reopened.get(&k).unwrap(), model.get(&k).cloned());
+    }
+    let s = reopened.stats();
+    assert!(s.cache_misses.index > 2 * files, "{:?}", s.cache_misses);
+    reopened.close().unwrap();
+}
+
+/// A read of an index or filter block that fails (an evicted block read
+/// back from a failing disk) fails the get or scan with an I/O error, not a
+/// panic; once reads work again, so do gets.
+#[test]
+fn a_failed_read_of_an_evicted_index_or_filter_block_is_an_error() {
+    use lamina::vfs::fault::{FaultFs, OpKind};
+    let mem = MemFs::new();
+    let fs = FaultFs::new(std::sync::Arc::new(mem.clone()));
+    let db = Db::open("/db", meta_in_cache(std::sync::Arc::new(fs.clone()))).unwrap();
+    for i in 0..2000 {
+        db.put(&key(i), b"some value").unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    // Evicts the index and filter of most tables.
+    for i in (0..2000).step_by(3) {
+        assert!(db.get(&key(i)).unwrap().is_some());
+    }
+    let before = db.stats().cache_misses;
+    fs.fail_kinds(&[OpKind::Read]);
+    fs.fail_from(fs.ops_matching());
+    let mut failed = 0;
+    for i in (1..2000).step_by(97) {
+        match db.get(&key(i)) {
+            Err(lamina::Error::Io { .. }) => failed += 1,
+            Ok(Some(_)) => {}
+            other => panic!("{i}: {other:?}"),
+        }
+    }
+    assert!(db
+        .scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+        .and_then(|it| it
+            .map(|r| r.map(|_| ()))
+            .collect::<lamina::Result<Vec<()>>>())
+        .is_err());
+    let after = db.stats().cache_misses;
+    assert!(failed > 0 && after.index + after.filter > before.index + before.filter);
+    fs.clear();
+    for i in (1..2000).step_by(97) {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(b"some value".to_vec()));
+    }
+    db.close().unwrap();
+}

@@ -586,6 +586,11 @@ impl Inner {
                 sorted_runs: sv.version.run_count(),
                 oldest_run_bytes: sv.version.oldest_run_bytes(),
                 block_cache_usage: self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
+                block_cache_pinned_usage: self
+                    .loader
+                    .cache
+                    .as_ref()
+                    .map_or(0, |c| c.pinned_usage() as u64),
                 row_cache_usage: self.row_cache.as_ref().map_or(0, |c| c.usage() as u64),
                 buffer: self.buffer_stats(&sv.version),
             },
@@ -602,7 +607,7 @@ impl Inner {
         let gone: HashSet<u64> = removed.difference(&added).copied().collect();
         let mut hot = Vec::new();
         for f in version.live_files().filter(|f| gone.contains(&f.id)) {
-            hot.extend(self.loader.table(f)?.cached_block_ranges());
+            hot.extend(self.loader.table(f)?.cached_block_ranges()?);
         }
         if hot.is_empty() {
             return Ok(());

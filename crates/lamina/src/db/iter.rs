@@ -90,7 +90,7 @@ impl Inner {
                 tomb = tomb.max(table.range_del_seq(key, seq));
                 // The host's index and filter gate its buffer (Alg. 3).
                 if let Some(buffer) = sv.version.buffers.get(&run.id) {
-                    if table.may_contain(key) {
+                    if table.may_contain(key)? {
                         if let Some(found) = self.buffer_get(buffer, key, seq, &mut tomb)? {
                             return Ok(decide(tomb, found));
                         }

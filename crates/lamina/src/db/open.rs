@@ -80,7 +80,11 @@ impl Db {
                 .with_mmap_reads(opts.mmap_reads)
                 .with_scan_resistant_cache(opts.scan_resistant_cache)
                 .with_verify_checksums(opts.verify_checksums)
-                .with_max_scan_readahead(opts.max_scan_readahead_bytes),
+                .with_max_scan_readahead(opts.max_scan_readahead_bytes)
+                .with_cached_index_and_filter(
+                    opts.cache_index_and_filter_blocks,
+                    opts.pin_l0_filter_and_index_blocks_in_cache,
+                ),
         );
 
         let recovered = manifest::recover(vfs.as_ref(), &dir)?;
@@ -243,6 +247,7 @@ impl Db {
             ),
         );
         let version = Arc::new(version);
+        loader.set_level0(&version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&mem),
             imms: Vec::new(),

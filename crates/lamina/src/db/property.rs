@@ -16,6 +16,8 @@ impl Db {
     /// | `lamina.num-immutable-memtables` | memtables waiting for their flush |
     /// | `lamina.cur-size-active-mem-table` | bytes of the active memtable |
     /// | `lamina.compaction-spec` | the compaction strategy in force, every parameter spelled out |
+    /// | `lamina.block-cache-usage` | bytes the block cache holds, pinned blocks included (0 without a cache) |
+    /// | `lamina.block-cache-pinned-usage` | bytes of index and filter blocks level-0 tables pin in it (`Options::pin_l0_filter_and_index_blocks_in_cache`) |
     /// | `lamina.stats` | the "Compaction Stats" table of `lamina bench` |
     /// | `lamina.levelstats` | files and size per level, as RocksDB prints them |
     ///
@@ -68,6 +70,20 @@ impl Db {
             "lamina.num-immutable-memtables" => sv.imms.len().to_string(),
             "lamina.cur-size-active-mem-table" => sv.mem.approximate_bytes().to_string(),
             "lamina.compaction-spec" => self.compaction_spec(),
+            "lamina.block-cache-usage" => self
+                .inner
+                .loader
+                .cache
+                .as_ref()
+                .map_or(0, |c| c.usage())
+                .to_string(),
+            "lamina.block-cache-pinned-usage" => self
+                .inner
+                .loader
+                .cache
+                .as_ref()
+                .map_or(0, |c| c.pinned_usage())
+                .to_string(),
             "lamina.stats" => compaction_stats_table(&self.stats().levels),
             "lamina.levelstats" => {
                 let mut out = String::from("Level Files Size(MB)\n--------------------\n");

@@ -65,7 +65,7 @@ pub fn build_filter(hashes: &[u64], bits_per_key: f64) -> Vec<u8> {
     out
 }
 
-/// A decoded filter, held in memory for the table's lifetime.
+/// A decoded filter.
 #[derive(Debug)]
 pub struct BloomFilter {
     bits: Vec<u8>,
@@ -92,6 +92,11 @@ impl BloomFilter {
             num_keys: u64::from_le_bytes(n),
             k,
         })
+    }
+
+    /// Bytes of memory the decoded filter holds (its block cache charge).
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<BloomFilter>() + self.bits.capacity()
     }
 
     /// False only if `user_key` was certainly not added.

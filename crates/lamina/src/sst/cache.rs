@@ -1,5 +1,7 @@
-//! The shared block cache: decoded SST data blocks keyed by
-//! `(file_id, block_offset)`.
+//! The shared block cache: decoded SST blocks keyed by
+//! `(file_id, block_offset)`: data blocks, and, with
+//! [`crate::Options::cache_index_and_filter_blocks`], tables' index and
+//! filter blocks ([`Cached`]), all charged to one capacity.
 //!
 //! Keys name a file by id, not by level or path, so a file moved between
 //! levels without rewriting keeps its cached blocks; when a file is deleted
@@ -17,6 +19,11 @@
 //! replacement block neither allocates nor zero-fills a fresh buffer. They
 //! are bounded ([`MAX_SPARE`] per shard, each at most [`MAX_SPARE_BYTES`])
 //! and not charged against the capacity.
+//!
+//! Index and filter blocks a table pins
+//! ([`crate::Options::pin_l0_filter_and_index_blocks_in_cache`]) leave the
+//! LRU lists but stay charged ([`BlockCache::pin`]): they shrink every
+//! shard's room for the blocks that can be evicted.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -26,6 +33,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::bloom::BloomFilter;
+use super::format::FenceIndex;
 use super::Block;
 use crate::lru::Lru;
 
@@ -65,25 +74,58 @@ impl Hasher for KeyHasher {
     }
 }
 
+/// A cached block, decoded.
+#[derive(Debug, Clone)]
+pub enum Cached {
+    /// A data block.
+    Data(Arc<Block>),
+    /// A table's index block.
+    Index(Arc<FenceIndex>),
+    /// A table's filter block.
+    Filter(Arc<BloomFilter>),
+}
+
+impl Cached {
+    /// Bytes charged to the cache: the decoded block's memory.
+    pub fn charge(&self) -> usize {
+        match self {
+            Cached::Data(b) => b.size(),
+            Cached::Index(i) => i.memory_bytes(),
+            Cached::Filter(f) => f.memory_bytes(),
+        }
+    }
+}
+
 /// One LRU of blocks, with the buffers it can recycle and its per-file
 /// counts.
 #[derive(Default)]
 struct Shard {
-    lru: Lru<Key, Arc<Block>, BuildHasherDefault<KeyHasher>>,
+    lru: Lru<Key, Cached, BuildHasherDefault<KeyHasher>>,
     /// Buffers of evicted blocks, for [`BlockCache::lookup`] misses.
     spare: Vec<Vec<u8>>,
-    /// Blocks of each file this shard holds, kept as blocks are loaded and
-    /// evicted (LSbM's per-file `cached` counter, seed 002 §4.2).
+    /// Data blocks of each file this shard holds, kept as blocks are
+    /// loaded and evicted (LSbM's per-file `cached` counter, seed 002
+    /// §4.2).
     per_file: HashMap<u64, u64, BuildHasherDefault<KeyHasher>>,
 }
 
 impl Shard {
-    fn touch(&mut self, key: Key) -> Option<Arc<Block>> {
-        self.lru.touch(&key).cloned()
+    fn touch(&mut self, key: Key) -> Option<&Cached> {
+        self.lru.touch(&key)
     }
 
-    /// Counts one block of `file` out.
-    fn forget(&mut self, file: u64) {
+    fn touch_data(&mut self, key: Key) -> Option<Arc<Block>> {
+        match self.touch(key)? {
+            Cached::Data(b) => Some(Arc::clone(b)),
+            _ => None,
+        }
+    }
+
+    /// Counts one block of `file` out, if it was a data block.
+    fn forget(&mut self, file: u64, value: &Cached) {
+        if !matches!(value, Cached::Data(_)) {
+            return;
+        }
         if let Some(n) = self.per_file.get_mut(&file) {
             *n -= 1;
             if *n == 0 {
@@ -93,14 +135,17 @@ impl Shard {
     }
 
     fn remove(&mut self, key: &Key) -> Option<usize> {
-        let (_, charge) = self.lru.remove(key)?;
-        self.forget(key.0);
+        let (value, charge) = self.lru.remove(key)?;
+        self.forget(key.0, &value);
         Some(charge)
     }
 
-    /// Keeps an evicted block's buffer for reuse if nobody else holds the
-    /// block and there is room; otherwise just drops it.
-    fn recycle(&mut self, block: Arc<Block>) {
+    /// Keeps an evicted data block's buffer for reuse if nobody else holds
+    /// the block and there is room; otherwise just drops it.
+    fn recycle(&mut self, value: Cached) {
+        let Cached::Data(block) = value else {
+            return;
+        };
         if self.spare.len() < MAX_SPARE {
             if let Some(buf) = Arc::into_inner(block).and_then(Block::into_data) {
                 if buf.capacity() <= MAX_SPARE_BYTES {
@@ -118,13 +163,16 @@ impl Shard {
 
     /// Links a new entry, most recently used if `hot`, else least; the key
     /// must not be present.
-    fn add(&mut self, key: Key, block: Arc<Block>, charge: usize, hot: bool) {
+    fn add(&mut self, key: Key, value: Cached, charge: usize, hot: bool) {
+        let data = matches!(value, Cached::Data(_));
         if hot {
-            self.lru.insert(key, block, charge);
+            self.lru.insert(key, value, charge);
         } else {
-            self.lru.insert_cold(key, block, charge);
+            self.lru.insert_cold(key, value, charge);
         }
-        *self.per_file.entry(key.0).or_insert(0) += 1;
+        if data {
+            *self.per_file.entry(key.0).or_insert(0) += 1;
+        }
     }
 }
 
@@ -137,12 +185,15 @@ pub enum Lookup {
     Miss(Vec<u8>),
 }
 
-/// A sharded LRU cache of data blocks, charged by block bytes.
+/// A sharded LRU cache of blocks, charged by block bytes.
 pub struct BlockCache {
     shards: Vec<Mutex<Shard>>,
     capacity: usize,
     shard_capacity: usize,
+    /// Bytes in the LRU lists.
     usage: AtomicUsize,
+    /// Bytes pinned outside them ([`BlockCache::pin`]).
+    pinned: AtomicUsize,
 }
 
 impl fmt::Debug for BlockCache {
@@ -174,6 +225,7 @@ impl BlockCache {
             capacity: capacity_bytes,
             shard_capacity: capacity_bytes.div_ceil(shards),
             usage: AtomicUsize::new(0),
+            pinned: AtomicUsize::new(0),
         })
     }
 
@@ -188,7 +240,53 @@ impl BlockCache {
         if self.capacity == 0 {
             return None;
         }
-        self.shard(file_id, offset)?.lock().touch((file_id, offset))
+        self.shard(file_id, offset)?
+            .lock()
+            .touch_data((file_id, offset))
+    }
+
+    /// The cached index or filter block at `offset` of file `file_id`
+    /// (whatever is cached there), marking it most recently used.
+    pub fn get_meta(&self, file_id: u64, offset: u64) -> Option<Cached> {
+        if self.capacity == 0 {
+            return None;
+        }
+        self.shard(file_id, offset)?
+            .lock()
+            .touch((file_id, offset))
+            .cloned()
+    }
+
+    /// Caches an index or filter block as the most recently used, like
+    /// [`BlockCache::insert`].
+    pub fn insert_meta(&self, file_id: u64, offset: u64, value: Cached) {
+        self.insert_at(file_id, offset, value, true);
+    }
+
+    /// Takes the block at `offset` of file `file_id` out of the LRU lists
+    /// (if there) and charges `charge` bytes as pinned until
+    /// [`BlockCache::unpin`]: the table holding the block keeps it, and
+    /// every shard has that much less room for the blocks it can evict.
+    pub fn pin(&self, file_id: u64, offset: u64, charge: usize) {
+        if let Some(shard) = self.shard(file_id, offset) {
+            if let Some(freed) = shard.lock().remove(&(file_id, offset)) {
+                self.usage.fetch_sub(freed, Ordering::Relaxed);
+            }
+        }
+        self.pinned.fetch_add(charge, Ordering::Relaxed);
+    }
+
+    /// Ends a [`BlockCache::pin`] of `charge` bytes whose block is gone
+    /// (its table closed).
+    pub fn release_pin(&self, charge: usize) {
+        self.pinned.fetch_sub(charge, Ordering::Relaxed);
+    }
+
+    /// Ends a [`BlockCache::pin`]: the block goes back into the LRU lists
+    /// as the most recently used.
+    pub fn unpin(&self, file_id: u64, offset: u64, value: Cached) {
+        self.pinned.fetch_sub(value.charge(), Ordering::Relaxed);
+        self.insert_meta(file_id, offset, value);
     }
 
     /// Whether the block at `offset` of file `file_id` is cached; unlike
@@ -212,7 +310,7 @@ impl BlockCache {
             return Lookup::Miss(Vec::new());
         };
         let mut s = shard.lock();
-        match s.touch((file_id, offset)) {
+        match s.touch_data((file_id, offset)) {
             Some(b) => Lookup::Hit(b),
             None => Lookup::Miss(s.take_spare(buffer_capacity).unwrap_or_default()),
         }
@@ -223,7 +321,7 @@ impl BlockCache {
     /// make room. A block larger than a shard's share of the capacity is not
     /// cached.
     pub fn insert(&self, file_id: u64, offset: u64, block: Arc<Block>) {
-        self.insert_at(file_id, offset, block, true);
+        self.insert_at(file_id, offset, Cached::Data(block), true);
     }
 
     /// Like [`BlockCache::insert`], but the block becomes the shard's least
@@ -232,12 +330,21 @@ impl BlockCache {
     /// its own blocks rather than the ones point reads keep using (after
     /// evicting at most one block per shard that was there before it).
     pub fn insert_cold(&self, file_id: u64, offset: u64, block: Arc<Block>) {
-        self.insert_at(file_id, offset, block, false);
+        self.insert_at(file_id, offset, Cached::Data(block), false);
     }
 
-    fn insert_at(&self, file_id: u64, offset: u64, block: Arc<Block>, hot: bool) {
-        let charge = block.size();
-        if self.capacity == 0 || charge > self.shard_capacity {
+    /// Each shard's room for blocks in its LRU list: its share of the
+    /// capacity less its share of the pinned bytes.
+    fn shard_room(&self) -> usize {
+        let pinned = self.pinned.load(Ordering::Relaxed);
+        self.shard_capacity
+            .saturating_sub(pinned.div_ceil(self.shards.len().max(1)))
+    }
+
+    fn insert_at(&self, file_id: u64, offset: u64, value: Cached, hot: bool) {
+        let charge = value.charge();
+        let room = self.shard_room();
+        if self.capacity == 0 || charge > room {
             return;
         }
         let Some(shard) = self.shard(file_id, offset) else {
@@ -246,15 +353,15 @@ impl BlockCache {
         let mut s = shard.lock();
         let key = (file_id, offset);
         let mut freed = s.remove(&key).unwrap_or(0);
-        while s.lru.usage() + charge > self.shard_capacity {
+        while s.lru.usage() + charge > room {
             let Some((victim_key, victim, c)) = s.lru.pop_lru() else {
                 break;
             };
-            s.forget(victim_key.0);
+            s.forget(victim_key.0, &victim);
             freed += c;
             s.recycle(victim);
         }
-        s.add(key, block, charge, hot);
+        s.add(key, value, charge, hot);
         drop(s);
         self.usage.fetch_sub(freed, Ordering::Relaxed);
         self.usage.fetch_add(charge, Ordering::Relaxed);
@@ -275,7 +382,8 @@ impl BlockCache {
         count
     }
 
-    /// Blocks of file `file_id` currently cached (loads minus evictions).
+    /// Data blocks of file `file_id` currently cached (loads minus
+    /// evictions).
     pub fn cached_blocks(&self, file_id: u64) -> u64 {
         self.shards
             .iter()
@@ -283,9 +391,14 @@ impl BlockCache {
             .sum()
     }
 
-    /// Bytes of blocks currently cached.
+    /// Bytes of blocks currently cached, pinned ones included.
     pub fn usage(&self) -> usize {
-        self.usage.load(Ordering::Relaxed)
+        self.usage.load(Ordering::Relaxed) + self.pinned.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of blocks pinned ([`BlockCache::pin`]).
+    pub fn pinned_usage(&self) -> usize {
+        self.pinned.load(Ordering::Relaxed)
     }
 }
 

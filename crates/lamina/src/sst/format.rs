@@ -283,6 +283,15 @@ pub struct FenceIndex {
 }
 
 impl FenceIndex {
+    /// Bytes of memory the decoded index holds (its block cache charge).
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<FenceIndex>()
+            + self.keys.capacity()
+            + (self.last_prefix.capacity() + self.group_last.capacity()) * 8
+            + self.fences.capacity() * std::mem::size_of::<Fence>()
+            + self.mbrs.capacity() * std::mem::size_of::<Rect>()
+    }
+
     /// Number of data blocks.
     pub fn len(&self) -> usize {
         self.fences.len()

@@ -1,8 +1,16 @@
 //! Reading a table: the footer, index, filter and properties are loaded and
 //! validated at open; data blocks are read on demand through the block cache.
+//! The index and filter are held by the table, or, with
+//! [`crate::Options::cache_index_and_filter_blocks`], read through the
+//! block cache like data blocks (RocksDB's option of the same name): a
+//! lookup that finds them evicted reads them back from the file.
 
 use std::fmt;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use crate::compression::decompress_into;
 use crate::error::{Error, Result};
@@ -10,7 +18,7 @@ use crate::iter::InternalIterator;
 use crate::key::{compare_internal, parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
 use crate::range_del::{self, RangeTombstone};
 use crate::spatial::Rect;
-use crate::sst::cache::{BlockCache, Lookup};
+use crate::sst::cache::{BlockCache, Cached, Lookup};
 use crate::stats::{BlockKind, FilterOutcome, IoStats};
 use crate::vfs::{Mapping, RandomAccessFile};
 
@@ -61,8 +69,25 @@ pub struct Table {
     cache: Option<Arc<BlockCache>>,
     stats: Arc<IoStats>,
     footer: Footer,
-    index: FenceIndex,
-    filter: Option<BloomFilter>,
+    /// The index and filter, held for the table's lifetime; `None` if they
+    /// are read through the block cache
+    /// ([`crate::Options::cache_index_and_filter_blocks`]).
+    held: Option<MetaBlocks>,
+    /// Whether the table should pin its index and filter
+    /// ([`crate::Options::pin_l0_filter_and_index_blocks_in_cache`]: it is
+    /// in level 0); they are pinned on the next lookup that reads them.
+    pin_wanted: AtomicBool,
+    /// The pinned index and filter, charged to the cache as pinned.
+    pinned: RwLock<Option<MetaBlocks>>,
+    /// Number of data blocks (the index's length).
+    num_blocks: usize,
+    /// Whether the table has a filter block.
+    has_filter: bool,
+    /// [`BloomFilter::fpr_theoretical`] of its filter (1.0 without one).
+    fpr_theoretical: f64,
+    /// Where the data blocks end (the range-deletion block or the filter
+    /// begins).
+    data_end: u64,
     props: TableProperties,
     /// The range-deletion block, decoded at open (sorted by start).
     range_tombstones: Vec<RangeTombstone>,
@@ -79,7 +104,7 @@ impl fmt::Debug for Table {
         f.debug_struct("Table")
             .field("file_id", &self.file_id)
             .field("file_name", &self.file_name)
-            .field("blocks", &self.index.len())
+            .field("blocks", &self.num_blocks)
             .field("entries", &self.props.entries)
             .finish()
     }
@@ -87,6 +112,52 @@ impl fmt::Debug for Table {
 
 fn kind_idx(kind: BlockKind) -> usize {
     IoStats::kind_index(kind)
+}
+
+/// A table's decoded index and filter.
+#[derive(Debug, Clone)]
+struct MetaBlocks {
+    index: Arc<FenceIndex>,
+    filter: Option<Arc<BloomFilter>>,
+}
+
+/// An index or filter for one lookup: borrowed from the table that holds
+/// it, or shared with the block cache.
+enum MetaRef<'a, T> {
+    Held(&'a Arc<T>),
+    Shared(Arc<T>),
+}
+
+impl<T> MetaRef<'_, T> {
+    fn into_arc(self) -> Arc<T> {
+        match self {
+            MetaRef::Held(a) => Arc::clone(a),
+            MetaRef::Shared(a) => a,
+        }
+    }
+}
+
+impl<T> Deref for MetaRef<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            MetaRef::Held(a) => a,
+            MetaRef::Shared(a) => a,
+        }
+    }
+}
+
+/// Decodes an index block and cross-checks it against the properties and
+/// range tombstones (at open, and when it is read back into the cache).
+fn decode_checked_index(
+    raw: &[u8],
+    data_end: u64,
+    ranges: &[RangeTombstone],
+    props: &TableProperties,
+) -> DecodeResult<FenceIndex> {
+    let index = decode_index(raw, data_end)?;
+    check_index_against_props(&index, ranges, props)?;
+    Ok(index)
 }
 
 /// Bytes of a block plus its trailer.
@@ -165,7 +236,7 @@ impl Table {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<IoStats>,
     ) -> Result<Arc<Table>> {
-        Table::open_mapped(file, None, file_id, file_name, cache, stats, true, 0)
+        Table::open_mapped(file, None, file_id, file_name, cache, stats, true, 0, false)
     }
 
     /// [`Table::open`] with `map`, the file mapped read-only (see
@@ -177,7 +248,14 @@ impl Table {
     /// A query's scan reads ahead in chunks of up to `max_scan_readahead`
     /// bytes ([`crate::Options::max_scan_readahead_bytes`]; 0: block by
     /// block).
-    #[allow(clippy::too_many_arguments)]
+    ///
+    /// With `cache_meta` ([`crate::Options::cache_index_and_filter_blocks`])
+    /// and a cache, the index and filter read here go into the block cache
+    /// instead of staying with the table.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the per-open settings of a table, passed through from TableCache"
+    )]
     pub fn open_mapped(
         file: Arc<dyn RandomAccessFile>,
         map: Option<Arc<Mapping>>,
@@ -187,6 +265,7 @@ impl Table {
         stats: Arc<IoStats>,
         verify_checksums: bool,
         max_scan_readahead: usize,
+        cache_meta: bool,
     ) -> Result<Arc<Table>> {
         let len = file.len();
         if map.as_ref().is_some_and(|m| m.bytes().len() as u64 != len) {
@@ -246,10 +325,8 @@ impl Table {
 
         let index_raw = read_checked(file.as_ref(), &file_name, &stats, footer.index)?;
         stats.cache_misses[kind_idx(BlockKind::Index)].inc();
-        let index = decode_index(&index_raw, data_end)
-            .and_then(|index| {
-                check_index_against_props(&index, &range_tombstones, &props).map(|()| index)
-            })
+        stats.meta_bytes_read[0].add(index_raw.len() as u64);
+        let index = decode_checked_index(&index_raw, data_end, &range_tombstones, &props)
             .map_err(|r| corrupt(footer.index.offset, r))?;
 
         let filter_raw = read_checked(file.as_ref(), &file_name, &stats, footer.filter)?;
@@ -257,9 +334,26 @@ impl Table {
             None
         } else {
             stats.cache_misses[kind_idx(BlockKind::Filter)].inc();
+            stats.meta_bytes_read[1].add(filter_raw.len() as u64);
             Some(BloomFilter::decode(&filter_raw).map_err(|r| corrupt(footer.filter.offset, r))?)
         };
 
+        let num_blocks = index.len();
+        let fpr_theoretical = filter.as_ref().map_or(1.0, BloomFilter::fpr_theoretical);
+        let meta = MetaBlocks {
+            index: Arc::new(index),
+            filter: filter.map(Arc::new),
+        };
+        let held = match cache.as_ref().filter(|_| cache_meta) {
+            Some(cache) => {
+                cache.insert_meta(file_id, footer.index.offset, Cached::Index(meta.index));
+                if let Some(f) = meta.filter {
+                    cache.insert_meta(file_id, footer.filter.offset, Cached::Filter(f));
+                }
+                None
+            }
+            None => Some(meta),
+        };
         Ok(Arc::new(Table {
             file,
             map,
@@ -268,8 +362,13 @@ impl Table {
             cache,
             stats,
             footer,
-            index,
-            filter,
+            held,
+            pin_wanted: AtomicBool::new(false),
+            pinned: RwLock::new(None),
+            num_blocks,
+            has_filter: !filter_raw.is_empty(),
+            fpr_theoretical,
+            data_end,
             props,
             range_tombstones,
             verify_checksums,
@@ -295,12 +394,175 @@ impl Table {
 
     /// Number of data blocks (fence pointers in the index).
     pub fn num_data_blocks(&self) -> usize {
-        self.index.len()
+        self.num_blocks
     }
 
-    fn corrupt_block(&self, block_idx: usize, reason: &str) -> Error {
-        let offset = self.index.handle(block_idx).map_or(0, |h| h.offset);
+    fn corrupt_block(&self, index: &FenceIndex, block_idx: usize, reason: &str) -> Error {
+        let offset = index.handle(block_idx).map_or(0, |h| h.offset);
         Error::corruption(self.file_name.as_str(), offset, reason)
+    }
+
+    /// Counts an index or filter lookup in the hit/miss statistics, if a
+    /// query made it.
+    fn count_meta(&self, kind: BlockKind, hit: bool, query: bool) {
+        if !query {
+            return;
+        }
+        if hit {
+            self.stats.cache_hits[kind_idx(kind)].inc();
+        } else {
+            self.stats.cache_misses[kind_idx(kind)].inc();
+        }
+    }
+
+    /// The index; `query`: a query's lookup, counted as a hit (held,
+    /// pinned or cached) or a miss (read back from the file into the
+    /// cache). Any other lookup (a compaction's input, verification) is
+    /// not counted, and a block it reads does not enter the cache.
+    fn index(&self, query: bool) -> Result<MetaRef<'_, FenceIndex>> {
+        if let Some(m) = &self.held {
+            self.count_meta(BlockKind::Index, true, query);
+            return Ok(MetaRef::Held(&m.index));
+        }
+        if let Some(m) = self.pinned_now() {
+            self.count_meta(BlockKind::Index, true, query);
+            return Ok(MetaRef::Shared(m.index));
+        }
+        let index = self.load_index(query)?;
+        self.pin_if_wanted()?;
+        Ok(MetaRef::Shared(index))
+    }
+
+    /// The filter (`None`: the table has none); `query` as for
+    /// [`Table::index`].
+    fn filter(&self, query: bool) -> Result<Option<MetaRef<'_, BloomFilter>>> {
+        if !self.has_filter {
+            return Ok(None);
+        }
+        if let Some(m) = &self.held {
+            self.count_meta(BlockKind::Filter, true, query);
+            return Ok(m.filter.as_ref().map(MetaRef::Held));
+        }
+        if let Some(m) = self.pinned_now() {
+            self.count_meta(BlockKind::Filter, true, query);
+            return Ok(m.filter.map(MetaRef::Shared));
+        }
+        let filter = self.load_filter(query)?;
+        self.pin_if_wanted()?;
+        Ok(Some(MetaRef::Shared(filter)))
+    }
+
+    /// The pinned index and filter, if the table holds them pinned.
+    fn pinned_now(&self) -> Option<MetaBlocks> {
+        if !self.pin_wanted.load(Ordering::Acquire) {
+            return None;
+        }
+        self.pinned.read().clone()
+    }
+
+    fn load_index(&self, query: bool) -> Result<Arc<FenceIndex>> {
+        match self.load_meta(BlockKind::Index, self.footer.index, query)? {
+            Cached::Index(i) => Ok(i),
+            _ => Err(self.wrong_kind(self.footer.index)),
+        }
+    }
+
+    fn load_filter(&self, query: bool) -> Result<Arc<BloomFilter>> {
+        match self.load_meta(BlockKind::Filter, self.footer.filter, query)? {
+            Cached::Filter(f) => Ok(f),
+            _ => Err(self.wrong_kind(self.footer.filter)),
+        }
+    }
+
+    fn wrong_kind(&self, handle: BlockHandle) -> Error {
+        Error::corruption(
+            self.file_name.as_str(),
+            handle.offset,
+            "block cache holds another kind of block here",
+        )
+    }
+
+    /// The index or filter block at `handle` from the block cache, or read
+    /// back from the file, checked and decoded (and cached, if `query`).
+    fn load_meta(&self, kind: BlockKind, handle: BlockHandle, query: bool) -> Result<Cached> {
+        if let Some(c) = self
+            .cache
+            .as_ref()
+            .and_then(|c| c.get_meta(self.file_id, handle.offset))
+        {
+            self.count_meta(kind, true, query);
+            return Ok(c);
+        }
+        self.count_meta(kind, false, query);
+        let raw = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
+        let corrupt = |r| Error::corruption(self.file_name.as_str(), handle.offset, r);
+        let value = if kind == BlockKind::Index {
+            self.stats.meta_bytes_read[0].add(raw.len() as u64);
+            let index =
+                decode_checked_index(&raw, self.data_end, &self.range_tombstones, &self.props);
+            Cached::Index(Arc::new(index.map_err(corrupt)?))
+        } else {
+            self.stats.meta_bytes_read[1].add(raw.len() as u64);
+            Cached::Filter(Arc::new(BloomFilter::decode(&raw).map_err(corrupt)?))
+        };
+        if let (Some(cache), true) = (&self.cache, query) {
+            cache.insert_meta(self.file_id, handle.offset, value.clone());
+        }
+        Ok(value)
+    }
+
+    /// Pins the index and filter if the table should and does not yet
+    /// (they were just read into the cache, so this finds them there).
+    fn pin_if_wanted(&self) -> Result<()> {
+        if !self.pin_wanted.load(Ordering::Acquire) || self.pinned.read().is_some() {
+            return Ok(());
+        }
+        let Some(cache) = &self.cache else {
+            return Ok(());
+        };
+        let index = self.load_index(false)?;
+        let filter = if self.has_filter {
+            Some(self.load_filter(false)?)
+        } else {
+            None
+        };
+        let mut pinned = self.pinned.write();
+        if pinned.is_none() && self.pin_wanted.load(Ordering::Acquire) {
+            cache.pin(self.file_id, self.footer.index.offset, index.memory_bytes());
+            if let Some(f) = &filter {
+                cache.pin(self.file_id, self.footer.filter.offset, f.memory_bytes());
+            }
+            *pinned = Some(MetaBlocks { index, filter });
+        }
+        Ok(())
+    }
+
+    /// Whether the table pins its index and filter in the block cache
+    /// ([`crate::Options::pin_l0_filter_and_index_blocks_in_cache`]: it is
+    /// in level 0). Pinning happens on the next lookup that reads them;
+    /// unpinning now, putting them back in the cache's LRU lists. No effect
+    /// on a table that holds its index and filter itself.
+    pub fn set_pinned(&self, pin: bool) {
+        if self.held.is_some() {
+            return;
+        }
+        self.pin_wanted.store(pin, Ordering::Release);
+        if pin {
+            return;
+        }
+        let Some(m) = self.pinned.write().take() else {
+            return;
+        };
+        if let Some(cache) = &self.cache {
+            cache.unpin(
+                self.file_id,
+                self.footer.index.offset,
+                Cached::Index(m.index),
+            );
+            if let Some(f) = m.filter {
+                cache.unpin(self.file_id, self.footer.filter.offset, Cached::Filter(f));
+            }
+        }
     }
 
     /// Counts a data-block cache lookup in the hit/miss statistics, if a
@@ -328,11 +590,16 @@ impl Table {
     /// queries do; any other read (a compaction's input) always verifies
     /// and is not counted, so that the hit ratio is the queries' (seed
     /// 002's), not diluted by merges reading inputs.
-    fn data_block(&self, idx: usize, fill: Fill, query: bool) -> Result<Arc<Block>> {
-        let handle = self
-            .index
+    fn data_block(
+        &self,
+        index: &FenceIndex,
+        idx: usize,
+        fill: Fill,
+        query: bool,
+    ) -> Result<Arc<Block>> {
+        let handle = index
             .handle(idx)
-            .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
+            .ok_or_else(|| self.corrupt_block(index, idx, "block index out of range"))?;
         let verify = self.verify_checksums || !query;
         let usable = |b: &Arc<Block>| !verify || b.checksum_verified();
         let mut buf = Vec::new();
@@ -421,15 +688,15 @@ impl Table {
     /// scan's blocks enter the cache and count as a query's would.
     fn data_block_ahead(
         &self,
+        index: &FenceIndex,
         idx: usize,
         ahead: &mut Readahead,
         fill: Fill,
         query: bool,
     ) -> Result<Arc<Block>> {
-        let handle = self
-            .index
+        let handle = index
             .handle(idx)
-            .ok_or_else(|| self.corrupt_block(idx, "block index out of range"))?;
+            .ok_or_else(|| self.corrupt_block(index, idx, "block index out of range"))?;
         let verify = self.verify_checksums || !query;
         if let Some(b) = self
             .cache
@@ -445,18 +712,17 @@ impl Table {
             // A mapped file needs no buffer: the kernel reads ahead itself.
             self.read_block(handle, Vec::new(), verify)?
         } else {
-            self.read_ahead(idx, handle, ahead, verify)?
+            self.read_ahead(handle, ahead, verify)?
         };
         self.fill_cache(handle.offset, &block, fill);
         Ok(block)
     }
 
-    /// The block at `handle` (block `idx`) from `ahead`'s buffer, which is
-    /// refilled first if it does not hold the whole block; checked if
-    /// `verify`, else marked unverified.
+    /// The block at `handle` from `ahead`'s buffer, which is refilled
+    /// first if it does not hold the whole block; checked if `verify`, else
+    /// marked unverified.
     fn read_ahead(
         &self,
-        idx: usize,
         handle: BlockHandle,
         ahead: &mut Readahead,
         verify: bool,
@@ -465,18 +731,9 @@ impl Table {
         let end = handle.offset.saturating_add(total as u64);
         let held = ahead.start..ahead.start.saturating_add(ahead.buf.len() as u64);
         if !(held.contains(&handle.offset) && end <= held.end) {
-            // The data blocks end where the last one's trailer does (the
-            // metadata blocks follow; open checked that they tile the file).
-            let data_end = self
-                .index
-                .handle(self.index.len().saturating_sub(1))
-                .and_then(|h| {
-                    raw_len(&self.file_name, h)
-                        .ok()
-                        .map(|n| h.offset + n as u64)
-                })
-                .unwrap_or(end)
-                .max(end);
+            // The data blocks end where the metadata blocks begin (open
+            // checked that they tile the file).
+            let data_end = self.data_end.max(end);
             let want = (ahead.size as u64).clamp(total as u64, data_end - handle.offset);
             let want = usize::try_from(want).map_err(|_| {
                 Error::corruption(
@@ -492,10 +749,13 @@ impl Table {
             self.stats.bytes_read.add(want as u64);
         }
         let at = usize::try_from(handle.offset - ahead.start).unwrap_or(usize::MAX);
-        let raw = ahead
-            .buf
-            .get(at..at.saturating_add(total))
-            .ok_or_else(|| self.corrupt_block(idx, "block outside its readahead"))?;
+        let raw = ahead.buf.get(at..at.saturating_add(total)).ok_or_else(|| {
+            Error::corruption(
+                self.file_name.as_str(),
+                handle.offset,
+                "block outside its readahead",
+            )
+        })?;
         self.stats.blocks_read.inc();
         THREAD_BLOCKS_READ.with(|n| n.set(n.get() + 1));
         let bad = |r| Error::corruption(self.file_name.as_str(), handle.offset, r);
@@ -508,29 +768,27 @@ impl Table {
         Ok(Arc::new(if verify { block } else { block.unverified() }))
     }
 
-    /// Index of the first block whose last key is `>= target` (== number of
-    /// blocks if none): the only block that can hold the first entry `>= target`.
-    fn find_block(&self, target: &[u8]) -> usize {
-        self.index.find(target)
-    }
-
-    /// The first entry `>= target` if it belongs to `user_key`.
+    /// The first entry `>= target` if it belongs to `user_key`; `index`
+    /// finds the only block that can hold it (the first whose last key is
+    /// `>= target`).
     fn find_entry(
         &self,
+        index: &FenceIndex,
         target: &[u8],
         user_key: &[u8],
     ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
-        let idx = self.find_block(target);
-        if idx >= self.index.len() {
+        let idx = index.find(target);
+        if idx >= index.len() {
             return Ok(None);
         }
-        let mut it = BlockIter::new(self.data_block(idx, Fill::Hot, true)?);
-        it.seek(target).map_err(|r| self.corrupt_block(idx, r))?;
+        let bad = |r| self.corrupt_block(index, idx, r);
+        let mut it = BlockIter::new(self.data_block(index, idx, Fill::Hot, true)?);
+        it.seek(target).map_err(bad)?;
         if !it.valid() {
-            return Err(self.corrupt_block(idx, "block ends before its indexed last key"));
+            return Err(bad("block ends before its indexed last key"));
         }
         let parsed = parse_internal_key(it.key())
-            .ok_or_else(|| self.corrupt_block(idx, "entry key is not a valid internal key"))?;
+            .ok_or_else(|| bad("entry key is not a valid internal key"))?;
         if parsed.user_key != user_key {
             return Ok(None);
         }
@@ -556,25 +814,24 @@ impl Table {
         user_key: &[u8],
         snapshot_seq: u64,
     ) -> Result<(Option<Entry>, FilterOutcome)> {
-        if let Some(filter) = &self.filter {
-            self.stats.cache_hits[kind_idx(BlockKind::Filter)].inc();
+        if let Some(filter) = self.filter(true)? {
             self.stats.bloom_probes.inc();
             if !filter.may_contain(user_key) {
                 self.stats.bloom_negatives.inc();
                 return Ok((None, FilterOutcome::Negative));
             }
         }
-        self.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
-        let found = self.find_entry(&seek_key(user_key, snapshot_seq), user_key)?;
-        let mut outcome = if self.filter.is_some() {
+        let index = self.index(true)?;
+        let found = self.find_entry(&index, &seek_key(user_key, snapshot_seq), user_key)?;
+        let mut outcome = if self.has_filter {
             FilterOutcome::Positive
         } else {
             FilterOutcome::NoFilter
         };
-        if found.is_none() && self.filter.is_some() {
+        if found.is_none() && self.has_filter {
             let present = snapshot_seq < MAX_SEQ
                 && self
-                    .find_entry(&seek_key(user_key, MAX_SEQ), user_key)?
+                    .find_entry(&index, &seek_key(user_key, MAX_SEQ), user_key)?
                     .is_some();
             if !present {
                 self.stats.bloom_false_positives.inc();
@@ -586,23 +843,24 @@ impl Table {
 
     /// The user-key ranges `[first, last]` of this table's data blocks that
     /// are in the block cache now, in key order.
-    pub fn cached_block_ranges(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub fn cached_block_ranges(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let Some(cache) = &self.cache else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        (0..self.index.len())
+        let index = self.index(false)?;
+        Ok((0..index.len())
             .filter(|&i| {
-                self.index
+                index
                     .handle(i)
                     .is_some_and(|h| cache.contains(self.file_id, h.offset))
             })
             .map(|i| {
                 (
-                    user_key(self.index.first_key(i)).to_vec(),
-                    user_key(self.index.last_key(i)).to_vec(),
+                    user_key(index.first_key(i)).to_vec(),
+                    user_key(index.last_key(i)).to_vec(),
                 )
             })
-            .collect()
+            .collect())
     }
 
     /// Reads into the block cache every data block whose user-key range
@@ -613,18 +871,16 @@ impl Table {
             return Ok(0);
         };
         let mut read = 0;
-        for i in 0..self.index.len() {
-            let (first, last) = (
-                user_key(self.index.first_key(i)),
-                user_key(self.index.last_key(i)),
-            );
+        let index = self.index(false)?;
+        for i in 0..index.len() {
+            let (first, last) = (user_key(index.first_key(i)), user_key(index.last_key(i)));
             // The first range ending at or after the block's start is the
             // only one that can overlap it without starting after its end.
             let r = ranges.partition_point(|(_, end)| end.as_slice() < first);
             let overlaps = ranges
                 .get(r)
                 .is_some_and(|(start, _)| start.as_slice() <= last);
-            let Some(handle) = self.index.handle(i) else {
+            let Some(handle) = index.handle(i) else {
                 continue;
             };
             // Not through `data_block`: a prefetch is no query's hit or miss.
@@ -640,13 +896,11 @@ impl Table {
         Ok(read)
     }
 
-    /// Pure filter check (no statistics): false only if the key is certainly
-    /// absent. Always true for a table without a filter.
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        match &self.filter {
-            Some(f) => f.may_contain(user_key),
-            None => true,
-        }
+    /// A query's filter check: false only if the key is certainly absent;
+    /// always true for a table without a filter. The filter lookup counts
+    /// as a hit or miss ([`Table::index`]), the probe in no statistics.
+    pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
+        Ok(self.filter(true)?.is_none_or(|f| f.may_contain(user_key)))
     }
 
     /// An iterator over every entry; data blocks are read lazily and cached.
@@ -731,10 +985,12 @@ impl Table {
 
         let mut prev: Option<Vec<u8>> = None;
         let (mut entries, mut tombstones) = (0u64, 0u64);
-        for i in 0..self.index.len() {
-            let (mut it, handle) = self.read_block_at_first(i)?;
+        let index = self.index(false)?;
+        let filter = self.filter(false)?;
+        for i in 0..index.len() {
+            let (mut it, handle) = self.read_block_at_first(&index, i)?;
             let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
-            if it.key() != self.index.first_key(i) {
+            if it.key() != index.first_key(i) {
                 return Err(bad("first key differs from the index"));
             }
             while it.valid() {
@@ -744,7 +1000,10 @@ impl Table {
                         return Err(bad("keys out of order"));
                     }
                 }
-                if !self.may_contain(parsed.user_key) {
+                if filter
+                    .as_ref()
+                    .is_some_and(|f| !f.may_contain(parsed.user_key))
+                {
                     return Err(Error::corruption(
                         self.file_name.as_str(),
                         self.footer.filter.offset,
@@ -760,7 +1019,7 @@ impl Table {
                 prev = Some(it.key().to_vec());
                 it.next().map_err(bad)?;
             }
-            if prev.as_deref() != Some(self.index.last_key(i)) {
+            if prev.as_deref() != Some(index.last_key(i)) {
                 return Err(bad("last key differs from the index"));
             }
         }
@@ -779,11 +1038,14 @@ impl Table {
 
     /// Data block `i` read from the file (checked, not cached), with an
     /// iterator at its first entry.
-    fn read_block_at_first(&self, i: usize) -> Result<(BlockIter, BlockHandle)> {
-        let handle = self
-            .index
+    fn read_block_at_first(
+        &self,
+        index: &FenceIndex,
+        i: usize,
+    ) -> Result<(BlockIter, BlockHandle)> {
+        let handle = index
             .handle(i)
-            .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+            .ok_or_else(|| self.corrupt_block(index, i, "block index out of range"))?;
         let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
         let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
         let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
@@ -800,12 +1062,12 @@ impl Table {
     /// file (not the cache) to report its stored checksum and whether it
     /// checks out; a bad block is reported, not an error.
     pub fn block_reports(&self) -> Result<Vec<BlockReport>> {
-        (0..self.index.len())
+        let index = self.index(false)?;
+        (0..index.len())
             .map(|i| {
-                let handle = self
-                    .index
+                let handle = index
                     .handle(i)
-                    .ok_or_else(|| self.corrupt_block(i, "block index out of range"))?;
+                    .ok_or_else(|| self.corrupt_block(&index, i, "block index out of range"))?;
                 let mut raw = vec![0u8; raw_len(&self.file_name, handle)?];
                 self.file.read_exact_at(&mut raw, handle.offset)?;
                 let stored_checksum = raw
@@ -822,8 +1084,8 @@ impl Table {
                 let fence = |k: &[u8]| {
                     parse_internal_key(k).map_or((k.to_vec(), 0), |p| (p.user_key.to_vec(), p.seq))
                 };
-                let (first_key, first_seq) = fence(self.index.first_key(i));
-                let (last_key, last_seq) = fence(self.index.last_key(i));
+                let (first_key, first_seq) = fence(index.first_key(i));
+                let (last_key, last_seq) = fence(index.last_key(i));
                 Ok(BlockReport {
                     offset: handle.offset,
                     size: handle.size,
@@ -834,7 +1096,7 @@ impl Table {
                     first_seq,
                     last_key,
                     last_seq,
-                    mbr: self.index.mbr(i),
+                    mbr: index.mbr(i),
                 })
             })
             .collect()
@@ -847,8 +1109,9 @@ impl Table {
         &self,
         mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> Result<()>,
     ) -> Result<()> {
-        for i in 0..self.index.len() {
-            let (mut it, handle) = self.read_block_at_first(i)?;
+        let index = self.index(false)?;
+        for i in 0..index.len() {
+            let (mut it, handle) = self.read_block_at_first(&index, i)?;
             let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
             while it.valid() {
                 let p = parse_internal_key(it.key()).ok_or_else(|| bad("bad internal key"))?;
@@ -861,9 +1124,17 @@ impl Table {
 
     /// `(1 - e^{-k n / m})^k` for this table's filter; 1.0 without a filter.
     pub fn bloom_fpr_theoretical(&self) -> f64 {
-        self.filter
-            .as_ref()
-            .map_or(1.0, BloomFilter::fpr_theoretical)
+        self.fpr_theoretical
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        if let (Some(m), Some(cache)) = (self.pinned.get_mut().take(), &self.cache) {
+            cache.release_pin(
+                m.index.memory_bytes() + m.filter.as_ref().map_or(0, |f| f.memory_bytes()),
+            );
+        }
     }
 }
 
@@ -1009,6 +1280,10 @@ enum Fill {
 /// After an error it is invalid; the error names the file and block offset.
 pub struct TableIterator {
     table: Arc<Table>,
+    /// The table's index, looked up at each seek (a hit or a miss of the
+    /// block cache with [`crate::Options::cache_index_and_filter_blocks`])
+    /// and held while the iterator steps.
+    index: Option<Arc<FenceIndex>>,
     fill_cache: bool,
     /// Blocks entered by stepping past the end (or start) of the previous
     /// one go in at the cache's cold end ([`Table::iter_scan`]).
@@ -1051,6 +1326,7 @@ impl TableIterator {
     fn new(table: Arc<Table>, fill_cache: bool, window: Option<Rect>) -> Self {
         TableIterator {
             table,
+            index: None,
             fill_cache,
             cold_steps: false,
             readahead: None,
@@ -1072,10 +1348,13 @@ impl TableIterator {
         self.iter = None;
         self.block_idx = idx;
         self.pruned = false;
-        if idx >= self.table.index.len() {
+        let Some(index) = self.index.clone() else {
+            return Ok(false);
+        };
+        if idx >= index.len() {
             return Ok(false);
         }
-        if let (Some(w), Some(m)) = (&self.window, self.table.index.mbr(idx)) {
+        if let (Some(w), Some(m)) = (&self.window, index.mbr(idx)) {
             if !m.intersects(w) {
                 self.table.stats.mbr_blocks_pruned.inc();
                 self.pruned = true;
@@ -1083,9 +1362,10 @@ impl TableIterator {
             }
         }
         let block = match &mut self.readahead {
-            Some(ahead) => self
-                .table
-                .data_block_ahead(idx, ahead, Fill::Skip, self.query)?,
+            Some(ahead) => {
+                self.table
+                    .data_block_ahead(&index, idx, ahead, Fill::Skip, self.query)?
+            }
             None => {
                 let fill = match (self.fill_cache, stepping && self.cold_steps) {
                     (false, _) => Fill::Skip,
@@ -1095,8 +1375,10 @@ impl TableIterator {
                 let scanning = self.query && self.table.map.is_none();
                 let max = self.table.max_scan_readahead;
                 match self.scan_ahead.on_load(follows && scanning, max) {
-                    Some(ahead) => self.table.data_block_ahead(idx, ahead, fill, true)?,
-                    None => self.table.data_block(idx, fill, self.query)?,
+                    Some(ahead) => self
+                        .table
+                        .data_block_ahead(&index, idx, ahead, fill, true)?,
+                    None => self.table.data_block(&index, idx, fill, self.query)?,
                 }
             }
         };
@@ -1107,7 +1389,30 @@ impl TableIterator {
     fn block_err(&mut self, reason: &str) -> Error {
         self.iter = None;
         self.pruned = false;
-        self.table.corrupt_block(self.block_idx, reason)
+        let offset = self
+            .index
+            .as_ref()
+            .and_then(|i| i.handle(self.block_idx))
+            .map_or(0, |h| h.offset);
+        Error::corruption(self.table.file_name.as_str(), offset, reason)
+    }
+
+    /// Looks the table's index up for a new position (see `index`) and
+    /// returns it.
+    fn lookup_index(&mut self) -> Result<Arc<FenceIndex>> {
+        let res = self.table.index(self.query).map(MetaRef::into_arc);
+        match res {
+            Ok(index) => {
+                self.index = Some(Arc::clone(&index));
+                Ok(index)
+            }
+            Err(e) => {
+                self.index = None;
+                self.iter = None;
+                self.pruned = false;
+                Err(e)
+            }
+        }
     }
 
     /// One entry forward (`FORWARD`) or back, into the neighbouring block
@@ -1184,10 +1489,11 @@ impl TableIterator {
     /// the block enters the cache as a scan's would
     /// ([`Table::iter_scan`]).
     pub(crate) fn step_in<const FORWARD: bool>(&mut self) -> Result<()> {
+        let index = self.lookup_index()?;
         let idx = if FORWARD {
             0
         } else {
-            self.table.index.len().saturating_sub(1)
+            index.len().saturating_sub(1)
         };
         self.start_block::<FORWARD>(idx, true)
     }
@@ -1223,8 +1529,7 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.table.stats.cache_hits[kind_idx(BlockKind::Index)].inc();
-        let idx = self.table.find_block(target);
+        let idx = self.lookup_index()?.find(target);
         let res = self.load_block(idx, false);
         self.guard(res.map(|_| ()))?;
         let res = self.iter.as_mut().map_or(Ok(()), |it| it.seek(target));
@@ -1236,11 +1541,12 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
+        self.lookup_index()?;
         self.start_block::<true>(0, false)
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        let last = self.table.index.len().saturating_sub(1);
+        let last = self.lookup_index()?.len().saturating_sub(1);
         self.start_block::<false>(last, false)
     }
 }

@@ -187,6 +187,7 @@ fn round_trip(
             stats.clone(),
             true,
             0,
+            false,
         )
         .unwrap()
     } else {
@@ -402,7 +403,7 @@ fn bloom_filter_behaviour() {
     let table = open(dir.path(), "b.sst", None, stats.clone());
     for i in 0..10_000u32 {
         let k = format!("key{i:06}");
-        assert!(table.may_contain(k.as_bytes()));
+        assert!(table.may_contain(k.as_bytes()).unwrap());
     }
     let theory = table.bloom_fpr_theoretical();
     assert!((0.005..0.012).contains(&theory), "theory {theory}");
@@ -414,7 +415,7 @@ fn bloom_filter_behaviour() {
         if table.get(k.as_bytes(), u64::MAX).unwrap().is_some() {
             panic!("absent key found");
         }
-        if table.may_contain(k.as_bytes()) {
+        if table.may_contain(k.as_bytes()).unwrap() {
             fp += 1;
         }
     }
@@ -450,7 +451,7 @@ fn bloom_filter_behaviour() {
         &d2,
     );
     let t3 = open(dir.path(), "n.sst", None, stats.clone());
-    assert!(t3.may_contain(b"anything"));
+    assert!(t3.may_contain(b"anything").unwrap());
     assert_eq!(t3.bloom_fpr_theoretical(), 1.0);
     let probes = stats.bloom_probes.get();
     assert_eq!(
@@ -481,6 +482,7 @@ fn check_damaged(bytes: Vec<u8>, data: &Oracle, must_fail: bool, what: &str) {
         Arc::new(IoStats::default()),
         true,
         0,
+        false,
     );
     check_damaged_table(mapped, data, must_fail, &format!("{what} (mapped)"));
     let file: Arc<dyn RandomAccessFile> = Arc::new(VecFile(bytes));
@@ -1104,7 +1106,18 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
     let cache = BlockCache::new(1 << 20);
     let table = |verify: bool| {
         let (file, cache, stats) = (file.clone(), cache.clone(), stats.clone());
-        Table::open_mapped(file, None, 3, "m.sst".into(), Some(cache), stats, verify, 0).unwrap()
+        Table::open_mapped(
+            file,
+            None,
+            3,
+            "m.sst".into(),
+            Some(cache),
+            stats,
+            verify,
+            0,
+            false,
+        )
+        .unwrap()
     };
     let (unverified, verified) = (table(false), table(true));
     let walk = |it: &mut TableIterator| -> Result<usize> {
@@ -1257,6 +1270,7 @@ fn a_long_scan_reads_ahead_by_itself() {
             stats.clone(),
             verify,
             256 << 10,
+            false,
         )
         .unwrap();
         (file, stats, cache, table)
@@ -1339,4 +1353,306 @@ fn a_long_scan_reads_ahead_by_itself() {
     let differ: Vec<usize> = (0..got.len()).filter(|&i| got[i] != expected[i]).collect();
     assert_eq!(differ.len(), 1, "only the flipped value differs");
     assert_eq!(&got[differ[0]].0, k);
+}
+
+/// Opens `name` with its index and filter read through `cache`
+/// ([`crate::Options::cache_index_and_filter_blocks`]), as file `id`.
+fn open_cached_meta(
+    file: Arc<dyn RandomAccessFile>,
+    id: u64,
+    cache: &Arc<BlockCache>,
+    stats: &Arc<IoStats>,
+) -> Arc<Table> {
+    let name = format!("{id}.sst");
+    Table::open_mapped(
+        file,
+        None,
+        id,
+        name,
+        Some(Arc::clone(cache)),
+        Arc::clone(stats),
+        true,
+        0,
+        true,
+    )
+    .unwrap()
+}
+
+/// Hits plus misses of index (1) or filter (2) lookups so far.
+fn meta_lookups(stats: &IoStats, kind: usize) -> u64 {
+    stats.cache_hits[kind].get() + stats.cache_misses[kind].get()
+}
+
+/// Three tables share a cache that holds about one index, one filter
+/// and a few data blocks, so every lookup evicts: gets at random
+/// snapshots and seeks return what a `BTreeMap` says, and every index
+/// and filter lookup is a hit or a miss: one filter lookup per get, one
+/// index lookup per get the filter lets through (told by the same
+/// table opened with its filter held) and per seek.
+#[test]
+fn cached_index_and_filter_reads_match_an_oracle_under_a_tiny_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(77);
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    let datas: Vec<Oracle> = (0..3).map(|_| random_data(&mut rng, 1500)).collect();
+    for (i, d) in datas.iter().enumerate() {
+        write_table(dir.path(), &format!("{}.sst", i + 1), opts.clone(), d);
+    }
+    let probe = Arc::new(IoStats::default());
+    let held: Vec<Arc<Table>> = (1..=3)
+        .map(|i| open(dir.path(), &format!("{i}.sst"), None, probe.clone()))
+        .collect();
+    let footer = held[0].footer();
+    // Room for one table's decoded index and filter (as charged when it
+    // opens) and half as much again: each table's evicts the others'.
+    let one = BlockCache::new(64 << 20);
+    let f = OsFs.open_read(&dir.path().join("1.sst")).unwrap();
+    open_cached_meta(f, 1, &one, &Arc::new(IoStats::default()));
+    let capacity = one.usage() * 3 / 2;
+    let cache = BlockCache::new(capacity);
+    let stats = Arc::new(IoStats::default());
+    let tables: Vec<Arc<Table>> = (1..=3)
+        .map(|i| {
+            let f = OsFs
+                .open_read(&dir.path().join(format!("{i}.sst")))
+                .unwrap();
+            open_cached_meta(f, i, &cache, &stats)
+        })
+        .collect();
+    assert_eq!(stats.cache_misses[1].get(), 3, "one index miss per open");
+    assert_eq!(stats.cache_misses[2].get(), 3, "one filter miss per open");
+    let (index_at_open, filter_at_open) = (meta_lookups(&stats, 1), meta_lookups(&stats, 2));
+    let (mut gets, mut passed, mut seeks) = (0u64, 0u64, 0u64);
+    for round in 0..3000 {
+        let t = rng.gen_range(0..3);
+        let data = &datas[t];
+        let key: Vec<u8> = if rng.gen_bool(0.5) {
+            let n = rng.gen_range(0..data.len());
+            let k = data.keys().nth(n).unwrap();
+            parse_internal_key(k.as_bytes()).unwrap().user_key.to_vec()
+        } else {
+            (0..rng.gen_range(1..24))
+                .map(|_| rng.gen_range(b'a'..=b'h'))
+                .collect()
+        };
+        if round % 4 == 3 {
+            let target = make_internal_key(&key, u64::MAX >> 8, ValueKind::Put);
+            let mut it = tables[t].iter();
+            it.seek(&target).unwrap();
+            let expect = data
+                .range(InternalKey::new(target.clone())..)
+                .next()
+                .map(|(k, v)| (k.as_bytes().to_vec(), v.clone()));
+            let got = it.valid().then(|| (it.key().to_vec(), it.value().to_vec()));
+            assert_eq!(got, expect, "seek {key:?}");
+            seeks += 1;
+        } else {
+            let snap = rng.gen_range(0..u64::MAX >> 8);
+            assert_eq!(
+                tables[t].get(&key, snap).unwrap(),
+                oracle_get(data, &key, snap),
+                "get {key:?} at {snap}"
+            );
+            gets += 1;
+            passed += u64::from(held[t].may_contain(&key).unwrap());
+        }
+    }
+    assert_eq!(meta_lookups(&stats, 2) - filter_at_open, gets);
+    assert_eq!(meta_lookups(&stats, 1) - index_at_open, passed + seeks);
+    let (index_misses, filter_misses) = (stats.cache_misses[1].get(), stats.cache_misses[2].get());
+    assert!(
+        index_misses > 300 && filter_misses > 300,
+        "{index_misses} / {filter_misses}"
+    );
+    // Every miss read its block back: the three tables' blocks are the same
+    // size to within a few bytes, so the bytes are close to misses × size.
+    let per_index = stats.meta_bytes_read[0].get() as f64 / index_misses as f64;
+    let per_filter = stats.meta_bytes_read[1].get() as f64 / filter_misses as f64;
+    assert!(
+        (per_index / footer.index.size as f64 - 1.0).abs() < 0.1,
+        "{per_index}"
+    );
+    assert!(
+        (per_filter / footer.filter.size as f64 - 1.0).abs() < 0.1,
+        "{per_filter}"
+    );
+    assert!(cache.usage() <= capacity);
+}
+
+/// With a cache large enough for everything, the only index and filter
+/// misses are the reads at open: one each per table.
+#[test]
+fn a_large_enough_cache_misses_index_and_filter_once_per_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(78);
+    let data = random_data(&mut rng, 1000);
+    for i in 1..=4 {
+        write_table(
+            dir.path(),
+            &format!("{i}.sst"),
+            TableOptions::default(),
+            &data,
+        );
+    }
+    let cache = BlockCache::new(64 << 20);
+    let stats = Arc::new(IoStats::default());
+    let tables: Vec<Arc<Table>> = (1..=4)
+        .map(|i| {
+            let f = OsFs
+                .open_read(&dir.path().join(format!("{i}.sst")))
+                .unwrap();
+            open_cached_meta(f, i, &cache, &stats)
+        })
+        .collect();
+    let bytes_at_open = (
+        stats.meta_bytes_read[0].get(),
+        stats.meta_bytes_read[1].get(),
+    );
+    for (i, k) in data.keys().enumerate() {
+        let p = parse_internal_key(k.as_bytes()).unwrap();
+        let t = &tables[i % 4];
+        assert_eq!(
+            t.get(p.user_key, p.seq).unwrap(),
+            oracle_get(&data, p.user_key, p.seq)
+        );
+        let mut it = t.iter();
+        it.seek(k.as_bytes()).unwrap();
+        assert_eq!(it.key(), k.as_bytes());
+    }
+    assert_eq!(stats.cache_misses[1].get(), 4);
+    assert_eq!(stats.cache_misses[2].get(), 4);
+    assert!(stats.cache_hits[1].get() >= 2 * data.len() as u64);
+    assert_eq!(
+        (
+            stats.meta_bytes_read[0].get(),
+            stats.meta_bytes_read[1].get()
+        ),
+        bytes_at_open
+    );
+}
+
+/// A pinned table's index and filter leave the LRU lists but stay
+/// charged: a tiny cache that evicts everything else never misses them;
+/// unpinning puts them back, closing the table releases the charge.
+#[test]
+fn pinned_index_and_filter_stay_charged_and_never_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(79);
+    let data = random_data(&mut rng, 1500);
+    let opts = TableOptions {
+        block_size: 256,
+        ..TableOptions::default()
+    };
+    write_table(dir.path(), "1.sst", opts.clone(), &data);
+    write_table(dir.path(), "2.sst", opts, &data);
+    let probe = open(dir.path(), "1.sst", None, Arc::new(IoStats::default()));
+    let footer = probe.footer();
+    let cache = BlockCache::new((footer.index.size + footer.filter.size) as usize * 2);
+    let stats = Arc::new(IoStats::default());
+    let open_id = |i: u64| {
+        let f = OsFs
+            .open_read(&dir.path().join(format!("{i}.sst")))
+            .unwrap();
+        open_cached_meta(f, i, &cache, &stats)
+    };
+    let (pinned, other) = (open_id(1), open_id(2));
+    pinned.set_pinned(true);
+    assert_eq!(cache.pinned_usage(), 0, "pinned on the next lookup");
+    let keys: Vec<Vec<u8>> = data
+        .keys()
+        .map(|k| parse_internal_key(k.as_bytes()).unwrap().user_key.to_vec())
+        .collect();
+    pinned.get(&keys[0], u64::MAX >> 8).unwrap();
+    let charge = cache.pinned_usage();
+    assert!(
+        charge >= (footer.index.size + footer.filter.size) as usize,
+        "{charge}"
+    );
+    let misses = (stats.cache_misses[1].get(), stats.cache_misses[2].get());
+    for k in &keys {
+        assert_eq!(
+            pinned.get(k, u64::MAX >> 8).unwrap(),
+            oracle_get(&data, k, u64::MAX >> 8)
+        );
+        other.get(k, u64::MAX >> 8).unwrap();
+    }
+    let after = (stats.cache_misses[1].get(), stats.cache_misses[2].get());
+    // Only the unpinned table missed (its index and filter are evicted by
+    // its own data blocks).
+    assert!(after.0 > misses.0 && after.1 > misses.1, "{after:?}");
+    assert!(cache.usage() >= charge);
+    pinned.set_pinned(false);
+    assert_eq!(cache.pinned_usage(), 0);
+    pinned.set_pinned(true);
+    pinned.get(&keys[0], u64::MAX >> 8).unwrap();
+    assert_eq!(cache.pinned_usage(), charge);
+    drop(pinned);
+    assert_eq!(
+        cache.pinned_usage(),
+        0,
+        "closing the table releases the pin"
+    );
+}
+
+/// An index or filter block damaged (or unreadable) after open, read back
+/// through the cache after its eviction, is an error naming the block,
+/// for gets and for seeks, not a panic.
+#[test]
+fn a_damaged_index_or_filter_read_back_through_the_cache_is_an_error() {
+    let (bytes, data) = small_table();
+    let (key, _) = data.iter().next().unwrap();
+    let user = parse_internal_key(key.as_bytes())
+        .unwrap()
+        .user_key
+        .to_vec();
+    for target in ["index", "filter", "io"] {
+        let file = Arc::new(MutableFile(parking_lot::Mutex::new(bytes.clone())));
+        let cache = BlockCache::new(1 << 20);
+        let stats = Arc::new(IoStats::default());
+        let table = open_cached_meta(file.clone(), 1, &cache, &stats);
+        assert_eq!(
+            table.get(&user, u64::MAX >> 8).unwrap(),
+            oracle_get(&data, &user, u64::MAX >> 8)
+        );
+        let footer = table.footer();
+        let at = match target {
+            "index" => footer.index.offset,
+            "filter" => footer.filter.offset,
+            _ => u64::MAX,
+        };
+        match at {
+            // The file cut short before its filter: reads of it fail.
+            u64::MAX => file.0.lock().truncate(footer.filter.offset as usize),
+            at => file.0.lock()[at as usize + 1] ^= 0x10,
+        }
+        cache.evict_file(1);
+        let got = table.get(&user, u64::MAX >> 8);
+        let mut it = table.iter();
+        let seek = it.seek(key.as_bytes());
+        if seek.is_err() {
+            assert!(!it.valid(), "{target}");
+        }
+        for (what, r) in [("get", got.map(|_| ())), ("seek", seek)] {
+            match (target, r) {
+                ("io", Err(crate::Error::Io { .. })) => {}
+                (_, Err(crate::Error::Corruption { file, offset, .. })) if target != "io" => {
+                    assert_eq!(file, "1.sst");
+                    // A seek reads only the index.
+                    let expect = if what == "seek" {
+                        footer.index.offset
+                    } else {
+                        at
+                    };
+                    if target == "index" || what == "get" {
+                        assert_eq!(offset, expect, "{target} {what}");
+                    }
+                }
+                (_, Ok(())) if target == "filter" && what == "seek" => {}
+                (_, other) => panic!("{target} {what}: {other:?}"),
+            }
+        }
+    }
 }
