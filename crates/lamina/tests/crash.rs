@@ -447,7 +447,8 @@ fn power_loss_before_a_merges_outputs_are_synced_leaves_them_unreferenced() {
             fs: MemFs::new(),
             watch: Arc::default(),
         };
-        let mut opts = crash_options_compressed(&watch.fs, SyncMode::Always, spec, Compression::None);
+        let mut opts =
+            crash_options_compressed(&watch.fs, SyncMode::Always, spec, Compression::None);
         opts.vfs = Arc::new(watch.clone());
         let db = Db::open("/db", opts).unwrap();
         let mut model = Model::new();
@@ -480,7 +481,10 @@ fn power_loss_before_a_merges_outputs_are_synced_leaves_them_unreferenced() {
             }
             let opts = crash_options_compressed(clone, SyncMode::Always, spec, Compression::None);
             let reopened = Db::open("/db", opts).unwrap();
-            assert!(dump(&reopened) == model, "{spec}: writes lost after the power loss");
+            assert!(
+                dump(&reopened) == model,
+                "{spec}: writes lost after the power loss"
+            );
             reopened.close().unwrap();
         }
     }

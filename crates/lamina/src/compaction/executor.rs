@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::partition::spatial::{TileRule, Tiles};
-use super::partition::{partitioner, FileCutter, Partition, Partitioning, StreamHist};
+use super::partition::{partitioner, CachedSum, FileCutter, Partition, Partitioning, StreamHist};
 use super::placement::TILE_RANK;
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
@@ -549,8 +549,10 @@ fn merged_input(
 }
 
 /// The cutter of a sub-merge over `files` under `p`: range rules estimate
-/// sizes from the files' key histograms (Alg. 5.8), or, for a file written
-/// without one, spread its bytes evenly over its key images.
+/// sizes as Alg. 5.8 does, from one histogram `h_m` into which the files'
+/// StreamHists are merged, each `SUM` result cached ([`CachedSum`]); a
+/// file written without a histogram spreads its bytes evenly over its key
+/// images.
 fn cutter_for(
     ctx: &CompactionContext<'_>,
     p: Partitioning,
@@ -570,48 +572,40 @@ fn cutter_for(
     if !p.partition.uses_ranges() {
         return Ok(partitioner.cutter(lo, hi, &|_, _| 0));
     }
-    struct Estimate {
-        hist: Option<StreamHist>,
-        bytes_per_key: f64,
-        lo: u64,
-        hi: u64,
-        bytes: u64,
-    }
-    let mut estimates = Vec::with_capacity(files.len());
+    let mut h_m = StreamHist::default();
+    // Data bytes, not file bytes: θ bounds the data a file holds, and a
+    // small table's index, filter and histogram would inflate it.
+    let mut hist_bytes = 0u64;
+    // (lowest image, highest image, data bytes) of the files without one.
+    let mut even: Vec<(u64, u64, u64)> = Vec::new();
     for f in files {
         let table = ctx.loader.table(f)?;
         let props = table.properties();
-        let hist = props.histogram.clone();
-        let keys = hist.as_ref().map_or(0, StreamHist::total).max(1);
-        // Data bytes, not file bytes: θ bounds the data a file holds, and a
-        // small table's index, filter and histogram would inflate it.
-        estimates.push(Estimate {
-            bytes_per_key: props.data_bytes as f64 / keys as f64,
-            hist,
-            lo: p.image.of(&f.smallest),
-            hi: p.image.of(&f.largest),
-            bytes: props.data_bytes,
-        });
-    }
-    let size_in = |l: u64, u: u64| -> u64 {
-        let mut total = 0.0;
-        for e in &estimates {
-            total += match &e.hist {
-                Some(h) => h.count_in(l, u) * e.bytes_per_key,
-                None => {
-                    let (a, b) = (l.max(e.lo), u.min(e.hi));
-                    if a > b {
-                        0.0
-                    } else {
-                        let width = (e.hi - e.lo) as f64 + 1.0;
-                        e.bytes as f64 * ((b - a) as f64 + 1.0) / width
-                    }
-                }
-            };
+        match &props.histogram {
+            Some(h_t) => {
+                h_m.merge(h_t);
+                hist_bytes += props.data_bytes;
+            }
+            None => even.push((
+                p.image.of(&f.smallest),
+                p.image.of(&f.largest),
+                props.data_bytes,
+            )),
         }
-        total.round() as u64
-    };
-    Ok(partitioner.cutter(lo, hi, &size_in))
+    }
+    let bytes_per_key = hist_bytes as f64 / h_m.total().max(1) as f64;
+    let sums = CachedSum::new(|x: u64| {
+        let evenly: f64 = even
+            .iter()
+            .filter(|&&(l, _, _)| l <= x)
+            .map(|&(l, u, bytes)| {
+                let width = (u - l) as f64 + 1.0;
+                bytes as f64 * (((x.min(u) - l) as f64 + 1.0) / width)
+            })
+            .sum();
+        h_m.sum(x as f64) * bytes_per_key + evenly
+    });
+    Ok(partitioner.cutter(lo, hi, &|l, u| sums.size_in(l, u)))
 }
 
 /// Decides which versions of each user key survive a merge.
