@@ -140,10 +140,15 @@ pub fn sync_all(files: &mut [Box<dyn WritableFile>]) -> Result<()> {
             .chunks_mut(per_thread)
             .map(|chunk| {
                 scope.spawn(move || {
-                    chunk
-                        .iter_mut()
-                        .map(|f| f.sync())
-                        .fold(Ok(()), |first, r| first.and(r))
+                    // Every file is synced; the first error is kept.
+                    let mut first = Ok(());
+                    for f in chunk.iter_mut() {
+                        let synced = f.sync();
+                        if first.is_ok() {
+                            first = synced;
+                        }
+                    }
+                    first
                 })
             })
             .collect();
