@@ -14,17 +14,17 @@
 //! * [`sweep_groups`] (Alg. 5.2–5.3, with the digest's fix of comparing
 //!   against the running `u_max`) groups the input files by overlap: a
 //!   one-file group is a trivial move, a larger one a sub-merge.
-//! * [`binary_split`] (Alg. 5.5) with a cache of `SUM` results, over
-//!   [`StreamHist`] estimates (Alg. 5.8) or exact counts.
+//! * [`binary_split`] (Alg. 5.5) over `SIZEINRANGE` estimates: from the
+//!   inputs' [`StreamHist`]s merged into one, its `SUM` results cached
+//!   ([`CachedSum`], Alg. 5.8), or exact counts.
 
-use std::collections::HashMap;
 use std::fmt;
 
 pub mod hist;
 pub mod image;
 pub mod spatial;
 
-pub use hist::StreamHist;
+pub use hist::{CachedSum, StreamHist};
 
 use crate::error::{Error, Result};
 use crate::param;
@@ -309,20 +309,20 @@ pub fn dyadic_root(lo: u64, hi: u64) -> (u64, u64) {
 }
 
 /// BINARYSPLIT(l, u) (Alg. 5.5): splits `[l, u]` at its mean until each
-/// part holds at most `theta` (estimated) bytes; empty parts vanish.
-/// `size_in` results are cached across the recursion, as the seed does.
+/// part holds at most `theta` (estimated) bytes; empty parts vanish. No
+/// range is visited twice, so `size_in` is asked once per range; what
+/// repeats are the `SUM`s behind it, which [`CachedSum`] caches.
 pub fn binary_split(
     l: u64,
     u: u64,
     theta: u64,
     size_in: &dyn Fn(u64, u64) -> u64,
 ) -> Vec<(u64, u64)> {
-    let mut cache: HashMap<(u64, u64), u64> = HashMap::new();
     let mut out = Vec::new();
     // An explicit stack, right half pushed first, keeps the output sorted.
     let mut todo = vec![(l, u)];
     while let Some((l, u)) = todo.pop() {
-        let s = *cache.entry((l, u)).or_insert_with(|| size_in(l, u));
+        let s = size_in(l, u);
         if s == 0 {
             continue;
         }

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::partition::spatial::{TileRule, Tiles};
-use super::partition::{partitioner, FileCutter, Partition, Partitioning, StreamHist};
+use super::partition::{partitioner, CachedSum, FileCutter, Partition, Partitioning, StreamHist};
 use super::placement::TILE_RANK;
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
@@ -22,6 +22,7 @@ use crate::range_del::{self, Fragments, RangeTombstone};
 use crate::sst::{TableBuilder, TableOptions};
 use crate::tables::{sst_name, RunIterator, TableCache};
 use crate::version::{AddedFile, FileMeta, NewRun, RemovedFile, Run, Version, VersionEdit};
+use crate::vfs::{self, WritableFile};
 
 /// What the executor needs from the engine.
 pub(crate) struct CompactionContext<'a> {
@@ -248,7 +249,7 @@ pub(crate) fn execute(
         .partitioning
         .map_or(1, |p| p.subcompactions)
         .clamp(1, jobs.len().max(1));
-    let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Vec<FileMeta>> {
+    let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Written> {
         if let Some(rule) = plan.partitioning.and_then(|p| p.partition.tile_rule()) {
             return merge_tiles(ctx, &plan, files, older.may_hold, rule);
         }
@@ -258,12 +259,12 @@ pub(crate) fn execute(
         };
         merge_files(ctx, &plan, files, &older, cutter)
     };
-    let results: Vec<Result<Vec<FileMeta>>> = if threads <= 1 {
+    let results: Vec<Result<Written>> = if threads <= 1 {
         jobs.iter().map(|files| sub_merge(files)).collect()
     } else {
         // A bounded pool: `threads` workers take sub-merges in turn.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<parking_lot::Mutex<Option<Result<Vec<FileMeta>>>>> =
+        let slots: Vec<parking_lot::Mutex<Option<Result<Written>>>> =
             jobs.iter().map(|_| parking_lot::Mutex::new(None)).collect();
         std::thread::scope(|scope| {
             for _ in 0..threads {
@@ -285,7 +286,7 @@ pub(crate) fn execute(
     };
     // All or nothing: one failed sub-merge discards every new file (each
     // failed one removed its own already).
-    let mut written = Vec::new();
+    let mut written = Written::default();
     let mut failure = None;
     for result in results {
         match result {
@@ -293,16 +294,19 @@ pub(crate) fn execute(
             Err(e) => failure = failure.or(Some(e)),
         }
     }
+    // The outputs become durable together, before the edit that installs
+    // them is logged.
+    let failure = match failure {
+        Some(e) => Some(e),
+        None => written.make_durable(ctx).err(),
+    };
     if let Some(e) = failure {
-        for meta in &written {
+        for meta in &written.metas {
             let _ = ctx.loader.vfs.remove(&ctx.loader.path(meta.id));
         }
         return Err(e);
     }
-    if !written.is_empty() {
-        ctx.loader.vfs.sync_dir(ctx.loader.dir())?;
-    }
-    for meta in written {
+    for meta in written.metas {
         outcome.bytes_written += meta.size;
         outcome.files_written += 1;
         add_output(&mut outcome.edit, meta);
@@ -347,7 +351,7 @@ fn merge_files(
     files: &[Arc<FileMeta>],
     older: &Older<'_>,
     cutter: Option<Box<dyn FileCutter>>,
-) -> Result<Vec<FileMeta>> {
+) -> Result<Written> {
     let mut merged = merged_input(ctx, plan, files);
     let mut tombstones = Vec::new();
     for f in files {
@@ -382,6 +386,37 @@ fn merge_files(
     }
 }
 
+/// Files written by a flush or merge: their metadata, and the handles of
+/// those not yet synced.
+#[derive(Default)]
+struct Written {
+    metas: Vec<FileMeta>,
+    unsynced: Vec<Box<dyn WritableFile>>,
+}
+
+/// Finished output files a writer keeps open and unsynced at most; at this
+/// many it syncs them together (bounds the open file handles of a merge
+/// cut into thousands of small files).
+const MAX_UNSYNCED: usize = 64;
+
+impl Written {
+    fn extend(&mut self, other: Written) {
+        self.metas.extend(other.metas);
+        self.unsynced.extend(other.unsynced);
+    }
+
+    /// Syncs the unsynced files together ([`vfs::sync_all`]) and then the
+    /// directory, which makes their names durable.
+    fn make_durable(&mut self, ctx: &CompactionContext<'_>) -> Result<()> {
+        vfs::sync_all(&mut self.unsynced)?;
+        self.unsynced.clear();
+        if !self.metas.is_empty() {
+            ctx.loader.vfs.sync_dir(ctx.loader.dir())?;
+        }
+        Ok(())
+    }
+}
+
 /// Points sampled in a tiled merge's first pass: 16 KiB of them bound its
 /// memory and place the cuts of a few hundred tiles well.
 const TILE_SAMPLE: usize = 1 << 14;
@@ -398,7 +433,7 @@ fn merge_tiles(
     files: &[Arc<FileMeta>],
     older_may_hold: &(dyn Fn(&[u8]) -> bool + Sync),
     rule: TileRule,
-) -> Result<Vec<FileMeta>> {
+) -> Result<Written> {
     let comparator = ctx.table_options.spatial.ok_or_else(|| {
         Error::InvalidArgument(
             "partition=str and rstar-grove cut spatial keys: the database needs Options::spatial"
@@ -471,11 +506,11 @@ fn merge_tiles(
     })();
     match result {
         Ok(()) => {
-            let mut out: Vec<FileMeta> = writers
-                .iter_mut()
-                .flat_map(|w| std::mem::take(&mut w.done))
-                .collect();
-            out.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+            let mut out = Written::default();
+            for w in &mut writers {
+                out.extend(std::mem::take(&mut w.done));
+            }
+            out.metas.sort_by(|a, b| a.smallest.cmp(&b.smallest));
             Ok(out)
         }
         Err(e) => {
@@ -514,8 +549,10 @@ fn merged_input(
 }
 
 /// The cutter of a sub-merge over `files` under `p`: range rules estimate
-/// sizes from the files' key histograms (Alg. 5.8), or, for a file written
-/// without one, spread its bytes evenly over its key images.
+/// sizes as Alg. 5.8 does, from one histogram `h_m` into which the files'
+/// StreamHists are merged, each `SUM` result cached ([`CachedSum`]); a
+/// file written without a histogram spreads its bytes evenly over its key
+/// images.
 fn cutter_for(
     ctx: &CompactionContext<'_>,
     p: Partitioning,
@@ -535,48 +572,40 @@ fn cutter_for(
     if !p.partition.uses_ranges() {
         return Ok(partitioner.cutter(lo, hi, &|_, _| 0));
     }
-    struct Estimate {
-        hist: Option<StreamHist>,
-        bytes_per_key: f64,
-        lo: u64,
-        hi: u64,
-        bytes: u64,
-    }
-    let mut estimates = Vec::with_capacity(files.len());
+    let mut h_m = StreamHist::default();
+    // Data bytes, not file bytes: θ bounds the data a file holds, and a
+    // small table's index, filter and histogram would inflate it.
+    let mut hist_bytes = 0u64;
+    // (lowest image, highest image, data bytes) of the files without one.
+    let mut even: Vec<(u64, u64, u64)> = Vec::new();
     for f in files {
         let table = ctx.loader.table(f)?;
         let props = table.properties();
-        let hist = props.histogram.clone();
-        let keys = hist.as_ref().map_or(0, StreamHist::total).max(1);
-        // Data bytes, not file bytes: θ bounds the data a file holds, and a
-        // small table's index, filter and histogram would inflate it.
-        estimates.push(Estimate {
-            bytes_per_key: props.data_bytes as f64 / keys as f64,
-            hist,
-            lo: p.image.of(&f.smallest),
-            hi: p.image.of(&f.largest),
-            bytes: props.data_bytes,
-        });
-    }
-    let size_in = |l: u64, u: u64| -> u64 {
-        let mut total = 0.0;
-        for e in &estimates {
-            total += match &e.hist {
-                Some(h) => h.count_in(l, u) * e.bytes_per_key,
-                None => {
-                    let (a, b) = (l.max(e.lo), u.min(e.hi));
-                    if a > b {
-                        0.0
-                    } else {
-                        let width = (e.hi - e.lo) as f64 + 1.0;
-                        e.bytes as f64 * ((b - a) as f64 + 1.0) / width
-                    }
-                }
-            };
+        match &props.histogram {
+            Some(h_t) => {
+                h_m.merge(h_t);
+                hist_bytes += props.data_bytes;
+            }
+            None => even.push((
+                p.image.of(&f.smallest),
+                p.image.of(&f.largest),
+                props.data_bytes,
+            )),
         }
-        total.round() as u64
-    };
-    Ok(partitioner.cutter(lo, hi, &size_in))
+    }
+    let bytes_per_key = hist_bytes as f64 / h_m.total().max(1) as f64;
+    let sums = CachedSum::new(|x: u64| {
+        let evenly: f64 = even
+            .iter()
+            .filter(|&&(l, _, _)| l <= x)
+            .map(|&(l, u, bytes)| {
+                let width = (u - l) as f64 + 1.0;
+                bytes as f64 * (((x.min(u) - l) as f64 + 1.0) / width)
+            })
+            .sum();
+        h_m.sum(x as f64) * bytes_per_key + evenly
+    });
+    Ok(partitioner.cutter(lo, hi, &|l, u| sums.size_in(l, u)))
 }
 
 /// Decides which versions of each user key survive a merge.
@@ -630,7 +659,7 @@ struct OutputWriter<'a> {
     oldest_tombstone: Option<u64>,
     builder: Option<(u64, TableBuilder)>,
     last_user_key: Vec<u8>,
-    done: Vec<FileMeta>,
+    done: Written,
     /// Range tombstones still to write, sorted by start. Each goes whole
     /// into the file open when the keys pass its start, and no file is
     /// cut inside one: a file's key range spans its tombstones, so the
@@ -654,7 +683,7 @@ impl<'a> OutputWriter<'a> {
             oldest_tombstone,
             builder: None,
             last_user_key: Vec::new(),
-            done: Vec::new(),
+            done: Written::default(),
             tombstones: std::collections::VecDeque::new(),
             cover_end: None,
         }
@@ -720,13 +749,20 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    /// Finishes the open file, if any.
+    /// Finishes the open file, if any, leaving it unsynced (synced with
+    /// [`MAX_UNSYNCED`] others, or by the caller with all the rest).
     fn finish_current(&mut self) -> Result<()> {
         self.cover_end = None;
         if let Some((id, b)) = self.builder.take() {
-            let props = b.finish(self.ctx.now_ms, self.oldest_tombstone)?;
+            let (props, file) = b.finish(self.ctx.now_ms, self.oldest_tombstone)?;
             self.done
+                .metas
                 .push(FileMeta::from_properties(id, &props, self.ctx.now_ms));
+            self.done.unsynced.push(file);
+            if self.done.unsynced.len() >= MAX_UNSYNCED {
+                vfs::sync_all(&mut self.done.unsynced)?;
+                self.done.unsynced.clear();
+            }
         }
         Ok(())
     }
@@ -737,13 +773,11 @@ impl<'a> OutputWriter<'a> {
         self.finish_current()
     }
 
-    /// Finishes the last file and makes the new names durable.
+    /// Finishes the last file and makes every file durable, and its name.
     fn finish(&mut self) -> Result<Vec<FileMeta>> {
         self.finish_last()?;
-        if !self.done.is_empty() {
-            self.ctx.loader.vfs.sync_dir(self.ctx.loader.dir())?;
-        }
-        Ok(std::mem::take(&mut self.done))
+        self.done.make_durable(self.ctx)?;
+        Ok(std::mem::take(&mut self.done.metas))
     }
 
     /// Removes every file written so far (best effort: they are unreferenced
@@ -751,6 +785,7 @@ impl<'a> OutputWriter<'a> {
     fn abandon(&mut self) {
         let ids: Vec<u64> = self
             .done
+            .metas
             .iter()
             .map(|m| m.id)
             .chain(self.builder.take().map(|(id, _)| id))
@@ -758,7 +793,7 @@ impl<'a> OutputWriter<'a> {
         for id in ids {
             let _ = self.ctx.loader.vfs.remove(&self.ctx.loader.path(id));
         }
-        self.done.clear();
+        self.done = Written::default();
     }
 }
 

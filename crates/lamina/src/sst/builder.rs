@@ -314,14 +314,17 @@ impl TableBuilder {
         Ok(())
     }
 
-    /// Writes the last data block, filter, index, properties and footer, then
-    /// syncs the file. Times are unix milliseconds chosen by the caller (so
-    /// tests and simulations control the clock).
+    /// Writes the last data block, filter, index, properties and footer and
+    /// hands them to the OS, returning the file unsynced: the caller makes it
+    /// durable ([`WritableFile::sync`], or [`crate::vfs::sync_all`] with the
+    /// other files of the same flush or merge) before anything references
+    /// it. Times are unix milliseconds chosen by the caller (so tests and
+    /// simulations control the clock).
     pub fn finish(
         mut self,
         creation_time: u64,
         oldest_tombstone_time: Option<u64>,
-    ) -> Result<TableProperties> {
+    ) -> Result<(TableProperties, Box<dyn WritableFile>)> {
         self.check_usable()?;
         self.flush_block()?;
         self.props.data_bytes = self.offset;
@@ -359,8 +362,8 @@ impl TableBuilder {
         .encode();
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
-        self.file.sync()?;
+        self.file.flush()?;
         self.props.file_size = self.offset;
-        Ok(self.props)
+        Ok((self.props, self.file))
     }
 }

@@ -51,7 +51,7 @@ fn write_table(dir: &Path, name: &str, opts: TableOptions, data: &Oracle) -> Tab
         b.add(k.as_bytes(), v).unwrap();
     }
     assert_eq!(b.num_entries(), data.len() as u64);
-    b.finish(1_000, Some(500)).unwrap()
+    b.finish(1_000, Some(500)).unwrap().0
 }
 
 fn open(dir: &Path, name: &str, cache: Option<Arc<BlockCache>>, stats: Arc<IoStats>) -> Arc<Table> {
@@ -380,7 +380,7 @@ fn builder_rejects_bad_keys() {
     b.add(&make_internal_key(b"b", 4, ValueKind::Delete), b"")
         .unwrap();
     assert!(b.estimated_size() > 0);
-    let props = b.finish(1, None).unwrap();
+    let props = b.finish(1, None).unwrap().0;
     assert_eq!((props.entries, props.tombstones), (2, 1));
 }
 
@@ -946,7 +946,7 @@ fn table_with_range_tombstones() -> (Vec<u8>, Oracle, Vec<crate::range_del::Rang
     for (k, v) in &data {
         b.add(k.as_bytes(), v).unwrap();
     }
-    let props = b.finish(1_000, Some(500)).unwrap();
+    let props = b.finish(1_000, Some(500)).unwrap().0;
     assert_eq!(props.range_tombstones, 4);
     assert_eq!(props.smallest_key, b"A");
     assert_eq!(props.largest_key, b"zz");

@@ -15,6 +15,8 @@
 //!   power loss.
 //! * [`Vfs::sync_dir`] makes creations, renames and removals in a directory
 //!   durable.
+//! * [`sync_all`] syncs several files at once, as a flush or merge does with
+//!   its output files before the version edit that references them.
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -115,6 +117,47 @@ pub trait Vfs: Send + Sync + Debug + 'static {
         file.read_exact_at(&mut buf, 0)?;
         Ok(buf)
     }
+}
+
+/// Threads [`sync_all`] syncs from. One `fdatasync` waits for the device
+/// to acknowledge its writes; several in flight share those waits. Syncing
+/// 300 freshly written 512 KiB files on the development machine's virtual
+/// disk (ext4): 3.4 ms a file one after the other, 0.5–0.6 ms from 8
+/// threads, no better from 16 or 32 (`experiments/partitioned-merges`).
+pub const SYNC_THREADS: usize = 8;
+
+/// Makes every file of `files` durable, each by its own
+/// [`WritableFile::sync`], from up to [`SYNC_THREADS`] threads at once.
+/// Every file is synced even if another's sync fails; the first error is
+/// returned. A file is durable only once this returns `Ok`.
+pub fn sync_all(files: &mut [Box<dyn WritableFile>]) -> Result<()> {
+    if files.len() <= 1 {
+        return files.iter_mut().try_for_each(|f| f.sync());
+    }
+    let per_thread = files.len().div_ceil(SYNC_THREADS);
+    let results: Vec<Result<()>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks_mut(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    // Every file is synced; the first error is kept.
+                    let mut first = Ok(());
+                    for f in chunk.iter_mut() {
+                        let synced = f.sync();
+                        if first.is_ok() {
+                            first = synced;
+                        }
+                    }
+                    first
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    results.into_iter().collect()
 }
 
 /// Joins a directory and a file name.
