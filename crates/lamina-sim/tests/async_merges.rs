@@ -186,7 +186,16 @@ fn seed_001_presets_keep_every_level_within_capacity_under_slow_merges() {
     let (buffer, t) = (100u64, 4u64);
     let mut over = Vec::new();
     for name in [
-        "full", "lo1", "lo2", "rr", "cold", "old", "tsd", "tsa", "tier",
+        "full",
+        "full:mode=files",
+        "lo1",
+        "lo2",
+        "rr",
+        "cold",
+        "old",
+        "tsd",
+        "tsa",
+        "tier",
     ] {
         let spec = if name.contains(':') {
             format!("{name},T={t}")

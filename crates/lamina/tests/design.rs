@@ -64,7 +64,16 @@ fn settled(spec: &str) -> Vec<LevelStats> {
 #[test]
 fn leveled_presets_keep_one_run_per_level() {
     for spec in [
-        "full", "lo1", "lo2", "rr", "cold", "old", "tsd", "tsa", "leveled",
+        "full",
+        "full:mode=files",
+        "lo1",
+        "lo2",
+        "rr",
+        "cold",
+        "old",
+        "tsd",
+        "tsa",
+        "leveled",
     ] {
         let levels = settled(spec);
         assert!(
@@ -134,7 +143,16 @@ fn hybrid_presets_tier_some_levels_and_level_others() {
 fn seed_001_presets_keep_every_level_within_capacity_under_a_fast_writer() {
     let mut over = Vec::new();
     for spec in [
-        "full", "lo1", "lo2", "rr", "cold", "old", "tsd", "tsa", "tier",
+        "full",
+        "full:mode=files",
+        "lo1",
+        "lo2",
+        "rr",
+        "cold",
+        "old",
+        "tsd",
+        "tsa",
+        "tier",
     ] {
         let fs = MemFs::new();
         let db = open(&fs, spec);
