@@ -106,7 +106,9 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = 1, requires = "merge_cost")]
     pub merge_threads: usize,
     /// Asynchronous merges: a flush waits while at least R runs exist and a
-    /// merge runs (0: never).
+    /// merge runs (0: never). It also waits, as the engine's writer does,
+    /// while the policy holds writes (a design-space level out of shape,
+    /// `full`'s pending merges).
     #[arg(long, value_name = "R", default_value_t = 0, requires = "merge_cost")]
     pub stall_runs: usize,
 }

@@ -204,8 +204,8 @@ pub static STRATEGIES: &[Strategy] = &[
     },
     preset!(
         "full",
-        "T, file, block=true",
-        "saturation; leveling; the whole level; blocks writes while it merges",
+        "T, file, block=true, mode=level (or files)",
+        "saturation; leveling; the whole level (mode=files: every file marked, merged one by one); blocks writes while it merges",
         "seed 001 (Full)"
     ),
     preset!(

@@ -162,7 +162,9 @@ pub struct AsyncMerges {
     /// Merges that may run at once (at least 1).
     pub threads: usize,
     /// A flush waits while at least this many runs exist and a merge is
-    /// running (0: flushes never wait).
+    /// running (0: flushes never wait). It also waits while the policy
+    /// holds writes ([`CompactionPolicy::stalls_writes`]) and a merge is
+    /// running.
     pub stall_runs: usize,
 }
 
@@ -649,7 +651,12 @@ impl Simulator {
         }
         self.clock = arrival;
         let mut stalled = 0.0;
-        while a.stall_runs > 0 && self.sorted_runs() >= a.stall_runs {
+        // The flush waits, as the engine's writer does at a memtable
+        // switch, while too many runs exist or the policy holds writes
+        // (its compactions have priority over ingestion).
+        while (a.stall_runs > 0 && self.sorted_runs() >= a.stall_runs)
+            || self.policy.stalls_writes(&self.view)
+        {
             let Some(i) = self.next_to_finish(None) else {
                 break;
             };

@@ -170,3 +170,62 @@ fn bad_settings_are_refused() {
     paper.wa = WaDefinition::Paper;
     assert!(Simulator::from_spec("binomial:k=4", paper).is_err());
 }
+
+/// Seed 001's strategies (Table 2) under a writer faster than their merges:
+/// a merge takes one flush interval per buffer of bytes it reads, so a fold
+/// of a full level 0 (4 buffers) takes 4 intervals. Compactions have
+/// priority over ingestion (seed 001 §4), so a flush waits while a level is
+/// past its capacity (`buffer × T^(i+1)`) and every level stays within it
+/// give or take what arrives between two checks: one flush, and the file a
+/// push carries into the level below. Without the wait, under every partial
+/// preset level 0 held all 60,000 bytes of 600 flushes against its 400 (its
+/// folds, each rewriting the level while flushes arrived, outscored the
+/// pushes: the engine's symptom), `full` reached 40,800 and `tier` 20,400.
+#[test]
+fn seed_001_presets_keep_every_level_within_capacity_under_slow_merges() {
+    let (buffer, t) = (100u64, 4u64);
+    let mut over = Vec::new();
+    for name in [
+        "full",
+        "full:mode=files",
+        "lo1",
+        "lo2",
+        "rr",
+        "cold",
+        "old",
+        "tsd",
+        "tsa",
+        "tier",
+    ] {
+        let spec = if name.contains(':') {
+            format!("{name},T={t}")
+        } else {
+            format!("{name}:T={t}")
+        };
+        let mut o = opts(1.0, 1, 0);
+        o.size_ratio = t as usize;
+        let mut sim = Simulator::from_spec(&spec, o).unwrap();
+        let mut most: Vec<u64> = Vec::new();
+        for _ in 0..600 {
+            sim.flush(buffer).unwrap();
+            for (i, runs) in sim.run_sizes().iter().enumerate() {
+                let bytes: u64 = runs.iter().sum();
+                if most.len() <= i {
+                    most.push(0);
+                }
+                most[i] = most[i].max(bytes);
+            }
+        }
+        for (i, &bytes) in most.iter().enumerate() {
+            let capacity = buffer * t.pow(i as u32 + 1);
+            // One flush and one pushed file (file = buffer here) past it.
+            let slack = 2 * buffer;
+            if bytes > capacity + slack {
+                over.push(format!(
+                    "{spec}: level {i} reached {bytes} bytes against {capacity} (peaks {most:?})"
+                ));
+            }
+        }
+    }
+    assert!(over.is_empty(), "{over:#?}");
+}

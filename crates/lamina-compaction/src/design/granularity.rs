@@ -14,6 +14,11 @@ use crate::RunView;
 pub enum Granularity {
     /// Every file of the level (all its sorted runs).
     Level,
+    /// Every file of the level, one file per compaction (seed 001 §4's Full
+    /// in RocksDB: "we mark all files of a level for compaction"): once a
+    /// trigger fires the level drains file by file, in key order, each file
+    /// merged with the overlapping files below, until it is empty.
+    LevelByFiles,
     /// This many contiguous files of the level's oldest run.
     Files(usize),
     /// This fraction of the files of the level's oldest run (at least one).
@@ -28,6 +33,7 @@ impl Granularity {
     pub fn file_count(&self, run_files: usize) -> usize {
         let n = match *self {
             Granularity::Files(n) => n,
+            Granularity::LevelByFiles => 1,
             Granularity::Fraction(f) => (f * run_files as f64).ceil() as usize,
             Granularity::Level | Granularity::Segment(_) => run_files,
         };
@@ -91,14 +97,15 @@ impl FromStr for Granularity {
         let num = || super::spec_number("granularity", name, arg, "a positive number", true);
         Ok(match name.trim() {
             "level" | "runs" => Granularity::Level,
+            "level-files" => Granularity::LevelByFiles,
             "file" => Granularity::Files(1),
             "files" => Granularity::Files(num()? as usize),
             "fraction" => Granularity::Fraction(num()?.min(1.0)),
             "segment" => Granularity::Segment(num()?.min(1.0)),
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown granularity {other:?} (known: level, runs, file, files:N, \
-                     fraction:F, segment:C)"
+                    "unknown granularity {other:?} (known: level, runs, level-files, file, \
+                     files:N, fraction:F, segment:C)"
                 )))
             }
         })

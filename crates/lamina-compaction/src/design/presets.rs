@@ -28,6 +28,8 @@ struct Params {
     l0: usize,
     c: f64,
     space_amp: Option<f64>,
+    /// `full`'s granularity: `level` (one merge) or `files`.
+    full_files: bool,
 }
 
 fn leveled(triggers: Vec<Trigger>, granularity: Granularity, movement: Vec<Movement>) -> LevelPlan {
@@ -73,6 +75,7 @@ pub fn preset(
         l0: DEFAULT_L0_RUNS,
         c: DEFAULT_PARTIAL_C,
         space_amp: None,
+        full_files: false,
     };
     // Presets with a tiered level take partitioned merges for its merges.
     let has_tiered_level = matches!(
@@ -91,6 +94,7 @@ pub fn preset(
                 | ("l0", "1-leveling")
                 | ("c", "partial")
                 | ("sa", "tier")
+                | ("mode", "full")
         );
         if !allowed {
             return Err(Error::InvalidArgument(format!(
@@ -105,6 +109,17 @@ pub fn preset(
             "threshold" => p.tsa_ms = param(k, v)?,
             "l0" => p.l0 = param(k, v)?,
             "c" => p.c = param(k, v)?,
+            "mode" => {
+                p.full_files = match v.trim() {
+                    "level" => false,
+                    "files" => true,
+                    other => {
+                        return Err(Error::InvalidArgument(format!(
+                            "full: mode must be level or files, not {other:?}"
+                        )))
+                    }
+                }
+            }
             _ => p.space_amp = Some(param(k, v)?),
         }
     }
@@ -122,6 +137,17 @@ pub fn preset(
     let t = p.size_ratio as usize;
     let lo1 = Movement::LeastOverlapParent;
     let (levels, last) = match name {
+        // Seed 001's Full as built in RocksDB (§4): every file of a
+        // saturated level marked, compacted one by one, ingestion held
+        // until all are done (`mode=files`); or one whole-level merge.
+        "full" if p.full_files => (
+            vec![leveled(
+                vec![Trigger::Saturation],
+                Granularity::LevelByFiles,
+                vec![],
+            )],
+            None,
+        ),
         "full" | "leveled" => (
             vec![leveled(
                 vec![Trigger::Saturation],
@@ -222,7 +248,7 @@ pub fn preset(
 mod tests {
     use super::*;
     use crate::design::testutil::{file, level_of, view_of};
-    use crate::{parse_spec, CompactionPolicy};
+    use crate::{parse_spec, CompactionPolicy, FileView, TreeView};
 
     fn build(spec: &str) -> Result<Composed> {
         let (name, params) = parse_spec(spec)?;
@@ -283,6 +309,88 @@ mod tests {
         assert_eq!(tasks[0].input_file_ids().collect::<Vec<_>>(), [3]);
     }
 
+    /// `full:mode=files` on a worked example (buffer 100, T = 10: level 0
+    /// holds 1000 bytes). Level 0 holds A [0, 9], B [10, 19], C [20, 29]
+    /// of 400 bytes each, arrived at t = 1; level 1 holds D [5, 12] and E
+    /// [50, 60], arrived at t = 0. Every file of level 0 is marked and goes
+    /// down alone, in key order, with the files below it overlaps: A with
+    /// D (output X [0, 12] at t = 2), then B with X although level 0 is
+    /// back within capacity (800 bytes), then C with nothing (a trivial
+    /// move); writes wait until level 0 is empty. `full` instead merges
+    /// A, B, C, D in one go.
+    #[test]
+    fn full_by_files_drains_every_marked_file_one_by_one() {
+        let p = build("full:mode=files").unwrap();
+        assert!(p.block_writes);
+        let at = |mut f: FileView, t: u64| {
+            f.arrived_ms = t;
+            f
+        };
+        let mut view = view_of(
+            vec![
+                level_of(vec![vec![
+                    at(file(1, 0, 9, 400), 1),
+                    at(file(2, 10, 19, 400), 1),
+                    at(file(3, 20, 29, 400), 1),
+                ]]),
+                level_of(vec![vec![
+                    at(file(4, 5, 12, 100), 0),
+                    at(file(5, 50, 60, 100), 0),
+                ]]),
+            ],
+            100,
+        );
+        let ids = |view: &TreeView| -> Vec<u64> {
+            let task = p.pick(view).into_iter().next().unwrap();
+            assert_eq!(task.output_level, 1);
+            task.input_file_ids().collect()
+        };
+        assert_eq!(ids(&view), [1, 4]);
+        assert!(p.stalls_writes(&view));
+        // Apply it: A and D leave, X [0, 12] arrives in level 1 at t = 2.
+        view.levels[0].runs[0].files.remove(1).unwrap();
+        view.levels[1].runs[0].files.remove(4).unwrap();
+        view.levels[1].runs[0]
+            .files
+            .insert(at(file(6, 0, 12, 500), 2));
+        assert!(!p.out_of_shape(&view), "800 bytes against 1000");
+        assert_eq!(ids(&view), [2, 6], "B is marked too");
+        assert!(
+            p.stalls_writes(&view),
+            "ingestion waits for every marked file"
+        );
+        view.levels[0].runs[0].files.remove(2).unwrap();
+        view.levels[1].runs[0].files.remove(6).unwrap();
+        view.levels[1].runs[0]
+            .files
+            .insert(at(file(7, 0, 19, 900), 3));
+        assert_eq!(ids(&view), [3], "C overlaps nothing below");
+        view.levels[0].runs[0].files.remove(3).unwrap();
+        view.levels[1].runs[0]
+            .files
+            .insert(at(file(3, 20, 29, 400), 4));
+        // Level 0 is empty; level 1 (1400 bytes of 10,000) rests.
+        assert!(p.pick(&view).is_empty());
+        assert!(!p.stalls_writes(&view));
+        // A flush arriving later is not part of the drain.
+        view.levels[0].runs[0]
+            .files
+            .insert(at(file(8, 0, 99, 100), 5));
+        assert!(p.pick(&view).is_empty());
+        // The flush that saturates a level is folded into its run first.
+        let mut flushed = view.clone();
+        flushed.levels[0].runs[0].files.update(8, |f| f.size = 950);
+        let run = level_of(vec![vec![at(file(9, 0, 99, 100), 6)]])
+            .runs
+            .remove(0)
+            .unwrap();
+        flushed.levels[0].runs.insert(0, run);
+        flushed.levels[0].runs[0].order = 20_000;
+        let fold = p.pick(&flushed).into_iter().next().unwrap();
+        assert_eq!(fold.output_level, 0);
+        assert_eq!(fold.input_file_ids().collect::<Vec<_>>(), [9, 8]);
+    }
+
     /// A tombstone written at t = 0 with threshold D = 1110 ms, T = 10 and
     /// three levels has per-level TTLs 10, 100 and 1000 ms: it leaves level
     /// 0 after 10 ms and level 1 after 110 ms, reaching the last level well
@@ -329,6 +437,8 @@ mod tests {
             "1-leveling:l0=0",
             "tier:sa=-1",
             "rr:cursor=3",
+            "full:mode=runs",
+            "lo1:mode=files",
         ] {
             assert!(build(spec).is_err(), "{spec}");
         }

@@ -92,6 +92,15 @@ fn marking(ctx: &LevelCtx<'_>, keep: impl Fn(&FileView) -> Option<f64>) -> Optio
 }
 
 impl Trigger {
+    /// True for the triggers that bound a level's shape (its bytes, files
+    /// or runs) rather than the age or content of its files.
+    pub fn is_shape(&self) -> bool {
+        matches!(
+            self,
+            Trigger::Saturation | Trigger::SaturationFiles | Trigger::Runs(_)
+        )
+    }
+
     /// Checks the trigger on the level of `ctx`.
     pub fn fire(&self, ctx: &LevelCtx<'_>) -> Option<Fired> {
         let level = ctx.view.level(ctx.level);
