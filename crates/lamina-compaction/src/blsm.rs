@@ -133,7 +133,8 @@ impl Blsm {
         if let Some(p) = b.buffer {
             if p.trim.interval_ms == 0
                 || !(0.0..=1.0).contains(&p.trim.threshold)
-                || !(p.freeze >= 0.0)
+                || p.freeze.is_nan()
+                || p.freeze < 0.0
             {
                 return Err(Error::InvalidArgument(
                     "lsbm needs trim >= 1 (ms), 0 <= keep <= 1 and freeze >= 0 (above 1: never)"
