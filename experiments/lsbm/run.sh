@@ -50,10 +50,11 @@ SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/lamina-lsbm.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
 # Buffer files of FILE bytes, merged UNIT at a time (the paper's
 # super-file of UNIT files; the buffer keeps, trims and retires single
-# files); LFILE: the leveling baseline's files (LevelDB's, 16 MiB unless
-# set); FREEZE and KEEP: lsbm's freeze and trim thresholds.
+# files); LFILE: the leveling baseline's files (the paper's LevelDB has
+# LSbM's 2 MB files, so FILE unless set); FREEZE and KEEP: lsbm's freeze
+# and trim thresholds.
 UNIT=${UNIT:-1}
-LFILE=${LFILE:-16777216}
+LFILE=${LFILE:-$FILE}
 FREEZE=${FREEZE:-0.9}
 KEEP=${KEEP:-0.8}
 spec() {

@@ -5,7 +5,8 @@
 # names the setting whose blsm run a setting compares with: the
 # compaction bytes lsbm must match). Each setting's runs go to
 # experiments/lsbm/results-sweep/NAME/ (or $OUT/NAME), and the table of
-# every setting to results-sweep/sweep.md.
+# every setting to results-sweep/sweep.md. A setting whose summary.json
+# exists is not run again unless REDO=1.
 # Usage: experiments/lsbm/sweep.sh   (about 4 minutes a run, most of it
 # the load; LONG= seconds recorded, 60 by default)
 set -euo pipefail
@@ -15,25 +16,30 @@ export LONG=${LONG:-60}
 # NAME FREEZE KEEP UNIT FILE SYSTEMS BASE
 SETTINGS=${SETTINGS:-"
 default 0.9 0.8 1 131072 blsm,lsbm default
-nofreeze 2 0.8 1 131072 lsbm default
-freeze0.5 0.5 0.8 1 131072 lsbm default
-keep0.5 0.9 0.5 1 131072 lsbm default
 unit8 0.9 0.8 8 16384 blsm,lsbm unit8
+nofreeze 2 0.8 1 131072 lsbm default
+keep0.5 0.9 0.5 1 131072 lsbm default
+freeze0.5 0.5 0.8 1 131072 lsbm default
 "}
 mkdir -p "$OUT"
 while read -r name freeze keep unit file systems base; do
     [[ -z "$name" ]] && continue
+    if [[ -f "$OUT/$name/summary.json" && "${REDO:-0}" != 1 ]]; then
+        continue
+    fi
     echo "== setting $name" >&2
     OUT="$OUT/$name" FREEZE=$freeze KEEP=$keep UNIT=$unit FILE=$file \
         SYSTEMS=$systems DISTS=rangehot experiments/lsbm/run.sh --quick > /dev/null
 done <<< "$SETTINGS"
 python3 - "$OUT" "$SETTINGS" <<'PY' | tee "$OUT/sweep.md"
-import json, sys
+import json, os, sys
 out, settings = sys.argv[1], sys.argv[2]
 print("| setting | freeze | keep | unit | file | hit ratio blsm / lsbm (all lookups) | lowest 10 s blsm / lsbm | lsbm buffer MB mean | B_1 units live / frozen | B_2 units live / frozen | B_3 units live / frozen | lsbm compaction bytes / blsm |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for line in settings.strip().splitlines():
     name, freeze, keep, unit, file, systems, base = line.split()
+    if not os.path.exists(f"{out}/{name}/summary.json"):
+        continue
     l = json.load(open(f"{out}/{name}/summary.json"))["lsbm"]["rangehot"]
     b = json.load(open(f"{out}/{base}/summary.json"))["blsm"]["rangehot"]
     units = lambda i: f'{l.get(f"b{i}_appended_live", 0):.0f} / {l.get(f"b{i}_appended_frozen", 0):.0f}'
