@@ -165,7 +165,9 @@ fn lowest_window(samples: &[&Sample], window: usize) -> Option<f64> {
     samples
         .windows(window)
         .filter_map(overall_hit_ratio)
-        .fold(None, |low: Option<f64>, r| Some(low.map_or(r, |l| l.min(r))))
+        .fold(None, |low: Option<f64>, r| {
+            Some(low.map_or(r, |l| l.min(r)))
+        })
 }
 
 /// Per level with a buffer, over the seconds `steady`: files and bytes
@@ -256,7 +258,12 @@ fn main() -> Result<()> {
             }
             let levels = level_entries(&steady);
             for &level in last.levels.keys() {
-                let get = |name: &str| levels.get(&format!("b{level}_{name}")).copied().unwrap_or(0.0);
+                let get = |name: &str| {
+                    levels
+                        .get(&format!("b{level}_{name}"))
+                        .copied()
+                        .unwrap_or(0.0)
+                };
                 levels_md.push_str(&format!(
                     "| {dist} | {system} | {level} | {:.1} / {:.0} | {:.1} / {:.1} | {:.0} | {:.0} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
                     get("files_mean"),
