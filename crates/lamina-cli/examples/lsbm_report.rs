@@ -27,6 +27,40 @@ struct Sample {
     buffer_bytes: f64,
     compaction_bytes_written: f64,
     cache_invalidated_blocks: f64,
+    /// Per level with a buffer: the `buffer_levels` column's fields after
+    /// the level (absent from older series).
+    levels: BTreeMap<usize, [f64; LEVEL_FIELDS]>,
+}
+
+/// The fields of a level in the `buffer_levels` column, after the level:
+/// state now, then counters since the database opened.
+const LEVEL_FIELDS: usize = 9;
+const FILES: usize = 0;
+const BYTES: usize = 1;
+/// The counters, by their summary names.
+const COUNTERS: [(usize, &str); 7] = [
+    (2, "appended_live"),
+    (3, "appended_frozen"),
+    (4, "frozen_ms"),
+    (5, "probes"),
+    (6, "gets"),
+    (7, "invalidated_blocks"),
+    (8, "tree_invalidated_blocks"),
+];
+
+/// Parses a `buffer_levels` cell: `level:f1:…:f9` entries, `;`-separated.
+fn parse_levels(cell: &str) -> Option<BTreeMap<usize, [f64; LEVEL_FIELDS]>> {
+    let mut out = BTreeMap::new();
+    for entry in cell.split(';').filter(|e| !e.is_empty()) {
+        let mut parts = entry.split(':');
+        let level: usize = parts.next()?.parse().ok()?;
+        let mut fields = [0.0; LEVEL_FIELDS];
+        for f in &mut fields {
+            *f = parts.next()?.parse().ok()?;
+        }
+        out.insert(level, fields);
+    }
+    Some(out)
 }
 
 fn read_series(path: &Path) -> Result<Vec<Sample>> {
@@ -54,6 +88,7 @@ fn read_series(path: &Path) -> Result<Vec<Sample>> {
     // the lookups were counted.
     let row_col = header.iter().position(|h| *h == "row_cache_hit_ratio");
     let lookups_col = header.iter().position(|h| *h == "cache_lookups");
+    let levels_col = header.iter().position(|h| *h == "buffer_levels");
     let mut out = Vec::new();
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
@@ -75,6 +110,10 @@ fn read_series(path: &Path) -> Result<Vec<Sample>> {
             cache_lookups: lookups_col
                 .and_then(|c| f.get(c))
                 .and_then(|v| v.parse().ok()),
+            levels: levels_col
+                .and_then(|c| f.get(c))
+                .and_then(|v| parse_levels(v))
+                .unwrap_or_default(),
         });
     }
     if out.is_empty() {
@@ -119,6 +158,40 @@ fn overall_hit_ratio(samples: &[&Sample]) -> Option<f64> {
     (lookups > 0.0).then(|| hits / lookups)
 }
 
+/// The lowest hit ratio over `window` consecutive seconds (each window's
+/// lookups weighed as in [`overall_hit_ratio`]), if the series counted
+/// them and is that long.
+fn lowest_window(samples: &[&Sample], window: usize) -> Option<f64> {
+    samples
+        .windows(window)
+        .filter_map(overall_hit_ratio)
+        .fold(None, |low: Option<f64>, r| {
+            Some(low.map_or(r, |l| l.min(r)))
+        })
+}
+
+/// Per level with a buffer, over the seconds `steady`: files and bytes
+/// (mean and at the end) and the counters' growth, as summary entries
+/// `b{level}_{name}`.
+fn level_entries(steady: &[&Sample]) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let (Some(first), Some(last)) = (steady.first(), steady.last()) else {
+        return out;
+    };
+    for (&level, end) in &last.levels {
+        let at = |s: &Sample, i: usize| s.levels.get(&level).map_or(0.0, |f| f[i]);
+        let mut put = |name: &str, v: f64| out.insert(format!("b{level}_{name}"), v);
+        put("files_mean", mean(steady.iter().map(|s| at(s, FILES))));
+        put("bytes_mean", mean(steady.iter().map(|s| at(s, BYTES))));
+        put("files_end", end[FILES]);
+        put("bytes_end", end[BYTES]);
+        for (i, name) in COUNTERS {
+            put(name, end[i] - at(first, i));
+        }
+    }
+    out
+}
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [dir, skip, systems, dists] = args.as_slice() else {
@@ -128,9 +201,12 @@ fn main() -> Result<()> {
     let skip: f64 = skip.parse().context("SKIP_SECONDS")?;
     let systems: Vec<&str> = systems.split(',').collect();
     let dists: Vec<&str> = dists.split(',').collect();
-    let mut summary: BTreeMap<String, BTreeMap<String, BTreeMap<&str, f64>>> = BTreeMap::new();
+    let mut summary: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>> = BTreeMap::new();
+    let mut levels_md = String::from(
+        "| dist | system | level | files mean / end | MB mean / end | units' files appended live | appended frozen | frozen s | lookups consulting | answered | invalidated blocks (buffer) | invalidated blocks (tree) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
     let mut md = String::from(
-        "| dist | system | hit ratio (mean of seconds) | hit ratio (all lookups) | lowest second | sd | seconds < 0.9 | row cache hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| dist | system | hit ratio (mean of seconds) | hit ratio (all lookups) | lowest 10 s | lowest second | sd | seconds < 0.9 | row cache hit ratio | read QPS | write QPS | compaction MB written | DB MB mean | buffer MB mean | invalidated cached blocks |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for dist in &dists {
         let mut charts: [Vec<Curve>; 3] = Default::default();
@@ -144,7 +220,8 @@ fn main() -> Result<()> {
             let ratios: Vec<f64> = steady.iter().filter_map(|s| s.hit_ratio).collect();
             let (lowest, sd, below) = flatness(&ratios);
             let overall = overall_hit_ratio(&steady);
-            let mut row = BTreeMap::from([
+            let lowest_10s = lowest_window(&steady, 10);
+            let mut row: BTreeMap<String, f64> = BTreeMap::from([
                 ("hit_ratio", mean(ratios.iter().copied())),
                 ("hit_ratio_lowest", lowest),
                 ("hit_ratio_sd", sd),
@@ -169,14 +246,45 @@ fn main() -> Result<()> {
                     last.cache_invalidated_blocks - first.cache_invalidated_blocks,
                 ),
                 ("seconds", last.second - first.second + 1.0),
-            ]);
+            ])
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
             if let Some(o) = overall {
-                row.insert("hit_ratio_overall", o);
+                row.insert("hit_ratio_overall".into(), o);
             }
+            if let Some(o) = lowest_10s {
+                row.insert("hit_ratio_lowest_10s".into(), o);
+            }
+            let levels = level_entries(&steady);
+            for &level in last.levels.keys() {
+                let get = |name: &str| {
+                    levels
+                        .get(&format!("b{level}_{name}"))
+                        .copied()
+                        .unwrap_or(0.0)
+                };
+                levels_md.push_str(&format!(
+                    "| {dist} | {system} | {level} | {:.1} / {:.0} | {:.1} / {:.1} | {:.0} | {:.0} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
+                    get("files_mean"),
+                    get("files_end"),
+                    get("bytes_mean") / 1e6,
+                    get("bytes_end") / 1e6,
+                    get("appended_live"),
+                    get("appended_frozen"),
+                    get("frozen_ms") / 1e3,
+                    get("probes"),
+                    get("gets"),
+                    get("invalidated_blocks"),
+                    get("tree_invalidated_blocks"),
+                ));
+            }
+            row.extend(levels);
             md.push_str(&format!(
-                "| {dist} | {system} | {:.3} | {} | {:.3} | {:.3} | {:.0} of {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
+                "| {dist} | {system} | {:.3} | {} | {} | {:.3} | {:.3} | {:.0} of {} | {:.3} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |\n",
                 row["hit_ratio"],
                 overall.map_or("–".to_string(), |o| format!("{o:.3}")),
+                lowest_10s.map_or("–".to_string(), |o| format!("{o:.3}")),
                 lowest,
                 sd,
                 below,
@@ -239,6 +347,8 @@ fn main() -> Result<()> {
         dir.join("summary.json"),
         serde_json::to_string_pretty(&summary)? + "\n",
     )?;
+    md.push_str("\nCompaction buffers per level, over the same seconds (state: mean and at the end; counts: their growth):\n\n");
+    md.push_str(&levels_md);
     std::fs::write(dir.join("results.md"), &md)?;
     print!("{md}");
     Ok(())
@@ -269,6 +379,7 @@ mod tests {
             buffer_bytes: 0.0,
             compaction_bytes_written: 0.0,
             cache_invalidated_blocks: 0.0,
+            levels: BTreeMap::new(),
         }
     }
 
@@ -286,5 +397,43 @@ mod tests {
         let idle = sample(None, Some(0.0));
         assert_eq!(overall_hit_ratio(&[&a, &idle]), Some(0.99));
         assert_eq!(overall_hit_ratio(&[&sample(Some(0.9), None)]), None);
+    }
+
+    /// By hand: seconds of 100 lookups at 1.0, 0.5, 0.9 and 1.0; windows
+    /// of two: 0.75, 0.7, 0.95, so the lowest is 0.7. Too short a series
+    /// has none.
+    #[test]
+    fn lowest_window_weighs_each_window_by_its_lookups() {
+        let s: Vec<Sample> = [1.0, 0.5, 0.9, 1.0]
+            .iter()
+            .map(|&r| sample(Some(r), Some(100.0)))
+            .collect();
+        let refs: Vec<&Sample> = s.iter().collect();
+        let low = lowest_window(&refs, 2).unwrap();
+        assert!((low - 0.7).abs() < 1e-12, "{low}");
+        assert_eq!(lowest_window(&refs, 5), None);
+    }
+
+    /// A `buffer_levels` cell by hand, and the window's entries: state
+    /// means and ends, counters as growth since the first second.
+    #[test]
+    fn buffer_levels_parse_and_summarize() {
+        let mut a = sample(None, None);
+        let mut b = sample(None, None);
+        a.levels = parse_levels("1:2:2000:5:0:0:10:4:1:7;2:4:4000:3:1:0:0:0:0:0").unwrap();
+        b.levels = parse_levels("1:4:6000:9:2:500:30:14:3:9").unwrap();
+        assert_eq!(parse_levels(""), Some(BTreeMap::new()));
+        assert_eq!(parse_levels("1:2"), None);
+        let e = level_entries(&[&a, &b]);
+        assert_eq!(e["b1_files_mean"], 3.0);
+        assert_eq!(e["b1_bytes_mean"], 4000.0);
+        assert_eq!(e["b1_bytes_end"], 6000.0);
+        assert_eq!(e["b1_appended_live"], 4.0);
+        assert_eq!(e["b1_appended_frozen"], 2.0);
+        assert_eq!(e["b1_frozen_ms"], 500.0);
+        assert_eq!(e["b1_gets"], 10.0);
+        assert_eq!(e["b1_tree_invalidated_blocks"], 2.0);
+        // Level 2 is gone by the last second: only levels there count.
+        assert!(!e.contains_key("b2_files_mean"));
     }
 }

@@ -116,6 +116,10 @@ pub struct BenchArgs {
     /// Target SST data block size in bytes.
     #[arg(long = "block_size", value_name = "N", default_value_t = 4096)]
     pub block_size: usize,
+    /// Output file size of policies without their own `file=` (lamina's
+    /// `target_file_size`; default 16 MiB).
+    #[arg(long = "target_file_size", value_name = "BYTES")]
+    pub target_file_size: Option<u64>,
     /// Concurrent benchmark threads (readwhilewriting adds one writer).
     #[arg(long = "threads", value_name = "N", default_value_t = 1)]
     pub threads: usize,
@@ -337,6 +341,9 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.bloom_bits_per_key = args.bloom_bits;
     opts.memtable_bloom_bits_per_key = args.memtable_bloom_bits;
     opts.block_size = args.block_size;
+    if let Some(bytes) = args.target_file_size {
+        opts.target_file_size = bytes;
+    }
     opts.block_cache_bytes = args.cache_size;
     opts.cache_index_and_filter_blocks = args.cache_index_and_filter_blocks;
     opts.pin_l0_filter_and_index_blocks_in_cache = args.pin_l0_filter_and_index_blocks_in_cache;
@@ -383,7 +390,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     print_header(args);
     println!(
         "lamina:     compaction={} write_buffer_size={} bloom_bits={} memtable_bloom_bits={} \
-         block_size={} cache_size={} cache_index_and_filter_blocks={} \
+         block_size={} target_file_size={} cache_size={} cache_index_and_filter_blocks={} \
          pin_l0_filter_and_index_blocks_in_cache={} row_cache_size={} compaction_warm_up={} \
          sync={} wal={} compaction_threads={} threads={} read_miss_latency_us={} direct_io={} \
          mmap_read={} scan_resistant_cache={} verify_checksums={} max_scan_readahead_bytes={} \
@@ -393,6 +400,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
         opts.bloom_bits_per_key,
         opts.memtable_bloom_bits_per_key,
         opts.block_size,
+        opts.target_file_size,
         opts.block_cache_bytes,
         opts.cache_index_and_filter_blocks,
         opts.pin_l0_filter_and_index_blocks_in_cache,

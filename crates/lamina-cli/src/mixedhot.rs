@@ -176,7 +176,7 @@ impl MixedHot<'_> {
                 );
                 writeln!(
                     f,
-                    "second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s,cache_lookups"
+                    "second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s,cache_lookups,buffer_levels"
                 )?;
                 Some(f)
             }
@@ -326,19 +326,46 @@ fn write_sample(
             );
             writeln!(
                 f,
-                "{second},{reads},{writes},{block_ratio},{row_ratio},{},{},{},{},{},{},{interval:.3},{}",
+                "{second},{reads},{writes},{block_ratio},{row_ratio},{},{},{},{},{},{},{interval:.3},{},{}",
                 a.block_cache_usage,
                 a.disk_bytes,
                 a.buffer.bytes,
                 a.compactions,
                 a.compaction_bytes_written,
                 a.cache_invalidated_blocks,
-                hits + misses
+                hits + misses,
+                buffer_levels(&a.buffer.levels)
             )?;
         }
-        _ => writeln!(f, "{second},{reads},{writes},,,,,,,,,{interval:.3},")?,
+        _ => writeln!(f, "{second},{reads},{writes},,,,,,,,,{interval:.3},,")?,
     }
     Ok(())
+}
+
+/// The `buffer_levels` column: per level with a buffer's activity,
+/// `level:files:bytes:appended_live:appended_frozen:frozen_ms:probes:gets:invalidated_blocks:tree_invalidated_blocks`
+/// (state now, counters since the database opened), `;`-separated.
+fn buffer_levels(levels: &[lamina::BufferLevelStats]) -> String {
+    levels
+        .iter()
+        .filter(|l| l.level > 0)
+        .map(|l| {
+            format!(
+                "{}:{}:{}:{}:{}:{}:{}:{}:{}:{}",
+                l.level,
+                l.files,
+                l.bytes,
+                l.appended_live,
+                l.appended_frozen,
+                l.frozen_ms,
+                l.probes,
+                l.gets,
+                l.invalidated_blocks,
+                l.tree_invalidated_blocks
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
 }
 
 #[cfg(test)]

@@ -24,10 +24,11 @@
 //! moved down from `C'_i` joins the receiving run's buffer (`B_{i+1}^0`,
 //! one table per drained run) instead of being deleted; the draining run's
 //! own buffer (`B'_i`) retires files, smallest largest key first, so that
-//! `|B'_i| / S'_i` never exceeds `|C'_i| / S_i`; a receiving run that holds
-//! less than `freeze` × the bytes merged into it holds repeated data, and
-//! its buffer is frozen (units are deleted; only markers of their ranges
-//! join it) until the run itself drains. The engine trims the buffers every
+//! `|B'_i| / S'_i` never exceeds `|C'_i| / S_i`; once at least `freeze` of
+//! the bytes a round has merged into the receiving run were repeated data
+//! (versions its merges dropped, [`crate::buffer::Buffer::repeated_in_round`]),
+//! the run's buffer is frozen for the rest of the round (units are deleted;
+//! only markers of their ranges join it). The engine trims the buffers every
 //! `trim` ms, removing files with less than `keep` of their blocks cached.
 
 use crate::buffer::{BufferTask, TrimRule};
@@ -62,14 +63,19 @@ pub struct Blsm {
 pub struct BufferParams {
     /// The trim pass.
     pub trim: TrimRule,
-    /// A receiving run smaller than this fraction of the bytes merged into
-    /// it holds repeated data: its buffer freezes.
+    /// The buffer of a receiving run freezes once at least this fraction
+    /// of the bytes the current round merged into the run were repeated
+    /// data (seed 002 §4.1: a level into which repeated data is compacted;
+    /// the paper freezes only its last level, where all of it is). `1 −
+    /// freeze` is the tolerance: the measure is in bytes, and versions of
+    /// different sizes blur it.
     pub freeze: f64,
 }
 
 impl Default for BufferParams {
-    /// The paper's trim (every 30 s, 80% of blocks cached) and a freeze at
-    /// 10% repeated data (the paper gives no tolerance).
+    /// The paper's trim (every 30 s, 80% of blocks cached) and a freeze
+    /// once 90% of a round's data is repeated (the paper freezes a level
+    /// receiving only repeated data and gives no tolerance).
     fn default() -> Self {
         BufferParams {
             trim: TrimRule {
@@ -91,7 +97,8 @@ impl Blsm {
 
     /// `lsbm`: as [`Blsm::from_params`], plus `trim=` (ms between trim
     /// passes, 30000), `keep=` (the cached fraction a file needs to stay,
-    /// 0.8) and `freeze=` (0.9).
+    /// 0.8) and `freeze=` (the repeated fraction of a round that freezes
+    /// its buffer, 0.9; above 1, never).
     pub fn lsbm_from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
         Self::build(params, defaults, Some(BufferParams::default()))
     }
@@ -126,10 +133,12 @@ impl Blsm {
         if let Some(p) = b.buffer {
             if p.trim.interval_ms == 0
                 || !(0.0..=1.0).contains(&p.trim.threshold)
-                || !(0.0..=1.0).contains(&p.freeze)
+                || p.freeze.is_nan()
+                || p.freeze < 0.0
             {
                 return Err(Error::InvalidArgument(
-                    "lsbm needs trim >= 1 (ms), 0 <= keep <= 1 and 0 <= freeze <= 1".into(),
+                    "lsbm needs trim >= 1 (ms), 0 <= keep <= 1 and freeze >= 0 (above 1: never)"
+                        .into(),
                 ));
             }
         }
@@ -210,13 +219,20 @@ impl Blsm {
         }];
         let receiving = self.receiving(view, level + 1, unit_bytes, draining.order);
         let buffer = self.buffer.map(|p| {
-            // Repeated data: the receiving run dropped versions the rounds
-            // brought, which its buffer cannot drop.
-            let frozen = receiving.is_some_and(|host| {
-                view.buffers
-                    .get(&host.id)
-                    .is_some_and(|b| (host.bytes() as f64) < p.freeze * b.bytes_in() as f64)
-            });
+            let host_buffer = receiving.and_then(|host| view.buffers.get(&host.id));
+            // The unit continues a round if the host's newest table is this
+            // run's; otherwise it starts one, and the host's bytes now are
+            // the base of the round's repeated-data measure.
+            let continues = host_buffer.is_some_and(|b| b.newest_source() == Some(draining.id));
+            let round_base = (!continues).then(|| receiving.map_or(0, RunView::bytes));
+            // Repeated data: of what this round compacted into the host, at
+            // least `freeze` was dropped as obsolete versions, which the
+            // buffer could not drop.
+            let frozen = continues
+                && receiving
+                    .zip(host_buffer)
+                    .and_then(|(host, b)| b.repeated_in_round(host.bytes()))
+                    .is_some_and(|repeated| repeated >= p.freeze);
             let (retire, base) = match view.buffers.get(&draining.id) {
                 Some(own) => {
                     let after = draining.bytes().saturating_sub(unit_bytes);
@@ -231,6 +247,7 @@ impl Blsm {
                 frozen,
                 retire,
                 base,
+                round_base,
             }
         });
         let output_run = match receiving {
@@ -308,5 +325,121 @@ impl CompactionPolicy for Blsm {
                     .flatten()
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::buffer::{apply_changes, BufferChange};
+    use crate::{FileView, LevelView};
+
+    fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
+        FileView {
+            id,
+            size,
+            smallest: lo.as_bytes().into(),
+            largest: hi.as_bytes().into(),
+            ..FileView::default()
+        }
+    }
+
+    /// A worked example of the freeze rule, with memtables of 10 bytes,
+    /// `l0=1` and `T=2` (`S_1` = 20, `S_2` = 40): level 1 holds `C_1` (run
+    /// 50, 10 bytes) and `C'_1` (run 40, files `m`–`n` and `o`–`p` of 10
+    /// bytes, draining); level 2 holds the host `C_2` (run 30) of
+    /// `host_bytes`, into which this round of run 40 has so far merged
+    /// `round_in` bytes (files `a`–`l`), the host holding `round_base`
+    /// bytes before. Returns whether the next unit goes in frozen and the
+    /// round base the task records.
+    fn next_unit(freeze: f64, round: Option<(u64, u64)>, host_bytes: u64) -> (bool, Option<u64>) {
+        let lsbm = Blsm::lsbm_from_params(
+            &[("T", "2"), ("l0", "1"), ("freeze", &freeze.to_string())],
+            PolicyDefaults::default(),
+        )
+        .unwrap();
+        let mut view = TreeView {
+            buffer_bytes: 10,
+            ..TreeView::default()
+        };
+        let run = |id, order, files: Vec<FileView>| RunView {
+            id,
+            order,
+            files: files.into(),
+        };
+        view.levels = vec![
+            LevelView::default(),
+            LevelView::default(),
+            LevelView::default(),
+        ];
+        view.levels[1]
+            .runs
+            .push(run(50, 5, vec![file(51, "a", "z", 10)]));
+        view.levels[1].runs.push(run(
+            40,
+            4,
+            vec![file(41, "m", "n", 10), file(42, "o", "p", 10)],
+        ));
+        view.levels[2]
+            .runs
+            .push(run(30, 3, vec![file(31, "a", "z", host_bytes)]));
+        let mut changes = vec![BufferChange::New {
+            host: 30,
+            complete: true,
+        }];
+        if let Some((base, bytes_in)) = round {
+            changes.push(BufferChange::Round {
+                host: 30,
+                bytes: base,
+            });
+            changes.push(BufferChange::Keep {
+                host: 30,
+                source: 40,
+                file: file(39, "a", "l", bytes_in),
+            });
+        } else {
+            // An earlier round, of run 20, that was all repeated.
+            changes.push(BufferChange::Round {
+                host: 30,
+                bytes: host_bytes,
+            });
+            changes.push(BufferChange::Keep {
+                host: 30,
+                source: 20,
+                file: file(19, "a", "z", 20),
+            });
+        }
+        apply_changes(&mut view.buffers, changes, |_| true);
+        let tasks = lsbm.pick(&view);
+        let task = tasks.first().expect("level 1 is over its capacity");
+        assert_eq!(task.output_level, 2);
+        let b = task.buffer.as_ref().expect("lsbm sets a buffer task");
+        assert_eq!(b.source, 40);
+        (b.frozen, b.round_base)
+    }
+
+    #[test]
+    fn freeze_follows_the_repeated_fraction_of_the_round() {
+        // All new: the host grew by all 20 bytes the round brought.
+        assert_eq!(next_unit(0.9, Some((0, 20)), 20), (false, None));
+        assert_eq!(next_unit(0.9, Some((5, 20)), 25), (false, None));
+        // All repeated: the host did not grow.
+        assert_eq!(next_unit(0.9, Some((20, 20)), 20), (true, None));
+        // Shrinking (smaller new versions) counts as all repeated.
+        assert_eq!(next_unit(0.9, Some((20, 20)), 15), (true, None));
+        // The boundary: 18 of 20 bytes dropped is 0.9 repeated (frozen),
+        // 17 of 20 is 0.85 (not).
+        assert_eq!(next_unit(0.9, Some((20, 20)), 22), (true, None));
+        assert_eq!(next_unit(0.9, Some((20, 20)), 23), (false, None));
+        // Half repeated freezes at freeze=0.5, not at 0.9; above 1 never.
+        assert_eq!(next_unit(0.5, Some((20, 20)), 30), (true, None));
+        assert_eq!(next_unit(0.9, Some((20, 20)), 30), (false, None));
+        assert_eq!(next_unit(1.5, Some((20, 20)), 20), (false, None));
+        // A round's first unit: nothing measured yet, so not frozen (even
+        // if the previous round was all repeated), and the host's bytes
+        // become the round's base.
+        assert_eq!(next_unit(0.9, None, 20), (false, Some(20)));
     }
 }

@@ -243,6 +243,13 @@ pub struct Buffer<F> {
     bytes_in: u64,
     /// Removed slots.
     removed: usize,
+    /// Bytes the host held before the newest round's first unit merged into
+    /// it (recorded by [`BufferChange::Round`]): the base of the round's
+    /// repeated-data measure ([`Buffer::repeated_in_round`]).
+    round_base: Option<u64>,
+    /// Bytes of the newest table's slots (removed files included): what the
+    /// newest round has compacted into the host so far.
+    round_in: u64,
 }
 
 impl<F> Buffer<F> {
@@ -278,6 +285,8 @@ impl<F> Buffer<F> {
             live_bytes: self.live_bytes,
             bytes_in: self.bytes_in,
             removed: self.removed,
+            round_base: self.round_base,
+            round_in: self.round_in,
         }
     }
 }
@@ -293,7 +302,41 @@ impl<F: BufferFile> Buffer<F> {
             live_bytes: 0,
             bytes_in: 0,
             removed: 0,
+            round_base: None,
+            round_in: 0,
         }
+    }
+
+    /// The fraction of the bytes the newest round compacted into the host
+    /// that were repeated data: versions of keys the host already held (or
+    /// that the round brought twice), which the merges dropped. With `B`
+    /// the host's bytes before the round, `I` the bytes the round brought
+    /// and `H` the host's bytes now (`host_bytes`), the merges dropped
+    /// `B + I − H` bytes, all of them obsolete versions, so `(B + I − H) / I`
+    /// of what came in was repeated (seed 002 §4.1 compares `H` with what
+    /// was compacted into the host). `None` before the round brought
+    /// anything or if its base is unknown. Clamped to `[0, 1]`: values
+    /// that differ in size (or compress differently) blur it slightly.
+    pub fn repeated_in_round(&self, host_bytes: u64) -> Option<f64> {
+        let base = self.round_base?;
+        if self.round_in == 0 {
+            return None;
+        }
+        let dropped = base
+            .saturating_add(self.round_in)
+            .saturating_sub(host_bytes);
+        Some((dropped as f64 / self.round_in as f64).clamp(0.0, 1.0))
+    }
+
+    /// The host's bytes before the newest round (see
+    /// [`BufferChange::Round`]).
+    pub fn round_base(&self) -> Option<u64> {
+        self.round_base
+    }
+
+    /// The source run of the newest table (the round being appended).
+    pub fn newest_source(&self) -> Option<u64> {
+        self.tables.first().map(|t| t.source)
     }
 
     /// Bytes of the live files.
@@ -359,6 +402,7 @@ impl<F: BufferFile> Buffer<F> {
                     .is_none_or(|last| visit(last).largest() < slot.smallest())
         });
         if !continues {
+            self.round_in = 0;
             self.tables.insert(
                 0,
                 BufferTable {
@@ -378,6 +422,7 @@ impl<F: BufferFile> Buffer<F> {
         };
         self.at.insert(slot.id(), at);
         self.bytes_in = self.bytes_in.saturating_add(slot.size());
+        self.round_in = self.round_in.saturating_add(slot.size());
         match slot.live() {
             Some(f) => self.live_bytes = self.live_bytes.saturating_add(f.file_size()),
             None => {
@@ -471,6 +516,27 @@ impl<F: BufferFile> Buffer<F> {
 /// Every host's buffer, by host run id.
 pub type Buffers<F> = BTreeMap<u64, Buffer<F>>;
 
+/// Seed 002 §5's four-component level: the files drained from `C'_i` (run
+/// `source`) form the newest table of a host of level `i + 1`
+/// (`B_{i+1}^0`), so `C'_i ∪ B_{i+1}^0` is one unit whose key ranges
+/// complement each other, and it gates `B'_i` (`source`'s own buffer) as
+/// `C_i` gates `B_i`. The slot covering `key` of the newest tables of
+/// `source` among the buffers `below` (those of level `i + 1`'s hosts):
+/// where `C'_i` no longer covers `key`, this slot (its file's filter, or a
+/// marker's range) decides whether a lookup consults `B'_i`.
+pub fn drained_slot<'a, F: BufferFile + 'a>(
+    below: impl IntoIterator<Item = &'a Buffer<F>>,
+    source: u64,
+    key: &[u8],
+) -> Option<&'a Slot<F>> {
+    below.into_iter().find_map(|b| {
+        b.tables
+            .iter()
+            .take_while(|t| t.source == source)
+            .find_map(|t| visit(t.slot_for(key)))
+    })
+}
+
 /// One change to the buffers, as the planner decides it and the engine logs
 /// it in the manifest.
 #[derive(Debug, Clone)]
@@ -521,6 +587,14 @@ pub enum BufferChange<F> {
         /// Bytes.
         bytes: u64,
     },
+    /// Records the host's bytes before a round's first unit merges into it
+    /// (the base of [`Buffer::repeated_in_round`]).
+    Round {
+        /// Host run id.
+        host: u64,
+        /// Bytes.
+        bytes: u64,
+    },
 }
 
 impl<F> BufferChange<F> {
@@ -554,6 +628,10 @@ impl<F> BufferChange<F> {
                 host: *host,
                 bytes: *bytes,
             },
+            BufferChange::Round { host, bytes } => BufferChange::Round {
+                host: *host,
+                bytes: *bytes,
+            },
         }
     }
 
@@ -582,6 +660,7 @@ impl<F> BufferChange<F> {
             BufferChange::Remove { host, file } => BufferChange::Remove { host, file },
             BufferChange::Drop { host } => BufferChange::Drop { host },
             BufferChange::Base { host, bytes } => BufferChange::Base { host, bytes },
+            BufferChange::Round { host, bytes } => BufferChange::Round { host, bytes },
         })
     }
 }
@@ -627,6 +706,11 @@ pub fn apply_changes<F: BufferFile>(
                     b.base.get_or_insert(bytes);
                 }
             }
+            BufferChange::Round { host, bytes } => {
+                if let Some(b) = buffers.get_mut(&host) {
+                    b.round_base = Some(bytes);
+                }
+            }
         }
     }
     buffers.retain(|host, _| host_exists(*host));
@@ -647,6 +731,10 @@ pub struct BufferTask {
     pub retire: Vec<u64>,
     /// `S'` of the source run's buffer, if it begins draining with this task.
     pub base: Option<u64>,
+    /// The output run's bytes before this task, if the task is the first
+    /// unit of a round into it (the base of the round's repeated-data
+    /// measure, [`Buffer::repeated_in_round`]).
+    pub round_base: Option<u64>,
 }
 
 /// The rule of the trim pass (seed 002 Alg. 2), run by the engine because

@@ -139,6 +139,9 @@ impl Plan {
             host,
             complete: host_is_new,
         }];
+        if let Some(bytes) = b.round_base {
+            changes.push(BufferChange::Round { host, bytes });
+        }
         for f in self
             .inputs
             .iter()

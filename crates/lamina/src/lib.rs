@@ -61,7 +61,7 @@ pub use error::{Error, Result};
 pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode, MAX_SCAN_THREADS};
 pub use repair::{repair, RepairReport};
 pub use stats::{
-    compaction_stats_table, BlockCounts, BufferStats, DbStats, LatencySummary, LevelStats,
-    WindowStats,
+    compaction_stats_table, BlockCounts, BufferLevelStats, BufferStats, DbStats, LatencySummary,
+    LevelStats, WindowStats,
 };
 pub use verify::{verify, VerifyReport};

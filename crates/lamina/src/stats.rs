@@ -337,6 +337,24 @@ pub(crate) struct EngineStats {
     /// Cached blocks dropped with deleted buffer files (retired or
     /// trimmed): the part of `cache_invalidated_blocks` the buffer caused.
     pub buffer_invalidated_blocks: Counter,
+    /// Per level of the host run (deeper ones share the last slot): point
+    /// lookups that consulted a buffer, and those it answered.
+    pub buffer_level_probes: [Counter; FILTER_STAT_LEVELS],
+    pub buffer_level_gets: [Counter; FILTER_STAT_LEVELS],
+    /// Per level: units' files that joined a buffer live, and as markers
+    /// (the buffer was frozen).
+    pub buffer_level_kept: [Counter; FILTER_STAT_LEVELS],
+    pub buffer_level_marked: [Counter; FILTER_STAT_LEVELS],
+    /// Per level: milliseconds the buffer was frozen (from a frozen unit to
+    /// the next live one), and when the current frozen spell began (unix
+    /// ms + 1; 0 if not frozen).
+    pub buffer_level_frozen_ms: [Counter; FILTER_STAT_LEVELS],
+    pub buffer_level_frozen_since: [AtomicU64; FILTER_STAT_LEVELS],
+    /// Per level: cached blocks dropped with deleted files, of buffer files
+    /// (retired or trimmed; by their host's level) and of run files (merge
+    /// inputs; by their run's level).
+    pub buffer_level_invalidated: [Counter; FILTER_STAT_LEVELS],
+    pub tree_level_invalidated: [Counter; FILTER_STAT_LEVELS],
     /// `Db::get`s the row cache answered, and those it did not.
     pub row_cache_hits: Counter,
     pub row_cache_misses: Counter,
@@ -433,6 +451,46 @@ impl EngineStats {
         &counters[level.min(FILTER_STAT_LEVELS - 1)]
     }
 
+    /// Records that a unit moved into a host of `level` joined its buffer
+    /// as `kept` live files and `marked` markers, at `now_ms`: a unit with
+    /// markers begins (or continues) a frozen spell, one without ends it.
+    pub(crate) fn count_buffer_unit(&self, level: usize, kept: u64, marked: u64, now_ms: u64) {
+        self.at(&self.buffer_level_kept, level).add(kept);
+        self.at(&self.buffer_level_marked, level).add(marked);
+        let since = &self.buffer_level_frozen_since[level.min(FILTER_STAT_LEVELS - 1)];
+        let began = since.load(Ordering::Relaxed);
+        if marked > 0 && began == 0 {
+            since.store(now_ms + 1, Ordering::Relaxed);
+        } else if marked == 0 && began > 0 {
+            since.store(0, Ordering::Relaxed);
+            self.at(&self.buffer_level_frozen_ms, level)
+                .add((now_ms + 1).saturating_sub(began));
+        }
+    }
+
+    /// Fills the counted figures of each level's buffer in `levels` (one
+    /// entry per level of the tree, states already filled), a frozen spell
+    /// still going counted up to `now_ms`.
+    fn fill_buffer_levels(&self, levels: &mut [BufferLevelStats], now_ms: u64) {
+        for s in levels {
+            let get = |a: &[Counter; FILTER_STAT_LEVELS]| self.at(a, s.level).get();
+            s.probes = get(&self.buffer_level_probes);
+            s.gets = get(&self.buffer_level_gets);
+            s.appended_live = get(&self.buffer_level_kept);
+            s.appended_frozen = get(&self.buffer_level_marked);
+            let began = self.buffer_level_frozen_since[s.level.min(FILTER_STAT_LEVELS - 1)]
+                .load(Ordering::Relaxed);
+            s.frozen = began > 0;
+            s.frozen_ms = get(&self.buffer_level_frozen_ms)
+                + match began {
+                    0 => 0,
+                    b => (now_ms + 1).saturating_sub(b),
+                };
+            s.invalidated_blocks = get(&self.buffer_level_invalidated);
+            s.tree_invalidated_blocks = get(&self.tree_level_invalidated);
+        }
+    }
+
     pub(crate) fn fill_measured_level_stats(&self, level: usize, s: &mut LevelStats) {
         let i = level.min(FILTER_STAT_LEVELS - 1);
         let get = |a: &[Counter; FILTER_STAT_LEVELS]| a.get(i).map_or(0, Counter::get);
@@ -483,6 +541,7 @@ impl EngineStats {
         buffer.retired_files = self.buffer_retired_files.get();
         buffer.trimmed_files = self.buffer_trimmed_files.get();
         buffer.invalidated_blocks = self.buffer_invalidated_blocks.get();
+        self.fill_buffer_levels(&mut buffer.levels, crate::clock::now_ms());
         buffer.gets = self.buffer_gets.get();
         buffer.fallbacks = self.buffer_fallbacks.get();
         buffer.scans = self.buffer_scans.get();
@@ -928,6 +987,44 @@ pub struct BufferStats {
     pub cache_hits: u64,
     /// Data-block cache misses of point lookups in buffer files.
     pub cache_misses: u64,
+    /// Per level of the tree (`B_i` of host runs of level `i`; level 0's
+    /// runs have no buffer).
+    #[serde(default)]
+    pub levels: Vec<BufferLevelStats>,
+}
+
+/// One level's compaction buffers (`B_i` and `B'_i`, seed 002).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BufferLevelStats {
+    /// The level (0-based, as everywhere).
+    pub level: usize,
+    /// Live buffer files of the level's hosts, now.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Markers (removed files) of the level's hosts, now.
+    pub markers: u64,
+    /// Buffer tables of the level's hosts, now.
+    pub tables: u64,
+    /// Files of units moved into the level that joined a buffer live.
+    pub appended_live: u64,
+    /// Files of units moved into the level that joined as markers (frozen).
+    pub appended_frozen: u64,
+    /// Whether the last unit moved into the level went in frozen.
+    pub frozen: bool,
+    /// Milliseconds frozen: from a unit that went in frozen to the next
+    /// that went in live (or to now).
+    pub frozen_ms: u64,
+    /// Point lookups that consulted a buffer of the level.
+    pub probes: u64,
+    /// Point lookups a buffer of the level answered.
+    pub gets: u64,
+    /// Cached blocks dropped with the level's deleted buffer files
+    /// (retired or trimmed): invalidations the buffer caused.
+    pub invalidated_blocks: u64,
+    /// Cached blocks dropped with the level's deleted run files (merge
+    /// inputs): invalidations the tree's compactions caused.
+    pub tree_invalidated_blocks: u64,
 }
 
 /// Window queries of a spatial index (seed 000 ch. 4).

@@ -484,6 +484,7 @@ const TAG_BUFFER_MARK: u64 = 9;
 const TAG_BUFFER_REMOVE: u64 = 10;
 const TAG_BUFFER_BASE: u64 = 11;
 const TAG_BUFFER_DROP: u64 = 12;
+const TAG_BUFFER_ROUND: u64 = 14;
 const TAG_FILE_MBR: u64 = 13;
 
 /// The MBR of the file just encoded, as its own tagged record (so manifests
@@ -642,6 +643,11 @@ impl VersionEdit {
                         put_varint(&mut out, v);
                     }
                 }
+                BufferChange::Round { host, bytes } => {
+                    for v in [TAG_BUFFER_ROUND, *host, *bytes] {
+                        put_varint(&mut out, v);
+                    }
+                }
             }
         }
         out
@@ -726,6 +732,10 @@ impl VersionEdit {
                     host: get_varint(&mut src)?,
                     bytes: get_varint(&mut src)?,
                 }),
+                TAG_BUFFER_ROUND => e.buffer.push(BufferChange::Round {
+                    host: get_varint(&mut src)?,
+                    bytes: get_varint(&mut src)?,
+                }),
                 _ => return None,
             }
         }
@@ -797,6 +807,9 @@ impl VersionEdit {
             }
             if let Some(bytes) = b.base {
                 e.buffer.push(BufferChange::Base { host, bytes });
+            }
+            if let Some(bytes) = b.round_base() {
+                e.buffer.push(BufferChange::Round { host, bytes });
             }
         }
         e
@@ -893,6 +906,44 @@ pub(crate) mod tests {
         assert_eq!(d.added_files[0].meta.oldest_tombstone_ms, Some(3));
         assert!(VersionEdit::decode(&[0xff]).is_none());
         assert!(VersionEdit::decode(&[TAG_ADD_FILE as u8, 1]).is_none());
+    }
+
+    /// A round's base (the freeze rule's) survives the manifest: logged
+    /// with the edit and written again by the snapshot that begins a new
+    /// manifest, with the round's bytes in rebuilt from its table.
+    #[test]
+    fn a_buffer_round_base_survives_edits_and_snapshots() {
+        let mut e = edit_with(&[(2, 7, 1)], &[(2, 7, 1, b"a", b"z")]);
+        let kept = meta(3, b"b", b"c");
+        let round_in = kept.size;
+        e.buffer = vec![
+            BufferChange::New {
+                host: 7,
+                complete: true,
+            },
+            BufferChange::Round {
+                host: 7,
+                bytes: 1_000,
+            },
+            BufferChange::Keep {
+                host: 7,
+                source: 5,
+                file: kept,
+            },
+        ];
+        let logged = Version::default()
+            .apply(&VersionEdit::decode(&e.encode()).unwrap())
+            .unwrap();
+        let snap = VersionEdit::decode(&VersionEdit::snapshot_of(&logged).encode()).unwrap();
+        let reopened = Version::default().apply(&snap).unwrap();
+        for v in [&logged, &reopened] {
+            let b = &v.buffers[&7];
+            assert_eq!(b.round_base(), Some(1_000));
+            // The host holds the round's bytes on top of its base: nothing
+            // repeated; at the base alone, all of it.
+            assert_eq!(b.repeated_in_round(1_000 + round_in), Some(0.0));
+            assert_eq!(b.repeated_in_round(1_000), Some(1.0));
+        }
     }
 
     /// Two concurrent compactions: one moves a file from level 1 into

@@ -147,17 +147,37 @@ impl Inner {
         let old = std::mem::replace(&mut st.version, Arc::new(next));
         // A file is obsolete once neither a run nor a buffer holds it.
         let live: HashSet<u64> = st.version.live_files().map(|f| f.id).collect();
-        // Which of them only a buffer held (not computed without buffers).
-        let buffered = !old.buffers.is_empty();
-        let in_old_runs: HashSet<u64> = match buffered {
-            true => old.files().map(|(_, _, f)| f.id).collect(),
-            false => HashSet::new(),
-        };
+        // Where each file the old version held was: a run's level, or the
+        // level of the host whose buffer held it.
+        let mut held: HashMap<u64, Holder> = old
+            .files()
+            .map(|(level, _, f)| {
+                (
+                    f.id,
+                    Holder {
+                        level,
+                        buffer: false,
+                    },
+                )
+            })
+            .collect();
+        for (level, run) in old.runs_newest_first() {
+            for f in old
+                .buffers
+                .get(&run.id)
+                .into_iter()
+                .flat_map(|b| b.live_files())
+            {
+                held.entry(f.id).or_insert(Holder {
+                    level,
+                    buffer: true,
+                });
+            }
+        }
         let mut gone = HashSet::new();
         for f in old.live_files() {
             if !live.contains(&f.id) && gone.insert(f.id) {
-                let from_buffer = buffered && !in_old_runs.contains(&f.id);
-                st.obsolete.push((Arc::clone(f), from_buffer));
+                st.obsolete.push((Arc::clone(f), held.get(&f.id).copied()));
             }
         }
         drop(old);
@@ -169,16 +189,32 @@ impl Inner {
     /// Deletes removed files that no reader pins any more.
     pub(super) fn collect_obsolete(&self, st: &mut State) {
         let mut keep = Vec::new();
-        for (f, from_buffer) in st.obsolete.drain(..) {
+        for (f, holder) in st.obsolete.drain(..) {
             if Arc::strong_count(&f) == 1 {
                 let _ = self.vfs.remove(&self.loader.path(f.id));
                 let blocks = self.loader.evict(f.id);
                 self.io.cache_invalidated_blocks.add(blocks);
-                if from_buffer {
-                    self.stats.buffer_invalidated_blocks.add(blocks);
+                match holder {
+                    Some(Holder {
+                        level,
+                        buffer: true,
+                    }) => {
+                        self.stats.buffer_invalidated_blocks.add(blocks);
+                        self.stats
+                            .at(&self.stats.buffer_level_invalidated, level)
+                            .add(blocks);
+                    }
+                    Some(Holder {
+                        level,
+                        buffer: false,
+                    }) => self
+                        .stats
+                        .at(&self.stats.tree_level_invalidated, level)
+                        .add(blocks),
+                    None => {}
                 }
             } else {
-                keep.push((f, from_buffer));
+                keep.push((f, holder));
             }
         }
         st.obsolete = keep;
@@ -206,7 +242,7 @@ impl Inner {
             .filter(|a| !live.contains(&a.meta.id))
         {
             unused.push(a.meta.id);
-            st.obsolete.push((Arc::new(a.meta.clone_meta()), false));
+            st.obsolete.push((Arc::new(a.meta.clone_meta()), None));
         }
         self.info_log.log(
             "conflict",
@@ -394,15 +430,17 @@ impl Inner {
             .iter()
             .map(|a| a.meta.tombstones)
             .sum();
-        let (kept, retired) = outcome
-            .edit
-            .buffer
-            .iter()
-            .fold((0, 0), |(k, r), c| match c {
-                BufferChange::Keep { .. } => (k + 1, r),
-                BufferChange::Remove { .. } => (k, r + 1),
-                _ => (k, r),
-            });
+        let (kept, marked, retired) =
+            outcome
+                .edit
+                .buffer
+                .iter()
+                .fold((0, 0, 0), |(k, m, r), c| match c {
+                    BufferChange::Keep { .. } => (k + 1, m, r),
+                    BufferChange::Mark { .. } => (k, m + 1, r),
+                    BufferChange::Remove { .. } => (k, m, r + 1),
+                    _ => (k, m, r),
+                });
         if self.opts.compaction_warm_up {
             self.warm_up(version, &outcome.edit)?;
         }
@@ -419,6 +457,10 @@ impl Inner {
         self.log_and_apply(&mut st, edit, None)?;
         self.stats.buffer_appended_files.add(kept);
         self.stats.buffer_retired_files.add(retired);
+        if task.buffer.is_some() {
+            self.stats
+                .count_buffer_unit(task.output_level, kept, marked, now_ms());
+        }
         self.stats.merge_moved_files.add(outcome.moved_files);
         self.stats.merge_moved_bytes.add(outcome.moved_bytes);
         let level = task.output_level;
@@ -636,20 +678,41 @@ impl Inner {
         Ok(())
     }
 
-    /// The state of the compaction buffers of `version`.
+    /// The state of the compaction buffers of `version`, in total and per
+    /// level of the tree (counted figures are filled by the snapshot).
     fn buffer_stats(&self, version: &Version) -> BufferStats {
         let mut s = BufferStats {
             bytes: version.buffer_bytes(),
+            levels: (0..version.levels.len())
+                .map(|level| BufferLevelStats {
+                    level,
+                    ..BufferLevelStats::default()
+                })
+                .collect(),
             ..BufferStats::default()
         };
-        for b in version.buffers.values() {
-            s.tables += b.tables().len() as u64;
-            s.markers += b.removed_count() as u64;
+        for (level, run) in version.runs_newest_first() {
+            let Some(b) = version.buffers.get(&run.id) else {
+                continue;
+            };
+            let tables = b.tables().len() as u64;
+            let markers = b.removed_count() as u64;
+            s.tables += tables;
+            s.markers += markers;
+            let mut at = BufferLevelStats::default();
             for f in b.live_files() {
-                s.files += 1;
+                at.files += 1;
+                at.bytes += f.size;
                 if let Some(cache) = &self.loader.cache {
                     s.cached_blocks += cache.cached_blocks(f.id);
                 }
+            }
+            s.files += at.files;
+            if let Some(l) = s.levels.get_mut(level) {
+                l.files += at.files;
+                l.bytes += at.bytes;
+                l.tables += tables;
+                l.markers += markers;
             }
         }
         s

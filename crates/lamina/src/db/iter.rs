@@ -84,27 +84,51 @@ impl Inner {
         }
         let now = now_ms();
         for (level, run) in sv.version.runs_newest_first() {
-            if let Some(f) = run.file_for(key) {
-                f.touch(now);
-                let table = self.loader.table(f)?;
-                tomb = tomb.max(table.range_del_seq(key, seq));
-                // The host's index and filter gate its buffer (Alg. 3).
-                if let Some(buffer) = sv.version.buffers.get(&run.id) {
-                    if table.may_contain(key)? {
-                        if let Some(found) = self.buffer_get(buffer, key, seq, &mut tomb)? {
-                            return Ok(decide(tomb, found));
-                        }
+            let buffer = sv.version.buffers.get(&run.id);
+            let Some(f) = run.file_for(key) else {
+                // Seed 002 §5: `C'_i ∪ B_{i+1}^0` is one unit, so where the
+                // draining run no longer covers the key, the file drained
+                // into the level below (its filter; a marker by its range)
+                // gates the run's buffer `B'_i`.
+                let Some(buffer) = buffer else { continue };
+                let below = sv.version.levels.get(level + 1).into_iter();
+                let hosts = below.flat_map(|l| &l.runs);
+                let buffers = hosts.filter_map(|r| sv.version.buffers.get(&r.id));
+                let gate = match buffer::drained_slot(buffers, run.id, key) {
+                    None => false,
+                    Some(Slot::Removed(_)) => true,
+                    Some(Slot::Live(d)) => {
+                        let table = self.loader.table(d)?;
+                        tomb = tomb.max(table.range_del_seq(key, seq));
+                        table.may_contain(key)?
+                    }
+                };
+                if gate {
+                    if let Some(found) = self.buffer_get(level, buffer, key, seq, &mut tomb)? {
+                        return Ok(decide(tomb, found));
                     }
                 }
-                let (hits, misses) = thread_data_cache();
-                let (found, filter) = table.get_with_filter_outcome(key, seq)?;
-                let (hits_after, misses_after) = thread_data_cache();
-                self.stats.count_filter(level, filter);
-                self.stats
-                    .count_level_cache(level, hits_after - hits, misses_after - misses);
-                if let Some(found) = found {
-                    return Ok(decide(tomb, found));
+                continue;
+            };
+            f.touch(now);
+            let table = self.loader.table(f)?;
+            tomb = tomb.max(table.range_del_seq(key, seq));
+            // The host's index and filter gate its buffer (Alg. 3).
+            if let Some(buffer) = buffer {
+                if table.may_contain(key)? {
+                    if let Some(found) = self.buffer_get(level, buffer, key, seq, &mut tomb)? {
+                        return Ok(decide(tomb, found));
+                    }
                 }
+            }
+            let (hits, misses) = thread_data_cache();
+            let (found, filter) = table.get_with_filter_outcome(key, seq)?;
+            let (hits_after, misses_after) = thread_data_cache();
+            self.stats.count_filter(level, filter);
+            self.stats
+                .count_level_cache(level, hits_after - hits, misses_after - misses);
+            if let Some(found) = found {
+                return Ok(decide(tomb, found));
             }
         }
         Ok(None)
@@ -114,14 +138,16 @@ impl Inner {
     /// a live file holding `key` answers; the first removed file covering
     /// it sends the lookup back to the host (`None`), as does a buffer that
     /// does not hold the key. Range tombstones of the files asked raise
-    /// `tomb`.
+    /// `tomb`. `level` is the host's (counted per level).
     fn buffer_get(
         &self,
+        level: usize,
         buffer: &Buffer<Arc<FileMeta>>,
         key: &[u8],
         seq: u64,
         tomb: &mut u64,
     ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
+        self.stats.at(&self.stats.buffer_level_probes, level).inc();
         for table in buffer.tables() {
             match table.slot_for(key) {
                 None => continue,
@@ -139,6 +165,7 @@ impl Inner {
                     self.stats.buffer_cache_misses.add(misses_after - misses);
                     if let Some(found) = found {
                         self.stats.buffer_gets.inc();
+                        self.stats.at(&self.stats.buffer_level_gets, level).inc();
                         return Ok(Some(found));
                     }
                 }

@@ -8,7 +8,7 @@
 //! for memtable switches) is taken before `state`. Readers take neither: they
 //! clone the current [`SuperVersion`] under a short read lock.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,7 +21,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{decode_entries, encode_header, BatchOp, WriteBatch};
 use crate::clock::now_ms;
-use crate::compaction::buffer::{Buffer, BufferChange, Slot, TrimRule};
+use crate::compaction::buffer::{self, Buffer, BufferChange, Slot, TrimRule};
 use crate::compaction::partition::KeyImage;
 use crate::compaction::{
     execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
@@ -43,7 +43,8 @@ use crate::spatial::Rect;
 use crate::sst::cache::BlockCache;
 use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
 use crate::stats::{
-    thread_cpu_time, BufferStats, DbStats, EngineStats, IoStats, Op, TreeState, SUB_MERGE_BUCKETS,
+    thread_cpu_time, BufferLevelStats, BufferStats, DbStats, EngineStats, IoStats, Op, TreeState,
+    SUB_MERGE_BUCKETS,
 };
 use crate::tables::{RunIterator, TableCache};
 use crate::version::{FileMeta, Version, VersionEdit};
@@ -70,6 +71,16 @@ struct SuperVersion {
     version: Arc<Version>,
 }
 
+/// Where an obsolete file was last held, to count the cached blocks its
+/// deletion drops as the buffer's or the tree's (seed 002).
+#[derive(Debug, Clone, Copy)]
+struct Holder {
+    /// The level of its run, or of its buffer's host run.
+    level: usize,
+    /// A compaction buffer held it (not a run).
+    buffer: bool,
+}
+
 struct State {
     manifest: Manifest,
     counters: Counters,
@@ -80,8 +91,8 @@ struct State {
     /// Files owned by running compactions.
     busy: HashSet<u64>,
     /// Files removed from the tree, deleted once no reader pins them, each
-    /// with whether a compaction buffer held it last (not a run).
-    obsolete: Vec<(Arc<FileMeta>, bool)>,
+    /// with where it was last held (none for outputs no version held).
+    obsolete: Vec<(Arc<FileMeta>, Option<Holder>)>,
     /// A manual compaction is waiting or running; background picking pauses.
     manual: bool,
     compactions_running: usize,

@@ -365,3 +365,97 @@ fn sample_stats_opens_no_table() {
         );
     }
 }
+
+/// Seed 002 §5's four-component lookup against an oracle: a `BTreeMap` of
+/// what the database holds answers every get, and for keys it does not
+/// hold (so no component answers and the lookup passes every level) the
+/// buffers consulted are exactly those the paper's gates open, counted
+/// from the version by a direct scan: `B_i` (and `B'_i`) when the run's own
+/// file covers the key, and `B'_i` of a draining run `C'_i` when a file
+/// drained from it into the level below (`B_{i+1}^0`, the newest table of
+/// a host there whose source is `C'_i`) covers it. No filters, so a
+/// file's range is its gate; no trim passes, so the version holds still.
+#[test]
+fn lsbm_lookups_consult_b_prime_through_the_drained_unit() {
+    let fs = MemFs::new();
+    let db = Db::open(
+        "/db",
+        Options {
+            compaction: "lsbm:T=3,l0=1,file=1024,trim=600000,freeze=2"
+                .parse()
+                .unwrap(),
+            bloom_bits_per_key: 0.0,
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    let mut model = Model::new();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let key = |k: u32| format!("k{k:05}").into_bytes();
+    let mut unit_gated = 0;
+    for _ in 0..12 {
+        for _ in 0..400 {
+            let k = 2 * rand::Rng::gen_range(&mut rng, 0..1_500u32);
+            let v = format!("v{}", rand::Rng::gen::<u32>(&mut rng)).into_bytes();
+            db.put(&key(k), &v).unwrap();
+            model.insert(key(k), v);
+        }
+        db.wait_for_compactions().unwrap();
+        let sv = Arc::clone(&db.inner.sv.read());
+        let v = &sv.version;
+        let covers = |lo: &[u8], hi: &[u8], k: &[u8]| lo <= k && k <= hi;
+        // The paper's gates, by scan: per run with a buffer, open or not.
+        let gates = |k: &[u8]| -> (u64, u64) {
+            let (mut open, mut through_unit) = (0, 0);
+            for (level, run) in v.runs_newest_first() {
+                if !v.buffers.contains_key(&run.id) {
+                    continue;
+                }
+                if run.files.iter().any(|f| covers(&f.smallest, &f.largest, k)) {
+                    open += 1;
+                    continue;
+                }
+                let drained = v.levels.get(level + 1).is_some_and(|l| {
+                    l.runs.iter().any(|host| {
+                        v.buffers.get(&host.id).is_some_and(|b| {
+                            b.tables()
+                                .iter()
+                                .take_while(|t| t.source == run.id)
+                                .flat_map(|t| t.slots())
+                                .any(|s| covers(s.smallest(), s.largest(), k))
+                        })
+                    })
+                });
+                if drained {
+                    open += 1;
+                    through_unit += 1;
+                }
+            }
+            (open, through_unit)
+        };
+        for k in 0..3_000u32 {
+            let k = key(k);
+            let probes = || {
+                let p = &db.inner.stats.buffer_level_probes;
+                p.iter().map(crate::stats::Counter::get).sum::<u64>()
+            };
+            let before = probes();
+            assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned());
+            if !model.contains_key(&k) {
+                let (open, through_unit) = gates(&k);
+                assert_eq!(
+                    probes() - before,
+                    open,
+                    "key {:?}",
+                    String::from_utf8_lossy(&k)
+                );
+                unit_gated += through_unit;
+            }
+        }
+    }
+    assert!(
+        unit_gated > 0,
+        "no lookup reached B'_i through the drained unit"
+    );
+    db.close().unwrap();
+}
