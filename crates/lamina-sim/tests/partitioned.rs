@@ -2,7 +2,7 @@
 //! the same policy, fed the same flush sizes, takes the same merges and
 //! writes the same bytes; file counts and sub-merges of Size and
 //! Global-Range agree within 30% (the model spreads keys evenly and sizes
-//! ranges exactly; the engine estimates them with per-table StreamHists:
+//! ranges exactly; the engine estimates them from the inputs' StreamHists merged into one:
 //! 64 flushes of 64 random keys gave Global 191 sub-merges and 319 files
 //! against the model's 192 and 256), and sequential keys only move files
 //! in both.
