@@ -10,6 +10,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use rocksdb::statistics::Ticker;
 use rocksdb::{
     BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, ReadOptions, WriteOptions, DB,
 };
@@ -29,6 +30,9 @@ const MAX_MEMTABLE_BLOOM_RATIO: f64 = 0.25;
 /// A RocksDB database in `--db`.
 pub struct RocksStore {
     db: DB,
+    /// The options the database runs with; their statistics object counts
+    /// RocksDB's own compaction and flush bytes.
+    opts: rocksdb::Options,
     write: WriteOptions,
     read: ReadOptions,
     /// `ReadOptions::verify_checksums` of every read.
@@ -41,6 +45,9 @@ pub fn configure(s: &PeerSettings) -> (rocksdb::Options, WriteOptions, OptionMap
     let mut m = OptionMap::default();
     let mut o = rocksdb::Options::default();
     o.create_if_missing(true);
+    // Tickers for the compaction bytes `lamina bench` reports
+    // (`RocksStore::counters`).
+    o.enable_statistics();
 
     o.set_write_buffer_size(s.write_buffer_size);
     m.row(
@@ -272,6 +279,53 @@ fn as_c_int(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
+/// A peer's own write counts under the keys of lamina's stats JSON
+/// (`DbStats`), and write amplification as lamina defines it: bytes
+/// written by flushes and compactions over bytes flushed.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PeerCounters {
+    /// User bytes written (keys and values).
+    pub bytes_ingested: u64,
+    /// Bytes of the tables flushes wrote.
+    pub flush_bytes_written: u64,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: u64,
+    /// Bytes compactions wrote.
+    pub compaction_bytes_written: u64,
+    /// `(flush + compaction bytes written) / flush bytes written`.
+    pub write_amplification: f64,
+}
+
+impl PeerCounters {
+    /// The counters, with their write amplification.
+    pub fn new(ingested: u64, flushed: u64, read: u64, written: u64) -> Self {
+        PeerCounters {
+            bytes_ingested: ingested,
+            flush_bytes_written: flushed,
+            compaction_bytes_read: read,
+            compaction_bytes_written: written,
+            write_amplification: if flushed == 0 {
+                0.0
+            } else {
+                (flushed + written) as f64 / flushed as f64
+            },
+        }
+    }
+
+    /// One line for the `stats` benchmark, in the terms of lamina's.
+    pub fn line(&self) -> String {
+        let mb = |b: u64| b as f64 / 1e6;
+        format!(
+            "ingested {:.1} MB  flushed {:.1} MB  compactions read {:.1} MB written {:.1} MB  write amp {:.2}",
+            mb(self.bytes_ingested),
+            mb(self.flush_bytes_written),
+            mb(self.compaction_bytes_read),
+            mb(self.compaction_bytes_written),
+            self.write_amplification
+        )
+    }
+}
+
 impl RocksStore {
     /// Opens (or creates) the database in `dir` with `s`'s settings and
     /// returns it with the option mapping.
@@ -281,6 +335,7 @@ impl RocksStore {
             .with_context(|| format!("opening RocksDB in {}", dir.display()))?;
         let store = RocksStore {
             db,
+            opts,
             write,
             read: read_options(s.verify_checksums),
             verify_checksums: s.verify_checksums,
@@ -288,13 +343,35 @@ impl RocksStore {
         Ok((store, map))
     }
 
-    /// RocksDB's statistics (the `rocksdb.stats` property).
+    /// RocksDB's own byte counts (its statistics' tickers
+    /// `rocksdb.bytes.written`, `rocksdb.flush.write.bytes`,
+    /// `rocksdb.compact.read.bytes`, `rocksdb.compact.write.bytes`) under
+    /// the keys of lamina's stats JSON.
+    pub fn counters(&self) -> PeerCounters {
+        let tick = |t| self.opts.get_ticker_count(t);
+        PeerCounters::new(
+            tick(Ticker::BytesWritten),
+            tick(Ticker::FlushWriteBytes),
+            tick(Ticker::CompactReadBytes),
+            tick(Ticker::CompactWriteBytes),
+        )
+    }
+
+    /// [`RocksStore::counters`] as the JSON `--stats-json` writes: RocksDB's
+    /// own compaction and flush bytes under lamina's keys.
+    pub fn stats_json(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::to_value(self.counters())?)
+    }
+
+    /// RocksDB's statistics (the `rocksdb.stats` property), after the line
+    /// of its compaction bytes in lamina's terms.
     pub fn stats_text(&self) -> String {
-        match self.db.property_value("rocksdb.stats") {
+        let stats = match self.db.property_value("rocksdb.stats") {
             Ok(Some(s)) => s,
             Ok(None) => "(no rocksdb.stats)".into(),
             Err(e) => format!("(rocksdb.stats: {e})"),
-        }
+        };
+        format!("{}\n{stats}", self.counters().line())
     }
 
     /// Flushes the WAL to disk and closes the database.
@@ -389,6 +466,15 @@ mod tests {
             PeerSettings::from_args(&crate::peer::args(&["--write_buffer_size=4096"])).unwrap();
         let (store, _) = RocksStore::open(dir.path(), &args).unwrap();
         check_store_against_a_model(&store);
+        // RocksDB's own tickers: what the model wrote came in, was flushed
+        // and (with 4 KiB buffers) compacted.
+        let c = store.counters();
+        assert!(c.bytes_ingested > 0 && c.flush_bytes_written > 0, "{c:?}");
+        assert!(
+            c.compaction_bytes_read > 0 && c.compaction_bytes_written > 0,
+            "{c:?}"
+        );
+        assert!(c.write_amplification > 1.0, "{c:?}");
         store.close().unwrap();
     }
 
