@@ -218,7 +218,7 @@ fn mixedhot_writes_a_per_second_series() {
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
-        Some("second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s,cache_lookups")
+        Some("second,read_qps,write_qps,hit_ratio,row_cache_hit_ratio,cache_bytes,db_bytes,buffer_bytes,compactions,compaction_bytes_written,cache_invalidated_blocks,interval_s,cache_lookups,buffer_levels")
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     // One line per second; a sampler held up past a second skips it.
@@ -226,7 +226,13 @@ fn mixedhot_writes_a_per_second_series() {
     let mut writes = 0.0;
     let mut last_second = 0;
     for r in &rows {
-        assert_eq!(r.len(), 13, "{text}");
+        assert_eq!(r.len(), 14, "{text}");
+        // Per level below 0: ten numbers `level:files:bytes:...`.
+        for level in r[13].split(';').filter(|l| !l.is_empty()) {
+            let fields: Vec<&str> = level.split(':').collect();
+            assert_eq!(fields.len(), 10, "{text}");
+            assert!(fields.iter().all(|f| f.parse::<u64>().is_ok()), "{text}");
+        }
         let second: u64 = r[0].parse().unwrap();
         assert!(second > last_second && second <= 3, "{text}");
         last_second = second;
