@@ -3,8 +3,9 @@
 # counts, and prints the ratio of the times: a simulation linear in its
 # flushes takes about N2/N1 times as long (a little more as the tree
 # deepens); a policy or setting far above that does superlinear work, in
-# the simulator or in the modelled system (docs/compaction.md, "A ninth
-# round"). Work is counted by tests/linear.rs; this finds what to count.
+# the simulator or in the modelled system (docs/simulator.md; the rounds in
+# docs/notes/2026-11-simulator-speed-rounds.md). Work is counted by
+# tests/linear.rs; this finds what to count.
 #
 #   scripts/sim-scaling.sh LAMINA [N1 N2]
 #

@@ -352,7 +352,7 @@ fn tiered_agrees_with_uneven_flushes() {
 /// real keys, which the model only approximates with synthetic ranges, so
 /// the two are compared on totals, not merge by merge; the engine's picks
 /// meet fewer next-level files, so its WA comes out lower (measured 17.60
-/// against 19.20, docs/compaction.md). Ignored in CI: about a minute in a
+/// against 19.20, docs/simulator.md). Ignored in CI: about a minute in a
 /// release build, several in the test profile; run it with `--ignored`.
 #[test]
 #[ignore = "about a minute in release: run with --release --ignored"]
