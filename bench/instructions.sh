@@ -2,7 +2,7 @@
 # Instructions per operation of `lamina bench`'s read benchmarks, for lamina
 # and the peers built into the same binary, counted by callgrind: a measure
 # the machine's load does not change (perf's hardware counters are not
-# available on this virtual machine). See bench/README.md ("The read path").
+# available on this virtual machine). See bench/read-path.md.
 #
 # For each engine, one database of NUM keys is made at native speed
 # (`--benchmarks fillrandom`, then `readrandom` in a second process, the

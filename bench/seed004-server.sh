@@ -2,7 +2,7 @@
 # The CS265 server against seed 004's C++ server (Ian Kelk's CS265 LSM tree)
 # on one workload, each engine alone, alternating for ROUNDS rounds; every
 # get reply checked against a replay of the workload (bench/cs265_oracle.py).
-# See bench/README.md, "lamina against the seed-004 server".
+# See bench/servers.md, "lamina against the seed-004 server".
 #
 #   SEED004_SRC=DIR bench/seed004-server.sh     # DIR: a checkout of iankelk/lsm-tree
 #
