@@ -40,6 +40,7 @@ pub mod lines;
 pub mod log_limit;
 pub mod metrics;
 pub mod parse;
+pub mod protocol;
 pub mod request_budget;
 pub mod resp;
 pub mod server;

@@ -67,7 +67,8 @@ use lamina::{Db, WriteBatch};
 use crate::exec::STREAM_CHUNK;
 use crate::glob::{Glob, OutOfBudget};
 use crate::lines::{LineReader, READ_CHUNK};
-use crate::metrics::{Protocol, ServerCounters};
+use crate::metrics::ServerCounters;
+use crate::protocol::{Protocol, RESP_COMMANDS};
 use crate::request_budget::Share;
 use crate::sniff::is_http;
 use crate::stream::{close_after, refuse_http, ConnectionConfig, ReadClock, Reading};
@@ -640,7 +641,7 @@ fn run(state: &RespState, cmd: &str, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::
         }
         ("command", 0) => array(out, 0),
         ("command", _) => match lower(a[0]).as_str() {
-            "count" => integer(out, COMMANDS.len() as i64),
+            "count" => integer(out, RESP_COMMANDS.len() as i64),
             _ => array(out, 0),
         },
         ("config", n) if n >= 2 && lower(a[0]) == "get" => {
@@ -666,7 +667,7 @@ fn run(state: &RespState, cmd: &str, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::
             _ => simple(out, "OK"),
         },
         ("hello", _) => error(out, "NOPROTO sorry, this protocol version is not supported"),
-        (c, _) if COMMANDS.contains(&c) => arity(out, c),
+        (c, _) if RESP_COMMANDS.contains(&c) => arity(out, c),
         (c, _) => {
             let mut msg = format!("ERR unknown command '{c}', with args beginning with:");
             for arg in a.iter().take(8) {
@@ -677,12 +678,6 @@ fn run(state: &RespState, cmd: &str, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::
     }
     Ok(After::Continue)
 }
-
-/// Every command served (for arity errors, `COMMAND COUNT` and metrics).
-pub(crate) const COMMANDS: &[&str] = &[
-    "ping", "echo", "quit", "get", "set", "del", "unlink", "exists", "mget", "mset", "scan",
-    "dbsize", "flushall", "flushdb", "select", "info", "command", "config", "client", "hello",
-];
 
 fn set(state: &RespState, a: &[&[u8]], out: &mut Vec<u8>) -> lamina::Result<()> {
     let (key, value) = (a[0], a[1]);
