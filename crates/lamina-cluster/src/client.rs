@@ -51,6 +51,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lamina_server::dsl_key::{decode_i32, encode_i32};
 use lamina_server::parse::{parse_line, Command};
 use openraft::error::{CheckIsLeaderError, ClientWriteError, ForwardToLeader, RaftError};
 use openraft::ChangeMembers;
@@ -77,18 +78,6 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a member waits for another to answer a forwarded request (the
 /// other's own [`REQUEST_TIMEOUT`] plus the trip).
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(11);
-
-/// The DSL's key encoding (as `lamina-server`): big-endian `i32` with the
-/// sign bit flipped, so byte order is numeric order.
-pub fn encode_i32(v: i32) -> [u8; 4] {
-    ((v as u32) ^ 0x8000_0000).to_be_bytes()
-}
-
-/// Inverse of [`encode_i32`].
-pub fn decode_i32(b: &[u8]) -> Option<i32> {
-    let arr: [u8; 4] = b.try_into().ok()?;
-    Some((u32::from_be_bytes(arr) ^ 0x8000_0000) as i32)
-}
 
 fn push_datum(out: &mut String, b: &[u8]) {
     match decode_i32(b) {
@@ -1025,21 +1014,5 @@ pub(crate) async fn propose(raft: &Raft, req: Request) -> String {
         Ok(Ok(_)) => "OK\n".to_string(),
         Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => not_leader(&f),
         Ok(Err(e)) => format!("ERROR raft: {e}\n"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn i32_keys_keep_numeric_order() {
-        let vals = [i32::MIN, -5, -1, 0, 1, 7, i32::MAX];
-        for w in vals.windows(2) {
-            assert!(encode_i32(w[0]) < encode_i32(w[1]));
-        }
-        for v in vals {
-            assert_eq!(decode_i32(&encode_i32(v)), Some(v));
-        }
     }
 }

@@ -339,12 +339,12 @@ async fn wait_applied(node: &ClusterNode, index: u64) {
 }
 
 fn local_contents(node: &ClusterNode) -> Model {
-    let lo = lamina_cluster::client::encode_i32(i32::MIN);
-    let hi = lamina_cluster::client::encode_i32(i32::MAX);
+    let lo = lamina_server::dsl_key::encode_i32(i32::MIN);
+    let hi = lamina_server::dsl_key::encode_i32(i32::MAX);
     let mut m = Model::new();
     for (k, v) in node.state_machine().range(&lo, &hi).unwrap() {
-        let k = lamina_cluster::client::decode_i32(&k).unwrap();
-        let v = lamina_cluster::client::decode_i32(&v).unwrap();
+        let k = lamina_server::dsl_key::decode_i32(&k).unwrap();
+        let v = lamina_server::dsl_key::decode_i32(&v).unwrap();
         m.insert(k, v);
     }
     m
@@ -677,16 +677,16 @@ async fn shard_leader(cl: &Cluster, shard: u64) -> NodeId {
 
 /// A shard's contents in `node`'s state machine.
 fn shard_contents(node: &ClusterNode, shard: u64) -> Model {
-    let lo = lamina_cluster::client::encode_i32(i32::MIN);
-    let hi = lamina_cluster::client::encode_i32(i32::MAX);
+    let lo = lamina_server::dsl_key::encode_i32(i32::MIN);
+    let hi = lamina_server::dsl_key::encode_i32(i32::MAX);
     let g = node.group(shard).unwrap();
     g.sm.range(&lo, &hi)
         .unwrap()
         .into_iter()
         .map(|(k, v)| {
             (
-                lamina_cluster::client::decode_i32(&k).unwrap(),
-                lamina_cluster::client::decode_i32(&v).unwrap(),
+                lamina_server::dsl_key::decode_i32(&k).unwrap(),
+                lamina_server::dsl_key::decode_i32(&v).unwrap(),
             )
         })
         .collect()
@@ -1028,7 +1028,7 @@ async fn a_member_whose_raft_core_died_refuses_requests() {
                 from: leader,
                 request: lamina_cluster::Request {
                     ops: vec![lamina_cluster::Op::Delete {
-                        key: lamina_cluster::client::encode_i32(1).to_vec(),
+                        key: lamina_server::dsl_key::encode_i32(1).to_vec(),
                     }],
                 },
             };
