@@ -34,6 +34,7 @@ pub mod client;
 pub mod config;
 mod error;
 pub mod faults;
+pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod linearizability;
