@@ -43,9 +43,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::auth::{self, Secret, HANDSHAKE_TIMEOUT};
-use crate::client::{leader_line, propose, read_local, Group, Read, ReadReply};
 use crate::frame::{read_frame, read_frame_body, read_frame_len, write_frame};
-use crate::types::{LaminaNode, LogId, NodeId, Request, ShardId, TypeConfig};
+use crate::group::{leader_line, propose, read_local, Group, Read, ReadReply};
+use crate::types::{LaminaNode, LogId, NodeId, Request, ShardId, TypeConfig, MAX_INDEX, MAX_TERM};
 
 /// What travels in a request frame: an RPC and the shard it is for.
 #[derive(Debug, Serialize, Deserialize)]
@@ -416,15 +416,6 @@ async fn serve_rpc(g: &Group, rpc: RpcRequest) -> RpcReply {
     }
 }
 
-/// Highest term a vote or log id may carry: no election ever reaches it
-/// (a term a second for 146 billion years), and openraft's `term + 1`
-/// stays far from overflowing.
-pub const MAX_TERM: u64 = 1 << 62;
-/// Highest log index an RPC may name, for the same reason (a million
-/// entries a second for 146,000 years). Not bounded by the member's own
-/// log: a new learner, at index 0, rightly gets a snapshot of a group
-/// billions of entries long.
-pub const MAX_INDEX: u64 = 1 << 62;
 /// How far above this member's own term (its vote's) an RPC's term may
 /// be: terms grow by one an election, so no honest member is 2^32
 /// elections ahead.

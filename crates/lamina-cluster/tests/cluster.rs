@@ -824,7 +824,7 @@ async fn two_shards_route_split_ranges_and_match_a_model() {
                 RpcRequest::Leader { from: 2 },
                 RpcRequest::Read {
                     from: 2,
-                    read: lamina_cluster::client::Read::Get(5),
+                    read: lamina_cluster::group::Read::Get(5),
                     follower: true,
                 },
             ] {
@@ -1011,7 +1011,7 @@ async fn a_member_whose_raft_core_died_refuses_requests() {
             let mut s = cl.raft_conn(dead).await;
             let rpc = RpcRequest::Read {
                 from: leader,
-                read: lamina_cluster::client::Read::Range(0, 100),
+                read: lamina_cluster::group::Read::Range(0, 100),
                 follower: true,
             };
             write_frame(&mut s, &Envelope { shard: 0, rpc })
