@@ -21,7 +21,6 @@ mod repair;
 mod serve;
 mod sim;
 mod spatial;
-mod spatial_bench;
 mod verify;
 
 use clap::{Command as ClapCommand, CommandFactory, FromArgMatches, Parser, Subcommand};
