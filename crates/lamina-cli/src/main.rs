@@ -11,24 +11,16 @@ mod dbdir;
 mod engine_opts;
 mod exec;
 mod experiment;
-#[cfg(feature = "peer-fjall")]
-mod fjall_peer;
 mod gen;
 mod inspect;
 mod kv;
-#[cfg(feature = "peer-leveldb")]
-mod leveldb_peer;
 mod mixedhot;
 mod pace;
-mod peer;
 mod progress;
 mod repair;
-#[cfg(feature = "peer-rocksdb")]
-mod rocksdb_peer;
 mod serve;
 mod sim;
 mod spatial;
-mod spatial_bench;
 mod verify;
 
 use clap::{Command as ClapCommand, CommandFactory, FromArgMatches, Parser, Subcommand};

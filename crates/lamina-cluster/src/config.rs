@@ -253,11 +253,11 @@ impl ClusterConfig {
         let t = &self.raft;
         // A chunk's JSON frame (up to 4 bytes per byte) must fit a frame.
         if t.snapshot_chunk_bytes == 0
-            || t.snapshot_chunk_bytes > (crate::network::MAX_FRAME as u64 - 4096) / 4
+            || t.snapshot_chunk_bytes > (crate::frame::MAX_FRAME as u64 - 4096) / 4
         {
             return Err(ClusterError::Config(format!(
                 "snapshot_chunk_bytes must be in 1..={}",
-                (crate::network::MAX_FRAME as u64 - 4096) / 4
+                (crate::frame::MAX_FRAME as u64 - 4096) / 4
             )));
         }
         if t.heartbeat_ms == 0

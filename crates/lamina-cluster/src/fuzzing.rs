@@ -6,7 +6,8 @@
 //! crate's API.
 
 use crate::auth::{self, Secret};
-use crate::network::{read_frame, write_frame, Envelope, RpcRequest};
+use crate::frame::{read_frame, write_frame};
+use crate::network::{Envelope, RpcRequest};
 
 /// Runs both sides of the handshake ([`crate::auth`]) against `data` as
 /// what the other side sent: the server's side as if `data` came from a

@@ -23,10 +23,12 @@
 //! `shard-S/` (without them, directly in its directory, as before
 //! sharding existed).
 //!
-//! [`node::ClusterNode`] runs one member: its groups, the Raft RPC
-//! listener shared by them ([`network`]; each frame names its shard), the
-//! client listener speaking the CS265 DSL ([`client`]), which routes each
-//! key to its shard and runs membership changes.
+//! [`node::ClusterNode`] runs one member: its groups ([`group`]: proposing
+//! writes, local reads, the leader line), the Raft RPC listener shared by
+//! them ([`network`], over the length-prefixed frames of [`frame`]; each
+//! frame names its shard), the client listener speaking the CS265 DSL
+//! ([`client`], with the DSL's key codec `lamina_server::dsl_key`), which
+//! routes each key to its shard and runs membership changes.
 //! `docs/cluster.md` says what is guaranteed and what is not yet done.
 
 pub mod auth;
@@ -34,8 +36,10 @@ pub mod client;
 pub mod config;
 mod error;
 pub mod faults;
+pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod group;
 pub mod linearizability;
 pub mod network;
 pub mod node;

@@ -4,8 +4,8 @@
 //! With a secret in the cluster file, every connection starts with the
 //! handshake of [`crate::auth`] (the server decodes no frame before it
 //! succeeds); without one, frames start at once. A frame is a big-endian
-//! `u32` length then that many bytes of JSON; a length over
-//! [`MAX_FRAME`] closes the connection, and so does a body that does not
+//! `u32` length then that many bytes of JSON ([`crate::frame`]); a length over
+//! [`crate::frame::MAX_FRAME`] closes the connection, and so does a body that does not
 //! arrive whole within [`PortLimits::request_timeout`] of its length (its
 //! buffer grows as bytes arrive, so a length alone costs nothing). Each
 //! request is an [`Envelope`] naming the shard whose Raft group it is for;
@@ -35,9 +35,7 @@ use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
@@ -45,12 +43,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::auth::{self, Secret, HANDSHAKE_TIMEOUT};
-use crate::client::{leader_line, propose, read_local, Group, Read, ReadReply};
-use crate::types::{LaminaNode, LogId, NodeId, Request, ShardId, TypeConfig};
-
-/// Largest frame accepted or sent (snapshot chunks are configured well
-/// below it; JSON spends up to 4 bytes per byte of a chunk).
-pub const MAX_FRAME: usize = 32 << 20;
+use crate::frame::{read_frame, read_frame_body, read_frame_len, write_frame};
+use crate::group::{leader_line, propose, read_local, Group, Read, ReadReply};
+use crate::types::{LaminaNode, LogId, NodeId, Request, ShardId, TypeConfig, MAX_INDEX, MAX_TERM};
 
 /// What travels in a request frame: an RPC and the shard it is for.
 #[derive(Debug, Serialize, Deserialize)]
@@ -129,110 +124,6 @@ pub enum RpcReply {
     Leader(String),
     /// The member does not serve the envelope's shard: why.
     Refused(String),
-}
-
-/// Writes one frame.
-pub async fn write_frame<W, T>(w: &mut W, msg: &T) -> io::Result<()>
-where
-    W: AsyncWriteExt + Unpin,
-    T: Serialize,
-{
-    let body = serde_json::to_vec(msg).map_err(io::Error::other)?;
-    write_raw_frame(w, &body).await
-}
-
-/// Reads one frame; `Ok(None)` at a clean end of stream.
-pub async fn read_frame<R, T>(r: &mut R) -> io::Result<Option<T>>
-where
-    R: AsyncReadExt + Unpin,
-    T: DeserializeOwned,
-{
-    match read_raw_frame(r).await? {
-        Some(body) => serde_json::from_slice(&body)
-            .map(Some)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
-        None => Ok(None),
-    }
-}
-
-/// Reads one frame's body without decoding it; `Ok(None)` at a clean end
-/// of stream.
-pub async fn read_raw_frame<R>(r: &mut R) -> io::Result<Option<Vec<u8>>>
-where
-    R: AsyncReadExt + Unpin,
-{
-    match read_frame_len(r).await? {
-        Some(len) => read_frame_body(r, len).await.map(Some),
-        None => Ok(None),
-    }
-}
-
-/// Reads a frame's length; `Ok(None)` at a clean end of stream, an error
-/// past [`MAX_FRAME`].
-async fn read_frame_len<R>(r: &mut R) -> io::Result<Option<usize>>
-where
-    R: AsyncReadExt + Unpin,
-{
-    let mut len = [0u8; 4];
-    match r.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("frame of {len} bytes over the limit"),
-        ));
-    }
-    Ok(Some(len))
-}
-
-/// Reads a frame's body of `len` bytes into a buffer grown as the bytes
-/// arrive, never past `len`, rather than allocated at the announced
-/// length: a peer announcing 32 MiB and sending nothing costs nothing.
-async fn read_frame_body<R>(r: &mut R, len: usize) -> io::Result<Vec<u8>>
-where
-    R: AsyncReadExt + Unpin,
-{
-    const FIRST: usize = 64 << 10;
-    let mut body = Vec::new();
-    while body.len() < len {
-        if body.len() == body.capacity() {
-            // Doubling, capped at the frame: amortized linear copying.
-            let want = (2 * body.capacity()).max(FIRST).min(len);
-            body.reserve_exact(want - body.len());
-        }
-        let room = body.capacity().min(len) - body.len();
-        let n = r.take(room as u64).read_buf(&mut body).await?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("frame cut short: {} of {len} bytes", body.len()),
-            ));
-        }
-    }
-    Ok(body)
-}
-
-/// Writes one frame whose body is already encoded.
-pub async fn write_raw_frame<W>(w: &mut W, body: &[u8]) -> io::Result<()>
-where
-    W: AsyncWriteExt + Unpin,
-{
-    if body.len() > MAX_FRAME {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("frame of {} bytes over the limit", body.len()),
-        ));
-    }
-    let len = u32::try_from(body.len()).map_err(io::Error::other)?;
-    let mut buf = Vec::with_capacity(4 + body.len());
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(body);
-    w.write_all(&buf).await?;
-    w.flush().await
 }
 
 /// How long a Raft-port connection may stay unused before the server
@@ -525,15 +416,6 @@ async fn serve_rpc(g: &Group, rpc: RpcRequest) -> RpcReply {
     }
 }
 
-/// Highest term a vote or log id may carry: no election ever reaches it
-/// (a term a second for 146 billion years), and openraft's `term + 1`
-/// stays far from overflowing.
-pub const MAX_TERM: u64 = 1 << 62;
-/// Highest log index an RPC may name, for the same reason (a million
-/// entries a second for 146,000 years). Not bounded by the member's own
-/// log: a new learner, at index 0, rightly gets a snapshot of a group
-/// billions of entries long.
-pub const MAX_INDEX: u64 = 1 << 62;
 /// How far above this member's own term (its vote's) an RPC's term may
 /// be: terms grow by one an election, so no honest member is 2^32
 /// elections ahead.
@@ -791,6 +673,7 @@ impl RaftNetwork<TypeConfig> for ShardConnection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     #[test]
     fn caps_fit_the_descriptor_limit_after_the_reserve() {

@@ -13,11 +13,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::client::{
-    serve_clients, write_batcher, BatchTarget, Group, Place, RemoteShard, Route, Router,
-    MAX_WRITE_BATCH,
+    serve_clients, write_batcher, BatchTarget, Place, RemoteShard, Route, Router, MAX_WRITE_BATCH,
 };
 use crate::config::ClusterConfig;
 use crate::error::{ClusterError, Result};
+use crate::group::Group;
 use crate::network::{serve_raft, Network, PortLimits};
 use crate::store::{LogStore, StateMachine};
 use crate::types::{NodeId, Raft, ShardId};

@@ -21,7 +21,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use crate::auth::{self, Secret};
-use crate::network::{accept_loop, read_raw_frame, write_raw_frame, Envelope, RpcRequest};
+use crate::frame::{read_raw_frame, write_raw_frame};
+use crate::network::{accept_loop, Envelope, RpcRequest};
 use crate::types::NodeId;
 
 /// The directed links currently cut.

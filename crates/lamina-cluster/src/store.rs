@@ -26,10 +26,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
 
 use crate::error::{ClusterError, Result};
-use crate::network::{MAX_INDEX, MAX_TERM};
 use crate::snapshot::{pack_dir, sync_dir, unpack, SnapshotFile};
 use crate::types::{
     Entry, LogId, NodeId, Op, Response, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+    MAX_INDEX, MAX_TERM,
 };
 
 /// Prefix of log entries in the log database (then the big-endian index).

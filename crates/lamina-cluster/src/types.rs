@@ -89,3 +89,13 @@ pub type StorageError = openraft::StorageError<NodeId>;
 pub type SnapshotMeta = openraft::SnapshotMeta<NodeId, LaminaNode>;
 /// A membership with the log id that set it.
 pub type StoredMembership = openraft::StoredMembership<NodeId, LaminaNode>;
+
+/// Highest term a vote or log id may carry: no election ever reaches it
+/// (a term a second for 146 billion years), and openraft's `term + 1`
+/// stays far from overflowing.
+pub const MAX_TERM: u64 = 1 << 62;
+/// Highest log index an RPC may name, for the same reason (a million
+/// entries a second for 146,000 years). Not bounded by the member's own
+/// log: a new learner, at index 0, rightly gets a snapshot of a group
+/// billions of entries long.
+pub const MAX_INDEX: u64 = 1 << 62;

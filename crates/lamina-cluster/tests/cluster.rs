@@ -339,12 +339,12 @@ async fn wait_applied(node: &ClusterNode, index: u64) {
 }
 
 fn local_contents(node: &ClusterNode) -> Model {
-    let lo = lamina_cluster::client::encode_i32(i32::MIN);
-    let hi = lamina_cluster::client::encode_i32(i32::MAX);
+    let lo = lamina_server::dsl_key::encode_i32(i32::MIN);
+    let hi = lamina_server::dsl_key::encode_i32(i32::MAX);
     let mut m = Model::new();
     for (k, v) in node.state_machine().range(&lo, &hi).unwrap() {
-        let k = lamina_cluster::client::decode_i32(&k).unwrap();
-        let v = lamina_cluster::client::decode_i32(&v).unwrap();
+        let k = lamina_server::dsl_key::decode_i32(&k).unwrap();
+        let v = lamina_server::dsl_key::decode_i32(&v).unwrap();
         m.insert(k, v);
     }
     m
@@ -677,16 +677,16 @@ async fn shard_leader(cl: &Cluster, shard: u64) -> NodeId {
 
 /// A shard's contents in `node`'s state machine.
 fn shard_contents(node: &ClusterNode, shard: u64) -> Model {
-    let lo = lamina_cluster::client::encode_i32(i32::MIN);
-    let hi = lamina_cluster::client::encode_i32(i32::MAX);
+    let lo = lamina_server::dsl_key::encode_i32(i32::MIN);
+    let hi = lamina_server::dsl_key::encode_i32(i32::MAX);
     let g = node.group(shard).unwrap();
     g.sm.range(&lo, &hi)
         .unwrap()
         .into_iter()
         .map(|(k, v)| {
             (
-                lamina_cluster::client::decode_i32(&k).unwrap(),
-                lamina_cluster::client::decode_i32(&v).unwrap(),
+                lamina_server::dsl_key::decode_i32(&k).unwrap(),
+                lamina_server::dsl_key::decode_i32(&v).unwrap(),
             )
         })
         .collect()
@@ -817,15 +817,14 @@ async fn two_shards_route_split_ranges_and_match_a_model() {
         // A Raft-port request for a shard the member does not serve is
         // refused, never handed to another group.
         {
-            use lamina_cluster::network::{
-                read_frame, write_frame, Envelope, RpcReply, RpcRequest,
-            };
+            use lamina_cluster::frame::{read_frame, write_frame};
+            use lamina_cluster::network::{Envelope, RpcReply, RpcRequest};
             let mut s = cl.raft_conn(1).await;
             for rpc in [
                 RpcRequest::Leader { from: 2 },
                 RpcRequest::Read {
                     from: 2,
-                    read: lamina_cluster::client::Read::Get(5),
+                    read: lamina_cluster::group::Read::Get(5),
                     follower: true,
                 },
             ] {
@@ -1007,13 +1006,12 @@ async fn a_member_whose_raft_core_died_refuses_requests() {
         // The Raft port refuses the reads and forwarded writes it would
         // have served from the dead group.
         {
-            use lamina_cluster::network::{
-                read_frame, write_frame, Envelope, RpcReply, RpcRequest,
-            };
+            use lamina_cluster::frame::{read_frame, write_frame};
+            use lamina_cluster::network::{Envelope, RpcReply, RpcRequest};
             let mut s = cl.raft_conn(dead).await;
             let rpc = RpcRequest::Read {
                 from: leader,
-                read: lamina_cluster::client::Read::Range(0, 100),
+                read: lamina_cluster::group::Read::Range(0, 100),
                 follower: true,
             };
             write_frame(&mut s, &Envelope { shard: 0, rpc })
@@ -1028,7 +1026,7 @@ async fn a_member_whose_raft_core_died_refuses_requests() {
                 from: leader,
                 request: lamina_cluster::Request {
                     ops: vec![lamina_cluster::Op::Delete {
-                        key: lamina_cluster::client::encode_i32(1).to_vec(),
+                        key: lamina_server::dsl_key::encode_i32(1).to_vec(),
                     }],
                 },
             };
@@ -1186,7 +1184,8 @@ fn rss_kib() -> u64 {
 /// acknowledged write reads back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_bytes_on_the_raft_and_client_ports() {
-    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply, RpcRequest};
+    use lamina_cluster::frame::{read_frame, write_frame};
+    use lamina_cluster::network::{Envelope, RpcReply, RpcRequest};
     use tokio::io::AsyncReadExt;
     tokio::time::timeout(Duration::from_secs(90), async {
         let cl = Cluster::start(3, RaftTiming::default()).await;
@@ -1248,7 +1247,7 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
         // Lengths past the limit close at once; a frame announced at the
         // limit and cut short holds no buffer of its size: 64 of them at
         // 32 MiB each cost the members far less than 64 * 32 MiB.
-        for len in [u32::MAX, lamina_cluster::network::MAX_FRAME as u32 + 1] {
+        for len in [u32::MAX, lamina_cluster::frame::MAX_FRAME as u32 + 1] {
             let mut s = cl.raft_conn(leader).await;
             s.write_all(&len.to_be_bytes()).await.unwrap();
             let mut rest = Vec::new();
@@ -1259,7 +1258,7 @@ async fn hostile_bytes_on_the_raft_and_client_ports() {
         let mut stalled = Vec::new();
         for _ in 0..64 {
             let mut s = cl.raft_conn(leader).await;
-            s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
+            s.write_all(&(lamina_cluster::frame::MAX_FRAME as u32).to_be_bytes())
                 .await
                 .unwrap();
             s.write_all(&[b'['; 4096]).await.unwrap();
@@ -1430,7 +1429,8 @@ fn forged_rpcs(leader: NodeId) -> Vec<(&'static str, lamina_cluster::network::Rp
 /// no leader was elected again.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forged_terms_and_indexes_are_refused_and_the_cluster_lives_on() {
-    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply};
+    use lamina_cluster::frame::{read_frame, write_frame};
+    use lamina_cluster::network::{Envelope, RpcReply};
     tokio::time::timeout(Duration::from_secs(60), async {
         let insecure = Setup {
             secure: false,
@@ -1486,7 +1486,8 @@ async fn forged_terms_and_indexes_are_refused_and_the_cluster_lives_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unauthenticated_peers_get_nothing_but_a_closed_connection() {
     use lamina_cluster::auth::{self, HANDSHAKE_TIMEOUT, NONCE};
-    use lamina_cluster::network::{read_frame, write_frame, Envelope, RpcReply, RpcRequest};
+    use lamina_cluster::frame::{read_frame, write_frame};
+    use lamina_cluster::network::{Envelope, RpcReply, RpcRequest};
     use tokio::io::AsyncReadExt;
     tokio::time::timeout(Duration::from_secs(60), async {
         let mut cl = Cluster::start(3, RaftTiming::default()).await;
@@ -1753,7 +1754,7 @@ async fn full_ports_refuse_the_next_connection_and_deadlines_close_stalled_ones(
         // A Raft frame whose body stalls: closed after the request
         // time-out, its buffer with it.
         let mut s = cl.raft_conn(leader).await;
-        s.write_all(&(lamina_cluster::network::MAX_FRAME as u32).to_be_bytes())
+        s.write_all(&(lamina_cluster::frame::MAX_FRAME as u32).to_be_bytes())
             .await
             .unwrap();
         s.write_all(&[b'['; 4096]).await.unwrap();

@@ -12,9 +12,10 @@
 
 use std::path::{Path, PathBuf};
 
-use lamina_cluster::client::Read;
+use lamina_cluster::frame::write_frame;
 use lamina_cluster::fuzzing::{handshake, raft_frames};
-use lamina_cluster::network::{write_frame, Envelope, RpcRequest};
+use lamina_cluster::group::Read;
+use lamina_cluster::network::{Envelope, RpcRequest};
 use lamina_cluster::{Op, Request, TypeConfig};
 use openraft::raft::{AppendEntriesRequest, VoteRequest};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, Vote};

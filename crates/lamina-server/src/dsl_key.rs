@@ -4,12 +4,12 @@
 //! itself knows only bytes.
 
 /// Encodes `v` so that bytewise order equals numeric order.
-pub(crate) fn encode_i32(v: i32) -> [u8; 4] {
+pub fn encode_i32(v: i32) -> [u8; 4] {
     ((v as u32) ^ 0x8000_0000).to_be_bytes()
 }
 
 /// Inverse of [`encode_i32`]; `None` unless `b` is exactly 4 bytes.
-pub(crate) fn decode_i32(b: &[u8]) -> Option<i32> {
+pub fn decode_i32(b: &[u8]) -> Option<i32> {
     let arr: [u8; 4] = b.try_into().ok()?;
     Some((u32::from_be_bytes(arr) ^ 0x8000_0000) as i32)
 }

@@ -1,5 +1,45 @@
-//! The server side of lamina: the CS265 DSL [`parse`]r, the command
-//! executor ([`exec`]), the TCP [`server`] and the pipelined [`client`].
+//! The network front ends of a lamina database: the servers behind
+//! `lamina serve`, their client, and what bounds and observes them.
+//!
+//! # Protocols
+//!
+//! One [`Server`] serves up to three ports over the same database, each a
+//! [`protocol::Protocol`]:
+//!
+//! * The CS265 DSL ([`parse`]r, [`exec`]utor; keys are `i32`s stored by
+//!   the key codec [`dsl_key`]), driven from any byte stream by [`stream`]
+//!   (TCP connections, `lamina exec`, the server console). Its framing is
+//!   described below; [`client`] is the pipelined client.
+//! * The spatial commands ([`spatial`]): point records in a
+//!   [`lamina::index::Dataset`], window and count queries.
+//! * The Redis protocol, RESP2 ([`resp`]), so `redis-cli`,
+//!   `redis-benchmark` and client libraries can use the database.
+//!
+//! Every line protocol closes a connection at a line of an HTTP request
+//! ([`sniff`]).
+//!
+//! # The server
+//!
+//! [`server`] runs one thread per connection with a cap on connections
+//! (sized to the process's descriptors by [`fd_limit`]), an optional idle
+//! time-out, loads confined to a directory, and a bounded shutdown
+//! ([`ShutdownHandle`]).
+//!
+//! # Budgets
+//!
+//! Each connection's unfinished request is bounded by its protocol (a DSL
+//! line by [`lines::MAX_LINE`], a Redis request by [`resp::MAX_REQUEST`])
+//! and must complete within [`ServerConfig::request_timeout`]; the memory of
+//! unfinished requests across all connections is bounded by one
+//! [`request_budget::RequestBudget`]. Refusals are logged at most once a
+//! minute per kind ([`log_limit`]).
+//!
+//! # Metrics
+//!
+//! [`metrics`] counts connections, commands by name and error replies per
+//! protocol ([`metrics::ServerCounters`]) and serves them, with the
+//! engine's statistics, in the Prometheus text format at `GET /metrics`
+//! (`lamina serve --metrics ADDR`).
 //!
 //! # Wire protocol
 //!
@@ -30,7 +70,7 @@
 //! it, however slowly its bytes trickle in.
 
 pub mod client;
-mod dsl_key;
+pub mod dsl_key;
 pub mod exec;
 pub mod fd_limit;
 #[doc(hidden)]
@@ -40,6 +80,7 @@ pub mod lines;
 pub mod log_limit;
 pub mod metrics;
 pub mod parse;
+pub mod protocol;
 pub mod request_budget;
 pub mod resp;
 pub mod server;

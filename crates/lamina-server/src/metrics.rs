@@ -28,54 +28,7 @@ use std::time::{Duration, Instant};
 use lamina::{DbStats, LatencySummary};
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
-/// The protocols a server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// The CS265 DSL.
-    Dsl,
-    /// The spatial commands.
-    Spatial,
-    /// The Redis protocol.
-    Resp,
-}
-
-impl Protocol {
-    const ALL: [Protocol; 3] = [Protocol::Dsl, Protocol::Spatial, Protocol::Resp];
-
-    fn name(self) -> &'static str {
-        match self {
-            Protocol::Dsl => "dsl",
-            Protocol::Spatial => "spatial",
-            Protocol::Resp => "resp",
-        }
-    }
-
-    /// The command names counted one by one; any other is `other`.
-    fn commands(self) -> &'static [&'static str] {
-        match self {
-            Protocol::Dsl => &[
-                "p",
-                "g",
-                "r",
-                "d",
-                "l",
-                "s",
-                "info",
-                "bloom",
-                "misses",
-                "io",
-                "stats-json",
-                "flush",
-                "compact",
-                "quit",
-                "@end",
-                "@sync",
-            ],
-            Protocol::Spatial => &["i", "x", "w", "c", "stats-json", "quit", "@end", "@sync"],
-            Protocol::Resp => crate::resp::COMMANDS,
-        }
-    }
-}
+use crate::protocol::Protocol;
 
 /// Counters of one protocol's server.
 #[derive(Debug)]
@@ -151,20 +104,6 @@ impl ServerCounters {
             c.errors.fetch_add(1, Ordering::Relaxed);
         }
     }
-}
-
-/// The first word of a command line.
-pub(crate) fn first_word(line: &[u8]) -> &[u8] {
-    let start = line
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(line.len());
-    let rest = &line[start..];
-    let end = rest
-        .iter()
-        .position(|b| b.is_ascii_whitespace())
-        .unwrap_or(rest.len());
-    &rest[..end]
 }
 
 /// One metric family being written.

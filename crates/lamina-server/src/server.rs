@@ -18,7 +18,8 @@ use lamina::Db;
 
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
-use crate::metrics::{Protocol, ServerCounters};
+use crate::metrics::ServerCounters;
+use crate::protocol::Protocol;
 use crate::request_budget::RequestBudget;
 use crate::resp::{serve_resp_connection, RespState};
 use crate::spatial::serve_spatial_connection;

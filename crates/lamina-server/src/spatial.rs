@@ -34,7 +34,7 @@ use lamina::spatial::{Point, Rect};
 
 use crate::exec::{push_error, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
-use crate::metrics::{first_word, Protocol};
+use crate::protocol::{first_word, Protocol};
 use crate::sniff::is_http;
 use crate::stream::{
     hold_unfinished_line, linger, refuse_http, ConnectionConfig, ReadClock, Reading,

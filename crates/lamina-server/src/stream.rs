@@ -13,7 +13,8 @@ use lamina::Db;
 use crate::exec::{push_error, Control, LoadAccess, Mode, Session, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
 use crate::log_limit::{self, LogLimit};
-use crate::metrics::{first_word, Protocol, ServerCounters};
+use crate::metrics::ServerCounters;
+use crate::protocol::{first_word, Protocol};
 use crate::request_budget::{RequestBudget, Share};
 
 /// Longest wait for a peer to close after `@bye`.

@@ -1,8 +1,10 @@
-//! What every `lamina bench --engine PEER` shares: the directory rule (a
-//! peer's directory is deleted only if the bench created it), the settings
-//! a peer is configured from, derived once from the bench flags and
-//! lamina's own option defaults, and the option mapping each peer prints
-//! before it runs.
+//! The peer engines of `lamina bench --engine PEER` (`fjall`, `rocksdb`,
+//! `leveldb`, each behind its cargo feature) and what they share: the
+//! directory rule (a peer's directory is deleted only if the bench created
+//! it), the [`PeerSettings`] a peer is configured from (the bench derives
+//! them once from its flags and lamina's own option defaults:
+//! [`super::BenchArgs::peer_settings`]), and the option mapping each peer
+//! prints before it runs.
 //!
 //! Compiled without any peer feature too, so that CI tests the directory
 //! rule without building a peer engine.
@@ -15,13 +17,17 @@
     allow(dead_code)
 )]
 
+#[cfg(feature = "peer-fjall")]
+pub mod fjall;
+#[cfg(feature = "peer-leveldb")]
+pub mod leveldb;
+#[cfg(feature = "peer-rocksdb")]
+pub mod rocksdb;
+
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
-use lamina::compaction::{CompactionSpec, Leveling, PolicyDefaults};
-use lamina::{Compression, Options};
-
-use crate::bench::BenchArgs;
+use anyhow::{bail, Context, Result};
+use lamina::Compression;
 
 /// The file `lamina bench` leaves in a peer's directory it created: only
 /// such a directory may be deleted (`--destroy_db`).
@@ -115,62 +121,6 @@ pub struct PeerSettings {
     pub verify_checksums: bool,
 }
 
-impl PeerSettings {
-    /// The settings of a peer run with `args`. Peers run leveled
-    /// compaction, so `--compaction` must be `leveling` (any `T=`, `l0=`).
-    pub fn from_args(args: &BenchArgs) -> Result<PeerSettings> {
-        let defaults = Options::default();
-        let leveling = match &args.compaction {
-            CompactionSpec::Named { name, params } if name == "leveling" => {
-                let params: Vec<(&str, &str)> = params
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                Leveling::from_params(
-                    &params,
-                    PolicyDefaults {
-                        size_ratio: defaults.size_ratio,
-                        target_file_size: defaults.target_file_size,
-                    },
-                )
-                .map_err(|e| anyhow!("--compaction: {e}"))?
-            }
-            other => bail!(
-                "--compaction {other} has no equivalent in the peers: they run leveled compaction (--compaction leveling[:T=..,l0=..])"
-            ),
-        };
-        let mut sized = Options::default();
-        sized.write_buffer_size = args.write_buffer_size;
-        sized.memtable_bloom_bits_per_key = args.memtable_bloom_bits;
-        let memtable_filter_bytes = sized.memtable_filter_bytes();
-        Ok(PeerSettings {
-            write_buffer_size: args.write_buffer_size,
-            max_immutable_memtables: defaults.max_immutable_memtables,
-            bloom_bits: args.bloom_bits,
-            memtable_bloom_bits: args.memtable_bloom_bits,
-            memtable_filter_bytes,
-            cache_size: args.cache_size,
-            cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
-            pin_l0_filter_and_index_blocks_in_cache: args.cache_index_and_filter_blocks
-                && args.pin_l0_filter_and_index_blocks_in_cache,
-            block_size: args.block_size,
-            sync: args.sync,
-            disable_wal: args.disable_wal,
-            compaction_threads: args
-                .compaction_threads
-                .unwrap_or(defaults.compaction_threads)
-                .max(1),
-            l0_trigger: leveling.l0_trigger,
-            size_ratio: leveling.size_ratio,
-            target_file_size: leveling.target_file_size,
-            level0_stop_runs: defaults.level0_stop_runs,
-            compression: args.compression_type,
-            mmap_read: args.mmap_read,
-            verify_checksums: args.verify_checksums,
-        })
-    }
-}
-
 /// How a peer is configured: one row per setting, printed at the start of
 /// a run so that a result can be read with what it measured.
 #[derive(Debug, Default)]
@@ -203,21 +153,6 @@ impl OptionMap {
         }
         out
     }
-}
-
-/// `lamina bench` flags parsed as the command line would be. For tests.
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-pub fn args(flags: &[&str]) -> BenchArgs {
-    use clap::Parser;
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        bench: BenchArgs,
-    }
-    let mut argv = vec!["bench"];
-    argv.extend_from_slice(flags);
-    Cli::try_parse_from(argv).unwrap().bench
 }
 
 /// Checks a peer's [`Store`] against a `BTreeMap`: puts, overwrites,
@@ -302,41 +237,8 @@ mod tests {
     #[test]
     fn lamina_meets_the_model_the_peers_are_checked_against() {
         let dir = tempfile::tempdir().unwrap();
-        let db = lamina::Db::open(dir.path(), Options::default()).unwrap();
+        let db = lamina::Db::open(dir.path(), lamina::Options::default()).unwrap();
         check_store_against_a_model(&db);
-    }
-
-    /// RocksDB's flag names parse as booleans into what the peers get; the
-    /// pin means nothing without the caching, as in RocksDB.
-    #[test]
-    fn index_and_filter_flags_reach_the_peer_settings() {
-        for (flags, cache, pin) in [
-            (&[][..], false, false),
-            (
-                &["--pin_l0_filter_and_index_blocks_in_cache"][..],
-                false,
-                false,
-            ),
-            (&["--cache_index_and_filter_blocks=true"][..], true, false),
-            (
-                &[
-                    "--cache_index_and_filter_blocks",
-                    "--pin_l0_filter_and_index_blocks_in_cache=true",
-                ][..],
-                true,
-                true,
-            ),
-        ] {
-            let s = PeerSettings::from_args(&args(flags)).unwrap();
-            assert_eq!(
-                (
-                    s.cache_index_and_filter_blocks,
-                    s.pin_l0_filter_and_index_blocks_in_cache
-                ),
-                (cache, pin),
-                "{flags:?}"
-            );
-        }
     }
 
     #[test]
@@ -366,50 +268,6 @@ mod tests {
         std::fs::create_dir(&empty).unwrap();
         prepare_dir(&empty, false, false).unwrap();
         assert!(empty.join(CREATED_BY_BENCH).is_file());
-    }
-
-    #[test]
-    fn settings_follow_the_flags_and_lamina_defaults() {
-        let s = PeerSettings::from_args(&args(&[
-            "--write_buffer_size=1048576",
-            "--compaction=leveling:T=4,l0=2",
-            "--compaction_threads=3",
-        ]))
-        .unwrap();
-        assert_eq!((s.size_ratio, s.l0_trigger), (4, 2));
-        assert_eq!(s.compaction_threads, 3);
-        let d = Options::default();
-        assert_eq!(s.target_file_size, d.target_file_size);
-        assert_eq!(s.level0_stop_runs, d.level0_stop_runs);
-        // 10 bits for each of the 1 MiB / 72 entries lamina sizes for, in
-        // whole 64-byte blocks.
-        assert_eq!(
-            s.memtable_filter_bytes,
-            (1_048_576 / 72 * 10usize).div_ceil(512) * 64
-        );
-        let s = PeerSettings::from_args(&args(&[])).unwrap();
-        assert_eq!((s.size_ratio, s.l0_trigger), (10, 4));
-        assert!(PeerSettings::from_args(&args(&["--compaction=tiered"])).is_err());
-        assert_eq!((s.compression, s.mmap_read), (Compression::None, false));
-        // Compression and mapped reads reach the peers as lamina gets them;
-        // each peer maps them (or refuses) itself.
-        for (flags, compression, mmap) in [
-            (&["--compression_type=lz4"][..], Compression::Lz4, false),
-            (&["--compression_type=zstd"], Compression::Zstd(3), false),
-            (
-                &["--compression_type=zstd:7", "--mmap_read"],
-                Compression::Zstd(7),
-                true,
-            ),
-            (&["--mmap_read=true"], Compression::None, true),
-        ] {
-            let s = PeerSettings::from_args(&args(flags)).unwrap();
-            assert_eq!(
-                (s.compression, s.mmap_read),
-                (compression, mmap),
-                "{flags:?}"
-            );
-        }
     }
 
     #[test]

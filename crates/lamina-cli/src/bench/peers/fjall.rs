@@ -15,7 +15,7 @@ use fjall::{
     CompressionType, Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode,
 };
 
-use crate::peer::{OptionMap, PeerSettings};
+use super::{OptionMap, PeerSettings};
 use lamina::Compression;
 use lamina_experiment::kvops::{visit_first, Store};
 

@@ -230,7 +230,7 @@ pub fn run(args: SpatialBenchArgs) -> Result<()> {
     }
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let source = Source::parse(&args.data, &mut rng)?;
-    let opts = crate::spatial::dataset_options(
+    let opts = super::options::dataset_options(
         args.engine.to_options()?,
         &args.comparator,
         &args.maintenance,

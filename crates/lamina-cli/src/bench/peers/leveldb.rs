@@ -17,7 +17,7 @@ use std::ptr;
 use anyhow::{anyhow, bail, Context, Result};
 use leveldb_sys as ffi;
 
-use crate::peer::{OptionMap, PeerSettings};
+use super::{OptionMap, PeerSettings};
 use lamina::Compression;
 use lamina_experiment::kvops::Store;
 
@@ -510,15 +510,16 @@ impl Store for LevelStore {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use super::super::check_store_against_a_model;
     use super::*;
-    use crate::peer::check_store_against_a_model;
 
     #[test]
     fn leveldb_meets_the_model() {
         let dir = tempfile::tempdir().unwrap();
         // Small buffers, so that the scans cross flushed tables too.
-        let args =
-            PeerSettings::from_args(&crate::peer::args(&["--write_buffer_size=4096"])).unwrap();
+        let args = crate::bench::args::parse(&["--write_buffer_size=4096"])
+            .peer_settings()
+            .unwrap();
         let (store, _) = LevelStore::open(dir.path(), &args).unwrap();
         check_store_against_a_model(&store);
     }
@@ -526,7 +527,7 @@ mod tests {
     #[test]
     fn lz4_maps_to_snappy_zstd_is_refused_and_tables_are_always_mapped() {
         let plan_for = |flags: &[&str]| {
-            plan(&PeerSettings::from_args(&crate::peer::args(flags)).unwrap())
+            plan(&crate::bench::args::parse(flags).peer_settings().unwrap())
                 .map(|(config, map)| (config.compression as i32, map.render("leveldb")))
         };
         let (kind, text) = plan_for(&[]).unwrap();
@@ -555,7 +556,7 @@ mod tests {
     #[test]
     fn verify_checksums_maps_to_the_read_options() {
         for (flags, verify) in [(&[][..], true), (&["--verify_checksums=false"][..], false)] {
-            let s = PeerSettings::from_args(&crate::peer::args(flags)).unwrap();
+            let s = crate::bench::args::parse(flags).peer_settings().unwrap();
             assert_eq!(s.verify_checksums, verify);
             let text = plan(&s).unwrap().1.render("leveldb");
             let row = format!("--verify_checksums={verify}");
@@ -565,7 +566,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let flags = ["--write_buffer_size=4096", "--verify_checksums=false"];
-        let args = PeerSettings::from_args(&crate::peer::args(&flags)).unwrap();
+        let args = crate::bench::args::parse(&flags).peer_settings().unwrap();
         let (store, _) = LevelStore::open(dir.path(), &args).unwrap();
         check_store_against_a_model(&store);
     }

@@ -15,7 +15,7 @@ use rocksdb::{
     BlockBasedOptions, Cache, DBCompactionStyle, DBCompressionType, ReadOptions, WriteOptions, DB,
 };
 
-use crate::peer::{OptionMap, PeerSettings};
+use super::{OptionMap, PeerSettings};
 use lamina::Compression;
 use lamina_experiment::kvops::Store;
 
@@ -455,15 +455,16 @@ impl Store for RocksStore {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use super::super::check_store_against_a_model;
     use super::*;
-    use crate::peer::check_store_against_a_model;
 
     #[test]
     fn rocksdb_meets_the_model() {
         let dir = tempfile::tempdir().unwrap();
         // Small buffers, so that the scans cross flushed tables too.
-        let args =
-            PeerSettings::from_args(&crate::peer::args(&["--write_buffer_size=4096"])).unwrap();
+        let args = crate::bench::args::parse(&["--write_buffer_size=4096"])
+            .peer_settings()
+            .unwrap();
         let (store, _) = RocksStore::open(dir.path(), &args).unwrap();
         check_store_against_a_model(&store);
         // RocksDB's own tickers: what the model wrote came in, was flushed
@@ -513,7 +514,7 @@ mod tests {
             ),
         ] {
             let dir = tempfile::tempdir().unwrap();
-            let s = PeerSettings::from_args(&crate::peer::args(flags)).unwrap();
+            let s = crate::bench::args::parse(flags).peer_settings().unwrap();
             let (store, map) = RocksStore::open(dir.path(), &s).unwrap();
             store.close().unwrap();
             let o = recorded_options(dir.path());
@@ -562,7 +563,7 @@ mod tests {
             ),
         ] {
             let dir = tempfile::tempdir().unwrap();
-            let s = PeerSettings::from_args(&crate::peer::args(flags)).unwrap();
+            let s = crate::bench::args::parse(flags).peer_settings().unwrap();
             let (store, _) = RocksStore::open(dir.path(), &s).unwrap();
             store.close().unwrap();
             let o = recorded_options(dir.path());
