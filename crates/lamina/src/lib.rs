@@ -30,6 +30,7 @@ mod info_log;
 pub mod inspect;
 mod iter;
 mod key;
+pub mod log;
 mod lru;
 mod manifest;
 mod memtable;
