@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Subcommand};
 use lamina::compaction::CompactionSpec;
-use lamina::index::{Dataset, DatasetOptions, Maintenance};
 use lamina::spatial::Comparator;
+use lamina_dataset::{Dataset, DatasetOptions, Maintenance};
 use lamina_server::spatial::run_spatial;
 
 use crate::engine_opts::EngineOpts;

@@ -4,7 +4,7 @@
 //!
 //! * The **primary index** maps a record's id to its point, fields and
 //!   payload; the **spatial index** is an LSM R-tree
-//!   ([`crate::Options::spatial`]) keyed by the composite ⟨point, id⟩ in a
+//!   ([`lamina::Options::spatial`]) keyed by the composite ⟨point, id⟩ in a
 //!   [`Comparator`]'s order; a **field index** ([`FieldIndex`]) is keyed by
 //!   the composite ⟨field value, id⟩ in byte order. Each is its own [`Db`]
 //!   with its own compaction policy.
@@ -29,13 +29,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
-use crate::compaction::CompactionSpec;
-use crate::error::{Error, Result};
-use crate::record::{append_record, read_records};
-use crate::spatial::{Comparator, Point, Rect};
-use crate::vfs::{DirLock, WritableFile};
-use crate::{Db, Options, SyncMode, WriteBatch};
+use lamina::compaction::CompactionSpec;
+use lamina::log::{append_record, get_bytes, get_varint, put_bytes, put_varint, read_records};
+use lamina::spatial::{Comparator, Point, Rect};
+use lamina::vfs::{DirLock, WritableFile};
+use lamina::{Db, Error, Options, Result, SyncMode, WriteBatch};
 
 /// How the secondary index is kept consistent with the primary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -538,14 +536,15 @@ impl Dataset {
             write_descriptor(&opts.base, &dir, &d)?;
             d
         };
-        let index_options = |compaction: &CompactionSpec, spatial| Options {
-            compaction: compaction.clone(),
-            write_buffer_size: opts.memory_budget.max(1),
-            write_ahead_log: false,
+        let index_options = |compaction: &CompactionSpec, spatial| {
+            let mut o = opts.base.clone();
+            o.compaction = compaction.clone();
+            o.write_buffer_size = opts.memory_budget.max(1);
+            o.write_ahead_log = false;
             // Each index's flush is its share of the budget.
-            plan_with_mean_flush: true,
-            spatial,
-            ..opts.base.clone()
+            o.plan_with_mean_flush = true;
+            o.spatial = spatial;
+            o
         };
         let primary = Db::open(
             dir.join(PRIMARY_DIR),
