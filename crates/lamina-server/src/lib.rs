@@ -11,7 +11,7 @@
 //!   (TCP connections, `lamina exec`, the server console). Its framing is
 //!   described below; [`client`] is the pipelined client.
 //! * The spatial commands ([`spatial`]): point records in a
-//!   [`lamina::index::Dataset`], window and count queries.
+//!   [`lamina_dataset::Dataset`], window and count queries.
 //! * The Redis protocol, RESP2 ([`resp`]), so `redis-cli`,
 //!   `redis-benchmark` and client libraries can use the database.
 //!

@@ -13,8 +13,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lamina::index::Dataset;
 use lamina::Db;
+use lamina_dataset::Dataset;
 
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};

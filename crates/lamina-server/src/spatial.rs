@@ -29,8 +29,8 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 
-use lamina::index::{Dataset, Record};
 use lamina::spatial::{Point, Rect};
+use lamina_dataset::{Dataset, Record};
 
 use crate::exec::{push_error, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lamina::index::{Dataset, DatasetOptions};
 use lamina::{Db, Options};
+use lamina_dataset::{Dataset, DatasetOptions};
 use lamina_server::metrics::{self, MetricsServer, ServerCounters};
 use lamina_server::{Server, ServerConfig, ShutdownHandle};
 

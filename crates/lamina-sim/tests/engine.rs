@@ -430,8 +430,8 @@ fn table1_engine_lockstep() {
 /// the model's 15 in experiments/spatial).
 #[test]
 fn dataset_index_levels_count_its_own_flushes() {
-    use lamina::index::{Dataset, DatasetOptions, Maintenance, Record};
     use lamina::spatial::{Comparator, Point};
+    use lamina_dataset::{Dataset, DatasetOptions, Maintenance, Record};
 
     let fs = MemFs::new();
     let spec = "leveled:b0=2,b=4,file=8192";

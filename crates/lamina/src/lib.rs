@@ -6,8 +6,10 @@
 //! [`compaction`] laboratory (policies, [`compaction::CompactionSpec`], the
 //! registry of strategies; the `lamina-compaction` crate re-exported); the
 //! [`vfs`] trait every file operation goes through, with the in-memory and
-//! fault-injecting file systems tests use; and [`filename`], the names of a
-//! database's files, for tools that must tell them apart from others.
+//! fault-injecting file systems tests use; [`filename`], the names of a
+//! database's files, for tools that must tell them apart from others; and
+//! [`log`], the log's record framing, for clients that keep a log of their
+//! own (the `lamina-dataset` crate's datasets).
 //!
 //! Inside, the crate is organised as the tree is: `sst` (the table format
 //! and its block cache), `record` and `batch` (the write-ahead log),
@@ -25,11 +27,11 @@ mod error;
 pub mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod index;
 mod info_log;
 pub mod inspect;
 mod iter;
 mod key;
+pub mod log;
 mod lru;
 mod manifest;
 mod memtable;

@@ -206,8 +206,8 @@ pub struct Options {
     pub sync: SyncMode,
     /// Log writes before applying them (the default). Off, writes reach only
     /// the memtable and are lost in a crash until flushed: for a caller that
-    /// keeps its own log, as [`crate::index::Dataset`] does for all its
-    /// indexes at once.
+    /// keeps its own log, as the `lamina-dataset` crate's `Dataset` does for
+    /// all its indexes at once.
     pub write_ahead_log: bool,
     /// Compaction policies size levels in flushes (`TreeView::buffer_bytes`):
     /// off (the default), a flush is `write_buffer_size`; on, it is the mean

@@ -1,9 +1,10 @@
 //! The README's Rust examples, run. Each ```rust block of the README is
-//! either the body of one of the functions below between its `README:` and
-//! `END` markers, character for character (indentation aside), or the
-//! builder example `examples/readme.rs` from its first `use` on; the test
-//! runs them all, the marked ones in a fresh working directory, since they
-//! use relative paths.
+//! either the body of one of the functions below (or of the dataset crate's
+//! `crates/lamina-dataset/tests/readme.rs`, which runs its own) between its
+//! `README:` and `END` markers, character for character (indentation
+//! aside), or the builder example `examples/readme.rs` from its first `use`
+//! on; the test runs them all, the marked ones in a fresh working
+//! directory, since they use relative paths.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, unused_variables, unused_mut)]
 
@@ -52,24 +53,6 @@ fn library() -> Res {
     Ok(())
 }
 
-#[rustfmt::skip]
-fn dataset() -> Res {
-    // README: dataset
-    use lamina::index::{Dataset, DatasetOptions, FieldIndex, Record};
-    use lamina::spatial::{Point, Rect};
-
-    let country = FieldIndex { name: "country".into(), compaction: "binomial:k=4".parse()? };
-    let opts = DatasetOptions { fields: vec![country], ..DatasetOptions::default() };  // Hilbert, eager
-    let ds = Dataset::open("places", opts)?;
-    ds.upsert(&Record { id: 7, point: Point::new(2.35, 48.85), fields: vec![b"FR".to_vec()], payload: b"Paris".to_vec() })?;
-    let hits = ds.window(Rect::new(2.0, 48.0, 3.0, 49.0))?;  // ids ascending, components scanned
-    assert_eq!(hits.ids, vec![7]);
-    assert_eq!(ds.lookup("country", b"FR")?, vec![7]);
-    ds.close()?;
-    // END
-    Ok(())
-}
-
 mod builder_example {
     include!("../examples/readme.rs");
 
@@ -84,11 +67,11 @@ fn builder_example_text() -> String {
     example[example.find("use std::ops::Bound;").unwrap()..].to_string()
 }
 
-/// The marked examples of this file: (name, body without its indentation).
-fn examples() -> Vec<(String, String)> {
+/// The marked examples of `text`: (name, body without its indentation).
+fn examples(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut current: Option<(String, String)> = None;
-    for line in include_str!("readme.rs").lines() {
+    for line in text.lines() {
         let trimmed = line.trim_start();
         if let Some(name) = trimmed.strip_prefix("// README: ") {
             current = Some((name.to_string(), String::new()));
@@ -123,14 +106,23 @@ fn readme_rust_blocks() -> Vec<String> {
 
 #[test]
 fn every_rust_block_of_the_readme_is_an_example_here() {
-    let mut examples = examples();
+    let dataset = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../lamina-dataset/tests/readme.rs"
+    ))
+    .unwrap();
+    let mut examples = [include_str!("readme.rs"), dataset.as_str()]
+        .into_iter()
+        .flat_map(examples)
+        .collect::<Vec<_>>();
     examples.push(("builder".to_string(), builder_example_text()));
     let blocks = readme_rust_blocks();
     assert!(!blocks.is_empty());
     for block in &blocks {
         assert!(
             examples.iter().any(|(_, body)| body == block),
-            "this README block is not a tested example of crates/lamina/tests/readme.rs:\n{block}"
+            "this README block is not a tested example of crates/lamina/tests/readme.rs\n\
+             or crates/lamina-dataset/tests/readme.rs:\n{block}"
         );
     }
     assert_eq!(
@@ -147,6 +139,5 @@ fn the_readme_rust_examples_run() {
     // depends on the working directory.
     std::env::set_current_dir(tmp.path()).unwrap();
     library().unwrap();
-    dataset().unwrap();
     builder_example::run().unwrap();
 }

@@ -9,9 +9,9 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use lamina::compaction::CompactionSpec;
-use lamina::index::{Dataset, Record};
 use lamina::spatial::{Point, Rect};
 use lamina::DbStats;
+use lamina_dataset::{Dataset, Record};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -121,7 +121,7 @@ struct Report {
     index_files: u64,
     index_sorted_runs: usize,
     sigmas: Vec<SigmaReport>,
-    dataset: lamina::index::DatasetStats,
+    dataset: lamina_dataset::DatasetStats,
 }
 
 /// Where the points come from.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use lamina::compaction::CompactionSpec;
-use lamina::index::Dataset;
+use lamina_dataset::Dataset;
 use lamina_server::spatial::run_spatial;
 
 use super::options::dataset_options;

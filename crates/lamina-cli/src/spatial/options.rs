@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, Context, Result};
 use lamina::compaction::CompactionSpec;
-use lamina::index::{DatasetOptions, Maintenance};
+use lamina_dataset::{DatasetOptions, Maintenance};
 use lamina::spatial::Comparator;
 
 /// The spatial index's policy: `spec` with `partition=P` added.

@@ -468,8 +468,10 @@ impl Db {
             .window_at(window, self.inner.visible_seq.load(Ordering::Acquire))
     }
 
-    /// Bytes the active memtable holds (as its switch rule counts them).
-    pub(crate) fn active_memtable_bytes(&self) -> usize {
+    /// Bytes the active memtable holds (as its switch rule counts them): a
+    /// client that flushes several databases at one shared budget (the
+    /// `lamina-dataset` crate) sums them.
+    pub fn active_memtable_bytes(&self) -> usize {
         self.inner.sv.read().mem.approximate_bytes()
     }
 

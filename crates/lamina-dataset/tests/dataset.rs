@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lamina::index::{Dataset, DatasetOptions, FieldIndex, Maintenance, Record};
 use lamina::spatial::{Comparator, Point, Rect};
 use lamina::vfs::mem::MemFs;
 use lamina::{Options, SyncMode};
+use lamina_dataset::{Dataset, DatasetOptions, FieldIndex, Maintenance, Record};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
