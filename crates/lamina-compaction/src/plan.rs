@@ -12,13 +12,11 @@
 //! from sizes; both end in the same tree, which [`apply`] computes for a
 //! `TreeView`.
 
-use std::cell::Cell;
-
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::buffer::{apply_changes, BufferChange, BufferTask, Marker};
-use crate::files::Spare;
+use crate::lsbm::{apply_changes, BufferChange, BufferTask, Marker};
 use crate::partition::{sweep_groups, Partition, Partitioning, SweepFile};
+use crate::view::files::Spare;
 use crate::{
     placement, CompactionTask, Error, FileView, Files, InlineKey, OutputRun, Result, RunView,
     TreeView,
@@ -211,18 +209,6 @@ impl Plan {
     }
 }
 
-thread_local! {
-    static ID_CHECKS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Comparisons the planner has made on this thread so far to find an input
-/// id named twice: one per id with a set, where a search of the files
-/// resolved so far made one per pair (quadratic in a merge of a whole
-/// level). Tests bound it.
-pub fn id_checks() -> u64 {
-    ID_CHECKS.with(Cell::get)
-}
-
 /// Runs of the tree in recency order: level by level, each newest first.
 fn runs_newest_first(view: &TreeView) -> Vec<(usize, &RunView)> {
     view.levels
@@ -293,7 +279,7 @@ pub fn plan(view: &TreeView, task: &CompactionTask) -> Result<Plan> {
             if f.busy {
                 return Err(invalid(task, format!("file {id} is being compacted")));
             }
-            ID_CHECKS.with(|c| c.set(c.get().wrapping_add(1)));
+            crate::work::add_id_checks(1);
             let after_last = files.last().is_none_or(|last| {
                 (last.smallest.as_slice(), last.id) < (f.smallest.as_slice(), f.id)
             });
@@ -843,10 +829,10 @@ mod tests {
             .collect();
         let view = tree(vec![(0, 10, files)]);
         let ids: Vec<u64> = (1..=n).rev().collect();
-        let before = id_checks();
+        let before = crate::work::id_checks();
         let p = plan(&view, &task(&[(0, 10, &ids)], 1, OutputRun::New)).unwrap();
         assert_eq!(p.input_file_ids().count() as u64, n);
-        let checks = id_checks() - before;
+        let checks = crate::work::id_checks() - before;
         assert!(checks <= n, "{checks} comparisons for {n} ids");
         for repeat in [1, n / 2, n] {
             let mut twice = ids.clone();
@@ -870,10 +856,10 @@ mod tests {
                 );
             }
         }
-        let before = id_checks();
+        let before = crate::work::id_checks();
         let ascending: Vec<u64> = (1..=n).collect();
         plan(&view, &task(&[(0, 10, &ascending)], 1, OutputRun::New)).unwrap();
-        assert_eq!(id_checks() - before, n);
+        assert_eq!(crate::work::id_checks() - before, n);
     }
 
     /// A push into a large run names a few hundred of its files: the planner
@@ -897,9 +883,9 @@ mod tests {
             2,
             OutputRun::Existing(11),
         );
-        let before = crate::files::searches();
+        let before = crate::work::searches();
         let p = plan(&view, &t).unwrap();
-        let planned = crate::files::searches() - before;
+        let planned = crate::work::searches() - before;
         assert_eq!(p.input_file_ids().count(), 301);
         assert!(planned <= 8, "{planned} searches to plan a 301-file merge");
 
@@ -907,9 +893,9 @@ mod tests {
         let outputs: Vec<FileView> = (0..150)
             .map(|k| span(10_000 + k, 20_000 + 20 * k, 20_000 + 20 * k + 19))
             .collect();
-        let before = crate::files::searches();
+        let before = crate::work::searches();
         apply(&mut view, &p, outputs.clone(), 0);
-        let applied = crate::files::searches() - before;
+        let applied = crate::work::searches() - before;
         assert!(applied <= 8, "{applied} searches to apply a 301-file merge");
 
         // The oracle: level 2 rebuilt from a sorted vector.

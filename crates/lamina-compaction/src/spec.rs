@@ -6,9 +6,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use crate::design::{self, presets};
 use crate::error::{Error, Result};
-use crate::{stack, CompactionPolicy, Leveling, PolicyDefaults};
+use crate::policy::design::{self, presets};
+use crate::policy::stack;
+use crate::{CompactionPolicy, Leveling, PolicyDefaults};
 
 /// Parameters as written in a spec, in order.
 type Params<'a> = [(&'a str, &'a str)];
@@ -106,7 +107,7 @@ pub static STRATEGIES: &[Strategy] = &[
         summary: "bLSM split levels: C_i receives, C'_i drains unit files at a time in key order into C_i+1",
         source: "seed 002 §4.1 (bLSM)",
         accepts: any,
-        build: policy!(crate::blsm::Blsm),
+        build: policy!(crate::policy::blsm::Blsm),
     },
     Strategy {
         name: "lsbm",
@@ -115,7 +116,7 @@ pub static STRATEGIES: &[Strategy] = &[
         summary: "bLSM plus the LSbM compaction buffer: units moved down stay readable (cached) until trimmed",
         source: "seed 002 §4 (LSbM)",
         accepts: any,
-        build: |p, _, d| Ok(Box::new(crate::blsm::Blsm::lsbm_from_params(p, d)?)),
+        build: |p, _, d| Ok(Box::new(crate::policy::blsm::Blsm::lsbm_from_params(p, d)?)),
     },
     Strategy {
         name: "tiered",

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use lamina_compaction::buffer::Slot;
+use lamina_compaction::lsbm::Slot;
 use lamina_sim::{ModelOptions, Simulator};
 
 #[test]

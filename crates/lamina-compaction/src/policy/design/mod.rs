@@ -32,7 +32,7 @@ pub use layout::Layout;
 pub use movement::Movement;
 pub use trigger::{Fired, Trigger};
 
-use super::{CompactionPolicy, CompactionTask, FileView, OutputRun, TaskInput, TreeView};
+use crate::{CompactionPolicy, CompactionTask, FileView, OutputRun, TaskInput, TreeView};
 
 /// The number after the colon of a primitive's spec (`files:4`,
 /// `tsd:0.5`): finite and at least 0, or above 0 if `positive`. `what` names

@@ -20,12 +20,12 @@
 use std::fmt::Debug;
 use std::ops::Range;
 
-use super::{
+use crate::error::{Error, Result};
+use crate::partition::{PartitionParams, Partitioning};
+use crate::{
     param, CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput,
     TreeView,
 };
-use crate::error::{Error, Result};
-use crate::partition::{PartitionParams, Partitioning};
 
 mod dynamic;
 mod leveled;

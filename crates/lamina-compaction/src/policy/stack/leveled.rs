@@ -4,9 +4,9 @@
 use super::parse_params;
 use super::Common;
 use crate::error::{Error, Result};
-use crate::index::Below;
 use crate::partition::{Partition, Partitioning};
 use crate::placement::TILE_RANK;
+use crate::view::index::Below;
 use crate::{
     param, CompactionPolicy, CompactionTask, FileView, OutputRun, PolicyDefaults, RunView,
     TaskInput, TreeView,
@@ -369,7 +369,7 @@ impl CompactionPolicy for Leveled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::defaults;
+    use crate::policy::stack::testutil::defaults;
     use crate::LevelView;
 
     fn f(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
@@ -543,7 +543,7 @@ mod tests {
         let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
         assert_eq!(ids, [(0, 7), (1, 11), (1, 12)]);
         assert!(Leveled::from_params(&[("partition", "global")], defaults()).is_err());
-        assert!(crate::stack::Binomial::from_params(
+        assert!(crate::policy::stack::Binomial::from_params(
             &[("k", "4"), ("partition", "str")],
             defaults()
         )

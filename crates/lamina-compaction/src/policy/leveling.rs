@@ -6,9 +6,9 @@
 //! Capacity of level *i* ≥ 1 is `buffer × T^i`.
 
 use super::design::layout::{destination, Layout};
-use super::index::Below;
-use super::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TaskInput, TreeView};
 use crate::error::{Error, Result};
+use crate::view::index::Below;
+use crate::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TaskInput, TreeView};
 
 /// The leveling policy; see the module docs.
 #[derive(Debug, Clone)]

@@ -21,7 +21,7 @@
 //! found) or by the run's first file (a whole run); a merge takes its
 //! inputs out by key. Only a lookup by id that neither answers builds an
 //! id → key map, which the run then keeps up to date: a simulation's
-//! merges build none ([`id_maps`] counts them), where a map per run cost a
+//! merges build none ([`crate::work::id_maps`] counts them), where a map per run cost a
 //! hash insert and remove per file written, a cache miss each past 10^5
 //! files, and a quarter of the memory.
 //!
@@ -39,15 +39,14 @@
 //! behind a pointer per key, and filing a file allocates no key.
 //!
 //! Every file an operation hands out or edits adds one to a per-thread
-//! counter ([`visits`]): tests bound the work of a flush with it, so a scan
+//! counter ([`crate::work::file_visits`]): tests bound the work of a flush with it, so a scan
 //! of a whole run (an id search, a rebuild, a shift of a vector) shows up
-//! as work that grows with the tree. A second counter ([`searches`])
+//! as work that grows with the tree. A second counter ([`crate::work::searches`])
 //! counts every search of a run's blocks from the top, which a walk over
 //! neighbours does not repeat: tests tell a search per file from one walk with it. An
 //! implementation of this type must keep counting what it visits or moves
 //! and where it searches.
 
-use std::cell::Cell;
 use std::cmp::Ordering;
 
 use std::cmp::Reverse;
@@ -56,40 +55,21 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::OnceLock;
 
-use crate::blocks::{self, Blocks, Entry, Pos, Range};
-use crate::{FileView, InlineKey};
-
-thread_local! {
-    static VISITS: Cell<u64> = const { Cell::new(0) };
-    static SEARCHES: Cell<u64> = const { Cell::new(0) };
-}
+use crate::view::blocks::{self, Blocks, Entry, Pos, Range};
+use crate::{work, FileView, InlineKey};
 
 /// Counts one search of a run's blocks from the top.
 fn search() {
-    SEARCHES.with(|s| s.set(s.get().wrapping_add(1)));
-}
-
-/// Searches of runs' blocks (lookups by id or key, range starts,
-/// inserts and removes) that runs of this thread have made so far: what a
-/// search per file costs beyond the files it visits, for tests that bound
-/// it.
-pub fn searches() -> u64 {
-    SEARCHES.with(Cell::get)
+    work::add_searches(1);
 }
 
 fn visit<T>(item: T) -> T {
-    VISITS.with(|v| v.set(v.get().wrapping_add(1)));
+    work::add_file_visits(1);
     item
 }
 
 fn visit_file(filed: &Filed) -> &FileView {
     visit(&filed.file)
-}
-
-/// Files that runs of this thread have handed out or edited so far (see
-/// the module docs): a measure of tree work that tests bound.
-pub fn visits() -> u64 {
-    VISITS.with(Cell::get)
 }
 
 /// A user key in a form that orders as its bytes do but compares its first
@@ -393,16 +373,6 @@ pub struct Files {
 
 type IdMap = HashMap<u64, PackedKey, BuildHasherDefault<IdHasher>>;
 
-thread_local! {
-    static ID_MAPS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Id maps built on this thread so far (for tests: a simulation's merges
-/// should need none).
-pub fn id_maps() -> u64 {
-    ID_MAPS.with(Cell::get)
-}
-
 /// The first file the run's last search handed out, and where it was. A
 /// policy names in its task the files it just found, so the planner's
 /// lookup of a task's first id lands here, and a run needs no id map for
@@ -623,7 +593,7 @@ impl Files {
     /// every file).
     fn id_map(&self) -> &IdMap {
         self.key_of.get_or_init(|| {
-            ID_MAPS.with(|n| n.set(n.get() + 1));
+            work::add_id_maps(1);
             self.by_key
                 .iter()
                 .map(|f| (visit(f).id(), f.smallest().clone()))
@@ -746,7 +716,7 @@ impl Files {
                 read += 1;
             }
         }
-        VISITS.with(|v| v.set(v.get().wrapping_add(read)));
+        work::add_file_visits(read);
     }
 
     /// The key ranges and sizes of every file, in key order.
@@ -1394,11 +1364,11 @@ mod tests {
     #[test]
     fn visits_count_files_handed_out() {
         let run: Files = (1..=50).map(|k| file(k, k as u8, k as u8, 1)).collect();
-        let before = visits();
+        let before = crate::work::file_visits();
         assert_eq!(run.overlapping(&[10], &[12]).count(), 3);
-        assert_eq!(visits() - before, 3);
-        let before = visits();
+        assert_eq!(crate::work::file_visits() - before, 3);
+        let before = crate::work::file_visits();
         assert_eq!(run.iter().filter(|f| f.id == 50).count(), 1);
-        assert_eq!(visits() - before, 50);
+        assert_eq!(crate::work::file_visits() - before, 50);
     }
 }

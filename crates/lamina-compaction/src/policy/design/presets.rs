@@ -247,7 +247,7 @@ pub fn preset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testutil::{file, level_of, view_of};
+    use crate::policy::design::testutil::{file, level_of, view_of};
     use crate::{parse_spec, CompactionPolicy, FileView, TreeView};
 
     fn build(spec: &str) -> Result<Composed> {

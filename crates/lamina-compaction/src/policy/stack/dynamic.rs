@@ -409,7 +409,7 @@ impl CompactionPolicy for NoMerge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::{defaults, view_of, Model};
+    use crate::policy::stack::testutil::{defaults, view_of, Model};
     use crate::CompactionPolicy;
 
     fn run(p: &dyn CompactionPolicy, flushes: usize) -> Vec<Vec<u64>> {

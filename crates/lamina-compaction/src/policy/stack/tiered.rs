@@ -127,7 +127,7 @@ impl StackPolicy for Tiered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::{defaults, view_of, Model};
+    use crate::policy::stack::testutil::{defaults, view_of, Model};
     use crate::CompactionPolicy;
 
     #[test]

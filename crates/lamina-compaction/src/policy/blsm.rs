@@ -20,20 +20,20 @@
 //! Capacities: `S_0 = l0 × buffer`, `S_i = S_0 × T^i`.
 //!
 //! `lsbm` is the same tree with LSbM's compaction buffer (seed 002 §4,
-//! Algorithm 1; the buffer's model is in [`crate::buffer`]): every unit
+//! Algorithm 1; the buffer's model is in [`crate::lsbm`]): every unit
 //! moved down from `C'_i` joins the receiving run's buffer (`B_{i+1}^0`,
 //! one table per drained run) instead of being deleted; the draining run's
 //! own buffer (`B'_i`) retires files, smallest largest key first, so that
 //! `|B'_i| / S'_i` never exceeds `|C'_i| / S_i`; once at least `freeze` of
 //! the bytes a round has merged into the receiving run were repeated data
-//! (versions its merges dropped, [`crate::buffer::Buffer::repeated_in_round`]),
+//! (versions its merges dropped, [`crate::lsbm::Buffer::repeated_in_round`]),
 //! the run's buffer is frozen for the rest of the round (units are deleted;
 //! only markers of their ranges join it). The engine trims the buffers every
 //! `trim` ms, removing files with less than `keep` of their blocks cached.
 
-use crate::buffer::{BufferTask, TrimRule};
-use crate::design::layout::{destination, Layout};
 use crate::error::{Error, Result};
+use crate::lsbm::{BufferTask, TrimRule};
+use crate::policy::design::layout::{destination, Layout};
 use crate::{
     param, CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput,
     TreeView,
@@ -333,7 +333,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::buffer::{apply_changes, BufferChange};
+    use crate::lsbm::{apply_changes, BufferChange};
     use crate::{FileView, LevelView};
 
     fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
