@@ -22,7 +22,9 @@ pub mod work;
 
 pub use error::{Error, Result};
 pub use policy::Leveling;
-pub use spec::{parse_spec, policy_from_spec, CompactionSpec, Family, Strategy, STRATEGIES};
+pub use spec::{
+    parse_spec, policy_from_spec, Alias, CompactionSpec, Family, Strategy, ALIASES, STRATEGIES,
+};
 pub use view::{placement, FileView, Files, InlineKey, LevelView, RunView, Runs, TreeView};
 
 /// Files of one run taking part in a task.

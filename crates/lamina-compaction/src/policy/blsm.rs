@@ -154,11 +154,7 @@ impl Blsm {
                 self.file_given = true;
             }
             "unit" => self.unit = param(k, v)?,
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "{name} has no parameter {k}"
-                )))
-            }
+            _ => return Err(Error::unknown_parameter(name, k)),
         }
         Ok(())
     }

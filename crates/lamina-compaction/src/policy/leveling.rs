@@ -33,11 +33,7 @@ impl Leveling {
             match k {
                 "T" => p.size_ratio = param(k, v)?,
                 "l0" => p.l0_trigger = param(k, v)?,
-                _ => {
-                    return Err(Error::InvalidArgument(format!(
-                        "leveling has no parameter {k}"
-                    )))
-                }
+                _ => return Err(Error::unknown_parameter("leveling", k)),
             }
         }
         if p.size_ratio < 2 || p.l0_trigger < 1 {

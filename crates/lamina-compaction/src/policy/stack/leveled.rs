@@ -37,6 +37,9 @@ pub struct Leveled {
     /// per level.
     pub tiles: Option<Partition>,
     common: Common,
+    /// The spelling its spec starts with (`stack-leveled`, or the alias
+    /// `leveled` it was built from).
+    name: &'static str,
 }
 
 impl Leveled {
@@ -46,33 +49,31 @@ impl Leveled {
         let mut b0 = 2;
         let mut b = defaults.size_ratio as u64;
         let mut tiles = None;
-        let common = parse_params("leveled", params, defaults, |k, v| {
-            match k {
-                "b0" => b0 = param(k, v)?,
-                "b" => b = param(k, v)?,
-                "partition" => {
-                    tiles = match Partition::parse(v) {
+        let common =
+            parse_params(Self::NAME, params, defaults, |k, v| {
+                match k {
+                    "b0" => b0 = param(k, v)?,
+                    "b" => b = param(k, v)?,
+                    "partition" => tiles = match Partition::parse(v) {
                         Some(Partition::Size) => None,
                         Some(p) if p.tile_rule().is_some() => Some(p),
-                        _ => {
-                            return Err(Error::InvalidArgument(format!(
-                                "leveled: partition must be size, str or rstar-grove, not {v:?}"
-                            )))
-                        }
-                    }
+                        _ => return Err(Error::InvalidArgument(format!(
+                            "stack-leveled: partition must be size, str or rstar-grove, not {v:?}"
+                        ))),
+                    },
+                    _ => return Ok(false),
                 }
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            })?;
         if common.partitioning.is_some() {
             return Err(Error::InvalidArgument(
-                "leveled moves one run down at a time; partition= is for stack policies".into(),
+                "stack-leveled moves one run down at a time; partition= is for stack policies"
+                    .into(),
             ));
         }
         if b0 < 1 || b < 2 {
             return Err(Error::InvalidArgument(
-                "leveled needs b0 >= 1 and b >= 2".into(),
+                "stack-leveled needs b0 >= 1 and b >= 2".into(),
             ));
         }
         Ok(Leveled {
@@ -80,7 +81,17 @@ impl Leveled {
             b,
             tiles,
             common,
+            name: Self::NAME,
         })
+    }
+
+    /// The name its specs start with.
+    pub const NAME: &'static str = "stack-leveled";
+
+    /// This policy with its spec spelled `name` (an alias it was built
+    /// from, so that its spec prints as written).
+    pub fn spelled(self, name: &'static str) -> Self {
+        Leveled { name, ..self }
     }
 
     /// Capacity in bytes of level `i >= 1`.
@@ -251,7 +262,8 @@ impl Leveled {
 impl CompactionPolicy for Leveled {
     fn spec(&self) -> String {
         format!(
-            "leveled:b0={},b={}{}{}",
+            "{}:b0={},b={}{}{}",
+            self.name,
             self.b0,
             self.b,
             self.common.file_suffix(),
@@ -480,7 +492,7 @@ mod tests {
     fn tiled_levels_push_the_tile_overlapping_fewest_tiles_below() {
         let p = Leveled::from_params(&[("b0", "2"), ("b", "2"), ("partition", "str")], defaults())
             .unwrap();
-        assert_eq!(p.spec(), "leveled:b0=2,b=2,partition=str");
+        assert_eq!(p.spec(), "stack-leveled:b0=2,b=2,partition=str");
         // Level 1 (capacity 20) holds 30 bytes in three tiles; below, tile
         // 10 sits under tiles 1 and 2 by MBR, tile 11 under tile 2 only;
         // tile 3 overlaps tile 12's key range but not its MBR.
@@ -565,6 +577,6 @@ mod tests {
         assert_eq!(t[0].inputs.len(), 1);
         assert!(Leveled::from_params(&[("b", "1")], defaults()).is_err());
         assert!(Leveled::from_params(&[("b0", "0")], defaults()).is_err());
-        assert_eq!(p.spec(), "leveled:b0=1,b=4");
+        assert_eq!(p.spec(), "stack-leveled:b0=1,b=4");
     }
 }
