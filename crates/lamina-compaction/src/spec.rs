@@ -421,10 +421,7 @@ pub fn markdown_table() -> String {
         ));
     }
     for a in ALIASES {
-        out.push_str(&format!(
-            "| `{}` | — | alias: {} | — |\n",
-            a.name, a.rule
-        ));
+        out.push_str(&format!("| `{}` | — | alias: {} | — |\n", a.name, a.rule));
     }
     out
 }

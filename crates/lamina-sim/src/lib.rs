@@ -124,7 +124,7 @@ pub type Result<T> = std::result::Result<T, SimError>;
 /// Settings of the model.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelOptions {
-    /// `TreeView::buffer_bytes` (the memtable size policies see) and the
+    /// `TreeView::memtable_bytes` (the memtable size policies see) and the
     /// default output file size of policies that cut files (`leveled`).
     pub buffer_bytes: u64,
     /// Size ratio default for specs that omit it (`tiered`, `leveled`,
@@ -523,7 +523,7 @@ impl Simulator {
             view: TreeView {
                 levels: vec![LevelView::default()],
                 flushes: 0,
-                buffer_bytes: opts.buffer_bytes,
+                memtable_bytes: opts.buffer_bytes,
                 ..TreeView::default()
             },
             next_id: 0,
@@ -1253,7 +1253,7 @@ pub enum FlushSizes {
 }
 
 impl FlushSizes {
-    /// Mean flush size (what `TreeView::buffer_bytes` should be).
+    /// Mean flush size (what `TreeView::memtable_bytes` should be).
     pub fn mean(&self) -> u64 {
         match self {
             FlushSizes::Constant(s) => *s,

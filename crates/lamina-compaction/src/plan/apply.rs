@@ -106,7 +106,7 @@ pub fn apply(view: &mut TreeView, plan: &Plan, mut outputs: Vec<FileView>, new_r
         level.runs.retain(|r| !r.files.is_empty());
     }
     let levels = &view.levels;
-    apply_changes(&mut view.buffers, changes, |h| {
+    apply_changes(&mut view.compaction_buffers, changes, |h| {
         levels.iter().any(|l| l.runs.iter().any(|r| r.id == h))
     });
     while view.levels.len() > 1 && view.levels.last().is_some_and(|l| l.runs.is_empty()) {

@@ -189,7 +189,7 @@ impl Blsm {
             [] => None,
             [only]
                 if only.order < incoming_order
-                    && only.bytes() + incoming > self.capacity(view.buffer_bytes, level) =>
+                    && only.bytes() + incoming > self.capacity(view.memtable_bytes, level) =>
             {
                 None
             }
@@ -215,7 +215,7 @@ impl Blsm {
         }];
         let receiving = self.receiving(view, level + 1, unit_bytes, draining.order);
         let buffer = self.buffer.map(|p| {
-            let host_buffer = receiving.and_then(|host| view.buffers.get(&host.id));
+            let host_buffer = receiving.and_then(|host| view.compaction_buffers.get(&host.id));
             // The unit continues a round if the host's newest table is this
             // run's; otherwise it starts one, and the host's bytes now are
             // the base of the round's repeated-data measure.
@@ -229,10 +229,10 @@ impl Blsm {
                     .zip(host_buffer)
                     .and_then(|(host, b)| b.repeated_in_round(host.bytes()))
                     .is_some_and(|repeated| repeated >= p.freeze);
-            let (retire, base) = match view.buffers.get(&draining.id) {
+            let (retire, base) = match view.compaction_buffers.get(&draining.id) {
                 Some(own) => {
                     let after = draining.bytes().saturating_sub(unit_bytes);
-                    let cap = self.capacity(view.buffer_bytes, level);
+                    let cap = self.capacity(view.memtable_bytes, level);
                     let base = own.base.is_none().then(|| own.live_bytes());
                     (own.pace(after, cap), base)
                 }
@@ -266,7 +266,7 @@ impl Blsm {
             buffer,
             reason: format!(
                 "blsm: level {level} holds {bytes} bytes > S_{level} = {}; unit {} of its oldest run down",
-                self.capacity(view.buffer_bytes, level),
+                self.capacity(view.memtable_bytes, level),
                 unit.iter().map(|f| f.id.to_string()).collect::<Vec<_>>().join(",")
             ),
         })
@@ -316,7 +316,7 @@ impl CompactionPolicy for Blsm {
             .rev()
             .filter_map(|level| {
                 let bytes = view.level(level).bytes();
-                (bytes > self.capacity(view.buffer_bytes, level))
+                (bytes > self.capacity(view.memtable_bytes, level))
                     .then(|| self.drain(view, level, bytes))
                     .flatten()
             })
@@ -357,7 +357,7 @@ mod tests {
         )
         .unwrap();
         let mut view = TreeView {
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..TreeView::default()
         };
         let run = |id, order, files: Vec<FileView>| RunView {
@@ -407,7 +407,7 @@ mod tests {
                 file: file(19, "a", "z", 20),
             });
         }
-        apply_changes(&mut view.buffers, changes, |_| true);
+        apply_changes(&mut view.compaction_buffers, changes, |_| true);
         let tasks = lsbm.pick(&view);
         let task = tasks.first().expect("level 1 is over its capacity");
         assert_eq!(task.output_level, 2);

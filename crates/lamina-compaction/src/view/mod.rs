@@ -183,11 +183,11 @@ pub struct TreeView {
     /// Flushes so far.
     pub flushes: u64,
     /// Memtable size in bytes (the size of a full flush).
-    pub buffer_bytes: u64,
+    pub memtable_bytes: u64,
     /// Current time (unix ms).
     pub now_ms: u64,
-    /// Compaction buffers (seed 002) by host run id.
-    pub buffers: lsbm::Buffers<FileView>,
+    /// Compaction buffers (seed 002, LSbM) by host run id.
+    pub compaction_buffers: lsbm::Buffers<FileView>,
     /// Least-overlap rankings of runs, kept up to date by
     /// [`plan::apply`] (see [`index`]); a new view starts with none.
     pub index: index::OverlapIndex,

@@ -109,7 +109,7 @@ pub struct LevelCtx<'a> {
 impl<'a> LevelCtx<'a> {
     /// The context of `level` in `view`.
     pub fn new(view: &'a TreeView, level: usize, size_ratio: u64, file_size: u64) -> Self {
-        let mut capacity = view.buffer_bytes.max(1);
+        let mut capacity = view.memtable_bytes.max(1);
         for _ in 0..=level {
             capacity = capacity.saturating_mul(size_ratio);
         }

@@ -49,22 +49,25 @@ impl Leveled {
         let mut b0 = 2;
         let mut b = defaults.size_ratio as u64;
         let mut tiles = None;
-        let common =
-            parse_params(Self::NAME, params, defaults, |k, v| {
-                match k {
-                    "b0" => b0 = param(k, v)?,
-                    "b" => b = param(k, v)?,
-                    "partition" => tiles = match Partition::parse(v) {
+        let common = parse_params(Self::NAME, params, defaults, |k, v| {
+            match k {
+                "b0" => b0 = param(k, v)?,
+                "b" => b = param(k, v)?,
+                "partition" => {
+                    tiles = match Partition::parse(v) {
                         Some(Partition::Size) => None,
                         Some(p) if p.tile_rule().is_some() => Some(p),
-                        _ => return Err(Error::InvalidArgument(format!(
+                        _ => {
+                            return Err(Error::InvalidArgument(format!(
                             "stack-leveled: partition must be size, str or rstar-grove, not {v:?}"
-                        ))),
-                    },
-                    _ => return Ok(false),
+                        )))
+                        }
+                    }
                 }
-                Ok(true)
-            })?;
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
         if common.partitioning.is_some() {
             return Err(Error::InvalidArgument(
                 "stack-leveled moves one run down at a time; partition= is for stack policies"
@@ -95,8 +98,8 @@ impl Leveled {
     }
 
     /// Capacity in bytes of level `i >= 1`.
-    pub fn capacity(&self, buffer_bytes: u64, i: usize) -> u64 {
-        let mut cap = buffer_bytes.max(1);
+    pub fn capacity(&self, memtable_bytes: u64, i: usize) -> u64 {
+        let mut cap = memtable_bytes.max(1);
         for _ in 0..i {
             cap = cap.saturating_mul(self.b);
         }
@@ -227,7 +230,7 @@ impl Leveled {
                 continue;
             }
             let bytes = level.bytes();
-            let cap = self.capacity(view.buffer_bytes, i);
+            let cap = self.capacity(view.memtable_bytes, i);
             if bytes <= cap {
                 continue;
             }
@@ -323,7 +326,7 @@ impl CompactionPolicy for Leveled {
                 continue;
             };
             let bytes = run.bytes();
-            let cap = self.capacity(view.buffer_bytes, i);
+            let cap = self.capacity(view.memtable_bytes, i);
             if bytes <= cap {
                 continue;
             }
@@ -428,7 +431,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -466,7 +469,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -516,7 +519,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -569,7 +572,7 @@ mod tests {
             levels: vec![LevelView {
                 runs: vec![run(2, vec![f(1, 0, 9, 1)]), run(1, vec![f(2, 0, 9, 1)])].into(),
             }],
-            buffer_bytes: 1,
+            memtable_bytes: 1,
             ..Default::default()
         };
         let t = p.pick(&view);
