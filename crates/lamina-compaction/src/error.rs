@@ -11,4 +11,24 @@ pub enum Error {
     /// parameter, an unreadable TOML composition).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A spec gave a strategy a parameter it does not take.
+    /// [`policy_from_spec`](crate::policy_from_spec) turns it into an
+    /// [`Error::InvalidArgument`] naming the spellings that take the key.
+    #[error("{strategy} has no parameter {key}")]
+    UnknownParameter {
+        /// The strategy, as its policy names itself.
+        strategy: String,
+        /// The parameter it does not take.
+        key: String,
+    },
+}
+
+impl Error {
+    /// `strategy` takes no parameter `key`.
+    pub(crate) fn unknown_parameter(strategy: &str, key: &str) -> Error {
+        Error::UnknownParameter {
+            strategy: strategy.to_string(),
+            key: key.to_string(),
+        }
+    }
 }

@@ -192,14 +192,14 @@ fn key_number(k: &[u8]) -> u64 {
 
 fn define(args: &[&str], input: &[&str]) -> Result<TreeView, String> {
     let mut view = TreeView {
-        buffer_bytes: 1,
+        memtable_bytes: 1,
         ..TreeView::default()
     };
     for a in args {
         let (k, v) = a.split_once('=').ok_or(format!("bad argument {a:?}"))?;
         match k {
             "flushes" => view.flushes = number(v, k)?,
-            "buffer" => view.buffer_bytes = number(v, k)?,
+            "buffer" => view.memtable_bytes = number(v, k)?,
             "now" => view.now_ms = number(v, k)?,
             _ => return Err(format!("unknown argument {k:?}")),
         }

@@ -24,7 +24,7 @@ pub enum FlushSizes {
 }
 
 impl FlushSizes {
-    /// Mean flush size (what `TreeView::buffer_bytes` should be).
+    /// Mean flush size (what `TreeView::memtable_bytes` should be).
     pub fn mean(&self) -> u64 {
         match self {
             FlushSizes::Constant(s) => *s,

@@ -7,7 +7,7 @@ use lamina_compaction::CompactionPolicy;
 /// Settings of the model.
 #[derive(Debug, Clone, Copy)]
 pub struct ModelOptions {
-    /// `TreeView::buffer_bytes` (the memtable size policies see) and the
+    /// `TreeView::memtable_bytes` (the memtable size policies see) and the
     /// default output file size of policies that cut files (`leveled`).
     pub buffer_bytes: u64,
     /// Size ratio default for specs that omit it (`tiered`, `leveled`,

@@ -95,7 +95,7 @@ impl Simulator {
             view: TreeView {
                 levels: vec![LevelView::default()],
                 flushes: 0,
-                buffer_bytes: opts.buffer_bytes,
+                memtable_bytes: opts.buffer_bytes,
                 ..TreeView::default()
             },
             next_id: 0,

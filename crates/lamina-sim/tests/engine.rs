@@ -39,7 +39,7 @@ const KEYS_PER_FLUSH: u64 = 32;
 const VALUE_BYTES: usize = 300;
 
 /// The memtable size: large, so that flushes happen only when the test asks
-/// for one (`TreeView::buffer_bytes`; no policy tested here reads it).
+/// for one (`TreeView::memtable_bytes`; no policy tested here reads it).
 const WRITE_BUFFER: usize = 1 << 20;
 
 fn options(fs: &MemFs, spec: &str, write_buffer: usize) -> Options {

@@ -1,10 +1,10 @@
 //! Work per flush does not grow with the tree, so a simulation is linear in
 //! its flushes. Four counters: the files the view's least-overlap index
 //! ranks, rescores or visits (`TreeView::overlap_work`), every file the
-//! runs of the tree hand out or edit (`files::visits`: what policies, the
+//! runs of the tree hand out or edit (`work::file_visits`: what policies, the
 //! planner and `plan::apply` read and change), every slot of LSbM's
-//! compaction buffers read or edited (`buffer::visits`), and every run a
-//! level's runs move to make or close a gap (`runs::shifts`). A policy that
+//! compaction buffers read or edited (`work::buffer_visits`), and every run a
+//! level's runs move to make or close a gap (`work::run_shifts`). A policy that
 //! scanned every file of a level at each pick, a planner that searched a
 //! run for its input ids, an apply that rebuilt or shifted a run, a buffer
 //! that scanned or sorted all its files at each step, or a flush that
@@ -17,10 +17,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use lamina_compaction::buffer;
-use lamina_compaction::files::{id_maps, visits};
-use lamina_compaction::index::Below;
-use lamina_compaction::runs::shifts;
+use lamina_compaction::view::index::Below;
+use lamina_compaction::work::{buffer_visits, file_visits, id_maps, run_shifts};
 use lamina_compaction::{
     policy_from_spec, CompactionPolicy, CompactionTask, FileView, PolicyDefaults, TreeView,
 };
@@ -65,9 +63,9 @@ fn work_per_flush_with(spec: &str, keys: KeyModel, warmup: u64, window: u64) -> 
     }
     let before = (
         sim.view().overlap_work(),
-        visits(),
-        buffer::visits(),
-        shifts(),
+        file_visits(),
+        buffer_visits(),
+        run_shifts(),
     );
     for _ in 0..window {
         sim.flush(UNIT).unwrap();
@@ -75,9 +73,9 @@ fn work_per_flush_with(spec: &str, keys: KeyModel, warmup: u64, window: u64) -> 
     let per_flush = |n: u64| n as f64 / window as f64;
     Work {
         index: per_flush(sim.view().overlap_work() - before.0),
-        files: per_flush(visits() - before.1),
-        buffer: per_flush(buffer::visits() - before.2),
-        shifts: per_flush(shifts() - before.3),
+        files: per_flush(file_visits() - before.1),
+        buffer: per_flush(buffer_visits() - before.2),
+        shifts: per_flush(run_shifts() - before.3),
         id_maps: id_maps() - maps_before,
         levels: sim.view().levels.len(),
     }
@@ -409,13 +407,13 @@ impl CompactionPolicy for CountingPicks {
     fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
         let c = &self.counts;
         c.first_picks.fetch_add(1, Ordering::Relaxed);
-        let before = visits();
+        let before = file_visits();
         let first = self.inner.pick_first(view);
         c.first_visits
-            .fetch_add(visits() - before, Ordering::Relaxed);
-        let before = visits();
+            .fetch_add(file_visits() - before, Ordering::Relaxed);
+        let before = file_visits();
         let all = self.inner.pick(view);
-        c.all_visits.fetch_add(visits() - before, Ordering::Relaxed);
+        c.all_visits.fetch_add(file_visits() - before, Ordering::Relaxed);
         if first != all.into_iter().next() {
             c.disagreements.fetch_add(1, Ordering::Relaxed);
         }

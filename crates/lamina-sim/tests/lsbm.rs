@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use lamina_compaction::buffer::Slot;
+use lamina_compaction::lsbm::Slot;
 use lamina_sim::{ModelOptions, Simulator};
 
 #[test]
@@ -36,7 +36,7 @@ fn lsbm_against_blsm(params: &str) {
         let runs: Vec<_> = view.levels.iter().flat_map(|l| &l.runs).collect();
         ever_in_tree.extend(runs.iter().flat_map(|r| r.files.iter().map(|f| f.id)));
         let mut kept = 0;
-        for (host, buffer) in &view.buffers {
+        for (host, buffer) in &view.compaction_buffers {
             assert!(
                 runs.iter().any(|r| r.id == *host),
                 "buffer on a missing run {host}"

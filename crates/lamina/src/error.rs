@@ -168,6 +168,9 @@ impl From<lamina_compaction::Error> for Error {
     fn from(e: lamina_compaction::Error) -> Self {
         match e {
             lamina_compaction::Error::InvalidArgument(s) => Error::InvalidArgument(s),
+            e @ lamina_compaction::Error::UnknownParameter { .. } => {
+                Error::InvalidArgument(e.to_string())
+            }
         }
     }
 }

@@ -209,7 +209,7 @@ pub struct Options {
     /// keeps its own log, as the `lamina-dataset` crate's `Dataset` does for
     /// all its indexes at once.
     pub write_ahead_log: bool,
-    /// Compaction policies size levels in flushes (`TreeView::buffer_bytes`):
+    /// Compaction policies size levels in flushes (`TreeView::memtable_bytes`):
     /// off (the default), a flush is `write_buffer_size`; on, it is the mean
     /// size of this database's flushes so far, as the simulator counts. For
     /// a database flushed from outside before its buffer fills: a

@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 use std::collections::HashMap;
 
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
-use crate::compaction::buffer::{self, BufferChange, BufferFile, Buffers, Marker, Slot};
+use crate::compaction::lsbm::{self, BufferChange, BufferFile, Buffers, Marker, Slot};
 use crate::compaction::placement;
 use crate::error::{Error, Result};
 use crate::spatial::Rect;
@@ -362,7 +362,7 @@ impl Version {
                 .collect();
             let levels = &next.levels;
             let mut buffers = std::mem::take(&mut next.buffers);
-            buffer::apply_changes(&mut buffers, changes, |h| {
+            lsbm::apply_changes(&mut buffers, changes, |h| {
                 levels.iter().any(|l| l.runs.iter().any(|r| r.id == h))
             });
             next.buffers = buffers;

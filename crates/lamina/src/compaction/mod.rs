@@ -42,9 +42,9 @@ pub(crate) fn view_of_version(
     TreeView {
         levels,
         flushes,
-        buffer_bytes,
+        memtable_bytes: buffer_bytes,
         now_ms,
-        buffers: version
+        compaction_buffers: version
             .buffers
             .iter()
             .map(|(&host, b)| (host, b.map(|f| file_view(f, busy))))

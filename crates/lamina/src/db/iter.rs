@@ -94,7 +94,7 @@ impl Inner {
                 let below = sv.version.levels.get(level + 1).into_iter();
                 let hosts = below.flat_map(|l| &l.runs);
                 let buffers = hosts.filter_map(|r| sv.version.buffers.get(&r.id));
-                let gate = match buffer::drained_slot(buffers, run.id, key) {
+                let gate = match lsbm::drained_slot(buffers, run.id, key) {
                     None => false,
                     Some(Slot::Removed(_)) => true,
                     Some(Slot::Live(d)) => {

@@ -21,7 +21,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::batch::{decode_entries, encode_header, BatchOp, WriteBatch};
 use crate::clock::now_ms;
-use crate::compaction::buffer::{self, Buffer, BufferChange, Slot, TrimRule};
+use crate::compaction::lsbm::{self, Buffer, BufferChange, Slot, TrimRule};
 use crate::compaction::partition::KeyImage;
 use crate::compaction::{
     execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,

@@ -20,20 +20,20 @@
 //! Capacities: `S_0 = l0 × buffer`, `S_i = S_0 × T^i`.
 //!
 //! `lsbm` is the same tree with LSbM's compaction buffer (seed 002 §4,
-//! Algorithm 1; the buffer's model is in [`crate::buffer`]): every unit
+//! Algorithm 1; the buffer's model is in [`crate::lsbm`]): every unit
 //! moved down from `C'_i` joins the receiving run's buffer (`B_{i+1}^0`,
 //! one table per drained run) instead of being deleted; the draining run's
 //! own buffer (`B'_i`) retires files, smallest largest key first, so that
 //! `|B'_i| / S'_i` never exceeds `|C'_i| / S_i`; once at least `freeze` of
 //! the bytes a round has merged into the receiving run were repeated data
-//! (versions its merges dropped, [`crate::buffer::Buffer::repeated_in_round`]),
+//! (versions its merges dropped, [`crate::lsbm::Buffer::repeated_in_round`]),
 //! the run's buffer is frozen for the rest of the round (units are deleted;
 //! only markers of their ranges join it). The engine trims the buffers every
 //! `trim` ms, removing files with less than `keep` of their blocks cached.
 
-use crate::buffer::{BufferTask, TrimRule};
-use crate::design::layout::{destination, Layout};
 use crate::error::{Error, Result};
+use crate::lsbm::{BufferTask, TrimRule};
+use crate::policy::design::layout::{destination, Layout};
 use crate::{
     param, CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput,
     TreeView,
@@ -154,11 +154,7 @@ impl Blsm {
                 self.file_given = true;
             }
             "unit" => self.unit = param(k, v)?,
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "{name} has no parameter {k}"
-                )))
-            }
+            _ => return Err(Error::unknown_parameter(name, k)),
         }
         Ok(())
     }
@@ -193,7 +189,7 @@ impl Blsm {
             [] => None,
             [only]
                 if only.order < incoming_order
-                    && only.bytes() + incoming > self.capacity(view.buffer_bytes, level) =>
+                    && only.bytes() + incoming > self.capacity(view.memtable_bytes, level) =>
             {
                 None
             }
@@ -219,7 +215,7 @@ impl Blsm {
         }];
         let receiving = self.receiving(view, level + 1, unit_bytes, draining.order);
         let buffer = self.buffer.map(|p| {
-            let host_buffer = receiving.and_then(|host| view.buffers.get(&host.id));
+            let host_buffer = receiving.and_then(|host| view.compaction_buffers.get(&host.id));
             // The unit continues a round if the host's newest table is this
             // run's; otherwise it starts one, and the host's bytes now are
             // the base of the round's repeated-data measure.
@@ -233,10 +229,10 @@ impl Blsm {
                     .zip(host_buffer)
                     .and_then(|(host, b)| b.repeated_in_round(host.bytes()))
                     .is_some_and(|repeated| repeated >= p.freeze);
-            let (retire, base) = match view.buffers.get(&draining.id) {
+            let (retire, base) = match view.compaction_buffers.get(&draining.id) {
                 Some(own) => {
                     let after = draining.bytes().saturating_sub(unit_bytes);
-                    let cap = self.capacity(view.buffer_bytes, level);
+                    let cap = self.capacity(view.memtable_bytes, level);
                     let base = own.base.is_none().then(|| own.live_bytes());
                     (own.pace(after, cap), base)
                 }
@@ -270,7 +266,7 @@ impl Blsm {
             buffer,
             reason: format!(
                 "blsm: level {level} holds {bytes} bytes > S_{level} = {}; unit {} of its oldest run down",
-                self.capacity(view.buffer_bytes, level),
+                self.capacity(view.memtable_bytes, level),
                 unit.iter().map(|f| f.id.to_string()).collect::<Vec<_>>().join(",")
             ),
         })
@@ -320,7 +316,7 @@ impl CompactionPolicy for Blsm {
             .rev()
             .filter_map(|level| {
                 let bytes = view.level(level).bytes();
-                (bytes > self.capacity(view.buffer_bytes, level))
+                (bytes > self.capacity(view.memtable_bytes, level))
                     .then(|| self.drain(view, level, bytes))
                     .flatten()
             })
@@ -333,7 +329,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::buffer::{apply_changes, BufferChange};
+    use crate::lsbm::{apply_changes, BufferChange};
     use crate::{FileView, LevelView};
 
     fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
@@ -361,7 +357,7 @@ mod tests {
         )
         .unwrap();
         let mut view = TreeView {
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..TreeView::default()
         };
         let run = |id, order, files: Vec<FileView>| RunView {
@@ -411,7 +407,7 @@ mod tests {
                 file: file(19, "a", "z", 20),
             });
         }
-        apply_changes(&mut view.buffers, changes, |_| true);
+        apply_changes(&mut view.compaction_buffers, changes, |_| true);
         let tasks = lsbm.pick(&view);
         let task = tasks.first().expect("level 1 is over its capacity");
         assert_eq!(task.output_level, 2);

@@ -20,12 +20,12 @@
 use std::fmt::Debug;
 use std::ops::Range;
 
-use super::{
+use crate::error::{Error, Result};
+use crate::partition::{PartitionParams, Partitioning};
+use crate::{
     param, CompactionPolicy, CompactionTask, OutputRun, PolicyDefaults, RunView, TaskInput,
     TreeView,
 };
-use crate::error::{Error, Result};
-use crate::partition::{PartitionParams, Partitioning};
 
 mod dynamic;
 mod leveled;
@@ -65,6 +65,11 @@ pub trait StackPolicy: Send + Sync + Debug {
     const MERGES_BESIDE_BUSY: bool = false;
     /// The parameters every stack policy takes (`k=`, `file=`).
     fn common(&self) -> &Common;
+    /// The name its [`CompactionPolicy::spec`] starts with: the spelling
+    /// the policy was built from. Default: [`StackPolicy::NAME`].
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
     /// Its parameters as a spec writes them, `file=` left out. Default:
     /// `k=K`.
     fn params(&self) -> String {
@@ -86,7 +91,7 @@ impl<P: StackPolicy> CompactionPolicy for P {
         params.push_str(&self.common().file_suffix());
         let params = params.trim_start_matches(',');
         let sep = if params.is_empty() { "" } else { ":" };
-        format!("{}{sep}{params}", P::NAME)
+        format!("{}{sep}{params}", self.name())
     }
 
     fn run_bound(&self) -> Option<usize> {
@@ -186,9 +191,7 @@ pub(crate) fn parse_params(
                 // The policy's own parameters first: `leveled` reads
                 // `partition=` itself.
                 if !extra(key, value)? && !partitioning.parse(name, key, value)? {
-                    return Err(Error::InvalidArgument(format!(
-                        "{name} has no parameter {key}"
-                    )));
+                    return Err(Error::unknown_parameter(name, key));
                 }
             }
         }

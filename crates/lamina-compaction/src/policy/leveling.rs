@@ -6,9 +6,9 @@
 //! Capacity of level *i* ≥ 1 is `buffer × T^i`.
 
 use super::design::layout::{destination, Layout};
-use super::index::Below;
-use super::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TaskInput, TreeView};
 use crate::error::{Error, Result};
+use crate::view::index::Below;
+use crate::{param, CompactionPolicy, CompactionTask, PolicyDefaults, TaskInput, TreeView};
 
 /// The leveling policy; see the module docs.
 #[derive(Debug, Clone)]
@@ -33,11 +33,7 @@ impl Leveling {
             match k {
                 "T" => p.size_ratio = param(k, v)?,
                 "l0" => p.l0_trigger = param(k, v)?,
-                _ => {
-                    return Err(Error::InvalidArgument(format!(
-                        "leveling has no parameter {k}"
-                    )))
-                }
+                _ => return Err(Error::unknown_parameter("leveling", k)),
             }
         }
         if p.size_ratio < 2 || p.l0_trigger < 1 {
@@ -49,8 +45,8 @@ impl Leveling {
     }
 
     /// Capacity in bytes of level `i` ≥ 1.
-    pub fn capacity(&self, buffer_bytes: u64, i: usize) -> u64 {
-        let mut cap = buffer_bytes.max(1);
+    pub fn capacity(&self, memtable_bytes: u64, i: usize) -> u64 {
+        let mut cap = memtable_bytes.max(1);
         for _ in 0..i {
             cap = cap.saturating_mul(self.size_ratio);
         }
@@ -142,7 +138,7 @@ impl Leveling {
                 // merged down whole: leveling keeps one run per level.
                 f64::INFINITY
             } else {
-                view.level_bytes(i) as f64 / self.capacity(view.buffer_bytes, i) as f64
+                view.level_bytes(i) as f64 / self.capacity(view.memtable_bytes, i) as f64
             };
             if score >= 1.0 {
                 scored.push((score, i));
@@ -239,7 +235,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 100,
+            memtable_bytes: 100,
             ..Default::default()
         };
         let tasks = policy().pick(&view);
@@ -265,7 +261,7 @@ mod tests {
                     runs: vec![run(2, vec![file(3, 0, 9, 5000), file(4, 25, 26, 10)])].into(),
                 },
             ],
-            buffer_bytes: 100,
+            memtable_bytes: 100,
             ..Default::default()
         };
         let tasks = policy().pick(&view);
@@ -283,7 +279,7 @@ mod tests {
             levels: vec![LevelView {
                 runs: vec![run(2, vec![f]), run(1, vec![file(2, 0, 9, 10)])].into(),
             }],
-            buffer_bytes: 100,
+            memtable_bytes: 100,
             ..Default::default()
         };
         assert!(policy().pick(&view).is_empty());
@@ -291,7 +287,7 @@ mod tests {
             levels: vec![LevelView {
                 runs: vec![run(1, vec![file(2, 0, 9, 10)])].into(),
             }],
-            buffer_bytes: 100,
+            memtable_bytes: 100,
             ..Default::default()
         };
         assert!(policy().pick(&calm).is_empty());

@@ -24,8 +24,8 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::blocks::{Block, Blocks, Entry, Pos};
-use crate::files::{Overlap, PackedKey, Span};
+use crate::view::blocks::{Block, Blocks, Entry, Pos};
+use crate::view::files::{Overlap, PackedKey, Span};
 use crate::{FileView, LevelView, RunView, TreeView};
 
 /// Which runs of the target level a file's overlap counts.
@@ -208,7 +208,7 @@ impl<M: Measure> Entry for Ranked<M> {
 }
 
 /// One run's files in key order with their scores; each block knows its
-/// least (see [`crate::blocks`]), so the least of the run is a scan of the
+/// least (see [`crate::view::blocks`]), so the least of the run is a scan of the
 /// blocks, and a change is one splice.
 #[derive(Debug)]
 struct Ranking<M: Measure> {
@@ -525,7 +525,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::files::searches;
+    use crate::work::searches;
 
     fn file(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
         FileView {

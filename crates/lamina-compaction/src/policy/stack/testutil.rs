@@ -45,7 +45,7 @@ pub fn view_of(sizes: &[u64], flushes: u64) -> TreeView {
                 .collect(),
         }],
         flushes,
-        buffer_bytes: 1,
+        memtable_bytes: 1,
         ..TreeView::default()
     }
 }
@@ -78,7 +78,7 @@ impl Model {
             },
         );
         self.view.flushes += 1;
-        self.view.buffer_bytes = size;
+        self.view.memtable_bytes = size;
         for _ in 0..1000 {
             let tasks = policy.pick(&self.view);
             let Some(task) = tasks.into_iter().next() else {

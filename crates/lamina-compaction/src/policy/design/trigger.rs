@@ -191,7 +191,7 @@ impl FromStr for Trigger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testutil::{ctx_of, file, level_of, view_of};
+    use crate::policy::design::testutil::{ctx_of, file, level_of, view_of};
 
     #[test]
     fn saturation_fires_above_capacity_by_bytes_and_by_files() {

@@ -388,9 +388,7 @@ impl NoMerge {
     /// Builds from spec parameters (none).
     pub fn from_params(params: &[(&str, &str)]) -> Result<Self> {
         match params.first() {
-            Some((key, _)) => Err(Error::InvalidArgument(format!(
-                "nomerge has no parameter {key}"
-            ))),
+            Some((key, _)) => Err(Error::unknown_parameter("nomerge", key)),
             None => Ok(NoMerge),
         }
     }
@@ -409,7 +407,7 @@ impl CompactionPolicy for NoMerge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::{defaults, view_of, Model};
+    use crate::policy::stack::testutil::{defaults, view_of, Model};
     use crate::CompactionPolicy;
 
     fn run(p: &dyn CompactionPolicy, flushes: usize) -> Vec<Vec<u64>> {

@@ -33,29 +33,18 @@
 //! front of each table).
 //!
 //! Every slot a buffer operation reads or edits adds one to a per-thread
-//! counter ([`visits`]), as [`crate::files::visits`] counts the files of
+//! counter ([`crate::work::buffer_visits`]), as [`crate::work::file_visits`] counts the files of
 //! runs: tests bound a flush's work with it, so bookkeeping that scans a
 //! whole buffer shows up as work that grows with the tree.
 
-use std::cell::Cell;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use crate::FileView;
 
-thread_local! {
-    static VISITS: Cell<u64> = const { Cell::new(0) };
-}
-
 fn visit<T>(item: T) -> T {
-    VISITS.with(|v| v.set(v.get().wrapping_add(1)));
+    crate::work::add_buffer_visits(1);
     item
-}
-
-/// Buffer slots that operations of this thread have read or edited so far
-/// (see the module docs): a measure of buffer work that tests bound.
-pub fn visits() -> u64 {
-    VISITS.with(Cell::get)
 }
 
 /// What the buffer needs to know of a file.

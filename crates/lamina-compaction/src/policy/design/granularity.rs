@@ -115,7 +115,7 @@ impl FromStr for Granularity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testutil::{file, level_of};
+    use crate::policy::design::testutil::{file, level_of};
 
     #[test]
     fn file_counts() {

@@ -147,7 +147,7 @@ impl StackPolicy for Binomial {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::{defaults, Model};
+    use crate::policy::stack::testutil::{defaults, Model};
     use crate::CompactionPolicy;
 
     #[test]

@@ -1,7 +1,7 @@
 //! Named strategies as compositions of the four primitives: the nine of
 //! seed 001's Table 2 (`full`, `lo1`, `lo2`, `rr`, `cold`, `old`, `tsd`,
 //! `tsa`, `tier`), the layouts `1-leveling` and `lazy-leveling`, and seed
-//! 004's CS265 policies (`tiered`, `leveled`, `lazy-leveled`, `partial`).
+//! 004's CS265 policies (`cs265-tiered`, `cs265-leveled`, `lazy-leveled`, `partial`).
 //! `docs/compaction.md` tabulates each.
 
 use super::{Composed, Granularity, Layout, LevelPlan, Movement, Trigger};
@@ -80,7 +80,13 @@ pub fn preset(
     // Presets with a tiered level take partitioned merges for its merges.
     let has_tiered_level = matches!(
         name,
-        "tier" | "smtree" | "1-leveling" | "lazy-leveling" | "tiered" | "lazy-leveled" | "partial"
+        "tier"
+            | "smtree"
+            | "1-leveling"
+            | "lazy-leveling"
+            | "cs265-tiered"
+            | "lazy-leveled"
+            | "partial"
     );
     let mut partitioning = PartitionParams::default();
     for &(k, v) in params {
@@ -97,9 +103,7 @@ pub fn preset(
                 | ("mode", "full")
         );
         if !allowed {
-            return Err(Error::InvalidArgument(format!(
-                "{name} has no parameter {k}"
-            )));
+            return Err(Error::unknown_parameter(name, k));
         }
         match k {
             "T" => p.size_ratio = param(k, v)?,
@@ -148,7 +152,7 @@ pub fn preset(
             )],
             None,
         ),
-        "full" | "leveled" => (
+        "full" | "cs265-leveled" => (
             vec![leveled(
                 vec![Trigger::Saturation],
                 Granularity::Level,
@@ -206,7 +210,7 @@ pub fn preset(
         // Seed 004 merges a level once it reaches its byte limit; the run
         // count bounds it too, as flushed runs can be smaller than the
         // memtable that sets the limit.
-        "tiered" => (
+        "cs265-tiered" => (
             vec![tiered(
                 vec![Trigger::Saturation, Trigger::Runs(t)],
                 Granularity::Level,
@@ -247,7 +251,7 @@ pub fn preset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testutil::{file, level_of, view_of};
+    use crate::policy::design::testutil::{file, level_of, view_of};
     use crate::{parse_spec, CompactionPolicy, FileView, TreeView};
 
     fn build(spec: &str) -> Result<Composed> {

@@ -4,9 +4,9 @@
 use super::parse_params;
 use super::Common;
 use crate::error::{Error, Result};
-use crate::index::Below;
 use crate::partition::{Partition, Partitioning};
 use crate::placement::TILE_RANK;
+use crate::view::index::Below;
 use crate::{
     param, CompactionPolicy, CompactionTask, FileView, OutputRun, PolicyDefaults, RunView,
     TaskInput, TreeView,
@@ -37,6 +37,9 @@ pub struct Leveled {
     /// per level.
     pub tiles: Option<Partition>,
     common: Common,
+    /// The spelling its spec starts with (`stack-leveled`, or the alias
+    /// `leveled` it was built from).
+    name: &'static str,
 }
 
 impl Leveled {
@@ -46,7 +49,7 @@ impl Leveled {
         let mut b0 = 2;
         let mut b = defaults.size_ratio as u64;
         let mut tiles = None;
-        let common = parse_params("leveled", params, defaults, |k, v| {
+        let common = parse_params(Self::NAME, params, defaults, |k, v| {
             match k {
                 "b0" => b0 = param(k, v)?,
                 "b" => b = param(k, v)?,
@@ -56,8 +59,8 @@ impl Leveled {
                         Some(p) if p.tile_rule().is_some() => Some(p),
                         _ => {
                             return Err(Error::InvalidArgument(format!(
-                                "leveled: partition must be size, str or rstar-grove, not {v:?}"
-                            )))
+                            "stack-leveled: partition must be size, str or rstar-grove, not {v:?}"
+                        )))
                         }
                     }
                 }
@@ -67,12 +70,13 @@ impl Leveled {
         })?;
         if common.partitioning.is_some() {
             return Err(Error::InvalidArgument(
-                "leveled moves one run down at a time; partition= is for stack policies".into(),
+                "stack-leveled moves one run down at a time; partition= is for stack policies"
+                    .into(),
             ));
         }
         if b0 < 1 || b < 2 {
             return Err(Error::InvalidArgument(
-                "leveled needs b0 >= 1 and b >= 2".into(),
+                "stack-leveled needs b0 >= 1 and b >= 2".into(),
             ));
         }
         Ok(Leveled {
@@ -80,12 +84,22 @@ impl Leveled {
             b,
             tiles,
             common,
+            name: Self::NAME,
         })
     }
 
+    /// The name its specs start with.
+    pub const NAME: &'static str = "stack-leveled";
+
+    /// This policy with its spec spelled `name` (an alias it was built
+    /// from, so that its spec prints as written).
+    pub fn spelled(self, name: &'static str) -> Self {
+        Leveled { name, ..self }
+    }
+
     /// Capacity in bytes of level `i >= 1`.
-    pub fn capacity(&self, buffer_bytes: u64, i: usize) -> u64 {
-        let mut cap = buffer_bytes.max(1);
+    pub fn capacity(&self, memtable_bytes: u64, i: usize) -> u64 {
+        let mut cap = memtable_bytes.max(1);
         for _ in 0..i {
             cap = cap.saturating_mul(self.b);
         }
@@ -216,7 +230,7 @@ impl Leveled {
                 continue;
             }
             let bytes = level.bytes();
-            let cap = self.capacity(view.buffer_bytes, i);
+            let cap = self.capacity(view.memtable_bytes, i);
             if bytes <= cap {
                 continue;
             }
@@ -251,7 +265,8 @@ impl Leveled {
 impl CompactionPolicy for Leveled {
     fn spec(&self) -> String {
         format!(
-            "leveled:b0={},b={}{}{}",
+            "{}:b0={},b={}{}{}",
+            self.name,
             self.b0,
             self.b,
             self.common.file_suffix(),
@@ -311,7 +326,7 @@ impl CompactionPolicy for Leveled {
                 continue;
             };
             let bytes = run.bytes();
-            let cap = self.capacity(view.buffer_bytes, i);
+            let cap = self.capacity(view.memtable_bytes, i);
             if bytes <= cap {
                 continue;
             }
@@ -369,7 +384,7 @@ impl CompactionPolicy for Leveled {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::defaults;
+    use crate::policy::stack::testutil::defaults;
     use crate::LevelView;
 
     fn f(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
@@ -416,7 +431,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -454,7 +469,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -480,7 +495,7 @@ mod tests {
     fn tiled_levels_push_the_tile_overlapping_fewest_tiles_below() {
         let p = Leveled::from_params(&[("b0", "2"), ("b", "2"), ("partition", "str")], defaults())
             .unwrap();
-        assert_eq!(p.spec(), "leveled:b0=2,b=2,partition=str");
+        assert_eq!(p.spec(), "stack-leveled:b0=2,b=2,partition=str");
         // Level 1 (capacity 20) holds 30 bytes in three tiles; below, tile
         // 10 sits under tiles 1 and 2 by MBR, tile 11 under tile 2 only;
         // tile 3 overlaps tile 12's key range but not its MBR.
@@ -504,7 +519,7 @@ mod tests {
                     .into(),
                 },
             ],
-            buffer_bytes: 10,
+            memtable_bytes: 10,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -543,7 +558,7 @@ mod tests {
         let ids: Vec<(usize, u64)> = t[0].inputs.iter().map(|i| (i.level, i.run_id)).collect();
         assert_eq!(ids, [(0, 7), (1, 11), (1, 12)]);
         assert!(Leveled::from_params(&[("partition", "global")], defaults()).is_err());
-        assert!(crate::stack::Binomial::from_params(
+        assert!(crate::policy::stack::Binomial::from_params(
             &[("k", "4"), ("partition", "str")],
             defaults()
         )
@@ -557,7 +572,7 @@ mod tests {
             levels: vec![LevelView {
                 runs: vec![run(2, vec![f(1, 0, 9, 1)]), run(1, vec![f(2, 0, 9, 1)])].into(),
             }],
-            buffer_bytes: 1,
+            memtable_bytes: 1,
             ..Default::default()
         };
         let t = p.pick(&view);
@@ -565,6 +580,6 @@ mod tests {
         assert_eq!(t[0].inputs.len(), 1);
         assert!(Leveled::from_params(&[("b", "1")], defaults()).is_err());
         assert!(Leveled::from_params(&[("b0", "0")], defaults()).is_err());
-        assert_eq!(p.spec(), "leveled:b0=1,b=4");
+        assert_eq!(p.spec(), "stack-leveled:b0=1,b=4");
     }
 }

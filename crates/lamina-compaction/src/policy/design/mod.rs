@@ -32,7 +32,7 @@ pub use layout::Layout;
 pub use movement::Movement;
 pub use trigger::{Fired, Trigger};
 
-use super::{CompactionPolicy, CompactionTask, FileView, OutputRun, TaskInput, TreeView};
+use crate::{CompactionPolicy, CompactionTask, FileView, OutputRun, TaskInput, TreeView};
 
 /// The number after the colon of a primitive's spec (`files:4`,
 /// `tsd:0.5`): finite and at least 0, or above 0 if `positive`. `what` names
@@ -109,7 +109,7 @@ pub struct LevelCtx<'a> {
 impl<'a> LevelCtx<'a> {
     /// The context of `level` in `view`.
     pub fn new(view: &'a TreeView, level: usize, size_ratio: u64, file_size: u64) -> Self {
-        let mut capacity = view.buffer_bytes.max(1);
+        let mut capacity = view.memtable_bytes.max(1);
         for _ in 0..=level {
             capacity = capacity.saturating_mul(size_ratio);
         }

@@ -105,7 +105,7 @@ impl FromStr for Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testutil::{file, level_of, view_of};
+    use crate::policy::design::testutil::{file, level_of, view_of};
 
     #[test]
     fn fold_merges_newer_runs_into_the_oldest_overlap_only() {

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use super::trigger::{tombstone_density, tombstone_expired};
 use super::LevelCtx;
 use crate::error::{Error, Result};
-use crate::index::Below;
+use crate::view::index::Below;
 use crate::{FileView, InlineKey};
 
 /// One file-picking policy.
@@ -40,13 +40,13 @@ pub enum Movement {
 
 /// `f`'s least-overlap score against level `level` (every run of it).
 fn overlap_score(ctx: &LevelCtx<'_>, level: usize, f: &FileView) -> f64 {
-    crate::index::overlap_score(&ctx.view.levels, level, Below::All, f)
+    crate::view::index::overlap_score(&ctx.view.levels, level, Below::All, f)
 }
 
 /// The largest key the last compaction out of `ctx.level` wrote into the
 /// level below: the largest key among that level's most recently arrived
 /// files. `None` before any such compaction. Each run keeps its newest
-/// arrival ([`crate::files::Files::newest_arrival`]): no file is read.
+/// arrival ([`crate::view::files::Files::newest_arrival`]): no file is read.
 fn round_robin_cursor<'v>(ctx: &LevelCtx<'v>) -> Option<&'v InlineKey> {
     ctx.view
         .level(ctx.level + 1)
@@ -173,7 +173,7 @@ impl Movement {
 /// Offers `candidates` (files of `run`, in key order; `None`: every idle
 /// file of `run`) to `accept` in the order [`rank_with`] ranks them, and
 /// returns the first thing it accepts. Least-overlap policies take their
-/// order from the view's index (see [`crate::index`]) instead of scoring
+/// order from the view's index (see [`crate::view::index`]) instead of scoring
 /// every candidate, so with `None` they visit no more of the run than they
 /// offer; the other policies rank every candidate.
 pub fn find_ranked<'a, T>(
@@ -305,7 +305,7 @@ impl FromStr for Movement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testutil::{ctx_of, file, level_of, view_of};
+    use crate::policy::design::testutil::{ctx_of, file, level_of, view_of};
     use crate::TreeView;
 
     fn ids(v: &[&FileView]) -> Vec<u64> {

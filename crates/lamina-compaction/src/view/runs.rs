@@ -11,24 +11,12 @@
 //! insert or removal shifts the runs on its shorter side. It reads as a
 //! slice of the runs (`Deref`).
 
-use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 
 use crate::{Files, RunView};
 
-thread_local! {
-    static SHIFTS: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Runs moved on this thread so far to make or close a gap (for tests
-/// that bound the work per flush). The room's doublings are not counted:
-/// like a `Vec`'s growth, they move about one run per run added.
-pub fn shifts() -> u64 {
-    SHIFTS.with(Cell::get)
-}
-
 fn shifted(n: usize) {
-    SHIFTS.with(|s| s.set(s.get().wrapping_add(n as u64)));
+    crate::work::add_run_shifts(n as u64);
 }
 
 /// A run that holds no files and allocates nothing: the room before the
@@ -287,11 +275,11 @@ mod tests {
     #[test]
     fn a_newest_run_moves_no_other() {
         let mut runs = Runs::new();
-        let before = shifts();
+        let before = crate::work::run_shifts();
         for id in 0..10_000 {
             runs.insert(0, run(id));
         }
-        assert_eq!(shifts() - before, 0);
+        assert_eq!(crate::work::run_shifts() - before, 0);
         assert_eq!(runs.first().map(|r| r.id), Some(9_999));
         assert_eq!(runs.last().map(|r| r.id), Some(0));
     }

@@ -53,7 +53,7 @@ pub fn view_of(mut levels: Vec<LevelView>, buffer: u64) -> TreeView {
     }
     TreeView {
         levels,
-        buffer_bytes: buffer,
+        memtable_bytes: buffer,
         ..TreeView::default()
     }
 }

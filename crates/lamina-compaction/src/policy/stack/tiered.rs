@@ -30,6 +30,9 @@ pub struct Tiered {
     /// Upper bound of a tier, relative to its average run.
     pub high: f64,
     common: Common,
+    /// The spelling its spec starts with (`stack-tiered`, or the alias
+    /// `tiered` it was built from).
+    name: &'static str,
 }
 
 impl Tiered {
@@ -38,7 +41,7 @@ impl Tiered {
     pub fn from_params(params: &[(&str, &str)], defaults: PolicyDefaults) -> Result<Self> {
         let mut b = defaults.size_ratio;
         let (mut low, mut high): (f64, f64) = (0.5, 1.5);
-        let common = parse_params("tiered", params, defaults, |k, v| {
+        let common = parse_params(Self::NAME, params, defaults, |k, v| {
             match k {
                 "b" => b = param(k, v)?,
                 "low" => low = param(k, v)?,
@@ -49,7 +52,7 @@ impl Tiered {
         })?;
         if b < 2 || !(low > 0.0 && low <= 1.0 && high >= 1.0 && high.is_finite()) {
             return Err(Error::InvalidArgument(
-                "tiered needs b >= 2 and 0 < low <= 1 <= high".into(),
+                "stack-tiered needs b >= 2 and 0 < low <= 1 <= high".into(),
             ));
         }
         Ok(Tiered {
@@ -57,12 +60,19 @@ impl Tiered {
             low,
             high,
             common,
+            name: Self::NAME,
         })
+    }
+
+    /// This policy with its spec spelled `name` (an alias it was built
+    /// from, so that its spec prints as written).
+    pub fn spelled(self, name: &'static str) -> Self {
+        Tiered { name, ..self }
     }
 }
 
 impl StackPolicy for Tiered {
-    const NAME: &'static str = "tiered";
+    const NAME: &'static str = "stack-tiered";
 
     fn params(&self) -> String {
         let mut s = format!("b={}", self.b);
@@ -74,6 +84,10 @@ impl StackPolicy for Tiered {
 
     fn common(&self) -> &Common {
         &self.common
+    }
+
+    fn name(&self) -> &'static str {
+        self.name
     }
 
     /// Unbounded: tiers merge by size, whatever the number of runs.
@@ -127,7 +141,7 @@ impl StackPolicy for Tiered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::testutil::{defaults, view_of, Model};
+    use crate::policy::stack::testutil::{defaults, view_of, Model};
     use crate::CompactionPolicy;
 
     #[test]
@@ -206,6 +220,6 @@ mod tests {
         assert!(Tiered::from_params(&[("b", "1")], defaults()).is_err());
         assert!(Tiered::from_params(&[("low", "2")], defaults()).is_err());
         let p = Tiered::from_params(&[], defaults()).unwrap();
-        assert_eq!(p.spec(), "tiered:b=4");
+        assert_eq!(p.spec(), "stack-tiered:b=4");
     }
 }
