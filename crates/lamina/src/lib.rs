@@ -30,6 +30,7 @@ mod info_log;
 pub mod inspect;
 mod iter;
 mod key;
+mod key_filter;
 mod lru;
 mod manifest;
 mod memtable;

@@ -18,9 +18,10 @@ use std::sync::{Arc, OnceLock};
 
 use std::collections::HashMap;
 
+use lamina_compaction::buffer::{self, BufferChange, BufferFile, Buffers, Marker, Slot};
+use lamina_compaction::placement;
+
 use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
-use crate::compaction::buffer::{self, BufferChange, BufferFile, Buffers, Marker, Slot};
-use crate::compaction::placement;
 use crate::error::{Error, Result};
 use crate::spatial::Rect;
 use crate::sst::{get_rect, put_rect, TableProperties};

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use crate::coding::DecodeResult;
 use crate::compression::decompress_into;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -25,8 +26,8 @@ use crate::vfs::{Mapping, RandomAccessFile};
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    block_contents, decode_index, decode_properties, split_block, BlockHandle, DecodeResult,
-    FenceIndex, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    block_contents, decode_index, decode_properties, split_block, BlockHandle, FenceIndex, Footer,
+    BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use super::TableProperties;
 
