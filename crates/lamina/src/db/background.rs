@@ -1,7 +1,26 @@
 //! The background threads' work: flushes, compactions and their
 //! installation, obsolete files, manual compactions and statistics.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::clock::now_ms;
+use crate::compaction::buffer::{BufferChange, TrimRule};
+use crate::compaction::{
+    execute, flush_memtable, manual_task, CompactionOutcome, CompactionTask, TreeView,
+};
+use crate::error::{Error, Result};
+use crate::filename::wal_name;
+use crate::memtable::MemTable;
+use crate::sst::monkey;
+use crate::stats::{
+    thread_cpu_time, BufferLevelStats, BufferStats, DbStats, Op, TreeState, SUB_MERGE_BUCKETS,
+};
+use crate::version::{FileMeta, Version, VersionEdit};
+
+use super::{Holder, Inner, State};
 
 impl Inner {
     pub(super) fn flush_loop(&self) {

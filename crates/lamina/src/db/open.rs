@@ -2,7 +2,36 @@
 //! garbage it may delete (docs/reliability.md, "File ownership"), and the
 //! read-only mode.
 
-use super::*;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::clock::now_ms;
+use crate::compaction::{flush_memtable, CompactionContext, CompactionPolicy};
+use crate::error::{Error, Result};
+use crate::filename::{wal_name, FileKind, FileNumbers};
+use crate::info_log::InfoLog;
+use crate::manifest::{Counters, Manifest};
+use crate::memtable::MemTable;
+use crate::options::{Options, SyncMode};
+use crate::row_cache::RowCache;
+use crate::scan_pool::ScanPool;
+use crate::sst::cache::BlockCache;
+use crate::sst::TableOptions;
+use crate::stats::{EngineStats, IoStats};
+use crate::tables::TableCache;
+use crate::version::{Version, VersionEdit};
+use crate::vfs::WritableFile;
+use crate::wal::replay_wal;
+use crate::{filename, manifest, options_file};
+
+use super::{
+    histogram_image, new_memtable, table_options, Db, Inner, State, SuperVersion, WalState,
+    WriteQueue,
+};
 
 /// The log "file" of a database opened read-only: writes are refused
 /// before they reach it.
