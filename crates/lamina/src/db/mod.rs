@@ -122,7 +122,7 @@ struct Inner {
     opts: Options,
     vfs: Arc<dyn Vfs>,
     _lock: Box<dyn DirLock>,
-    loader: Arc<TableCache>,
+    table_cache: Arc<TableCache>,
     io: Arc<IoStats>,
     stats: EngineStats,
     sv: RwLock<Arc<SuperVersion>>,
@@ -708,7 +708,7 @@ impl Inner {
 
     fn context<'a>(&'a self, alloc: &'a (dyn Fn() -> u64 + Sync)) -> CompactionContext<'a> {
         CompactionContext {
-            loader: &self.loader,
+            table_cache: &self.table_cache,
             table_options: self.table_options(),
             alloc_id: alloc,
             smallest_snapshot: self.smallest_snapshot(),

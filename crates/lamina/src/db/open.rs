@@ -104,7 +104,7 @@ impl Db {
             Arc::from(opts.compaction.build(opts.policy_defaults())?);
         let io = Arc::new(IoStats::default());
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
-        let loader = Arc::new(
+        let table_cache = Arc::new(
             TableCache::new(Arc::clone(&vfs), dir.clone(), cache, Arc::clone(&io))
                 .with_mmap_reads(opts.mmap_reads)
                 .with_scan_resistant_cache(opts.scan_resistant_cache)
@@ -185,7 +185,7 @@ impl Db {
             let mut flush_edit = VersionEdit::default();
             if !replay.is_empty() {
                 let ctx = CompactionContext {
-                    loader: &loader,
+                    table_cache: &table_cache,
                     table_options: TableOptions {
                         histogram: histogram_image(policy.as_ref()),
                         ..table_options(&opts)
@@ -276,7 +276,7 @@ impl Db {
             ),
         );
         let version = Arc::new(version);
-        loader.set_level0(&version);
+        table_cache.set_level0(&version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&mem),
             imms: Vec::new(),
@@ -290,7 +290,7 @@ impl Db {
             dir,
             vfs,
             _lock: lock,
-            loader,
+            table_cache,
             io,
             stats: EngineStats::default(),
             sv: RwLock::new(sv),

@@ -253,7 +253,7 @@ impl Inner {
 
     /// Publishes the current memtables and version to readers.
     pub(super) fn install(&self, st: &mut State) {
-        self.loader.set_level0(&st.version);
+        self.table_cache.set_level0(&st.version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&st.mem),
             imms: st.imms.iter().rev().cloned().collect(),

@@ -17,9 +17,11 @@ mod block;
 mod bloom;
 mod builder;
 pub(crate) mod cache;
+mod check;
 mod format;
 pub mod monkey;
 mod reader;
+mod table_iter;
 #[cfg(test)]
 mod tests;
 
@@ -34,7 +36,8 @@ pub(crate) use format::{
     BlockHandle, FenceIndex, Footer, IndexEntry, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use lamina_compaction::partition::{KeyImage, StreamHist};
-pub use reader::{thread_blocks_read, thread_data_cache, Table, TableIterator};
+pub use reader::{thread_blocks_read, thread_data_cache, Table};
+pub use table_iter::{TableIterOptions, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]
