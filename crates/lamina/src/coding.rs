@@ -5,6 +5,10 @@
 //! too short or malformed; callers turn that into a `Corruption` error that
 //! names their file and offset.
 
+/// Local result of a decoder: the reason is attached to a file and offset by
+/// the caller.
+pub type DecodeResult<T> = std::result::Result<T, &'static str>;
+
 /// Appends `v` as an unsigned LEB128 varint (1..=10 bytes).
 pub fn put_varint(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {

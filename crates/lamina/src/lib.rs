@@ -31,6 +31,7 @@ mod info_log;
 pub mod inspect;
 mod iter;
 mod key;
+mod key_filter;
 pub mod log;
 mod lru;
 mod manifest;

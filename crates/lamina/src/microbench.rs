@@ -15,9 +15,10 @@ use crate::compression::COMPRESSION_NONE;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator, VecIter};
 use crate::key::{make_internal_key, user_key, ValueKind, MAX_SEQ};
+use crate::key_filter::key_hash;
 use crate::memtable::MemTable;
 use crate::sst::{
-    block_trailer, build_filter, check_block, decode_index, encode_index, key_hash, monkey, Block,
+    block_trailer, build_filter, check_block, decode_index, encode_index, monkey, Block,
     BlockBuilder, BlockHandle, BlockIter, BloomFilter, FenceIndex, IndexEntry, BLOCK_TRAILER_LEN,
 };
 

@@ -5,10 +5,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::compaction::{CompactionSpec, PolicyDefaults};
 use crate::compression::Compression;
 use crate::spatial::Comparator;
 use crate::vfs::{OsFs, Vfs};
+use lamina_compaction::{CompactionSpec, PolicyDefaults};
 
 /// When the write-ahead log is made durable.
 ///
@@ -295,7 +295,10 @@ impl Options {
     /// `write_buffer_size` buffer holds): what a peer engine's memtable
     /// filter is given in a comparison.
     pub fn memtable_filter_bytes(&self) -> usize {
-        crate::memtable::key_filter_bytes(self.write_buffer_size, self.memtable_bloom_bits_per_key)
+        crate::key_filter::key_filter_bytes(
+            self.write_buffer_size,
+            self.memtable_bloom_bits_per_key,
+        )
     }
 
     /// The compression of files written into `level`:
@@ -521,7 +524,7 @@ macro_rules! with_database_options {
             compaction_readahead_bytes: usize,
             compaction_warm_up: bool,
             row_cache_bytes: usize,
-            compaction: crate::compaction::CompactionSpec,
+            compaction: lamina_compaction::CompactionSpec,
             compaction_threads: usize,
             scan_threads: usize,
             level0_stop_runs: usize,

@@ -13,13 +13,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compaction::CompactionSpec;
 use crate::compression::Compression;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::options::{Options, SyncMode};
 use crate::spatial::Comparator;
 use crate::vfs::Vfs;
+use lamina_compaction::CompactionSpec;
 
 /// Version of the file's layout (`format = 1`).
 const FORMAT: u32 = 1;
@@ -65,7 +65,7 @@ impl Stored for CompactionSpec {
     }
     fn load(repr: &String) -> std::result::Result<Self, String> {
         repr.parse()
-            .map_err(|e: crate::compaction::Error| e.to_string())
+            .map_err(|e: lamina_compaction::Error| e.to_string())
     }
 }
 

@@ -8,9 +8,8 @@
 //! version with sequence number `s` of a key it covers iff `s < t` and the
 //! reader's snapshot sees it (`t <= snapshot`).
 
-use crate::coding::{get_bytes, get_varint, put_bytes, put_varint};
+use crate::coding::{get_bytes, get_varint, put_bytes, put_varint, DecodeResult};
 use crate::key::MAX_SEQ;
-use crate::sst::DecodeResult;
 
 /// Deletes the keys of `[start, end)` older than `seq`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -175,7 +175,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     tables.sort_unstable();
     wals.sort_unstable();
     let io = Arc::new(IoStats::default());
-    let loader = Arc::new(TableCache::new(
+    let table_cache = Arc::new(TableCache::new(
         Arc::clone(&vfs),
         dir.to_path_buf(),
         None,
@@ -191,7 +191,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     let buffer_only = buffer_only_tables(vfs.as_ref(), dir);
     let mut kept: Vec<FileMeta> = Vec::new();
     for &n in tables.iter().filter(|n| !buffer_only.contains(n)) {
-        match check_table(&loader, n) {
+        match check_table(&table_cache, n) {
             Ok(meta) => kept.push(meta),
             // Damage drops the table; any other failure (an I/O error) stops
             // the repair before it changed anything: a table that could not
@@ -257,7 +257,7 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
     };
     let alloc = || numbers.alloc();
     let ctx = CompactionContext {
-        loader: &loader,
+        table_cache: &table_cache,
         table_options: TableOptions {
             block_size: opts.block_size,
             bloom_bits_per_key: opts.bloom_bits_per_key,
@@ -349,10 +349,10 @@ pub fn repair(dir: &Path, opts: &Options) -> Result<RepairReport> {
 }
 
 /// Opens and fully checks table `n`; its metadata comes from its properties.
-fn check_table(loader: &TableCache, n: u64) -> Result<FileMeta> {
+fn check_table(table_cache: &TableCache, n: u64) -> Result<FileMeta> {
     let name = filename::sst_name(n);
-    let file = loader.vfs.open_read(&loader.path(n))?;
-    let table = Table::open(file, n, name, None, Arc::clone(&loader.stats))?;
+    let file = table_cache.vfs.open_read(&table_cache.path(n))?;
+    let table = Table::open(file, n, name, None, Arc::clone(&table_cache.stats))?;
     table.verify()?;
     let meta = FileMeta::from_properties(n, table.properties(), now_ms());
     Ok(meta)

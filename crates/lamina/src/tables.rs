@@ -11,7 +11,7 @@ use crate::iter::InternalIterator;
 use crate::key::user_key;
 use crate::spatial::Rect;
 use crate::sst::cache::BlockCache;
-use crate::sst::{Table, TableIterator};
+use crate::sst::{Table, TableIterOptions, TableIterator};
 use crate::stats::{IoStats, LevelStats};
 use crate::version::{FileMeta, Level, Version};
 use crate::vfs::Vfs;
@@ -266,15 +266,9 @@ fn learn_range_tombstones(meta: &FileMeta, table: &Table) {
 /// each lazily.
 pub struct RunIterator {
     files: Arc<Vec<Arc<FileMeta>>>,
-    loader: Arc<TableCache>,
-    /// Whether blocks read from the files enter the block cache.
-    fill_cache: bool,
-    /// A window query's rectangle (see [`Table::iter_window`]).
-    window: Option<Rect>,
-    /// Bytes a compaction's input reads at a time (0: one block at a time).
-    readahead: usize,
-    /// Blocks stepped into enter the cache cold ([`Table::iter_scan`]).
-    cold_steps: bool,
+    table_cache: Arc<TableCache>,
+    /// How each file is read.
+    options: TableIterOptions,
     /// A query's cursor, not a compaction's input
     /// ([`TableIterator::for_compaction`]).
     query: bool,
@@ -286,14 +280,19 @@ impl RunIterator {
     /// A cursor over `files` (sorted by key, disjoint); blocks read from
     /// the files enter the block cache if `fill_cache` (queries), not
     /// otherwise (compactions: their reads would evict what queries use).
-    pub fn new(files: Arc<Vec<Arc<FileMeta>>>, loader: Arc<TableCache>, fill_cache: bool) -> Self {
+    pub fn new(
+        files: Arc<Vec<Arc<FileMeta>>>,
+        table_cache: Arc<TableCache>,
+        fill_cache: bool,
+    ) -> Self {
         RunIterator {
-            cold_steps: fill_cache && loader.scan_resistant,
+            options: TableIterOptions {
+                fill_cache,
+                cold_steps: fill_cache && table_cache.scan_resistant,
+                ..TableIterOptions::default()
+            },
             files,
-            loader,
-            fill_cache,
-            window: None,
-            readahead: 0,
+            table_cache,
             query: true,
             index: 0,
             current: None,
@@ -302,32 +301,43 @@ impl RunIterator {
 
     /// A cursor for a compaction's input run: blocks not in the cache are
     /// read `readahead` bytes at a time and stay out of it
-    /// ([`Table::iter_readahead`]); with `readahead` 0, or `fill_cache`,
+    /// ([`TableIterOptions::compaction_readahead`]); with `readahead` 0, or `fill_cache`,
     /// block by block as [`RunIterator::new`]. Either way it is not a
     /// query (`TableIterator::for_compaction`): every block's checksum is
     /// verified and its cache lookups are not counted.
     pub fn compaction_input(
         files: Arc<Vec<Arc<FileMeta>>>,
-        loader: Arc<TableCache>,
+        table_cache: Arc<TableCache>,
         fill_cache: bool,
         readahead: usize,
     ) -> Self {
         RunIterator {
-            readahead: if fill_cache { 0 } else { readahead },
-            // A compaction filling the cache (`compaction_fills_cache`)
-            // means it: its blocks enter as most recently used.
-            cold_steps: false,
+            options: TableIterOptions {
+                fill_cache,
+                // A compaction filling the cache (`compaction_fills_cache`)
+                // means it: its blocks enter as most recently used.
+                cold_steps: false,
+                window: None,
+                compaction_readahead: (!fill_cache && readahead > 0).then_some(readahead),
+            },
             query: false,
-            ..RunIterator::new(files, loader, fill_cache)
+            ..RunIterator::new(files, table_cache, fill_cache)
         }
     }
 
     /// A cursor over `files` for a window query: blocks whose MBR misses
     /// `window` are skipped unread.
-    pub fn window(files: Arc<Vec<Arc<FileMeta>>>, loader: Arc<TableCache>, window: Rect) -> Self {
+    pub fn window(
+        files: Arc<Vec<Arc<FileMeta>>>,
+        table_cache: Arc<TableCache>,
+        window: Rect,
+    ) -> Self {
         RunIterator {
-            window: Some(window),
-            ..RunIterator::new(files, loader, true)
+            options: TableIterOptions {
+                window: Some(window),
+                ..TableIterOptions::default()
+            },
+            ..RunIterator::new(files, table_cache, true)
         }
     }
 
@@ -335,13 +345,8 @@ impl RunIterator {
         self.index = index;
         self.current = match self.files.get(index) {
             Some(meta) => {
-                let table = self.loader.table(meta)?;
-                let it = match self.window {
-                    Some(w) => table.iter_window(w),
-                    None if self.readahead > 0 => table.iter_readahead(self.readahead),
-                    None if self.cold_steps => table.iter_scan(true),
-                    None => table.iter_filling(self.fill_cache),
-                };
+                let table = self.table_cache.table(meta)?;
+                let it = table.iter_with(self.options);
                 Some(if self.query { it } else { it.for_compaction() })
             }
             None => None,
@@ -444,13 +449,13 @@ mod tests {
     #[test]
     fn run_moves_both_ways_across_files() {
         let vfs = Arc::new(MemFs::new());
-        let loader = Arc::new(TableCache::new(
+        let table_cache = Arc::new(TableCache::new(
             vfs.clone(),
             PathBuf::from("/run"),
             None,
             Arc::new(IoStats::default()),
         ));
-        vfs.create_dir_all(loader.dir()).unwrap();
+        vfs.create_dir_all(table_cache.dir()).unwrap();
         // Five files of 40 keys (two versions each), with gaps between files.
         let mut entries = Vec::new();
         let mut files = Vec::new();
@@ -461,7 +466,7 @@ mod tests {
                 restart_interval: 3,
                 ..TableOptions::default()
             };
-            let w = vfs.create(&loader.path(id)).unwrap();
+            let w = vfs.create(&table_cache.path(id)).unwrap();
             let mut b = TableBuilder::new(w, opts, sst_name(id));
             for k in 0..40 {
                 let uk = format!("key{:05}", f * 100 + k);
@@ -481,7 +486,7 @@ mod tests {
                 last.as_bytes(),
             )));
         }
-        let mut it = RunIterator::new(Arc::new(files), loader, true);
+        let mut it = RunIterator::new(Arc::new(files), table_cache, true);
         check_moves(&mut it, &entries, &backward_walk(entries.len()));
         for seed in 0..4 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);

@@ -108,7 +108,7 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
         ..VerifyReport::default()
     };
 
-    let loader = TableCache::new(
+    let table_cache = TableCache::new(
         Arc::clone(&vfs),
         dir.to_path_buf(),
         None,
@@ -119,7 +119,7 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
         if !live.insert(meta.id) {
             continue;
         }
-        report.data_blocks += verify_table(&loader, meta)?;
+        report.data_blocks += verify_table(&table_cache, meta)?;
         report.tables += 1;
         report.entries += meta.entries;
         report.sst_bytes += meta.size;
@@ -163,17 +163,17 @@ pub fn verify(vfs: Arc<dyn Vfs>, dir: &Path) -> Result<VerifyReport> {
 /// Checks one live SST: present, of the size the manifest records, every
 /// block valid, and its properties equal to the manifest's metadata.
 /// Returns its number of data blocks.
-fn verify_table(loader: &TableCache, meta: &FileMeta) -> Result<u64> {
+fn verify_table(table_cache: &TableCache, meta: &FileMeta) -> Result<u64> {
     let name = sst_name(meta.id);
-    let path = loader.path(meta.id);
-    if !loader.vfs.exists(&path) {
+    let path = table_cache.path(meta.id);
+    if !table_cache.vfs.exists(&path) {
         return Err(Error::corruption(
             name,
             0,
             "referenced by the manifest but missing",
         ));
     }
-    let len = loader.vfs.open_read(&path)?.len();
+    let len = table_cache.vfs.open_read(&path)?.len();
     if len != meta.size {
         return Err(Error::corruption(
             name,
@@ -181,7 +181,7 @@ fn verify_table(loader: &TableCache, meta: &FileMeta) -> Result<u64> {
             format!("file is {len} bytes, the manifest says {}", meta.size),
         ));
     }
-    let table = loader.table(meta)?;
+    let table = table_cache.table(meta)?;
     table.verify()?;
     let p = table.properties();
     let agrees = p.entries == meta.entries

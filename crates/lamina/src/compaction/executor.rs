@@ -26,7 +26,7 @@ use crate::vfs::{self, WritableFile};
 
 /// What the executor needs from the engine.
 pub(crate) struct CompactionContext<'a> {
-    pub loader: &'a Arc<TableCache>,
+    pub table_cache: &'a Arc<TableCache>,
     pub table_options: TableOptions,
     /// Allocates file numbers (also used for run ids).
     pub alloc_id: &'a (dyn Fn() -> u64 + Sync),
@@ -302,7 +302,7 @@ pub(crate) fn execute(
     };
     if let Some(e) = failure {
         for meta in &written.metas {
-            let _ = ctx.loader.vfs.remove(&ctx.loader.path(meta.id));
+            let _ = ctx.table_cache.vfs.remove(&ctx.table_cache.path(meta.id));
         }
         return Err(e);
     }
@@ -355,7 +355,7 @@ fn merge_files(
     let mut merged = merged_input(ctx, plan, files);
     let mut tombstones = Vec::new();
     for f in files {
-        tombstones.extend_from_slice(ctx.loader.table(f)?.range_tombstones());
+        tombstones.extend_from_slice(ctx.table_cache.table(f)?.range_tombstones());
     }
     let (kept, hiding) = merge_tombstones(tombstones, ctx.smallest_snapshot, older.may_overlap);
     let oldest_tombstone = files.iter().filter_map(|f| f.oldest_tombstone_ms).min();
@@ -411,7 +411,7 @@ impl Written {
         vfs::sync_all(&mut self.unsynced)?;
         self.unsynced.clear();
         if !self.metas.is_empty() {
-            ctx.loader.vfs.sync_dir(ctx.loader.dir())?;
+            ctx.table_cache.vfs.sync_dir(ctx.table_cache.dir())?;
         }
         Ok(())
     }
@@ -441,7 +441,7 @@ fn merge_tiles(
         )
     })?;
     for f in files {
-        if !ctx.loader.table(f)?.range_tombstones().is_empty() {
+        if !ctx.table_cache.table(f)?.range_tombstones().is_empty() {
             return Err(Error::InvalidArgument(
                 "a spatially tiled merge cannot place range tombstones".into(),
             ));
@@ -538,7 +538,7 @@ fn merged_input(
             (!mine.is_empty()).then(|| {
                 Box::new(RunIterator::compaction_input(
                     Arc::new(mine),
-                    Arc::clone(ctx.loader),
+                    Arc::clone(ctx.table_cache),
                     ctx.fill_cache,
                     ctx.readahead,
                 )) as Box<dyn InternalIterator>
@@ -579,7 +579,7 @@ fn cutter_for(
     // (lowest image, highest image, data bytes) of the files without one.
     let mut even: Vec<(u64, u64, u64)> = Vec::new();
     for f in files {
-        let table = ctx.loader.table(f)?;
+        let table = ctx.table_cache.table(f)?;
         let props = table.properties();
         match &props.histogram {
             Some(h_t) => {
@@ -693,7 +693,11 @@ impl<'a> OutputWriter<'a> {
     fn builder(&mut self) -> Result<&mut TableBuilder> {
         if self.builder.is_none() {
             let id = (self.ctx.alloc_id)();
-            let file = self.ctx.loader.vfs.create(&self.ctx.loader.path(id))?;
+            let file = self
+                .ctx
+                .table_cache
+                .vfs
+                .create(&self.ctx.table_cache.path(id))?;
             self.builder = Some((
                 id,
                 TableBuilder::new(file, self.ctx.table_options.clone(), sst_name(id)),
@@ -791,7 +795,11 @@ impl<'a> OutputWriter<'a> {
             .chain(self.builder.take().map(|(id, _)| id))
             .collect();
         for id in ids {
-            let _ = self.ctx.loader.vfs.remove(&self.ctx.loader.path(id));
+            let _ = self
+                .ctx
+                .table_cache
+                .vfs
+                .remove(&self.ctx.table_cache.path(id));
         }
         self.done = Written::default();
     }

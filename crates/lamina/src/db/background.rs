@@ -1,7 +1,26 @@
 //! The background threads' work: flushes, compactions and their
 //! installation, obsolete files, manual compactions and statistics.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::clock::now_ms;
+use crate::compaction::lsbm::{BufferChange, TrimRule};
+use crate::compaction::{
+    execute, flush_memtable, manual_task, CompactionOutcome, CompactionTask, TreeView,
+};
+use crate::error::{Error, Result};
+use crate::filename::wal_name;
+use crate::memtable::MemTable;
+use crate::sst::monkey;
+use crate::stats::{
+    thread_cpu_time, BufferLevelStats, BufferStats, DbStats, Op, TreeState, SUB_MERGE_BUCKETS,
+};
+use crate::version::{FileMeta, Version, VersionEdit};
+
+use super::{Holder, Inner, State};
 
 impl Inner {
     pub(super) fn flush_loop(&self) {
@@ -191,8 +210,8 @@ impl Inner {
         let mut keep = Vec::new();
         for (f, holder) in st.obsolete.drain(..) {
             if Arc::strong_count(&f) == 1 {
-                let _ = self.vfs.remove(&self.loader.path(f.id));
-                let blocks = self.loader.evict(f.id);
+                let _ = self.vfs.remove(&self.table_cache.path(f.id));
+                let blocks = self.table_cache.evict(f.id);
                 self.io.cache_invalidated_blocks.add(blocks);
                 match holder {
                     Some(Holder {
@@ -337,9 +356,9 @@ impl Inner {
             let skip = usize::from(rule.is_some());
             for f in b.tables().iter().skip(skip).flat_map(|t| t.slots()) {
                 let Some(f) = f.live() else { continue };
-                let keep = match (rule, &self.loader.cache) {
+                let keep = match (rule, &self.table_cache.cache) {
                     (Some(rule), Some(cache)) => {
-                        let blocks = self.loader.table(f)?.num_data_blocks().max(1) as f64;
+                        let blocks = self.table_cache.table(f)?.num_data_blocks().max(1) as f64;
                         cache.cached_blocks(f.id) as f64 / blocks >= rule.threshold
                     }
                     _ => false,
@@ -606,7 +625,7 @@ impl Inner {
             .iter()
             .enumerate()
             .map(|(i, l)| {
-                let mut s = self.loader.level_stats(i, l, open_tables);
+                let mut s = self.table_cache.level_stats(i, l, open_tables);
                 self.stats.fill_measured_level_stats(i, &mut s);
                 s
             })
@@ -627,9 +646,13 @@ impl Inner {
                 memtable_entries: mem_entries,
                 sorted_runs: sv.version.run_count(),
                 oldest_run_bytes: sv.version.oldest_run_bytes(),
-                block_cache_usage: self.loader.cache.as_ref().map_or(0, |c| c.usage() as u64),
+                block_cache_usage: self
+                    .table_cache
+                    .cache
+                    .as_ref()
+                    .map_or(0, |c| c.usage() as u64),
                 block_cache_pinned_usage: self
-                    .loader
+                    .table_cache
                     .cache
                     .as_ref()
                     .map_or(0, |c| c.pinned_usage() as u64),
@@ -649,7 +672,7 @@ impl Inner {
         let gone: HashSet<u64> = removed.difference(&added).copied().collect();
         let mut hot = Vec::new();
         for f in version.live_files().filter(|f| gone.contains(&f.id)) {
-            hot.extend(self.loader.table(f)?.cached_block_ranges()?);
+            hot.extend(self.table_cache.table(f)?.cached_block_ranges()?);
         }
         if hot.is_empty() {
             return Ok(());
@@ -672,7 +695,7 @@ impl Inner {
             .iter()
             .filter(|a| !removed.contains(&a.meta.id))
         {
-            let table = self.loader.table(&a.meta)?;
+            let table = self.table_cache.table(&a.meta)?;
             self.stats.warm_up_blocks.add(table.warm(&ranges)?);
         }
         Ok(())
@@ -703,7 +726,7 @@ impl Inner {
             for f in b.live_files() {
                 at.files += 1;
                 at.bytes += f.size;
-                if let Some(cache) = &self.loader.cache {
+                if let Some(cache) = &self.table_cache.cache {
                     s.cached_blocks += cache.cached_blocks(f.id);
                 }
             }

@@ -89,7 +89,7 @@ impl Db {
             manifest: String::new(),
         };
         for file in version.live_files() {
-            let from = inner.loader.path(file.id);
+            let from = inner.table_cache.path(file.id);
             let to = target.join(sst_name(file.id));
             if link_or_copy(vfs, &from, &to)? {
                 report.copied += 1;

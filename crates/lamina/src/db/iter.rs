@@ -32,7 +32,7 @@ impl Db {
                 .map(|r| {
                     Box::new(RunIterator::new(
                         Arc::clone(&r.files),
-                        Arc::clone(&self.inner.loader),
+                        Arc::clone(&self.inner.table_cache),
                         true,
                     )) as Box<dyn InternalIterator>
                 })
@@ -98,7 +98,7 @@ impl Inner {
                     None => false,
                     Some(Slot::Removed(_)) => true,
                     Some(Slot::Live(d)) => {
-                        let table = self.loader.table(d)?;
+                        let table = self.table_cache.table(d)?;
                         tomb = tomb.max(table.range_del_seq(key, seq));
                         table.may_contain(key)?
                     }
@@ -111,7 +111,7 @@ impl Inner {
                 continue;
             };
             f.touch(now);
-            let table = self.loader.table(f)?;
+            let table = self.table_cache.table(f)?;
             tomb = tomb.max(table.range_del_seq(key, seq));
             // The host's index and filter gate its buffer (Alg. 3).
             if let Some(buffer) = buffer {
@@ -156,7 +156,7 @@ impl Inner {
                     return Ok(None);
                 }
                 Some(Slot::Live(f)) => {
-                    let t = self.loader.table(f)?;
+                    let t = self.table_cache.table(f)?;
                     *tomb = (*tomb).max(t.range_del_seq(key, seq));
                     let (hits, misses) = thread_data_cache();
                     let found = t.get(key, seq)?;
@@ -208,13 +208,13 @@ impl Inner {
                 .take_while(|f| hi.is_none_or(|h| f.smallest.as_slice() <= h))
             {
                 if f.may_hold_range_tombstones() {
-                    tombstones.extend_from_slice(self.loader.table(f)?.range_tombstones());
+                    tombstones.extend_from_slice(self.table_cache.table(f)?.range_tombstones());
                 }
             }
             Ok(())
         };
         let run_iter = |files: Arc<Vec<Arc<FileMeta>>>| -> Box<dyn InternalIterator> {
-            let run = Box::new(RunIterator::new(files, Arc::clone(&self.loader), true));
+            let run = Box::new(RunIterator::new(files, Arc::clone(&self.table_cache), true));
             match read_ahead {
                 Some(r) => Box::new(PrefetchIter::new(
                     run,
@@ -372,7 +372,7 @@ impl Inner {
                 components += hit.len() as u64;
                 children.push(filtered(Box::new(RunIterator::window(
                     Arc::new(hit),
-                    Arc::clone(&self.loader),
+                    Arc::clone(&self.table_cache),
                     window,
                 ))));
             }

@@ -8,7 +8,7 @@
 //! for memtable switches) is taken before `state`. Readers take neither: they
 //! clone the current [`SuperVersion`] under a short read lock.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,40 +16,30 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::Sender;
 use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::batch::{decode_entries, encode_header, BatchOp, WriteBatch};
+use crate::batch::WriteBatch;
 use crate::clock::now_ms;
-use crate::compaction::lsbm::{self, Buffer, BufferChange, Slot, TrimRule};
+use crate::compaction::lsbm::{self, Buffer, Slot};
 use crate::compaction::partition::KeyImage;
-use crate::compaction::{
-    execute, flush_memtable, manual_task, policy_from_spec, CompactionContext, CompactionOutcome,
-    CompactionPolicy, CompactionTask, TreeView,
-};
+use crate::compaction::{policy_from_spec, CompactionContext, CompactionPolicy};
 use crate::error::{Error, Result};
-use crate::filename::{self, wal_name, FileKind, FileNumbers};
+use crate::filename::FileNumbers;
 use crate::info_log::InfoLog;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, parse_internal_key, seek_key, ValueKind, MAX_SEQ};
-use crate::manifest::{self, Counters, Manifest};
+use crate::manifest::{Counters, Manifest};
 use crate::memtable::MemTable;
-use crate::options::{Options, SyncMode};
-use crate::options_file;
-use crate::record::append_record;
+use crate::options::Options;
 use crate::row_cache::RowCache;
 use crate::scan_pool::ScanPool;
 use crate::spatial::Rect;
-use crate::sst::cache::BlockCache;
-use crate::sst::{monkey, thread_blocks_read, thread_data_cache, TableOptions};
-use crate::stats::{
-    thread_cpu_time, BufferLevelStats, BufferStats, DbStats, EngineStats, IoStats, Op, TreeState,
-    SUB_MERGE_BUCKETS,
-};
+use crate::sst::{thread_blocks_read, thread_data_cache, TableOptions};
+use crate::stats::{DbStats, EngineStats, IoStats, Op};
 use crate::tables::{RunIterator, TableCache};
-use crate::version::{FileMeta, Version, VersionEdit};
+use crate::version::{FileMeta, Version};
 use crate::vfs::{DirLock, Vfs, WritableFile};
-use crate::wal::replay_wal;
 
 mod background;
 mod checkpoint;
@@ -132,7 +122,7 @@ struct Inner {
     opts: Options,
     vfs: Arc<dyn Vfs>,
     _lock: Box<dyn DirLock>,
-    loader: Arc<TableCache>,
+    table_cache: Arc<TableCache>,
     io: Arc<IoStats>,
     stats: EngineStats,
     sv: RwLock<Arc<SuperVersion>>,
@@ -720,7 +710,7 @@ impl Inner {
 
     fn context<'a>(&'a self, alloc: &'a (dyn Fn() -> u64 + Sync)) -> CompactionContext<'a> {
         CompactionContext {
-            loader: &self.loader,
+            table_cache: &self.table_cache,
             table_options: self.table_options(),
             alloc_id: alloc,
             smallest_snapshot: self.smallest_snapshot(),

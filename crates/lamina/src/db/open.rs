@@ -2,7 +2,36 @@
 //! garbage it may delete (docs/reliability.md, "File ownership"), and the
 //! read-only mode.
 
-use super::*;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::clock::now_ms;
+use crate::compaction::{flush_memtable, CompactionContext, CompactionPolicy};
+use crate::error::{Error, Result};
+use crate::filename::{wal_name, FileKind, FileNumbers};
+use crate::info_log::InfoLog;
+use crate::manifest::{Counters, Manifest};
+use crate::memtable::MemTable;
+use crate::options::{Options, SyncMode};
+use crate::row_cache::RowCache;
+use crate::scan_pool::ScanPool;
+use crate::sst::cache::BlockCache;
+use crate::sst::TableOptions;
+use crate::stats::{EngineStats, IoStats};
+use crate::tables::TableCache;
+use crate::version::{Version, VersionEdit};
+use crate::vfs::WritableFile;
+use crate::wal::replay_wal;
+use crate::{filename, manifest, options_file};
+
+use super::{
+    histogram_image, new_memtable, table_options, Db, Inner, State, SuperVersion, WalState,
+    WriteQueue,
+};
 
 /// The log "file" of a database opened read-only: writes are refused
 /// before they reach it.
@@ -75,7 +104,7 @@ impl Db {
             Arc::from(opts.compaction.build(opts.policy_defaults())?);
         let io = Arc::new(IoStats::default());
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
-        let loader = Arc::new(
+        let table_cache = Arc::new(
             TableCache::new(Arc::clone(&vfs), dir.clone(), cache, Arc::clone(&io))
                 .with_mmap_reads(opts.mmap_reads)
                 .with_scan_resistant_cache(opts.scan_resistant_cache)
@@ -156,7 +185,7 @@ impl Db {
             let mut flush_edit = VersionEdit::default();
             if !replay.is_empty() {
                 let ctx = CompactionContext {
-                    loader: &loader,
+                    table_cache: &table_cache,
                     table_options: TableOptions {
                         histogram: histogram_image(policy.as_ref()),
                         ..table_options(&opts)
@@ -247,7 +276,7 @@ impl Db {
             ),
         );
         let version = Arc::new(version);
-        loader.set_level0(&version);
+        table_cache.set_level0(&version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&mem),
             imms: Vec::new(),
@@ -261,7 +290,7 @@ impl Db {
             dir,
             vfs,
             _lock: lock,
-            loader,
+            table_cache,
             io,
             stats: EngineStats::default(),
             sv: RwLock::new(sv),

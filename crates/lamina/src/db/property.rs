@@ -72,14 +72,14 @@ impl Db {
             "lamina.compaction-spec" => self.compaction_spec(),
             "lamina.block-cache-usage" => self
                 .inner
-                .loader
+                .table_cache
                 .cache
                 .as_ref()
                 .map_or(0, |c| c.usage())
                 .to_string(),
             "lamina.block-cache-pinned-usage" => self
                 .inner
-                .loader
+                .table_cache
                 .cache
                 .as_ref()
                 .map_or(0, |c| c.pinned_usage())

@@ -11,6 +11,8 @@ use rand::SeedableRng;
 
 use super::*;
 use crate::iter::tests::{check_moves, random_moves};
+use crate::sst::monkey;
+use crate::stats::BufferLevelStats;
 use crate::vfs::mem::MemFs;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

@@ -1,7 +1,21 @@
 //! The write path: group commit, the log, memtable switches and the write
 //! stalls (each with a way out: docs/compaction.md).
 
-use super::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::bounded;
+
+use crate::batch::{decode_entries, encode_header, BatchOp, WriteBatch};
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::filename::wal_name;
+use crate::memtable::MemTable;
+use crate::options::SyncMode;
+use crate::record::append_record;
+
+use super::{new_memtable, Inner, Msg, Pending, State, SuperVersion, WalState};
 
 impl Inner {
     pub(super) fn write(&self, batch: WriteBatch) -> Result<()> {
@@ -239,7 +253,7 @@ impl Inner {
 
     /// Publishes the current memtables and version to readers.
     pub(super) fn install(&self, st: &mut State) {
-        self.loader.set_level0(&st.version);
+        self.table_cache.set_level0(&st.version);
         let sv = Arc::new(SuperVersion {
             mem: Arc::clone(&st.mem),
             imms: st.imms.iter().rev().cloned().collect(),

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::key::{compare_internal, parse_internal_key};
 use crate::vfs::{BlockBytes, Mapping};
 
-use super::format::DecodeResult;
+use crate::coding::DecodeResult;
 
 /// Accumulates entries of one data block.
 #[derive(Debug)]

@@ -10,29 +10,11 @@
 //! false-positive rate of `k` independent hashes. An empty filter block means
 //! "no filter" (bits per key 0).
 
-use xxhash_rust::xxh3::xxh3_64;
-
-use super::format::DecodeResult;
+use crate::coding::DecodeResult;
+use crate::key_filter::{key_hash, num_probes};
 
 /// Smallest bit array written, so tiny tables do not get a useless filter.
 const MIN_BITS: u64 = 64;
-
-/// Number of probes for a bits-per-key budget: `round(bpk * ln 2)` in [1, 30].
-pub fn num_probes(bits_per_key: f64) -> u32 {
-    let k = (bits_per_key * std::f64::consts::LN_2).round();
-    if k.is_nan() || k < 1.0 {
-        1
-    } else if k > 30.0 {
-        30
-    } else {
-        k as u32
-    }
-}
-
-/// The hash the filter stores for a user key.
-pub fn key_hash(user_key: &[u8]) -> u64 {
-    xxh3_64(user_key)
-}
 
 fn probe_positions(hash: u64, k: u32, m: u64) -> impl Iterator<Item = u64> {
     let h1 = hash & 0xffff_ffff;
@@ -121,14 +103,6 @@ impl BloomFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn probes_follow_formula() {
-        assert_eq!(num_probes(10.0), 7);
-        assert_eq!(num_probes(0.5), 1);
-        assert_eq!(num_probes(1000.0), 30);
-        assert_eq!(num_probes(f64::NAN), 1);
-    }
 
     #[test]
     fn no_false_negatives_and_fpr_near_theory() {

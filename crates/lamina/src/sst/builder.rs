@@ -12,12 +12,13 @@ use crate::vfs::WritableFile;
 use lamina_compaction::partition::{KeyImage, StreamHist};
 
 use super::block::BlockBuilder;
-use super::bloom::{build_filter, key_hash};
+use super::bloom::build_filter;
 use super::format::{
     block_trailer, encode_index, encode_properties, BlockHandle, Footer, IndexEntry,
     BLOCK_TRAILER_LEN, FORMAT_VERSION,
 };
 use super::{TableOptions, TableProperties};
+use crate::key_filter::key_hash;
 use crate::range_del::{self, RangeTombstone};
 use crate::spatial::Rect;
 

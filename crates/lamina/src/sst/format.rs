@@ -10,6 +10,7 @@ use std::borrow::Cow;
 
 use crate::coding::{
     get_bytes, get_u32, get_u64, get_varint, masked_crc, masked_crc2, put_bytes, put_varint,
+    DecodeResult,
 };
 use crate::compression::{decompress_into, Compression, COMPRESSION_LZ4, COMPRESSION_ZSTD};
 use crate::key::{compare_internal, parse_internal_key, user_key};
@@ -31,10 +32,6 @@ pub const OLDEST_FORMAT_VERSION: u32 = 1;
 pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the footer at the end of the file.
 pub const FOOTER_LEN: usize = 64;
-
-/// Local result of a decoder: the reason is attached to a file and offset by
-/// the caller.
-pub type DecodeResult<T> = std::result::Result<T, &'static str>;
 
 /// Where a block lives: `size` counts the block's bytes without the trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -17,9 +17,11 @@ mod block;
 mod bloom;
 mod builder;
 pub(crate) mod cache;
+mod check;
 mod format;
 pub mod monkey;
 mod reader;
+mod table_iter;
 #[cfg(test)]
 mod tests;
 
@@ -27,14 +29,15 @@ use crate::compression::Compression;
 use crate::spatial::{Comparator, Rect};
 pub use block::Block;
 pub(crate) use block::{BlockBuilder, BlockIter};
-pub(crate) use bloom::{build_filter, key_hash, num_probes, BloomFilter};
+pub(crate) use bloom::{build_filter, BloomFilter};
 pub use builder::TableBuilder;
 pub(crate) use format::{
     block_trailer, check_block, decode_index, decode_properties, encode_index, get_rect, put_rect,
-    BlockHandle, DecodeResult, FenceIndex, Footer, IndexEntry, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    BlockHandle, FenceIndex, Footer, IndexEntry, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
 use lamina_compaction::partition::{KeyImage, StreamHist};
-pub use reader::{thread_blocks_read, thread_data_cache, Table, TableIterator};
+pub use reader::{thread_blocks_read, thread_data_cache, Table};
+pub use table_iter::{TableIterOptions, TableIterator};
 
 /// How tables are written.
 #[derive(Debug, Clone)]

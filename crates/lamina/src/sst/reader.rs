@@ -12,12 +12,11 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use crate::coding::DecodeResult;
 use crate::compression::decompress_into;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{compare_internal, parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
+use crate::key::{parse_internal_key, seek_key, user_key, ValueKind, MAX_SEQ};
 use crate::range_del::{self, RangeTombstone};
-use crate::spatial::Rect;
 use crate::sst::cache::{BlockCache, Cached, Lookup};
 use crate::stats::{BlockKind, FilterOutcome, IoStats};
 use crate::vfs::{Mapping, RandomAccessFile};
@@ -25,50 +24,22 @@ use crate::vfs::{Mapping, RandomAccessFile};
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    block_contents, decode_index, decode_properties, split_block, BlockHandle, DecodeResult,
-    FenceIndex, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN,
+    decode_index, decode_properties, split_block, BlockHandle, FenceIndex, Footer, FOOTER_LEN,
 };
 use super::TableProperties;
-
-/// One data block of a table, for inspection ([`Table::block_reports`]).
-#[derive(Debug, Clone)]
-pub struct BlockReport {
-    /// Offset of the block's first byte.
-    pub offset: u64,
-    /// Bytes stored (the 5-byte trailer excluded; compressed bytes for a
-    /// compressed block).
-    pub size: u64,
-    /// The masked CRC32C stored in the trailer.
-    pub stored_checksum: Option<u32>,
-    /// The trailer's type byte: how the block is stored (0 raw, 4 LZ4,
-    /// 7 zstd; docs/format.md).
-    pub stored_type: Option<u8>,
-    /// Why the block does not check out, if it does not.
-    pub problem: Option<&'static str>,
-    /// The index's first user key of the block and its sequence number.
-    pub first_key: Vec<u8>,
-    /// Sequence number of the first entry.
-    pub first_seq: u64,
-    /// The index's last user key of the block.
-    pub last_key: Vec<u8>,
-    /// Sequence number of the last entry.
-    pub last_seq: u64,
-    /// The MBR of the block's points (spatial tables).
-    pub mbr: Option<Rect>,
-}
 
 /// An open, immutable table. Cheap to share (`Arc<Table>`); all methods take
 /// `&self` and are safe to call from many threads.
 pub struct Table {
-    file: Arc<dyn RandomAccessFile>,
+    pub(super) file: Arc<dyn RandomAccessFile>,
     /// The file mapped read-only ([`crate::Options::mmap_reads`]): data
     /// blocks are slices of it instead of copies read with `pread`.
-    map: Option<Arc<Mapping>>,
-    file_id: u64,
-    file_name: String,
+    pub(super) map: Option<Arc<Mapping>>,
+    pub(super) file_id: u64,
+    pub(super) file_name: String,
     cache: Option<Arc<BlockCache>>,
-    stats: Arc<IoStats>,
-    footer: Footer,
+    pub(super) stats: Arc<IoStats>,
+    pub(super) footer: Footer,
     /// The index and filter, held for the table's lifetime; `None` if they
     /// are read through the block cache
     /// ([`crate::Options::cache_index_and_filter_blocks`]).
@@ -84,19 +55,19 @@ pub struct Table {
     /// Whether the table has a filter block.
     has_filter: bool,
     /// [`BloomFilter::fpr_theoretical`] of its filter (1.0 without one).
-    fpr_theoretical: f64,
+    pub(super) fpr_theoretical: f64,
     /// Where the data blocks end (the range-deletion block or the filter
     /// begins).
     data_end: u64,
-    props: TableProperties,
+    pub(super) props: TableProperties,
     /// The range-deletion block, decoded at open (sorted by start).
-    range_tombstones: Vec<RangeTombstone>,
+    pub(super) range_tombstones: Vec<RangeTombstone>,
     /// Queries check the checksum of each data block they read from the
     /// file ([`crate::Options::verify_checksums`]); compaction inputs and
     /// the metadata blocks always do.
     verify_checksums: bool,
     /// The largest chunk a query's scan reads ahead (0: none).
-    max_scan_readahead: usize,
+    pub(super) max_scan_readahead: usize,
 }
 
 impl fmt::Debug for Table {
@@ -117,19 +88,19 @@ fn kind_idx(kind: BlockKind) -> usize {
 /// A table's decoded index and filter.
 #[derive(Debug, Clone)]
 struct MetaBlocks {
-    index: Arc<FenceIndex>,
-    filter: Option<Arc<BloomFilter>>,
+    pub(super) index: Arc<FenceIndex>,
+    pub(super) filter: Option<Arc<BloomFilter>>,
 }
 
 /// An index or filter for one lookup: borrowed from the table that holds
 /// it, or shared with the block cache.
-enum MetaRef<'a, T> {
+pub(super) enum MetaRef<'a, T> {
     Held(&'a Arc<T>),
     Shared(Arc<T>),
 }
 
 impl<T> MetaRef<'_, T> {
-    fn into_arc(self) -> Arc<T> {
+    pub(super) fn into_arc(self) -> Arc<T> {
         match self {
             MetaRef::Held(a) => Arc::clone(a),
             MetaRef::Shared(a) => a,
@@ -161,7 +132,7 @@ fn decode_checked_index(
 }
 
 /// Bytes of a block plus its trailer.
-fn raw_len(file_name: &str, handle: BlockHandle) -> Result<usize> {
+pub(super) fn raw_len(file_name: &str, handle: BlockHandle) -> Result<usize> {
     handle
         .end()
         .and_then(|end| end.checked_sub(handle.offset))
@@ -171,7 +142,7 @@ fn raw_len(file_name: &str, handle: BlockHandle) -> Result<usize> {
 
 /// Reads `handle`'s block plus trailer from `file`, checks it and returns the
 /// contents; the caller has checked the handle lies inside the file.
-fn read_checked(
+pub(super) fn read_checked(
     file: &dyn RandomAccessFile,
     file_name: &str,
     stats: &IoStats,
@@ -397,7 +368,12 @@ impl Table {
         self.num_blocks
     }
 
-    fn corrupt_block(&self, index: &FenceIndex, block_idx: usize, reason: &str) -> Error {
+    pub(super) fn corrupt_block(
+        &self,
+        index: &FenceIndex,
+        block_idx: usize,
+        reason: &str,
+    ) -> Error {
         let offset = index.handle(block_idx).map_or(0, |h| h.offset);
         Error::corruption(self.file_name.as_str(), offset, reason)
     }
@@ -419,7 +395,7 @@ impl Table {
     /// pinned or cached) or a miss (read back from the file into the
     /// cache). Any other lookup (a compaction's input, verification) is
     /// not counted, and a block it reads does not enter the cache.
-    fn index(&self, query: bool) -> Result<MetaRef<'_, FenceIndex>> {
+    pub(super) fn index(&self, query: bool) -> Result<MetaRef<'_, FenceIndex>> {
         if let Some(m) = &self.held {
             self.count_meta(BlockKind::Index, true, query);
             return Ok(MetaRef::Held(&m.index));
@@ -435,7 +411,7 @@ impl Table {
 
     /// The filter (`None`: the table has none); `query` as for
     /// [`Table::index`].
-    fn filter(&self, query: bool) -> Result<Option<MetaRef<'_, BloomFilter>>> {
+    pub(super) fn filter(&self, query: bool) -> Result<Option<MetaRef<'_, BloomFilter>>> {
         if !self.has_filter {
             return Ok(None);
         }
@@ -484,7 +460,12 @@ impl Table {
 
     /// The index or filter block at `handle` from the block cache, or read
     /// back from the file, checked and decoded (and cached, if `query`).
-    fn load_meta(&self, kind: BlockKind, handle: BlockHandle, query: bool) -> Result<Cached> {
+    fn load_meta(
+        &self,
+        kind: BlockKind,
+        handle: BlockHandle,
+        query: bool,
+    ) -> Result<Cached> {
         if let Some(c) = self
             .cache
             .as_ref()
@@ -590,7 +571,7 @@ impl Table {
     /// queries do; any other read (a compaction's input) always verifies
     /// and is not counted, so that the hit ratio is the queries' (seed
     /// 002's), not diluted by merges reading inputs.
-    fn data_block(
+    pub(super) fn data_block(
         &self,
         index: &FenceIndex,
         idx: usize,
@@ -629,7 +610,7 @@ impl Table {
 
     /// Puts a block read from the file at `offset` into the cache as `fill`
     /// says.
-    fn fill_cache(&self, offset: u64, block: &Arc<Block>, fill: Fill) {
+    pub(super) fn fill_cache(&self, offset: u64, block: &Arc<Block>, fill: Fill) {
         if let Some(cache) = &self.cache {
             match fill {
                 Fill::Hot => cache.insert(self.file_id, offset, Arc::clone(block)),
@@ -644,7 +625,12 @@ impl Table {
     /// allocation. Either way its checksum is verified here, once, if
     /// `verify` (a cached block is not checked again); otherwise the block
     /// is marked unverified ([`Block::checksum_verified`]).
-    fn read_block(&self, handle: BlockHandle, buf: Vec<u8>, verify: bool) -> Result<Arc<Block>> {
+    fn read_block(
+        &self,
+        handle: BlockHandle,
+        buf: Vec<u8>,
+        verify: bool,
+    ) -> Result<Arc<Block>> {
         let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
         let block = match &self.map {
             Some(map) => {
@@ -686,7 +672,7 @@ impl Table {
     /// queries do (a cached block a query read unverified is read again: a
     /// merge never writes corrupt data out as if it were good); a long
     /// scan's blocks enter the cache and count as a query's would.
-    fn data_block_ahead(
+    pub(super) fn data_block_ahead(
         &self,
         index: &FenceIndex,
         idx: usize,
@@ -902,230 +888,6 @@ impl Table {
     pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
         Ok(self.filter(true)?.is_none_or(|f| f.may_contain(user_key)))
     }
-
-    /// An iterator over every entry; data blocks are read lazily and cached.
-    pub fn iter(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(self.clone(), true, None)
-    }
-
-    /// Like [`Table::iter`], but blocks the iterator steps into (rather than
-    /// seeks to) enter the cache at its cold end if `cold_steps`
-    /// ([`crate::Options::scan_resistant_cache`]).
-    pub fn iter_scan(self: &Arc<Self>, cold_steps: bool) -> TableIterator {
-        let mut it = TableIterator::new(self.clone(), true, None);
-        it.cold_steps = cold_steps;
-        it
-    }
-
-    /// Like [`Table::iter`] for a window query: blocks whose MBR does not
-    /// intersect `window` are skipped without being read (tables without
-    /// MBRs are read whole). The caller still filters the entries.
-    pub fn iter_window(self: &Arc<Self>, window: Rect) -> TableIterator {
-        TableIterator::new(self.clone(), true, Some(window))
-    }
-
-    /// Like [`Table::iter`], but blocks read from the file enter the block
-    /// cache only if `fill_cache` (compaction inputs pass false, so they do
-    /// not evict the queries' hot set). Cached blocks are used either way.
-    pub fn iter_filling(self: &Arc<Self>, fill_cache: bool) -> TableIterator {
-        TableIterator::new(self.clone(), fill_cache, None)
-    }
-
-    /// An iterator for a compaction's input: blocks the cache does not hold
-    /// are read `readahead` bytes at a time (one I/O, one seek on a disk,
-    /// per chunk of consecutive blocks instead of one per block) and do not
-    /// enter the cache.
-    pub fn iter_readahead(self: &Arc<Self>, readahead: usize) -> TableIterator {
-        let mut it = TableIterator::new(self.clone(), false, None);
-        it.query = false;
-        it.readahead = Some(Readahead::new(readahead, readahead));
-        it
-    }
-
-    /// Re-reads the whole file, bypassing the cache, and checks every block's
-    /// checksum and structure, key order across the whole table, the index's
-    /// fence keys, that the filter holds every key, and the entry/tombstone/
-    /// sequence counts of the properties. Returns the first problem found.
-    pub fn verify(&self) -> Result<()> {
-        let len = self.file.len();
-        let footer_offset = len
-            .checked_sub(FOOTER_LEN as u64)
-            .ok_or_else(|| Error::corruption(self.file_name.as_str(), 0, "file shrank"))?;
-        let mut raw_footer = vec![0u8; FOOTER_LEN];
-        self.file.read_exact_at(&mut raw_footer, footer_offset)?;
-        let footer = Footer::decode(&raw_footer)
-            .map_err(|r| Error::corruption(self.file_name.as_str(), footer_offset, r))?;
-        if footer != self.footer || len != self.props.file_size {
-            return Err(Error::corruption(
-                self.file_name.as_str(),
-                footer_offset,
-                "footer changed since open",
-            ));
-        }
-        for handle in [footer.filter, footer.index, footer.properties] {
-            read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
-        }
-        let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
-        if let Some(h) = self.props.range_del {
-            let raw = read_checked(self.file.as_ref(), &self.file_name, &self.stats, h)?;
-            let list = range_del::decode_block(&raw)
-                .map_err(|r| Error::corruption(self.file_name.as_str(), h.offset, r))?;
-            if list != self.range_tombstones {
-                return Err(Error::corruption(
-                    self.file_name.as_str(),
-                    h.offset,
-                    "range-deletion block changed since open",
-                ));
-            }
-            for t in &list {
-                min_seq = min_seq.min(t.seq);
-                max_seq = max_seq.max(t.seq);
-            }
-        }
-
-        let mut prev: Option<Vec<u8>> = None;
-        let (mut entries, mut tombstones) = (0u64, 0u64);
-        let index = self.index(false)?;
-        let filter = self.filter(false)?;
-        for i in 0..index.len() {
-            let (mut it, handle) = self.read_block_at_first(&index, i)?;
-            let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
-            if it.key() != index.first_key(i) {
-                return Err(bad("first key differs from the index"));
-            }
-            while it.valid() {
-                let parsed = parse_internal_key(it.key()).ok_or_else(|| bad("bad internal key"))?;
-                if let Some(p) = &prev {
-                    if !compare_internal(p, it.key()).is_lt() {
-                        return Err(bad("keys out of order"));
-                    }
-                }
-                if filter
-                    .as_ref()
-                    .is_some_and(|f| !f.may_contain(parsed.user_key))
-                {
-                    return Err(Error::corruption(
-                        self.file_name.as_str(),
-                        self.footer.filter.offset,
-                        "filter is missing a key of the table",
-                    ));
-                }
-                entries += 1;
-                if parsed.kind == ValueKind::Delete {
-                    tombstones += 1;
-                }
-                min_seq = min_seq.min(parsed.seq);
-                max_seq = max_seq.max(parsed.seq);
-                prev = Some(it.key().to_vec());
-                it.next().map_err(bad)?;
-            }
-            if prev.as_deref() != Some(index.last_key(i)) {
-                return Err(bad("last key differs from the index"));
-            }
-        }
-        let p = &self.props;
-        let seqs_ok = (entries == 0 && self.range_tombstones.is_empty())
-            || (p.smallest_seq == min_seq && p.largest_seq == max_seq);
-        if entries != p.entries || tombstones != p.tombstones || !seqs_ok {
-            return Err(Error::corruption(
-                self.file_name.as_str(),
-                self.footer.properties.offset,
-                "properties disagree with the data",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Data block `i` read from the file (checked, not cached), with an
-    /// iterator at its first entry.
-    fn read_block_at_first(
-        &self,
-        index: &FenceIndex,
-        i: usize,
-    ) -> Result<(BlockIter, BlockHandle)> {
-        let handle = index
-            .handle(i)
-            .ok_or_else(|| self.corrupt_block(index, i, "block index out of range"))?;
-        let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
-        let contents = read_checked(self.file.as_ref(), &self.file_name, &self.stats, handle)?;
-        let mut it = BlockIter::new(Arc::new(Block::new(contents).map_err(bad)?));
-        it.seek_to_first().map_err(bad)?;
-        Ok((it, handle))
-    }
-
-    /// Where the filter, index and properties blocks are.
-    pub fn footer(&self) -> Footer {
-        self.footer
-    }
-
-    /// Every data block as the index describes it, each re-read from the
-    /// file (not the cache) to report its stored checksum and whether it
-    /// checks out; a bad block is reported, not an error.
-    pub fn block_reports(&self) -> Result<Vec<BlockReport>> {
-        let index = self.index(false)?;
-        (0..index.len())
-            .map(|i| {
-                let handle = index
-                    .handle(i)
-                    .ok_or_else(|| self.corrupt_block(&index, i, "block index out of range"))?;
-                let mut raw = vec![0u8; raw_len(&self.file_name, handle)?];
-                self.file.read_exact_at(&mut raw, handle.offset)?;
-                let stored_checksum = raw
-                    .len()
-                    .checked_sub(4)
-                    .and_then(|at| raw.get(at..))
-                    .and_then(|b| b.try_into().ok())
-                    .map(u32::from_le_bytes);
-                let stored_type = raw
-                    .len()
-                    .checked_sub(BLOCK_TRAILER_LEN)
-                    .and_then(|at| raw.get(at))
-                    .copied();
-                let fence = |k: &[u8]| {
-                    parse_internal_key(k).map_or((k.to_vec(), 0), |p| (p.user_key.to_vec(), p.seq))
-                };
-                let (first_key, first_seq) = fence(index.first_key(i));
-                let (last_key, last_seq) = fence(index.last_key(i));
-                Ok(BlockReport {
-                    offset: handle.offset,
-                    size: handle.size,
-                    stored_checksum,
-                    stored_type,
-                    problem: block_contents(&raw).err(),
-                    first_key,
-                    first_seq,
-                    last_key,
-                    last_seq,
-                    mbr: index.mbr(i),
-                })
-            })
-            .collect()
-    }
-
-    /// Calls `f` with every entry in key order (user key, sequence number,
-    /// kind, value), reading blocks without filling the cache; stops at the
-    /// first error, a bad block being a [`Error::Corruption`] at its offset.
-    pub fn for_each_entry(
-        &self,
-        mut f: impl FnMut(&[u8], u64, ValueKind, &[u8]) -> Result<()>,
-    ) -> Result<()> {
-        let index = self.index(false)?;
-        for i in 0..index.len() {
-            let (mut it, handle) = self.read_block_at_first(&index, i)?;
-            let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
-            while it.valid() {
-                let p = parse_internal_key(it.key()).ok_or_else(|| bad("bad internal key"))?;
-                f(p.user_key, p.seq, p.kind, it.value())?;
-                it.next().map_err(bad)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// `(1 - e^{-k n / m})^k` for this table's filter; 1.0 without a filter.
-    pub fn bloom_fpr_theoretical(&self) -> f64 {
-        self.fpr_theoretical
-    }
 }
 
 impl Drop for Table {
@@ -1203,18 +965,18 @@ fn check_index_against_props(
 }
 
 /// The bytes a sequential reader read ahead of the block it needs.
-struct Readahead {
+pub(super) struct Readahead {
     /// Bytes of the next read.
-    size: usize,
+    pub(super) size: usize,
     /// Bytes per read at most: each read doubles `size` up to this.
-    max: usize,
+    pub(super) max: usize,
     /// File offset of `buf`'s first byte.
     start: u64,
     buf: Vec<u8>,
 }
 
 impl Readahead {
-    fn new(size: usize, max: usize) -> Readahead {
+    pub(super) fn new(size: usize, max: usize) -> Readahead {
         Readahead {
             size,
             max,
@@ -1224,329 +986,13 @@ impl Readahead {
     }
 }
 
-/// A query's iterator that steps forward into [`SCAN_AHEAD_AFTER`] blocks
-/// in a row is a long scan: from then on it reads its blocks ahead in
-/// chunks of 16 KiB, doubling per read up to the table's
-/// `max_scan_readahead` (256 KiB by default; RocksDB's automatic readahead
-/// for iterators), one system call (one seek on a disk) per chunk instead
-/// of one per block. A seek and a few steps read single blocks as before.
-/// The buffer lives as long as the iterator: at most one chunk per table a
-/// scan has open.
-#[derive(Default)]
-struct ScanAhead {
-    /// Blocks entered in a row by stepping forward from the previous one.
-    streak: u32,
-    ahead: Option<Readahead>,
-}
-
-/// Blocks a query's iterator steps forward into before it reads ahead.
-const SCAN_AHEAD_AFTER: u32 = 2;
-/// A scan's first readahead, in bytes.
-const SCAN_AHEAD_FIRST: usize = 16 << 10;
-
-impl ScanAhead {
-    /// Called for every block the iterator loads (`follows`: stepped forward
-    /// into the block after the previous one); the readahead to read it
-    /// through, if the scan is long enough and `max` (the largest chunk)
-    /// is not 0.
-    fn on_load(&mut self, follows: bool, max: usize) -> Option<&mut Readahead> {
-        if !follows || max == 0 {
-            self.streak = 0;
-            return None;
-        }
-        self.streak = self.streak.saturating_add(1);
-        if self.streak < SCAN_AHEAD_AFTER {
-            return None;
-        }
-        Some(
-            self.ahead
-                .get_or_insert_with(|| Readahead::new(SCAN_AHEAD_FIRST.min(max), max)),
-        )
-    }
-}
-
 /// How a block read from the file enters the block cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fill {
+pub(super) enum Fill {
     /// Not at all.
     Skip,
     /// As the most recently used block.
     Hot,
     /// As the least recently used ([`BlockCache::insert_cold`]).
     Cold,
-}
-
-/// A bidirectional iterator over a table; owns an `Arc<Table>` so it is `'static`.
-/// After an error it is invalid; the error names the file and block offset.
-pub struct TableIterator {
-    table: Arc<Table>,
-    /// The table's index, looked up at each seek (a hit or a miss of the
-    /// block cache with [`crate::Options::cache_index_and_filter_blocks`])
-    /// and held while the iterator steps.
-    index: Option<Arc<FenceIndex>>,
-    fill_cache: bool,
-    /// Blocks entered by stepping past the end (or start) of the previous
-    /// one go in at the cache's cold end ([`Table::iter_scan`]).
-    cold_steps: bool,
-    /// Set for a compaction's input ([`Table::iter_readahead`]).
-    readahead: Option<Readahead>,
-    /// A query's own readahead once it scans (not on a mapped table).
-    scan_ahead: ScanAhead,
-    /// A query's iterator: its cache lookups count in the hit and miss
-    /// statistics (a compaction input's do not).
-    query: bool,
-    block_idx: usize,
-    iter: Option<BlockIter>,
-    /// A window query's rectangle: blocks whose MBR misses it are skipped
-    /// unread, in both directions, as if they were empty.
-    window: Option<Rect>,
-    /// Positioned on a skipped block (acts as an exhausted one).
-    pruned: bool,
-}
-
-impl fmt::Debug for TableIterator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TableIterator")
-            .field("file_id", &self.table.file_id)
-            .field("block_idx", &self.block_idx)
-            .field("valid", &self.valid())
-            .finish()
-    }
-}
-
-impl TableIterator {
-    /// Marks the iterator as a compaction's input: its cache lookups stay
-    /// out of the queries' hit and miss statistics, and it verifies every
-    /// block's checksum whatever [`crate::Options::verify_checksums`] says.
-    pub(crate) fn for_compaction(mut self) -> Self {
-        self.query = false;
-        self
-    }
-
-    fn new(table: Arc<Table>, fill_cache: bool, window: Option<Rect>) -> Self {
-        TableIterator {
-            table,
-            index: None,
-            fill_cache,
-            cold_steps: false,
-            readahead: None,
-            scan_ahead: ScanAhead::default(),
-            query: true,
-            block_idx: 0,
-            iter: None,
-            window,
-            pruned: false,
-        }
-    }
-
-    /// Loads block `idx` (or becomes exhausted past the last block); a block
-    /// outside the window is not read and leaves the iterator `pruned`.
-    /// `stepping`: the iterator moves into it from a neighbouring block
-    /// (a scan), rather than positioning on it by a seek.
-    fn load_block(&mut self, idx: usize, stepping: bool) -> Result<bool> {
-        let follows = stepping && Some(idx) == self.block_idx.checked_add(1);
-        self.iter = None;
-        self.block_idx = idx;
-        self.pruned = false;
-        let Some(index) = self.index.clone() else {
-            return Ok(false);
-        };
-        if idx >= index.len() {
-            return Ok(false);
-        }
-        if let (Some(w), Some(m)) = (&self.window, index.mbr(idx)) {
-            if !m.intersects(w) {
-                self.table.stats.mbr_blocks_pruned.inc();
-                self.pruned = true;
-                return Ok(true);
-            }
-        }
-        let block = match &mut self.readahead {
-            Some(ahead) => {
-                self.table
-                    .data_block_ahead(&index, idx, ahead, Fill::Skip, self.query)?
-            }
-            None => {
-                let fill = match (self.fill_cache, stepping && self.cold_steps) {
-                    (false, _) => Fill::Skip,
-                    (true, false) => Fill::Hot,
-                    (true, true) => Fill::Cold,
-                };
-                let scanning = self.query && self.table.map.is_none();
-                let max = self.table.max_scan_readahead;
-                match self.scan_ahead.on_load(follows && scanning, max) {
-                    Some(ahead) => self
-                        .table
-                        .data_block_ahead(&index, idx, ahead, fill, true)?,
-                    None => self.table.data_block(&index, idx, fill, self.query)?,
-                }
-            }
-        };
-        self.iter = Some(BlockIter::new(block));
-        Ok(true)
-    }
-
-    fn block_err(&mut self, reason: &str) -> Error {
-        self.iter = None;
-        self.pruned = false;
-        let offset = self
-            .index
-            .as_ref()
-            .and_then(|i| i.handle(self.block_idx))
-            .map_or(0, |h| h.offset);
-        Error::corruption(self.table.file_name.as_str(), offset, reason)
-    }
-
-    /// Looks the table's index up for a new position (see `index`) and
-    /// returns it.
-    fn lookup_index(&mut self) -> Result<Arc<FenceIndex>> {
-        let res = self.table.index(self.query).map(MetaRef::into_arc);
-        match res {
-            Ok(index) => {
-                self.index = Some(Arc::clone(&index));
-                Ok(index)
-            }
-            Err(e) => {
-                self.index = None;
-                self.iter = None;
-                self.pruned = false;
-                Err(e)
-            }
-        }
-    }
-
-    /// One entry forward (`FORWARD`) or back, into the neighbouring block
-    /// when this one is exhausted; a no-op when invalid.
-    fn step<const FORWARD: bool>(&mut self) -> Result<()> {
-        let Some(it) = self.iter.as_mut() else {
-            return Ok(());
-        };
-        if !it.valid() {
-            return Ok(());
-        }
-        let moved = if FORWARD { it.next() } else { it.prev() };
-        if let Err(r) = moved {
-            return Err(self.block_err(r));
-        }
-        let res = self.skip_exhausted::<FORWARD>();
-        self.guard(res)
-    }
-
-    /// Moves past exhausted blocks to the first entry of the next non-empty
-    /// one (`FORWARD`), or to the last entry of the previous one.
-    fn skip_exhausted<const FORWARD: bool>(&mut self) -> Result<()> {
-        while self.pruned || self.iter.as_ref().is_some_and(|it| !it.valid()) {
-            let idx = if FORWARD {
-                self.block_idx + 1
-            } else {
-                match self.block_idx.checked_sub(1) {
-                    Some(i) => i,
-                    None => {
-                        self.iter = None;
-                        self.pruned = false;
-                        return Ok(());
-                    }
-                }
-            };
-            if !self.load_block(idx, true)? {
-                return Ok(());
-            }
-            let res = self.iter.as_mut().map_or(Ok(()), |it| {
-                if FORWARD {
-                    it.seek_to_first()
-                } else {
-                    it.seek_to_last()
-                }
-            });
-            if let Err(r) = res {
-                return Err(self.block_err(r));
-            }
-        }
-        Ok(())
-    }
-
-    /// Positions at the first (`FORWARD`) or last entry of block `idx`, then
-    /// past exhausted blocks; `stepping` as in `load_block`.
-    fn start_block<const FORWARD: bool>(&mut self, idx: usize, stepping: bool) -> Result<()> {
-        let res = self.load_block(idx, stepping);
-        self.guard(res.map(|_| ()))?;
-        let res = self.iter.as_mut().map_or(Ok(()), |it| {
-            if FORWARD {
-                it.seek_to_first()
-            } else {
-                it.seek_to_last()
-            }
-        });
-        if let Err(r) = res {
-            return Err(self.block_err(r));
-        }
-        let res = self.skip_exhausted::<FORWARD>();
-        self.guard(res)
-    }
-
-    /// Like `seek_to_first` (`FORWARD`) or `seek_to_last`, for a scan that
-    /// steps into this table from the previous (or next) one of its run:
-    /// the block enters the cache as a scan's would
-    /// ([`Table::iter_scan`]).
-    pub(crate) fn step_in<const FORWARD: bool>(&mut self) -> Result<()> {
-        let index = self.lookup_index()?;
-        let idx = if FORWARD {
-            0
-        } else {
-            index.len().saturating_sub(1)
-        };
-        self.start_block::<FORWARD>(idx, true)
-    }
-
-    fn guard(&mut self, res: Result<()>) -> Result<()> {
-        if res.is_err() {
-            self.iter = None;
-            self.pruned = false;
-        }
-        res
-    }
-}
-
-impl InternalIterator for TableIterator {
-    fn valid(&self) -> bool {
-        self.iter.as_ref().is_some_and(BlockIter::valid)
-    }
-
-    fn key(&self) -> &[u8] {
-        self.iter.as_ref().map_or(&[], BlockIter::key)
-    }
-
-    fn value(&self) -> &[u8] {
-        self.iter.as_ref().map_or(&[], BlockIter::value)
-    }
-
-    fn next(&mut self) -> Result<()> {
-        self.step::<true>()
-    }
-
-    fn prev(&mut self) -> Result<()> {
-        self.step::<false>()
-    }
-
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let idx = self.lookup_index()?.find(target);
-        let res = self.load_block(idx, false);
-        self.guard(res.map(|_| ()))?;
-        let res = self.iter.as_mut().map_or(Ok(()), |it| it.seek(target));
-        if let Err(r) = res {
-            return Err(self.block_err(r));
-        }
-        let res = self.skip_exhausted::<true>();
-        self.guard(res)
-    }
-
-    fn seek_to_first(&mut self) -> Result<()> {
-        self.lookup_index()?;
-        self.start_block::<true>(0, false)
-    }
-
-    fn seek_to_last(&mut self) -> Result<()> {
-        let last = self.lookup_index()?.len().saturating_sub(1);
-        self.start_block::<false>(last, false)
-    }
 }

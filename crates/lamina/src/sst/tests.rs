@@ -275,7 +275,10 @@ fn round_trip(
 
     // A compaction's sequential read (readahead, decompressing from its
     // own buffer) yields the same entries.
-    let mut it = table.iter_readahead(4096);
+    let mut it = table.iter_with(TableIterOptions {
+        compaction_readahead: Some(4096),
+        ..TableIterOptions::default()
+    });
     it.seek_to_first().unwrap();
     assert_eq!(collect(&mut it), expect);
 
@@ -678,7 +681,10 @@ fn cache_serves_repeat_reads_and_evict_file() {
     assert_eq!(stats.cache_misses[2].get(), 1, "filter miss at open");
     let nblocks = table.num_data_blocks() as u64;
 
-    let mut it = table.iter_filling(false);
+    let mut it = table.iter_with(TableIterOptions {
+        fill_cache: false,
+        ..TableIterOptions::default()
+    });
     it.seek_to_first().unwrap();
     collect(&mut it);
     assert_eq!(cache.usage(), 0, "no-fill scan leaves the cache alone");
@@ -863,7 +869,10 @@ fn readahead_reads_chunks_of_blocks_and_yields_the_same_entries() {
         assert!(blocks > 100);
         let at_open = file.1.load(std::sync::atomic::Ordering::Relaxed);
         let blocks_at_open = stats.blocks_read.get();
-        let mut it = table.iter_readahead(readahead);
+        let mut it = table.iter_with(TableIterOptions {
+            compaction_readahead: Some(readahead),
+            ..TableIterOptions::default()
+        });
         let mut got = Vec::new();
         let mut failed = None;
         match it.seek_to_first() {
@@ -1152,7 +1161,11 @@ fn blocks_read_unverified_are_cached_as_such_and_checked_again_by_verifying_read
     assert!(walk(&mut verified.iter()).unwrap_err().is_corruption());
     // So does a compaction's input, whichever table it reads through.
     for t in [&unverified, &verified] {
-        let err = walk(&mut t.iter_readahead(4096)).unwrap_err();
+        let err = walk(&mut t.iter_with(TableIterOptions {
+            compaction_readahead: Some(4096),
+            ..TableIterOptions::default()
+        }))
+        .unwrap_err();
         assert!(err.is_corruption(), "{err}");
     }
     // The unverified copy is still what the unverifying table gets, and
@@ -1192,7 +1205,7 @@ fn damaged_compressed_blocks_behind_valid_checksums_are_errors() {
             bytes[end..end + 5].copy_from_slice(&trailer);
             bytes
         };
-        let first_key = |b: &super::reader::BlockReport| b.first_key.clone();
+        let first_key = |b: &super::check::BlockReport| b.first_key.clone();
         // An uncompressed length over the cap, and lengths one off.
         let len = u32::from_le_bytes(bytes[start..start + 4].try_into().unwrap());
         for claimed in [u32::MAX, len - 1, len + 1] {
@@ -1283,7 +1296,10 @@ fn a_long_scan_reads_ahead_by_itself() {
         let blocks = table.num_data_blocks() as u64;
         assert!(blocks > 500, "{blocks}");
         let (at_open, blocks_at_open) = (reads(&file), stats.blocks_read.get());
-        let mut it = table.iter_scan(cold_steps);
+        let mut it = table.iter_with(TableIterOptions {
+            cold_steps,
+            ..TableIterOptions::default()
+        });
         it.seek_to_first().unwrap();
         assert_eq!(collect(&mut it), expected);
         assert_eq!(stats.blocks_read.get() - blocks_at_open, blocks);
@@ -1295,7 +1311,10 @@ fn a_long_scan_reads_ahead_by_itself() {
         assert_eq!(stats.cache_misses[data_block].get(), blocks);
         // Scanned again, every block comes from the cache.
         let before = reads(&file);
-        let mut it = table.iter_scan(cold_steps);
+        let mut it = table.iter_with(TableIterOptions {
+            cold_steps,
+            ..TableIterOptions::default()
+        });
         it.seek_to_first().unwrap();
         assert_eq!(collect(&mut it), expected);
         assert_eq!(reads(&file), before);
