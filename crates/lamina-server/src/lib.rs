@@ -10,8 +10,8 @@
 //!   the key codec [`dsl_key`]), driven from any byte stream by [`stream`]
 //!   (TCP connections, `lamina exec`, the server console). Its framing is
 //!   described below; [`client`] is the pipelined client.
-//! * The spatial commands ([`spatial`]): point records in a
-//!   [`lamina::index::Dataset`], window and count queries.
+//! * The spatial commands ([`spatial`]): point records in a dataset (a
+//!   primary index and an LSM R-tree), window and count queries.
 //! * The Redis protocol, RESP2 ([`resp`]), so `redis-cli`,
 //!   `redis-benchmark` and client libraries can use the database.
 //!
