@@ -42,7 +42,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 build() {
     if [ "${SKIP_BUILD:-0}" != 1 ]; then
-        (cd "$REPO" && cargo build --release -p lamina-cli --bin lamina --example bounded_depth)
+        (cd "$REPO" && cargo build --release -p lamina-cli -p lamina-experiment --bin lamina --example bounded_depth)
     fi
 }
 

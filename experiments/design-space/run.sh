@@ -67,4 +67,4 @@ if [ "$MIN_LEVELS" -gt 0 ]; then
 else
   python3 experiments/design-space/summarize.py "$OUT" "$N"
 fi
-cargo run --release -q -p lamina-cli --example design_space_report -- "$OUT"
+cargo run --release -q -p lamina-experiment --example design_space_report -- "$OUT"

@@ -5,7 +5,7 @@ Markdown tables next to seed 001's published figures: Fig. 4(a)-(d)
 ingestion, (e)/(f)/(h) point lookups against the fraction of empty lookups
 alpha, (g) range scans, and, where the runs had them, deletes (Fig. 8(d)-(f))
 and interleaved lookups (Fig. 5). The figures themselves are drawn by
-cargo run --release -p lamina-cli --example design_space_report DIR.
+cargo run --release -p lamina-experiment --example design_space_report DIR.
 
 Space amplification is shown two ways (--sa both, the default): the
 engine's (DbStats::space_amplification: disk bytes over the oldest run's

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-experiments/lsbm/results-dilation}
 RATES=${RATES:-250,1000}
 SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm}
-cargo build --release -q -p lamina-cli --bin lamina --example lsbm_report
+cargo build --release -q -p lamina-cli -p lamina-experiment --bin lamina --example lsbm_report
 mkdir -p "$OUT"
 # Scratch on tmpfs where there is one; only this directory is deleted.
 SCRATCH=$(mktemp -d "$( [ -d /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}")/lamina-dilation.XXXXXX")

@@ -43,7 +43,7 @@ SEEK=${SEEK:-10000}
 DIRECT=${DIRECT:-false}
 SYSTEMS=${SYSTEMS:-leveling,blsm,lsbm,smtree,blsm-kvcache,blsm-warmup}
 DISTS=${DISTS:-rangehot,rangescan,zipfian}
-cargo build --release -q -p lamina-cli --bin lamina --example lsbm_report
+cargo build --release -q -p lamina-cli -p lamina-experiment --bin lamina --example lsbm_report
 mkdir -p "$OUT"
 # Each run gets a directory this script creates, and only those are deleted.
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/lamina-lsbm.XXXXXX")

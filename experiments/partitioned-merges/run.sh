@@ -13,7 +13,7 @@ case " $* " in
 *) OUT=${OUT:-experiments/partitioned-merges/results} ;;
 esac
 mkdir -p "$OUT"
-cargo build --release -q -p lamina-cli --example partitioned_merges
+cargo build --release -q -p lamina-experiment --example partitioned_merges
 cargo build --release -q -p lamina-compaction --example partition_costs
 target/release/examples/partitioned_merges "$OUT" "$@"
 target/release/examples/partition_costs "$@" | tee "$OUT/costs.txt"

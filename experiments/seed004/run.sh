@@ -46,7 +46,7 @@ else
     F5_OPS=200000 F6_PUTS=4000000 F6_GETS=2000000
 fi
 cargo build --release -q -p lamina-lsm --example cs265_ingest --example cs265_range
-cargo build --release -q -p lamina-cli --example seed004_report
+cargo build --release -q -p lamina-experiment --example seed004_report
 cargo build --release -q -p lamina-cli --bin lamina
 L=target/release/lamina
 mkdir -p "$OUT"

@@ -28,7 +28,7 @@ fi
 L=leveled:b0=2,b=10,file=262144
 POLICIES=${POLICIES:-binomial:k=4 binomial:k=10 tiered:b=4 tiered:b=10 concurrent $L $L,partition=str $L,partition=rstar-grove}
 COMPARATORS=${COMPARATORS:-hilbert simple}
-cargo build --release -q -p lamina-cli --bin lamina --example spatial_report
+cargo build --release -q -p lamina-cli -p lamina-experiment --bin lamina --example spatial_report
 mkdir -p "$OUT"
 # Runs get directories this script creates, and only those are deleted.
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/lamina-spatial.XXXXXX")

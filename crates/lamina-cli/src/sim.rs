@@ -9,7 +9,7 @@ use crate::progress;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use lamina::compaction::CompactionSpec;
-use lamina_sim::plot::{check_path, plot, PlotOptions, Series};
+use lamina_experiment::plot::{check_path, plot, PlotOptions, Series};
 use lamina_sim::{
     AsyncMerges, FlushRecord, FlushSizes, KeyModel, ModelOptions, Simulator, Summary, WaDefinition,
     DEFAULT_FLUSH_BYTES,

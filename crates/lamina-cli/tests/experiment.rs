@@ -128,7 +128,7 @@ fn tiny_sweep_writes_one_row_per_run_and_plots() {
     ] {
         let svg = std::fs::read_to_string(dir.path().join(file)).unwrap();
         assert!(svg.contains("<svg") && svg.contains("tiered:b=4"));
-        let titles = lamina_sim::plot::axis_titles(&svg);
+        let titles = lamina_experiment::plot::axis_titles(&svg);
         assert!(
             titles.contains(&"write_buffer_size (bytes)".to_string())
                 && titles.contains(&y_title.to_string()),

@@ -227,7 +227,7 @@ fn plots_are_svg_with_titled_axes() {
     assert!(o.stdout.is_empty());
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("<svg") && text.contains("binomial:k=4"));
-    let titles = lamina_sim::plot::axis_titles(&text);
+    let titles = lamina_experiment::plot::axis_titles(&text);
     for t in [
         "flushes",
         "write amplification",

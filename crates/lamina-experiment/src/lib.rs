@@ -7,6 +7,7 @@
 //! both. See `bench/README.md` for the spec format.
 
 pub mod kvops;
+pub mod plot;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -166,7 +167,7 @@ impl Experiment {
         let spec: Spec = toml::from_str(text)?;
         let runs = expand(&spec)?;
         for p in &spec.plots {
-            lamina_sim::plot::check_path(Path::new(&p.file))?;
+            crate::plot::check_path(Path::new(&p.file))?;
             if !spec.grid.contains_key(&p.x) {
                 bail!("plot {}: x = {:?} is not a [grid] parameter", p.file, p.x);
             }

@@ -65,8 +65,6 @@ mod options;
 mod report;
 mod simulator;
 
-pub mod plot;
-
 pub use cut::{cut_work, CutWork};
 pub use error::{Result, SimError};
 pub use flush_sizes::{FlushSizes, DEFAULT_FLUSH_BYTES};

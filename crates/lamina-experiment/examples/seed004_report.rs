@@ -16,7 +16,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use lamina_sim::plot::{plot_panels, Axis, Curve, Panel, Unit};
+use lamina_experiment::plot::{plot_panels, Axis, Curve, Panel, Unit};
 
 /// The rows of a CSV with a header, as maps from column to value.
 fn rows(path: &Path) -> Result<Vec<std::collections::HashMap<String, String>>> {

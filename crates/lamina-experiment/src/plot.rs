@@ -14,7 +14,7 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::{FlushRecord, SimError};
+use lamina_sim::FlushRecord;
 
 /// Points kept per curve at most (a bucket of flushes becomes one point).
 pub const MAX_POINTS: u64 = 2000;
@@ -73,12 +73,18 @@ impl Series {
     }
 }
 
-fn plot_error(e: impl std::fmt::Display) -> SimError {
-    SimError::Config(format!("plot: {e}"))
+/// A chart that could not be drawn: a path that is not SVG, or the
+/// drawing backend's error.
+#[derive(Debug, thiserror::Error)]
+#[error("plot: {0}")]
+pub struct PlotError(String);
+
+fn plot_error(e: impl std::fmt::Display) -> PlotError {
+    PlotError(e.to_string())
 }
 
 /// Checks that `path` names a format the plots draw (SVG).
-pub fn check_path(path: &Path) -> Result<(), SimError> {
+pub fn check_path(path: &Path) -> Result<(), PlotError> {
     match path
         .extension()
         .and_then(|e| e.to_str())
@@ -303,7 +309,7 @@ pub fn plot(
     title: &str,
     series: &[Series],
     opts: PlotOptions,
-) -> Result<(), SimError> {
+) -> Result<(), PlotError> {
     let curves = |y: fn(&(u64, f64, f64)) -> f64| -> Vec<Curve> {
         series
             .iter()
@@ -339,7 +345,7 @@ pub fn plot_lines(
     title: &str,
     curves: &[Curve],
     opts: &LinesOptions,
-) -> Result<(), SimError> {
+) -> Result<(), PlotError> {
     let panel = Panel {
         title: String::new(),
         x: opts.x.clone(),
@@ -357,7 +363,7 @@ pub fn plot_panels(
     panels: &[Panel],
     columns: usize,
     size: (u32, u32),
-) -> Result<(), SimError> {
+) -> Result<(), PlotError> {
     let mut labels: Vec<&str> = Vec::new();
     for c in panels.iter().flat_map(|p| &p.curves) {
         if !labels.contains(&c.label.as_str()) {
@@ -397,7 +403,7 @@ pub fn plot_bars(
     panels: &[BarPanel],
     columns: usize,
     size: (u32, u32),
-) -> Result<(), SimError> {
+) -> Result<(), PlotError> {
     render!(path, size, |root: &DrawingArea<SVGBackend, Shift>| {
         root.fill(&WHITE)?;
         let root = root.titled(title, (FONT, 22))?;

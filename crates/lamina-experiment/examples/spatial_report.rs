@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use lamina_sim::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
+use lamina_experiment::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
 use serde_json::Value;
 
 fn num(v: &Value, key: &str) -> f64 {

@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use lamina_sim::plot::{plot_bars, plot_panels, Axis, BarPanel, Curve, Panel, Unit};
+use lamina_experiment::plot::{plot_bars, plot_panels, Axis, BarPanel, Curve, Panel, Unit};
 use serde_json::Value;
 
 /// The strategies in the paper's order.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use lamina_sim::plot::{
+use lamina_experiment::plot::{
     axis_titles, check_path, plot, plot_bars, plot_lines, plot_panels, Axis, BarPanel, Curve,
     LinesOptions, Panel, PlotOptions, Series, Unit,
 };

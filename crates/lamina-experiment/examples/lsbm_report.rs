@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use lamina_sim::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
+use lamina_experiment::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
 
 /// One second of a series.
 struct Sample {

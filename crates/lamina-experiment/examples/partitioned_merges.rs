@@ -4,7 +4,7 @@
 //! `RECORD` bytes are loaded, then point gets and range scans of 1,000
 //! entries are timed.
 //!
-//! `cargo run --release -p lamina-cli --example partitioned_merges -- OUT_DIR [--quick]`
+//! `cargo run --release -p lamina-experiment --example partitioned_merges -- OUT_DIR [--quick]`
 //! writes `OUT_DIR/summary.json` and `OUT_DIR/results.md`; it makes its
 //! databases in a scratch directory it creates under the system's temporary
 //! directory and removes only that.
