@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use crate::progress;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use lamina_experiment::{Cell, Experiment, PlotSpec, Run, Spec};
 use lamina_experiment::plot::{plot_lines, Axis, Curve, LinesOptions, Unit};
+use lamina_experiment::{Cell, Experiment, PlotSpec, Run, Spec};
 
 /// Flags of `lamina experiment`.
 #[derive(Debug, Args)]
