@@ -301,10 +301,8 @@ fn skip_item(tokens: &[Token], mut i: usize, scan: &mut FileScan, module: &[Stri
                 }
             }
             ";" if depth == 0 => {
-                if tokens.get(start).is_some_and(|t| t.text == "mod")
-                    || (tokens.get(start).is_some_and(|t| t.text == "pub")
-                        && tokens.get(start + 1).is_some_and(|t| t.text == "mod"))
-                {
+                // `mod x;`, `pub mod x;`, `pub(crate) mod x;`.
+                if tokens[start..i].iter().any(|t| t.text == "mod") {
                     if let Some(name) = tokens.get(i - 1) {
                         let mut child = module.to_vec();
                         child.push(name.text.clone());
@@ -751,7 +749,7 @@ fn test_items_comments_and_strings_are_not_imports() {
         #[cfg(test)]
         use crate::test_only;
         #[cfg(test)]
-        mod helper;
+        pub(crate) mod helper;
         pub use crate::kept;
     "##;
     let scan = scan_file(src, &["m".to_string()]);

@@ -10,19 +10,20 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::partition::spatial::{TileRule, Tiles};
-use super::partition::{partitioner, CachedSum, FileCutter, Partition, Partitioning, StreamHist};
+use super::partition::{FileCutter, Partition, Partitioning};
 use super::placement::TILE_RANK;
 use super::plan::{self, Action, Destination};
 use super::{view_of_version, CompactionTask};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{parse_internal_key, ValueKind};
+use crate::key::parse_internal_key;
 use crate::memtable::MemTable;
-use crate::range_del::{self, Fragments, RangeTombstone};
-use crate::sst::{TableBuilder, TableOptions};
-use crate::tables::{sst_name, RunIterator, TableCache};
+use crate::sst::TableOptions;
+use crate::tables::{RunIterator, TableCache};
 use crate::version::{AddedFile, FileMeta, NewRun, RemovedFile, Run, Version, VersionEdit};
-use crate::vfs::{self, WritableFile};
+
+use super::filter::{merge_tombstones, Older, VersionFilter};
+use super::output::{cutter_for, flush_cutter, OutputWriter, Written};
 
 /// What the executor needs from the engine.
 pub(crate) struct CompactionContext<'a> {
@@ -317,31 +318,6 @@ pub(crate) fn execute(
     Ok(outcome)
 }
 
-/// What older runs outside a merge may hold: a key, or any key of a range.
-struct Older<'a> {
-    may_hold: &'a (dyn Fn(&[u8]) -> bool + Sync),
-    may_overlap: &'a (dyn Fn(&[u8], &[u8]) -> bool + Sync),
-}
-
-/// The range tombstones of a merge's inputs: those that survive it (kept
-/// while a snapshot may need them or older runs may hold keys they cover)
-/// and, as fragments, those every snapshot sees, whose covered versions the
-/// merge drops.
-fn merge_tombstones(
-    all: Vec<RangeTombstone>,
-    smallest_snapshot: u64,
-    older_may_overlap: &dyn Fn(&[u8], &[u8]) -> bool,
-) -> (Vec<RangeTombstone>, Fragments) {
-    let hiding = Fragments::new(&all, smallest_snapshot);
-    let mut kept: Vec<RangeTombstone> = all
-        .into_iter()
-        .filter(|t| t.seq > smallest_snapshot || older_may_overlap(&t.start, &t.end))
-        .collect();
-    range_del::sort(&mut kept);
-    kept.dedup();
-    (kept, hiding)
-}
-
 /// Merges `files` (of several runs; any two overlapping files of the plan
 /// are both here) into new files cut by `cutter`, or every
 /// `plan.target_file_size` bytes without one.
@@ -383,37 +359,6 @@ fn merge_files(
             writer.abandon();
             Err(e)
         }
-    }
-}
-
-/// Files written by a flush or merge: their metadata, and the handles of
-/// those not yet synced.
-#[derive(Default)]
-struct Written {
-    metas: Vec<FileMeta>,
-    unsynced: Vec<Box<dyn WritableFile>>,
-}
-
-/// Finished output files a writer keeps open and unsynced at most; at this
-/// many it syncs them together (bounds the open file handles of a merge
-/// cut into thousands of small files).
-const MAX_UNSYNCED: usize = 64;
-
-impl Written {
-    fn extend(&mut self, other: Written) {
-        self.metas.extend(other.metas);
-        self.unsynced.extend(other.unsynced);
-    }
-
-    /// Syncs the unsynced files together ([`vfs::sync_all`]) and then the
-    /// directory, which makes their names durable.
-    fn make_durable(&mut self, ctx: &CompactionContext<'_>) -> Result<()> {
-        vfs::sync_all(&mut self.unsynced)?;
-        self.unsynced.clear();
-        if !self.metas.is_empty() {
-            ctx.table_cache.vfs.sync_dir(ctx.table_cache.dir())?;
-        }
-        Ok(())
     }
 }
 
@@ -548,263 +493,6 @@ fn merged_input(
     MergingIterator::new(children)
 }
 
-/// The cutter of a sub-merge over `files` under `p`: range rules estimate
-/// sizes as Alg. 5.8 does, from one histogram `h_m` into which the files'
-/// StreamHists are merged, each `SUM` result cached ([`CachedSum`]); a
-/// file written without a histogram spreads its bytes evenly over its key
-/// images.
-fn cutter_for(
-    ctx: &CompactionContext<'_>,
-    p: Partitioning,
-    files: &[Arc<FileMeta>],
-) -> Result<Box<dyn FileCutter>> {
-    let lo = files
-        .iter()
-        .map(|f| p.image.of(&f.smallest))
-        .min()
-        .unwrap_or(0);
-    let hi = files
-        .iter()
-        .map(|f| p.image.of(&f.largest))
-        .max()
-        .unwrap_or(0);
-    let partitioner = partitioner(p.partition, p.theta, p.image);
-    if !p.partition.uses_ranges() {
-        return Ok(partitioner.cutter(lo, hi, &|_, _| 0));
-    }
-    let mut h_m = StreamHist::default();
-    // Data bytes, not file bytes: θ bounds the data a file holds, and a
-    // small table's index, filter and histogram would inflate it.
-    let mut hist_bytes = 0u64;
-    // (lowest image, highest image, data bytes) of the files without one.
-    let mut even: Vec<(u64, u64, u64)> = Vec::new();
-    for f in files {
-        let table = ctx.table_cache.table(f)?;
-        let props = table.properties();
-        match &props.histogram {
-            Some(h_t) => {
-                h_m.merge(h_t);
-                hist_bytes += props.data_bytes;
-            }
-            None => even.push((
-                p.image.of(&f.smallest),
-                p.image.of(&f.largest),
-                props.data_bytes,
-            )),
-        }
-    }
-    let bytes_per_key = hist_bytes as f64 / h_m.total().max(1) as f64;
-    let sums = CachedSum::new(|x: u64| {
-        let evenly: f64 = even
-            .iter()
-            .filter(|&&(l, _, _)| l <= x)
-            .map(|&(l, u, bytes)| {
-                let width = (u - l) as f64 + 1.0;
-                bytes as f64 * (((x.min(u) - l) as f64 + 1.0) / width)
-            })
-            .sum();
-        h_m.sum(x as f64) * bytes_per_key + evenly
-    });
-    Ok(partitioner.cutter(lo, hi, &|l, u| sums.size_in(l, u)))
-}
-
-/// Decides which versions of each user key survive a merge.
-struct VersionFilter {
-    smallest_snapshot: u64,
-    current: Vec<u8>,
-    has_current: bool,
-    last_seq_for_key: u64,
-}
-
-impl VersionFilter {
-    fn new(smallest_snapshot: u64) -> Self {
-        VersionFilter {
-            smallest_snapshot,
-            current: Vec::new(),
-            has_current: false,
-            last_seq_for_key: u64::MAX,
-        }
-    }
-
-    /// Entries arrive in internal order (per key, newest first).
-    fn keep(
-        &mut self,
-        user_key: &[u8],
-        seq: u64,
-        kind: ValueKind,
-        older_may_hold: &dyn Fn(&[u8]) -> bool,
-    ) -> bool {
-        if !self.has_current || self.current != user_key {
-            self.current.clear();
-            self.current.extend_from_slice(user_key);
-            self.has_current = true;
-            self.last_seq_for_key = u64::MAX;
-        }
-        // A newer version of this key is already visible to every snapshot.
-        let shadowed = self.last_seq_for_key <= self.smallest_snapshot;
-        self.last_seq_for_key = seq;
-        if shadowed {
-            return false;
-        }
-        !(kind == ValueKind::Delete && seq <= self.smallest_snapshot && !older_may_hold(user_key))
-    }
-}
-
-/// Writes a merge's output as a sequence of SSTs cut at user-key boundaries:
-/// where the cutter says, or once a file reaches `target` bytes.
-struct OutputWriter<'a> {
-    ctx: &'a CompactionContext<'a>,
-    target: u64,
-    cutter: Option<Box<dyn FileCutter>>,
-    oldest_tombstone: Option<u64>,
-    builder: Option<(u64, TableBuilder)>,
-    last_user_key: Vec<u8>,
-    done: Written,
-    /// Range tombstones still to write, sorted by start. Each goes whole
-    /// into the file open when the keys pass its start, and no file is
-    /// cut inside one: a file's key range spans its tombstones, so the
-    /// files of a run stay disjoint.
-    tombstones: std::collections::VecDeque<RangeTombstone>,
-    /// The largest end of the open file's tombstones.
-    cover_end: Option<Vec<u8>>,
-}
-
-impl<'a> OutputWriter<'a> {
-    fn new(
-        ctx: &'a CompactionContext<'a>,
-        target: u64,
-        oldest_tombstone: Option<u64>,
-        cutter: Option<Box<dyn FileCutter>>,
-    ) -> Self {
-        OutputWriter {
-            ctx,
-            target: target.max(1),
-            cutter,
-            oldest_tombstone,
-            builder: None,
-            last_user_key: Vec::new(),
-            done: Written::default(),
-            tombstones: std::collections::VecDeque::new(),
-            cover_end: None,
-        }
-    }
-
-    /// The open file's builder, opening a file if none is.
-    fn builder(&mut self) -> Result<&mut TableBuilder> {
-        if self.builder.is_none() {
-            let id = (self.ctx.alloc_id)();
-            let file = self
-                .ctx
-                .table_cache
-                .vfs
-                .create(&self.ctx.table_cache.path(id))?;
-            self.builder = Some((
-                id,
-                TableBuilder::new(file, self.ctx.table_options.clone(), sst_name(id)),
-            ));
-        }
-        match &mut self.builder {
-            Some((_, b)) => Ok(b),
-            None => Err(Error::InvalidArgument("no open output file".into())),
-        }
-    }
-
-    /// Writes the pending tombstones that start before `key` (all of them
-    /// without one) into the open file.
-    fn write_tombstones(&mut self, key: Option<&[u8]>) -> Result<()> {
-        while let Some(t) = self
-            .tombstones
-            .front()
-            .filter(|t| key.is_none_or(|k| t.start.as_slice() < k))
-        {
-            if self.cover_end.as_ref().is_none_or(|e| *e < t.end) {
-                self.cover_end = Some(t.end.clone());
-            }
-            let t = t.clone();
-            self.tombstones.pop_front();
-            self.builder()?.add_range_tombstone(t)?;
-        }
-        Ok(())
-    }
-
-    fn add(&mut self, ikey: &[u8], user_key: &[u8], value: &[u8]) -> Result<()> {
-        let open = self.builder.as_ref().map(|(_, b)| b.estimated_size());
-        let new_key = open.is_none() || self.last_user_key != user_key;
-        // Tombstones starting before the key belong to the file before any
-        // cut, and a file that reaches the key through one is not cut.
-        self.write_tombstones(Some(user_key))?;
-        let inside_tombstone = self.cover_end.as_deref().is_some_and(|end| end >= user_key);
-        let cut = match &mut self.cutter {
-            // Asked at every new key, so range bounds advance with the keys.
-            Some(cutter) if new_key => cutter.cut_before(
-                user_key,
-                open.unwrap_or(0),
-                (ikey.len() + value.len()) as u64,
-            ),
-            Some(_) => false,
-            None => new_key && open.is_some_and(|size| size >= self.target),
-        };
-        if cut && !inside_tombstone {
-            self.finish_current()?;
-        }
-        self.builder()?.add(ikey, value)?;
-        self.last_user_key.clear();
-        self.last_user_key.extend_from_slice(user_key);
-        Ok(())
-    }
-
-    /// Finishes the open file, if any, leaving it unsynced (synced with
-    /// [`MAX_UNSYNCED`] others, or by the caller with all the rest).
-    fn finish_current(&mut self) -> Result<()> {
-        self.cover_end = None;
-        if let Some((id, b)) = self.builder.take() {
-            let (props, file) = b.finish(self.ctx.now_ms, self.oldest_tombstone)?;
-            self.done
-                .metas
-                .push(FileMeta::from_properties(id, &props, self.ctx.now_ms));
-            self.done.unsynced.push(file);
-            if self.done.unsynced.len() >= MAX_UNSYNCED {
-                vfs::sync_all(&mut self.done.unsynced)?;
-                self.done.unsynced.clear();
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes the tombstones left and finishes the last file.
-    fn finish_last(&mut self) -> Result<()> {
-        self.write_tombstones(None)?;
-        self.finish_current()
-    }
-
-    /// Finishes the last file and makes every file durable, and its name.
-    fn finish(&mut self) -> Result<Vec<FileMeta>> {
-        self.finish_last()?;
-        self.done.make_durable(self.ctx)?;
-        Ok(std::mem::take(&mut self.done.metas))
-    }
-
-    /// Removes every file written so far (best effort: they are unreferenced
-    /// and would be collected at the next open anyway).
-    fn abandon(&mut self) {
-        let ids: Vec<u64> = self
-            .done
-            .metas
-            .iter()
-            .map(|m| m.id)
-            .chain(self.builder.take().map(|(id, _)| id))
-            .collect();
-        for id in ids {
-            let _ = self
-                .ctx
-                .table_cache
-                .vfs
-                .remove(&self.ctx.table_cache.path(id));
-        }
-        self.done = Written::default();
-    }
-}
-
 /// Writes a memtable as a new run: one SST, or, under a partitioned policy,
 /// files cut by its partitioner (seed 000 §5.5: "a sorted run in level 0
 /// may span several SSTables"), the range rules sizing key ranges exactly
@@ -843,62 +531,5 @@ pub(crate) fn flush_memtable(
             writer.abandon();
             Err(e)
         }
-    }
-}
-
-/// The cutter of a flush under `p`: the range rules get exact sizes (the
-/// bytes of the memtable's entries per key image, summed in key order).
-fn flush_cutter(mem: &MemTable, p: Partitioning) -> Result<Box<dyn FileCutter>> {
-    let partitioner = partitioner(p.partition, p.theta, p.image);
-    if !p.partition.uses_ranges() {
-        return Ok(partitioner.cutter(0, u64::MAX, &|_, _| 0));
-    }
-    // (image, bytes up to and including it); images ascend with the keys.
-    let mut cumulative: Vec<(u64, u64)> = Vec::new();
-    let mut total = 0u64;
-    mem.for_each(|ikey, value| {
-        let image = p.image.of(crate::key::user_key(ikey));
-        total += (ikey.len() + value.len()) as u64;
-        match cumulative.last_mut() {
-            Some(last) if last.0 == image => last.1 = total,
-            _ => cumulative.push((image, total)),
-        }
-        Ok(())
-    })?;
-    let upto = |x: u64| -> u64 {
-        let i = cumulative.partition_point(|&(image, _)| image <= x);
-        i.checked_sub(1).map_or(0, |i| cumulative[i].1)
-    };
-    let size_in = |l: u64, u: u64| upto(u) - l.checked_sub(1).map_or(0, upto);
-    let lo = cumulative.first().map_or(0, |c| c.0);
-    let hi = cumulative.last().map_or(0, |c| c.0);
-    Ok(partitioner.cutter(lo, hi, &size_in))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn filter_keeps_one_version_per_snapshot_stripe() {
-        let never = |_: &[u8]| false;
-        // No snapshots: smallest snapshot = latest seq 10.
-        let mut f = VersionFilter::new(10);
-        assert!(f.keep(b"a", 9, ValueKind::Put, &never));
-        assert!(!f.keep(b"a", 5, ValueKind::Put, &never));
-        // A tombstone with no older data anywhere goes.
-        assert!(!f.keep(b"b", 8, ValueKind::Delete, &never));
-        assert!(!f.keep(b"b", 3, ValueKind::Put, &never));
-        // ...but stays if an older run may hold the key.
-        let always = |_: &[u8]| true;
-        assert!(f.keep(b"c", 8, ValueKind::Delete, &always));
-        // A snapshot at 4 needs the version it sees.
-        let mut f = VersionFilter::new(4);
-        assert!(f.keep(b"a", 9, ValueKind::Put, &never));
-        assert!(f.keep(b"a", 3, ValueKind::Put, &never));
-        assert!(!f.keep(b"a", 2, ValueKind::Put, &never));
-        // A tombstone newer than a snapshot must stay.
-        assert!(f.keep(b"d", 6, ValueKind::Delete, &never));
-        assert!(f.keep(b"d", 1, ValueKind::Put, &never));
     }
 }

@@ -10,7 +10,9 @@ pub use lamina_compaction::*;
 use crate::version::{FileMeta, Version};
 
 mod executor;
+mod filter;
 mod manual;
+mod output;
 
 pub(crate) use executor::{execute, flush_memtable, CompactionContext, CompactionOutcome};
 pub(crate) use manual::manual_task;

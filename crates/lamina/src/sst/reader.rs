@@ -460,12 +460,7 @@ impl Table {
 
     /// The index or filter block at `handle` from the block cache, or read
     /// back from the file, checked and decoded (and cached, if `query`).
-    fn load_meta(
-        &self,
-        kind: BlockKind,
-        handle: BlockHandle,
-        query: bool,
-    ) -> Result<Cached> {
+    fn load_meta(&self, kind: BlockKind, handle: BlockHandle, query: bool) -> Result<Cached> {
         if let Some(c) = self
             .cache
             .as_ref()
@@ -625,12 +620,7 @@ impl Table {
     /// allocation. Either way its checksum is verified here, once, if
     /// `verify` (a cached block is not checked again); otherwise the block
     /// is marked unverified ([`Block::checksum_verified`]).
-    fn read_block(
-        &self,
-        handle: BlockHandle,
-        buf: Vec<u8>,
-        verify: bool,
-    ) -> Result<Arc<Block>> {
+    fn read_block(&self, handle: BlockHandle, buf: Vec<u8>, verify: bool) -> Result<Arc<Block>> {
         let bad = |r: &str| Error::corruption(self.file_name.as_str(), handle.offset, r);
         let block = match &self.map {
             Some(map) => {
