@@ -8,24 +8,31 @@
 //!
 //! Commands:
 //!
-//! * `define [flushes=N] [buffer=B] [now=MS]` with a tree picture as input,
-//!   prints the tree back in canonical form. The picture lists levels
-//!   (`L0`, `L1`, ...) and under each its runs, newest first:
-//!   `r<id> [order=<o>]: <file> <file> ...`, a file being
-//!   `<id>[<lo>-<hi>]=<size>` (keys are integers, stored big-endian as the
-//!   DSL stores them) with an optional `*` for a file a running compaction
-//!   owns. Without `order=` runs are ranked by their place in the picture
-//!   (the first listed is the newest). `L<n> sizes: S S ...` is a shorthand
-//!   for a stack of single-file runs spanning `[0-999]`.
+//! * `define [flushes=N] [buffer=B] [now=MS]` with a tree picture as input
+//!   (`lamina_compaction::view::notation`: levels `L0`, `L1`, ..., under
+//!   each its runs newest first, `r<id> [order=<o>]: <file> ...`, a file
+//!   `<id>[<lo>-<hi>]=<size>` with optional attributes and `*` if busy),
+//!   prints the tree back in canonical form.
 //! * `pick <spec>`: the tasks the policy picks on the last defined tree.
 //! * `stalls <spec>`: whether the policy holds writes on that tree.
+//! * `plan <task>`: what `plan::plan` makes of a task on that tree, the
+//!   task written as `pick` prints one (`L1/r5[5 6] + L2/r3[3] -> L2/r3`,
+//!   or `-> L2 new run`, `-> L2 tiles`): the action, the destination and the
+//!   older runs, or the refusal (`tests/testdata/plan/`).
+//!
+//! `every_registered_strategy_has_a_case` fails when a registered strategy
+//! has no `pick` or `stalls` case and is not in its list of those still
+//! without one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fmt::Write as _;
 use std::path::Path;
 
+use lamina_compaction::spec::strategy;
+use lamina_compaction::view::notation;
 use lamina_compaction::{
-    policy_from_spec, FileView, LevelView, OutputRun, PolicyDefaults, RunView, TreeView,
+    parse_spec, plan, policy_from_spec, CompactionTask, OutputRun, PolicyDefaults, TaskInput,
+    TreeView, STRATEGIES,
 };
 
 /// Size ratio and output file size for specs that leave them out.
@@ -36,7 +43,74 @@ const DEFAULTS: PolicyDefaults = PolicyDefaults {
 
 #[test]
 fn policies() {
+    run_dir("policies");
+}
+
+#[test]
+fn planner() {
+    run_dir("plan");
+}
+
+/// Strategies with no `pick` or `stalls` case yet. The list may only
+/// shrink: a strategy not in it needs a case, and one in it that has a case
+/// must leave it.
+const NO_CASE_YET: &[&str] = &[
+    "lsbm",
+    "stack-leveled",
+    "binomial",
+    "minlatency",
+    "exploring",
+    "lo1",
+    "lo2",
+    "rr",
+    "cold",
+    "old",
+    "tsd",
+    "tsa",
+    "tier",
+    "smtree",
+    "1-leveling",
+    "lazy-leveling",
+    "cs265-tiered",
+    "cs265-leveled",
+    "lazy-leveled",
+    "partial",
+];
+
+/// Every registered strategy has a data-driven case (by its name or an
+/// alias), or is listed in [`NO_CASE_YET`].
+#[test]
+fn every_registered_strategy_has_a_case() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/policies");
+    let mut covered = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            if let (Some("pick" | "stalls"), Some(spec)) = (words.next(), words.next()) {
+                let (name, params) = parse_spec(spec).unwrap();
+                covered.insert(strategy(name, &params).expect(spec).name);
+            }
+        }
+    }
+    for s in STRATEGIES {
+        assert!(
+            covered.contains(s.name) != NO_CASE_YET.contains(&s.name),
+            "{}: {}",
+            s.name,
+            match covered.contains(s.name) {
+                true => "has a case now: take it out of NO_CASE_YET",
+                false => "no data-driven case: add one to tests/testdata/policies/",
+            }
+        );
+    }
+}
+
+/// Runs every file of `tests/testdata/<name>/`.
+fn run_dir(name: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/testdata")
+        .join(name);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -131,7 +205,7 @@ fn run_command(
     match name {
         "define" => {
             let view = define(&args, input)?;
-            let picture = picture(&view);
+            let picture = notation::print(&view);
             *tree = Some(view);
             Ok(picture)
         }
@@ -171,6 +245,12 @@ fn run_command(
             }
             Ok(s)
         }
+        "plan" => {
+            let view = tree.as_ref().ok_or("no tree defined yet")?;
+            let task = parse_task(&args.join(" "))?;
+            let planned = plan::plan(view, &task).map_err(|e| e.to_string())?;
+            Ok(print_plan(&planned))
+        }
         other => Err(format!("unknown command {other:?}")),
     }
 }
@@ -179,22 +259,11 @@ fn number(s: &str, what: &str) -> Result<u64, String> {
     s.parse().map_err(|_| format!("bad {what} {s:?}"))
 }
 
-fn key(n: u64) -> Vec<u8> {
-    n.to_be_bytes().to_vec()
-}
-
-fn key_number(k: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = k.len().min(8);
-    b[8 - n..].copy_from_slice(&k[..n]);
-    u64::from_be_bytes(b)
-}
-
+/// `define`: the picture with the tree-wide fields from the arguments
+/// (`memtable_bytes` 1 unless given).
 fn define(args: &[&str], input: &[&str]) -> Result<TreeView, String> {
-    let mut view = TreeView {
-        memtable_bytes: 1,
-        ..TreeView::default()
-    };
+    let mut view = notation::parse(&input.join("\n")).map_err(|e| e.to_string())?;
+    view.memtable_bytes = 1;
     for a in args {
         let (k, v) = a.split_once('=').ok_or(format!("bad argument {a:?}"))?;
         match k {
@@ -204,121 +273,78 @@ fn define(args: &[&str], input: &[&str]) -> Result<TreeView, String> {
             _ => return Err(format!("unknown argument {k:?}")),
         }
     }
-    // (level, run, explicit order) in picture order.
-    let mut runs: Vec<(usize, RunView, Option<u64>)> = Vec::new();
-    let mut level: Option<usize> = None;
-    let mut next_id = 1000;
-    for line in input {
-        let line = line.trim();
-        if let Some(rest) = line.strip_prefix('L') {
-            let (n, sizes) = rest.split_once(" sizes:").unwrap_or((rest, ""));
-            let l = number(n.trim(), "level")? as usize;
-            level = Some(l);
-            for s in sizes.split_whitespace() {
-                next_id += 1;
-                let file = FileView {
-                    id: next_id,
-                    size: number(s, "size")?,
-                    smallest: key(0).into(),
-                    largest: key(999).into(),
-                    ..FileView::default()
-                };
-                runs.push((
-                    l,
-                    RunView {
-                        id: next_id,
-                        order: 0,
-                        files: vec![file].into(),
-                    },
-                    None,
-                ));
-            }
-            continue;
-        }
-        let l = level.ok_or("a run before any level")?;
-        let (head, files) = line.split_once(':').ok_or(format!("bad run {line:?}"))?;
-        let mut head = head.split_whitespace();
-        let id = head
-            .next()
-            .and_then(|r| r.strip_prefix('r'))
-            .ok_or(format!("bad run {line:?}"))?;
-        let id = number(id, "run id")?;
-        let order = match head.next() {
-            Some(o) => Some(number(
-                o.strip_prefix("order=").ok_or(format!("bad {o:?}"))?,
-                "order",
-            )?),
-            None => None,
-        };
-        let files = files
-            .split_whitespace()
-            .map(parse_file)
-            .collect::<Result<Vec<_>, _>>()?;
-        runs.push((
-            l,
-            RunView {
-                id,
-                order: 0,
-                files: files.into(),
-            },
-            order,
-        ));
-    }
-    let n = runs.len() as u64;
-    for (i, (l, mut run, order)) in runs.into_iter().enumerate() {
-        run.order = order.unwrap_or(n - i as u64);
-        while view.levels.len() <= l {
-            view.levels.push(LevelView::default());
-        }
-        view.levels[l].runs.push(run);
-    }
     Ok(view)
 }
 
-/// `<id>[<lo>-<hi>]=<size>` with an optional trailing `*` (busy).
-fn parse_file(s: &str) -> Result<FileView, String> {
-    let bad = || format!("bad file {s:?}");
-    let (s, busy) = match s.strip_suffix('*') {
-        Some(rest) => (rest, true),
-        None => (s, false),
+/// A task as `pick` prints one: `L<l>/r<id>[<file ids>] + ... -> <output>`,
+/// the output `L<l>/r<id>` (an existing run), `L<l> new run` or `L<l>
+/// tiles`.
+fn parse_task(text: &str) -> Result<CompactionTask, String> {
+    let (inputs, output) = text.split_once(" -> ").ok_or("a task needs ' -> '")?;
+    let level = |l: &str| {
+        number(
+            l.strip_prefix('L').ok_or(format!("bad level {l:?}"))?,
+            "level",
+        )
     };
-    let (id, rest) = s.split_once('[').ok_or_else(bad)?;
-    let (range, size) = rest.split_once("]=").ok_or_else(bad)?;
-    let (lo, hi) = range.split_once('-').ok_or_else(bad)?;
-    let size = number(size, "size")?;
-    Ok(FileView {
-        id: number(id, "file id")?,
-        size,
-        entries: size,
-        smallest: key(number(lo, "key")?).into(),
-        largest: key(number(hi, "key")?).into(),
-        busy,
-        ..FileView::default()
+    let inputs = inputs
+        .split(" + ")
+        .map(|i| {
+            let (l, rest) = i.split_once("/r").ok_or(format!("bad input {i:?}"))?;
+            let (run, ids) = rest.split_once('[').ok_or(format!("bad input {i:?}"))?;
+            let ids = ids.strip_suffix(']').ok_or(format!("bad input {i:?}"))?;
+            Ok(TaskInput {
+                level: level(l)? as usize,
+                run_id: number(run, "run id")?,
+                file_ids: ids
+                    .split_whitespace()
+                    .map(|id| number(id, "file id"))
+                    .collect::<Result<_, _>>()?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let (output_level, output_run) = if let Some(l) = output.strip_suffix(" new run") {
+        (level(l)?, OutputRun::New)
+    } else if let Some(l) = output.strip_suffix(" tiles") {
+        (level(l)?, OutputRun::Tiles)
+    } else {
+        let (l, run) = output
+            .split_once("/r")
+            .ok_or(format!("bad output {output:?}"))?;
+        (level(l)?, OutputRun::Existing(number(run, "run id")?))
+    };
+    Ok(CompactionTask {
+        inputs,
+        output_level: output_level as usize,
+        output_run,
+        target_file_size: 1000,
+        partitioning: None,
+        buffer: None,
+        reason: "t".into(),
     })
 }
 
-/// The tree in the picture syntax, every field explicit.
-fn picture(view: &TreeView) -> String {
-    let mut s = String::new();
-    for (i, level) in view.levels.iter().enumerate() {
-        let _ = writeln!(s, "L{i}");
-        for run in &level.runs {
-            let files: Vec<String> = run
-                .files
-                .iter()
-                .map(|f| {
-                    format!(
-                        "{}[{}-{}]={}{}",
-                        f.id,
-                        key_number(&f.smallest),
-                        key_number(&f.largest),
-                        f.size,
-                        if f.busy { "*" } else { "" }
-                    )
-                })
-                .collect();
-            let _ = writeln!(s, "  r{} order={}: {}", run.id, run.order, files.join(" "));
+/// `plan`'s output: the action, the destination and the older runs.
+fn print_plan(p: &plan::Plan) -> String {
+    let action = match p.action {
+        plan::Action::Move => "move",
+        plan::Action::Merge => "merge",
+    };
+    let destination = match p.destination {
+        plan::Destination::Existing { id, order } => {
+            format!("L{}/r{id} order={order}", p.output_level)
         }
-    }
-    s
+        plan::Destination::New { order } => format!("L{} new run order={order}", p.output_level),
+        plan::Destination::Tiles => format!("L{} tiles", p.output_level),
+    };
+    let older: Vec<String> = p
+        .older_runs
+        .iter()
+        .map(|(l, r)| format!("L{l}/r{r}"))
+        .collect();
+    let older = match older.is_empty() {
+        true => "none".to_string(),
+        false => older.join(" "),
+    };
+    format!("{action} -> {destination}; older runs: {older}\n")
 }

@@ -413,7 +413,8 @@ impl CompactionPolicy for CountingPicks {
             .fetch_add(file_visits() - before, Ordering::Relaxed);
         let before = file_visits();
         let all = self.inner.pick(view);
-        c.all_visits.fetch_add(file_visits() - before, Ordering::Relaxed);
+        c.all_visits
+            .fetch_add(file_visits() - before, Ordering::Relaxed);
         if first != all.into_iter().next() {
             c.disagreements.fetch_add(1, Ordering::Relaxed);
         }

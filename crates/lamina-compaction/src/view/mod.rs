@@ -2,13 +2,15 @@
 //! picture: per level its runs, per run its files with sizes, key ranges,
 //! ages and tombstone counts), the containers that keep a run's files and a
 //! level's runs ([`Files`], [`Runs`], both over sorted `blocks`), the keys
-//! they hold ([`InlineKey`]), the least-overlap rankings ([`index`]) and the
-//! placement rules shared with the engine's `Version` ([`placement`]).
+//! they hold ([`InlineKey`]), the least-overlap rankings ([`index`]), the
+//! placement rules shared with the engine's `Version` ([`placement`]) and a
+//! text picture of a tree for tests ([`notation`]).
 
 pub(crate) mod blocks;
 pub mod files;
 pub mod index;
 pub mod key;
+pub mod notation;
 pub mod runs;
 
 pub use files::Files;
