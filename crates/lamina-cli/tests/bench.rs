@@ -1,6 +1,6 @@
 //! `lamina bench`: db_bench-style lines, found counts and statistics that
 //! follow from the benchmarks' definitions.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -4,7 +4,11 @@
 //! checks, unsharded and with two shards. The checker itself is tested against hand-made histories and a
 //! brute-force oracle in `lamina_cluster::linearizability`; the long run
 //! is `scripts/cluster-test.sh --faults 200`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test may panic on a failed setup"
+)]
 
 mod common;
 

@@ -1,6 +1,5 @@
 //! End-to-end tests of the `lamina` binary: generated workloads through
 //! `client` → `serve` and through `exec`, checked against a BTreeMap oracle.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

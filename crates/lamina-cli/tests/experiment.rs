@@ -1,6 +1,6 @@
 //! `lamina experiment`: a tiny sweep end to end, resuming an interrupted
 //! sweep, and specs rejected before anything runs.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -2,7 +2,6 @@
 //! load directory, the connection cap, the idle time-out, and a shutdown
 //! that completes within seconds whatever the clients do
 //! (docs/reliability.md, "Hostile clients").
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -3,7 +3,7 @@
 //! clients hold, and an unfinished request costs its size once, within a
 //! budget shared by every connection (docs/reliability.md, "Hostile
 //! clients").
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

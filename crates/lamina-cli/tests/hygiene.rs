@@ -1,6 +1,5 @@
 //! Nonsensical settings are refused at start with one line naming the flag;
 //! an OS error is shown once; `--read-only` serves reads and refuses writes.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

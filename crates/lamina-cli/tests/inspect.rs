@@ -1,7 +1,7 @@
 //! `lamina inspect` against what was written through the library: a
 //! `BTreeMap` of the writes, the directory listing and the bytes on disk
 //! are the oracles.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

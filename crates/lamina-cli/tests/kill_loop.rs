@@ -10,7 +10,7 @@
 //! CI runs a few rounds; `scripts/kill-loop.sh` runs the ignored long
 //! version (`LAMINA_KILL_ROUNDS`, `LAMINA_KILL_CLIENTS`,
 //! `LAMINA_KILL_COMPACTION`, `LAMINA_KILL_SYNC`).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! `lamina serve --metrics`: scraped with curl, checked line by line
 //! against the text exposition format, and its counts against what the
 //! test sent.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

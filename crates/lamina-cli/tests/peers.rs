@@ -9,7 +9,11 @@
 //! (`--bin lamina` adds the peer modules' unit tests, which check each
 //! peer's `Store` against a model.)
 #![cfg(any(feature = "peer-rocksdb", feature = "peer-leveldb"))]
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test may panic on a failed setup"
+)]
 
 use std::path::Path;
 use std::process::Command;

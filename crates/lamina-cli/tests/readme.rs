@@ -5,7 +5,7 @@
 //! `crates/lamina/tests/readme.rs`, the Python one by the package's pytest
 //! suite, the Redis one by `scripts/redis-tools-test.sh`.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! `lamina sim`: output formats, several policies, plots and bad input.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::process::{Command, Output};
 

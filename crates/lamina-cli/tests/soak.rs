@@ -7,7 +7,7 @@
 //!
 //! CI runs ~20 s; `scripts/soak.sh` runs the ignored long version
 //! (`LAMINA_SOAK_SECS`, `LAMINA_SOAK_INTERVAL_SECS`) and prints the samples.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! `lamina spatial exec` end to end: every reply equals a brute-force
 //! oracle's, across restarts, for each comparator, maintenance strategy
 //! and merge policy; bad lines answer `ERROR` and change nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

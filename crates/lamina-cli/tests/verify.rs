@@ -1,7 +1,7 @@
 //! `lamina verify DIR`: a summary and exit 0 on a clean database; exit 1 with
 //! the damaged file and offset on a flipped byte; exit 1 on a directory
 //! without a database.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

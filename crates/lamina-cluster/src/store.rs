@@ -787,7 +787,6 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use std::time::Duration;
 
     use openraft::CommittedLeaderId;

@@ -3,7 +3,11 @@
 //! linearizable and follower reads, leader failover without losing an
 //! acknowledged write, catch-up of a restarted member by log replay and by
 //! snapshot. Every wait polls against a deadline.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test may panic on a failed setup"
+)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -693,6 +697,10 @@ fn shard_contents(node: &ClusterNode, shard: u64) -> Model {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 async fn two_shards_route_split_ranges_and_match_a_model() {
     use rand::{Rng, SeedableRng};
     tokio::time::timeout(Duration::from_secs(90), async {
@@ -1183,6 +1191,10 @@ fn rss_kib() -> u64 {
 /// closed connection; afterwards the cluster still commits, and every
 /// acknowledged write reads back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 async fn hostile_bytes_on_the_raft_and_client_ports() {
     use lamina_cluster::frame::{read_frame, write_frame};
     use lamina_cluster::network::{Envelope, RpcReply, RpcRequest};
@@ -1670,6 +1682,10 @@ async fn an_http_post_on_the_client_port_executes_nothing() {
 /// closes the next connection without a challenge. Afterwards the
 /// leader is served again and every acknowledged write reads back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 async fn full_ports_refuse_the_next_connection_and_deadlines_close_stalled_ones() {
     use lamina_cluster::auth::NONCE;
     use tokio::io::AsyncReadExt;

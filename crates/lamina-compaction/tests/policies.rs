@@ -23,7 +23,7 @@
 //! `every_registered_strategy_has_a_case` fails when a registered strategy
 //! has no `pick` or `stalls` case and is not in its list of those still
 //! without one.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::fmt::Write as _;
 use std::path::Path;

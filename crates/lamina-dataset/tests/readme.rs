@@ -3,8 +3,6 @@
 //! `crates/lamina/tests/readme.rs` checks that it is, character for
 //! character (indentation aside), a ```rust block of the README.
 
-#![allow(clippy::unwrap_used)]
-
 use std::error::Error;
 
 type Res = Result<(), Box<dyn Error>>;

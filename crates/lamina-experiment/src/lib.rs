@@ -540,7 +540,6 @@ pub fn create_scratch(base: &Path, prefix: &str) -> Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     const SPEC: &str = r#"

@@ -1,7 +1,12 @@
 //! The quick run of `experiments/partitioned-merges` (the example
 //! `partitioned_merges`) writes a summary of the documented shape, and its
 //! figures say what partitioning must do.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    dead_code,
+    reason = "a test may panic on a failed setup; each test binary compiles this shared module and uses a different part of it"
+)]
 
 #[path = "../examples/partitioned_merges.rs"]
 mod partitioned_merges;

@@ -1,7 +1,7 @@
 //! Every chart the plotting module draws titles both axes of every panel
 //! (read back from the SVG; plotters draws the y title first), keeps the legend out of the plot area, and
 //! formats ticks in human units.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::path::PathBuf;
 
@@ -37,6 +37,10 @@ fn curve(label: &str, scale: f64, band: bool) -> Curve {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 fn every_chart_titles_its_axes() {
     // `lamina sim --plot`: two panels over flushes.
     let mut series = Vec::new();

@@ -41,7 +41,10 @@ fn sim_error(e: SimError) -> PyErr {
     buffer_bytes=None, size_ratio=10, dup_ratio=0.0, file_overhead=0, wa="engine",
     keys="uniform", merge_cost=None, merge_threads=1, stall_runs=0,
 ))]
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a Python keyword-argument constructor: one argument per option"
+)]
 pub fn sim<'py>(
     py: Python<'py>,
     policy: &str,

@@ -281,7 +281,6 @@ fn class_set(pattern: &[u8], p: usize) -> [u64; 4] {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};

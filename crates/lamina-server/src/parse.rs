@@ -284,7 +284,6 @@ pub fn parse_line(line: &[u8]) -> Result<Command<'_>, ParseError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -320,7 +320,6 @@ pub fn run_spatial<R: Read, W: Write>(ds: &Dataset, mut input: R, mut output: W)
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -4,7 +4,7 @@
 //! HTTP requests, requests smuggled behind a scrape. Each must get a clear
 //! error or a closed connection, never a panic, in bounded memory, and
 //! the server must go on serving other clients the values they wrote.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -170,6 +170,10 @@ fn resp_requests_split_anywhere_parse_as_one() {
 /// Memory figures share one test: tests of one binary run in parallel
 /// threads of one process, whose RSS is what is measured.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 fn resp_floods_idle_crowds_and_huge_scans_take_bounded_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let running = start_resp(tmp.path(), false);

@@ -1,7 +1,7 @@
 //! What connections may take from the process as a whole: descriptors
 //! (one per connection) and the memory of unfinished requests (a budget
 //! shared by every connection of every port).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -4,7 +4,11 @@
 //! unfinished holding the connection cap forever; slow clients holding
 //! every scrape slot; a `SCAN ... MATCH` pattern costing minutes of CPU,
 //! spent even after the client hung up.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test may panic on a failed setup"
+)]
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

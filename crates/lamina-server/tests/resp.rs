@@ -1,6 +1,6 @@
 //! The Redis protocol port against a `BTreeMap` model, through a RESP
 //! client written here (independent of the server's parser and encoder).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -1,5 +1,5 @@
 //! Executor, server and client tests against a real `lamina::Db`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -186,7 +186,6 @@ pub(crate) fn density_cuts(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// The pieces a range meets, as every piece filtered in order finds

@@ -23,7 +23,6 @@ pub fn key_value(bytes: &[u8]) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -514,7 +514,6 @@ fn ratio(a: u64, b: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     /// Tiles are cut by points, which the model lacks: the first tiled

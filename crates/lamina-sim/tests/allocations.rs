@@ -10,7 +10,11 @@
 //! spread over the files it writes. Counted, not timed.
 // The counting allocator is the one unsafe item: it forwards to the system
 // allocator.
-#![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    unsafe_code,
+    clippy::unwrap_used,
+    reason = "a test may panic on a failed setup; the counting allocator implements `GlobalAlloc`"
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -1,6 +1,5 @@
 //! Asynchronous merges in the simulator: hand-worked schedules, the
 //! sequential model as the zero-cost limit, and the invariants of time.
-#![allow(clippy::unwrap_used)]
 
 use lamina_sim::{AsyncMerges, ModelOptions, Simulator, WaDefinition};
 

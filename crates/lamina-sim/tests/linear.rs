@@ -12,7 +12,7 @@
 //! flush once the tree holds ten times the files or runs.
 //! Work is counted, not timed. And the index picks what scoring every file
 //! picks.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

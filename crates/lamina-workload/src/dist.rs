@@ -331,7 +331,6 @@ impl KeySampler {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use rand::SeedableRng;

@@ -320,7 +320,6 @@ impl Iterator for YcsbGenerator {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use std::collections::{HashMap, HashSet};

@@ -5,7 +5,11 @@
 //! the bench prints what the CPU reports.
 
 // Setup that fails is a bug in the bench: stop there, saying what broke.
-#![allow(clippy::expect_used)]
+#![expect(
+    clippy::expect_used,
+    missing_docs,
+    reason = "a benchmark may panic on a failed setup; `criterion_main!` writes an undocumented `main`"
+)]
 
 mod common;
 

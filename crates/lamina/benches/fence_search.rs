@@ -4,7 +4,11 @@
 //! 256 MiB one (65,536 blocks), whose index outgrows the CPU caches.
 
 // Setup that fails is a bug in the bench: stop there, saying what broke.
-#![allow(clippy::expect_used)]
+#![expect(
+    clippy::expect_used,
+    missing_docs,
+    reason = "a benchmark may panic on a failed setup; `criterion_main!` writes an undocumented `main`"
+)]
 
 mod common;
 

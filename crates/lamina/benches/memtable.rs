@@ -6,7 +6,10 @@
 //! absent (the filter answers most absent ones without a search).
 
 // Setup that fails is a bug in the bench: stop there, saying what broke.
-#![allow(clippy::expect_used)]
+#![expect(
+    missing_docs,
+    reason = "`criterion_main!` writes an undocumented `main`"
+)]
 
 mod common;
 

@@ -16,9 +16,8 @@
 //!
 //! `cargo run --release -p lamina-lsm --example cs265_ingest -- SPEC BUFFER PUTS WINDOW DIR SERIES [mean-flush]`
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::expect_used, reason = "an example may panic on a failed setup")]
 // Options are set on a default (they are `#[non_exhaustive]` for callers).
-#![allow(clippy::field_reassign_with_default)]
 
 use std::io::Write;
 use std::time::Instant;

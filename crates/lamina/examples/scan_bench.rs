@@ -11,7 +11,12 @@
 
 // The counting allocator is the one unsafe item: it forwards to the system
 // allocator.
-#![allow(unsafe_code, clippy::unwrap_used, clippy::expect_used)]
+#![expect(
+    unsafe_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an example may panic on a failed setup; the counting allocator implements `GlobalAlloc`"
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ops::Bound;

@@ -1,6 +1,6 @@
 //! The public API added for applications: `multi_get`, `property`, `close`
 //! reporting what `Drop` can only log.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Block-cache accounting (seed 002 §4.2 needs it): per-level hits and
 //! misses of point lookups, per-file cached block counts, and compaction
 //! reads that leave the cache to queries unless asked otherwise.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

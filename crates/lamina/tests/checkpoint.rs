@@ -3,10 +3,9 @@
 //! source afterwards, survives a power loss once the call returned, and a
 //! checkpoint interrupted by an I/O error never opens as a wrong database.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 // Options are built by mutating a default, which also works once they are
 // `#[non_exhaustive]`.
-#![allow(clippy::field_reassign_with_default)]
 
 mod common;
 

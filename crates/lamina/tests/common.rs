@@ -1,5 +1,9 @@
 //! Shared helpers for the engine's integration tests.
-#![allow(dead_code, clippy::unwrap_used)]
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    reason = "a test may panic on a failed setup; each test binary compiles this shared module and uses a different part of it"
+)]
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -46,6 +50,7 @@ pub fn dump(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
         .collect()
 }
 
+/// The test key of `i`: `key` and `i` in six digits, so keys sort as numbers.
 pub fn key(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
@@ -94,12 +99,17 @@ pub fn uncompressed(stored: &[u8], kind: u8) -> Vec<u8> {
 /// (data block handles, filter, index, footer offset), handles as
 /// (offset, size without the 5-byte trailer).
 pub struct SstLayout {
+    /// Each data block's handle.
     pub data: Vec<(u64, u64)>,
+    /// The filter block's handle.
     pub filter: (u64, u64),
+    /// The index block's handle.
     pub index: (u64, u64),
+    /// Where the footer starts.
     pub footer: u64,
 }
 
+/// Reads the block handles of an SST from its footer and index block.
 pub fn sst_layout(bytes: &[u8]) -> SstLayout {
     let footer = bytes.len() - 64;
     let f = &bytes[footer..];

@@ -5,7 +5,7 @@
 //! merges are. Without the option the same slow merges let flushed runs
 //! pile up (the control), which shows the check can fail.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

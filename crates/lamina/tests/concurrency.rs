@@ -1,8 +1,6 @@
 //! Concurrent writers, readers and scanners while flushes and compactions
 //! run; the result equals the per-thread oracles.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod common;
 
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! where a crash could have produced the damage, a valid prefix): never a
 //! panic, never a wrong value.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! filesystem (thousands of crash points), and real SIGKILLs of a child
 //! process writing with `sync=always`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

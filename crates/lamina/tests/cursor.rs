@@ -3,7 +3,7 @@
 //! spread across the memtables and the levels, with point and range
 //! tombstones.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

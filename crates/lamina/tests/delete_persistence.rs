@@ -4,8 +4,6 @@
 //! `nomerge` keeps background merges out, so only the two manual full
 //! compactions drop tombstones, at ages the test controls.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod common;
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! its defining shape, and `set_compaction` converges a live database from
 //! leveling to tiering and back while writers keep writing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -5,7 +5,12 @@
 //! example itself checks every lookup against its model of the live keys),
 //! and `sweep.py --check` accepts a sweep of such runs and refuses one with
 //! a strategy missing.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    dead_code,
+    reason = "a test may panic on a failed setup; each test binary compiles this shared module and uses a different part of it"
+)]
 
 #[path = "../examples/design_space.rs"]
 mod design_space;

@@ -2,7 +2,7 @@
 //! bytes, a database on it answers like a model, and the reads reach the
 //! device rather than the page cache. One test per binary: the device
 //! check reads the process's own I/O counters.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::collections::BTreeMap;
 use std::path::Path;

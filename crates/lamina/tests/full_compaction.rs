@@ -2,7 +2,7 @@
 //! `compact`) drops every tombstone no snapshot needs, whatever the
 //! strategy: it takes every file, so nothing older can hold a deleted key.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

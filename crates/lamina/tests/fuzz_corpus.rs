@@ -5,7 +5,7 @@
 //! `LAMINA_WRITE_CORPUS=1 cargo test -p lamina-lsm --test fuzz_corpus -- --ignored`
 //! regenerates the seeds.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! `DIR/LOG`: the events of a database's life, appended across opens,
 //! rotated when long, and never written by a read-only open.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! each failure surfaces as an error (never a panic, never silent loss), and
 //! reopening shows every acknowledged write.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

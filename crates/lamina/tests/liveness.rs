@@ -3,7 +3,7 @@
 //! make runs of unequal sizes, which size-tiered policies may never merge.
 //! The level-0 stop trigger holds writes only while a compaction that can
 //! shrink level 0 is running or can be picked (docs/compaction.md).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

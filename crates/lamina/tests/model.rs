@@ -1,7 +1,7 @@
 //! Model-based test: long random sequences of every operation, checked
 //! against a `BTreeMap` oracle, across flushes, compactions and reopens.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 
@@ -156,6 +156,10 @@ fn run_model(seed: u64, ops: usize, space: u64, compaction: &str, threads: usize
 /// its files with `settings[i % len]`; values compress unless every
 /// setting is none. Returns the compressions the live files had at the
 /// end of each session.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 fn run_model_compressed(
     seed: u64,
     ops: usize,

@@ -1,7 +1,7 @@
 //! `DIR/OPTIONS-NNNNNN`: stored at every open that writes, reloaded for the
 //! fields a caller leaves to it, guarding the key order, surviving torn
 //! writes and power loss.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

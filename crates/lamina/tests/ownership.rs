@@ -1,6 +1,6 @@
 //! File ownership: opening never destroys what the manifest does not prove
 //! to be lamina's garbage (docs/reliability.md, "File ownership").
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

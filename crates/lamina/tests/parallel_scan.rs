@@ -4,7 +4,7 @@
 //! range deletes spread across many sorted runs and levels, at present and
 //! at a snapshot.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! snapshots, recovery and what compaction leaves on disk, each checked
 //! against a `BTreeMap` oracle or against the files themselves.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 
@@ -277,7 +277,10 @@ fn verify_and_repair_understand_range_tombstones() {
 /// compaction between them) through `fs`; returns which puts and which
 /// range deletes were acknowledged, and which may have been applied
 /// despite an error.
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "the model's tuple type is spelled once, in this test"
+)]
 fn range_workload(fs: &FaultFs) -> (Vec<u64>, Vec<(u64, u64)>, Vec<(u64, u64)>) {
     let (mut puts, mut acked, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
     let opts = {

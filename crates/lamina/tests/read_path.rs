@@ -4,7 +4,7 @@
 //! `pread`, where injected errors reach the reader; and the scan-resistant
 //! block cache (`Options::scan_resistant_cache`) keeps a point read's hot
 //! block through a full scan, which the plain LRU evicts.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

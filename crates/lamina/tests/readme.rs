@@ -2,11 +2,17 @@
 //! either the body of one of the functions below (or of the dataset crate's
 //! `crates/lamina-dataset/tests/readme.rs`, which runs its own) between its
 //! `README:` and `END` markers, character for character (indentation
-//! aside), or the builder example `examples/readme.rs` from its first `use`
+//! aside), or the builder example `examples/readme/body.rs` from its first `use`
 //! on; the test runs them all, the marked ones in a fresh working
 //! directory, since they use relative paths.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, unused_variables, unused_mut)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    unused_variables,
+    unused_mut,
+    reason = "a test may panic on a failed setup; the README example binds values a reader would use"
+)]
 
 use std::error::Error;
 
@@ -54,7 +60,7 @@ fn library() -> Res {
 }
 
 mod builder_example {
-    include!("../examples/readme.rs");
+    include!("../examples/readme/body.rs");
 
     pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         main()
@@ -63,7 +69,7 @@ mod builder_example {
 
 /// The builder example as the README shows it.
 fn builder_example_text() -> String {
-    let example = include_str!("../examples/readme.rs");
+    let example = include_str!("../examples/readme/body.rs");
     example[example.find("use std::ops::Bound;").unwrap()..].to_string()
 }
 

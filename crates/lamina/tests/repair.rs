@@ -2,7 +2,7 @@
 //! `CURRENT`, a damaged manifest, a damaged table, a log damaged in the
 //! middle (the result must be a prefix of the history), a healthy database,
 //! and files lamina does not own.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

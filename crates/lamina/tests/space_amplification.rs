@@ -2,7 +2,7 @@
 //! oldest sorted run's bytes, the run a scan of the manifest's tree
 //! (`lamina::inspect`, not the stats code) names.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

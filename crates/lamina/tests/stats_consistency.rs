@@ -2,8 +2,6 @@
 //! writers, readers, flushes and compactions run, and the settled snapshot
 //! counts exactly the lookups the threads saw.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};

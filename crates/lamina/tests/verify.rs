@@ -5,7 +5,7 @@
 //! (footer, index block, record framing) to find where each block or record
 //! lies.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

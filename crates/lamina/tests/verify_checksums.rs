@@ -5,7 +5,7 @@
 //! they report a typed corruption; a compaction always verifies, even a
 //! block a query cached unverified, and refuses to merge the damage.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

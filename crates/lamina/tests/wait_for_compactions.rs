@@ -1,7 +1,7 @@
 //! `Db::wait_for_compactions`: returns once the strategy has nothing left to
 //! do, and reports a compaction that fails meanwhile.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 mod common;
 

@@ -302,7 +302,6 @@ impl BenchArgs {
 
 /// `lamina bench` flags parsed as the command line would be. For tests.
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 pub fn parse(flags: &[&str]) -> BenchArgs {
     use clap::Parser;
     #[derive(Parser)]
@@ -316,7 +315,6 @@ pub fn parse(flags: &[&str]) -> BenchArgs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

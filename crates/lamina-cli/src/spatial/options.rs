@@ -3,8 +3,8 @@
 
 use anyhow::{anyhow, Context, Result};
 use lamina::compaction::CompactionSpec;
-use lamina_dataset::{DatasetOptions, Maintenance};
 use lamina::spatial::Comparator;
+use lamina_dataset::{DatasetOptions, Maintenance};
 
 /// The spatial index's policy: `spec` with `partition=P` added.
 pub fn index_compaction(spec: &CompactionSpec, partition: Option<&str>) -> Result<CompactionSpec> {

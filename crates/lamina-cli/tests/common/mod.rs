@@ -1,6 +1,11 @@
 //! Helpers for the end-to-end tests: spawn `lamina serve` / `client` /
 //! `exec`, generate workloads and check replies against a BTreeMap oracle.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    dead_code,
+    reason = "a test may panic on a failed setup; each test binary compiles this shared module and uses a different part of it"
+)]
 
 pub mod clients;
 

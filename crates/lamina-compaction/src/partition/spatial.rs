@@ -272,7 +272,6 @@ fn overlap_area(a: &Rect, b: &Rect) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
     use proptest::prelude::*;

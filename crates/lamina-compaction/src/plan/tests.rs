@@ -1,7 +1,5 @@
 //! Tests of [`plan`](super::plan) and [`apply`](super::apply).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 use crate::{placement, LevelView, OutputRun, TaskInput};
 

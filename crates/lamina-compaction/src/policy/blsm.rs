@@ -326,7 +326,6 @@ impl CompactionPolicy for Blsm {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
     use crate::lsbm::{apply_changes, BufferChange};

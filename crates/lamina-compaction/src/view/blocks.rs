@@ -549,7 +549,6 @@ impl<E: Entry> DoubleEndedIterator for Range<'_, E> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
 

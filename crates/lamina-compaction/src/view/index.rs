@@ -522,7 +522,6 @@ impl TreeView {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
     use crate::work::searches;

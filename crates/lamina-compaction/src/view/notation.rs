@@ -233,7 +233,6 @@ pub fn print(view: &TreeView) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
 

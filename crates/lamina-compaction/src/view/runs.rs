@@ -187,7 +187,6 @@ impl<'a> IntoIterator for &'a mut Runs {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
 
     use super::*;
     use proptest::prelude::*;

@@ -193,7 +193,6 @@ fn parse_log(log: &str, a: &EngineArgs, seconds: f64) -> Result<(String, String,
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::path::PathBuf;
 

@@ -1,6 +1,5 @@
 //! Unit tests of the Redis protocol: request parsing and command replies.
 
-#![allow(clippy::unwrap_used)]
 use super::*;
 
 /// The arguments of the command at the front of `buf`, copied out

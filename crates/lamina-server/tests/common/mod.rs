@@ -1,6 +1,9 @@
 //! Servers on fresh databases and a Redis request encoder, shared by the
 //! integration tests (each test file uses part of it).
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test binary compiles this shared module and uses a different part of it"
+)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};

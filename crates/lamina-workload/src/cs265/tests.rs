@@ -1,5 +1,4 @@
 //! Tests of the CS265 generator against its documented semantics.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
 use std::collections::BTreeMap;

@@ -2,7 +2,10 @@
 //! generator and the cycling through precomputed inputs that keeps one key
 //! from staying hot in the branch predictor and the caches.
 
-#![allow(dead_code)] // Each bench target compiles this module and uses part of it.
+#![allow(
+    dead_code,
+    reason = "Each bench target compiles this module and uses part of it"
+)]
 
 use rand::rngs::StdRng;
 use rand::SeedableRng;

@@ -187,7 +187,10 @@ impl Cursor {
     /// Moves to the next live key.
     // Not `Iterator::next`: a cursor's items borrow from it, which
     // `Iterator` cannot express; `Db::scan` is the iterator.
-    #[allow(clippy::should_implement_trait)]
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a cursor's `next` returns a borrowed entry, which `Iterator` cannot express"
+    )]
     #[inline]
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {

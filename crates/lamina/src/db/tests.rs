@@ -1,8 +1,6 @@
 //! Reverse scans and the merged iterator of a live tree against a
 //! `BTreeMap` oracle, across memtables, flushes and compactions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::BTreeMap;
 use std::ops::Bound;
 

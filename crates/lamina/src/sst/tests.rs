@@ -159,6 +159,10 @@ fn compressed_tables_round_trip() {
 }
 
 /// Returns the table's properties after checking it against `data`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 fn round_trip(
     mapped: bool,
     compression: Compression,
@@ -1256,6 +1260,10 @@ fn damaged_compressed_blocks_behind_valid_checksums_are_errors() {
 /// first chunk is reported; with checks off, the scan reads it unnoticed
 /// (as without readahead), never panicking.
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a scenario test that reads top to bottom"
+)]
 fn a_long_scan_reads_ahead_by_itself() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = StdRng::seed_from_u64(11);

@@ -431,7 +431,6 @@ impl Vfs for FaultFs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)] // Tests may panic.
 mod tests {
     use super::*;
     use crate::vfs::mem::MemFs;

@@ -569,7 +569,6 @@ impl Vfs for MemFs {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)] // Tests may panic.
 mod tests {
     use super::*;
     use rand::rngs::StdRng;

@@ -30,7 +30,10 @@
 //!    page in: both raise `SIGBUS` instead of returning
 //!    [`crate::Error::Io`]. That is why mapping is an option (off by
 //!    default, as RocksDB's `allow_mmap_reads`) and `pread` the default.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "memory-mapped reads need `unsafe` (see the SAFETY comments)"
+)]
 
 use std::ffi::c_void;
 use std::fs::File;

@@ -7,7 +7,10 @@
 //! (denied elsewhere in the workspace): every call is confined to this
 //! module, behind [`LevelStore`]'s safe methods, with its contract stated
 //! where it is made.
-#![allow(unsafe_code)]
+#![expect(
+    unsafe_code,
+    reason = "memory-mapped reads need `unsafe` (see the SAFETY comments)"
+)]
 
 use std::ffi::{c_char, c_uchar, c_void, CStr, CString};
 use std::os::unix::ffi::OsStrExt;
@@ -508,7 +511,11 @@ impl Store for LevelStore {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test may panic on a failed setup"
+)]
 mod tests {
     use super::super::check_store_against_a_model;
     use super::*;

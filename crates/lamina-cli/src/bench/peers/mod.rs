@@ -162,7 +162,6 @@ impl OptionMap {
 /// deletes, gets, and scans forward and backward, bounded and not, from
 /// keys present and absent. For the peers' unit tests.
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 pub fn check_store_against_a_model(store: &dyn lamina_experiment::kvops::Store) {
     use std::collections::BTreeMap;
     let key = |i: u32| format!("k{i:05}").into_bytes();
@@ -233,7 +232,6 @@ pub fn check_store_against_a_model(store: &dyn lamina_experiment::kvops::Store) 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

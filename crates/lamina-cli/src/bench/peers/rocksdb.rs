@@ -453,7 +453,11 @@ impl Store for RocksStore {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
+#[expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test may panic on a failed setup"
+)]
 mod tests {
     use super::super::check_store_against_a_model;
     use super::*;

@@ -1,6 +1,5 @@
 //! A tiny stack model for the policies' unit tests: one level, runs of one
 //! file each, merges applied until the policy is done.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::{CompactionPolicy, FileView, LevelView, OutputRun, PolicyDefaults, RunView, TreeView};
 

@@ -135,7 +135,10 @@ impl Filed {
 /// simulation's time), where a used one is at hand.
 #[derive(Debug, Default)]
 // Boxes, not files: a box is what is reused.
-#[allow(clippy::vec_box)]
+#[expect(
+    clippy::vec_box,
+    reason = "the boxed entries keep their addresses while the vector grows"
+)]
 pub struct Spare(pub(super) Vec<Box<FileView>>);
 
 /// Where a file sits in its run: its smallest key, then its id.

@@ -1,7 +1,5 @@
 //! Tests of [`Files`](super::Files).
 
-#![allow(clippy::unwrap_used)]
-
 use super::*;
 
 fn file(id: u64, lo: u8, hi: u8, size: u64) -> FileView {

@@ -1,5 +1,5 @@
-// The README's "Rust builder example", run by `tests/readme.rs` (which
-// also checks the README shows this code).
+// The README's "Rust builder example": `main.rs` runs it as an example,
+// `tests/readme.rs` runs it as a test and checks the README shows it.
 
 use std::ops::Bound;
 
