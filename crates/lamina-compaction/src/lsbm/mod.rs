@@ -40,8 +40,6 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
-use crate::FileView;
-
 fn visit<T>(item: T) -> T {
     crate::work::add_buffer_visits(1);
     item
@@ -71,21 +69,6 @@ impl<F: BufferFile> BufferFile for std::sync::Arc<F> {
     }
     fn last_key(&self) -> &[u8] {
         F::last_key(self)
-    }
-}
-
-impl BufferFile for FileView {
-    fn file_id(&self) -> u64 {
-        self.id
-    }
-    fn file_size(&self) -> u64 {
-        self.size
-    }
-    fn first_key(&self) -> &[u8] {
-        &self.smallest
-    }
-    fn last_key(&self) -> &[u8] {
-        &self.largest
     }
 }
 
@@ -742,6 +725,7 @@ pub struct TrimRule {
 mod tests {
 
     use super::*;
+    use crate::FileView;
 
     fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
         FileView {

@@ -77,6 +77,22 @@ impl placement::Ranked for RunView {
     }
 }
 
+/// A policy's picture of a file is what LSbM's buffer model keeps of it.
+impl lsbm::BufferFile for FileView {
+    fn file_id(&self) -> u64 {
+        self.id
+    }
+    fn file_size(&self) -> u64 {
+        self.size
+    }
+    fn first_key(&self) -> &[u8] {
+        &self.smallest
+    }
+    fn last_key(&self) -> &[u8] {
+        &self.largest
+    }
+}
+
 impl placement::KeyRanged for FileView {
     fn smallest(&self) -> &[u8] {
         &self.smallest
