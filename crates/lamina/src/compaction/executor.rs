@@ -64,11 +64,13 @@ pub(crate) struct CompactionOutcome {
 /// Runs one task against `version`, writing output files; the caller logs
 /// and installs the returned edit. The task is resolved and checked by the
 /// planner the simulator shares ([`plan::plan`]); this function does the
-/// plan's I/O and records it as a version edit.
-#[expect(
-    clippy::too_many_lines,
-    reason = "predates the lint; one long sequence of steps, to be cut like `plan`"
-)]
+/// plan's I/O and records it as a version edit, in steps: the input files'
+/// metadata (`resolve_inputs`), the edit's new run, buffer changes and
+/// removals (`start_edit`), a trivial move or the older runs that decide
+/// which tombstones go (the filter, `filter.rs`), the groups moved or merged
+/// (`split_groups`), the sub-merges (`run_sub_merges`, each cutting its
+/// output with `output.rs`), and their outputs, durable together or all
+/// removed (`collect_outputs`).
 pub(crate) fn execute(
     ctx: &CompactionContext<'_>,
     version: &Version,
@@ -78,69 +80,9 @@ pub(crate) fn execute(
     // the view lists none as busy.
     let view = view_of_version(version, &HashSet::new(), 0, 0, ctx.now_ms);
     let plan = plan::plan(&view, task)?;
-    let run_of = |level: usize, id: u64| -> Result<&Run> {
-        version
-            .levels
-            .get(level)
-            .and_then(|l| l.runs.iter().find(|r| r.id == id))
-            .ok_or_else(|| Error::corruption("version", 0, format!("planned run {id} is gone")))
-    };
-    let mut inputs: Vec<Vec<Arc<FileMeta>>> = Vec::with_capacity(plan.inputs.len());
-    for input in &plan.inputs {
-        let run = run_of(input.level, input.run_id)?;
-        let files = input
-            .files
-            .iter()
-            .map(|f| {
-                run.files
-                    .iter()
-                    .find(|m| m.id == f.id)
-                    .cloned()
-                    .ok_or_else(|| {
-                        Error::corruption("version", 0, format!("planned file {} is gone", f.id))
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        inputs.push(files);
-    }
+    let inputs = resolve_inputs(version, &plan)?;
 
-    let mut edit = VersionEdit::default();
-    let out_run_id = match plan.destination {
-        Destination::Existing { id, .. } => id,
-        Destination::New { order } => {
-            let id = (ctx.alloc_id)();
-            edit.new_runs.push(NewRun {
-                level: plan.output_level,
-                run_id: id,
-                order,
-            });
-            id
-        }
-        // Each output file is a run of its own, named after it.
-        Destination::Tiles => 0,
-    };
-    // The merged-down files the plan keeps in the output run's buffer.
-    for change in plan.buffer_changes(out_run_id, plan.destination.is_new()) {
-        edit.buffer.push(change.try_map(|file| {
-            inputs
-                .iter()
-                .flatten()
-                .find(|m| m.id == file.id)
-                .map(|m| m.clone_meta())
-                .ok_or_else(|| {
-                    Error::corruption("version", 0, format!("buffered file {} is gone", file.id))
-                })
-        })?);
-    }
-    for (input, files) in plan.inputs.iter().zip(&inputs) {
-        for f in files {
-            edit.removed_files.push(RemovedFile {
-                level: input.level,
-                run_id: input.run_id,
-                file_id: f.id,
-            });
-        }
-    }
+    let (mut edit, out_run_id) = start_edit(ctx, &plan, &inputs)?;
 
     // Where an output or moved file goes: the output run, or a tile run
     // of its own.
@@ -179,7 +121,7 @@ pub(crate) fn execute(
     let older = plan
         .older_runs
         .iter()
-        .map(|&(level, id)| run_of(level, id))
+        .map(|&(level, id)| run_of(version, level, id))
         .collect::<Result<Vec<&Run>>>()?;
     // An input file of an older run (a full compaction takes every run)
     // leaves with the task: its versions are in the merge, not below it.
@@ -206,6 +148,43 @@ pub(crate) fn execute(
         may_overlap: &older_may_overlap,
     };
 
+    let (mut outcome, jobs) = split_groups(ctx, &plan, &inputs, &add_output);
+    let threads = plan
+        .partitioning
+        .map_or(1, |p| p.subcompactions)
+        .clamp(1, jobs.len().max(1));
+    let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Written> {
+        if let Some(rule) = plan.partitioning.and_then(|p| p.partition.tile_rule()) {
+            return merge_tiles(ctx, &plan, files, older.may_hold, rule);
+        }
+        let cutter = match plan.partitioning {
+            Some(p) => Some(cutter_for(ctx, p, files)?),
+            None => None,
+        };
+        merge_files(ctx, &plan, files, &older, cutter)
+    };
+    let results = run_sub_merges(&jobs, threads, &sub_merge);
+    let written = collect_outputs(ctx, results)?;
+    for meta in written.metas {
+        outcome.bytes_written += meta.size;
+        outcome.files_written += 1;
+        add_output(&mut outcome.edit, meta);
+    }
+    outcome.edit.new_runs.extend(edit.new_runs);
+    outcome.edit.removed_files = edit.removed_files;
+    outcome.edit.buffer = edit.buffer;
+    Ok(outcome)
+}
+
+/// The outcome's read counts, with the groups of a partitioned merge that
+/// are one file moved to the output instead of merged (seed 000 Alg. 5.3),
+/// and the groups left to merge, one sub-merge each (a plain merge is one).
+fn split_groups(
+    ctx: &CompactionContext<'_>,
+    plan: &plan::Plan,
+    inputs: &[Vec<Arc<FileMeta>>],
+    add_output: &dyn Fn(&mut VersionEdit, FileMeta),
+) -> (CompactionOutcome, Vec<Vec<Arc<FileMeta>>>) {
     let in_output_level = |i: usize| {
         plan.inputs
             .get(i)
@@ -250,47 +229,126 @@ pub(crate) fn execute(
     outcome.sub_merges = jobs.len() as u64;
     // Every group moved: a trivial move after all, made of several files.
     outcome.trivial_move = jobs.is_empty();
-    let threads = plan
-        .partitioning
-        .map_or(1, |p| p.subcompactions)
-        .clamp(1, jobs.len().max(1));
-    let sub_merge = |files: &[Arc<FileMeta>]| -> Result<Written> {
-        if let Some(rule) = plan.partitioning.and_then(|p| p.partition.tile_rule()) {
-            return merge_tiles(ctx, &plan, files, older.may_hold, rule);
-        }
-        let cutter = match plan.partitioning {
-            Some(p) => Some(cutter_for(ctx, p, files)?),
-            None => None,
-        };
-        merge_files(ctx, &plan, files, &older, cutter)
-    };
-    let results: Vec<Result<Written>> = if threads <= 1 {
-        jobs.iter().map(|files| sub_merge(files)).collect()
-    } else {
-        // A bounded pool: `threads` workers take sub-merges in turn.
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<parking_lot::Mutex<Option<Result<Written>>>> =
-            jobs.iter().map(|_| parking_lot::Mutex::new(None)).collect();
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(files) = jobs.get(i) else { break };
-                    *slots[i].lock() = Some(sub_merge(files));
-                });
-            }
-        });
-        slots
-            .into_iter()
-            .map(|s| {
-                s.into_inner().unwrap_or_else(|| {
-                    Err(Error::InvalidArgument("a sub-merge did not run".into()))
-                })
+    (outcome, jobs)
+}
+
+/// The run `id` of `level` in `version`, which the plan names.
+fn run_of(version: &Version, level: usize, id: u64) -> Result<&Run> {
+    version
+        .levels
+        .get(level)
+        .and_then(|l| l.runs.iter().find(|r| r.id == id))
+        .ok_or_else(|| Error::corruption("version", 0, format!("planned run {id} is gone")))
+}
+
+/// The version's metadata of every input file of `plan`, run by run.
+fn resolve_inputs(version: &Version, plan: &plan::Plan) -> Result<Vec<Vec<Arc<FileMeta>>>> {
+    let mut inputs: Vec<Vec<Arc<FileMeta>>> = Vec::with_capacity(plan.inputs.len());
+    for input in &plan.inputs {
+        let run = run_of(version, input.level, input.run_id)?;
+        let files = input
+            .files
+            .iter()
+            .map(|f| {
+                run.files
+                    .iter()
+                    .find(|m| m.id == f.id)
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::corruption("version", 0, format!("planned file {} is gone", f.id))
+                    })
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        inputs.push(files);
+    }
+    Ok(inputs)
+}
+
+/// The edit every outcome of `plan` starts from: the new output run (if
+/// any), the files kept in the output run's compaction buffer, and the
+/// removal of every input; with the id of the output run.
+fn start_edit(
+    ctx: &CompactionContext<'_>,
+    plan: &plan::Plan,
+    inputs: &[Vec<Arc<FileMeta>>],
+) -> Result<(VersionEdit, u64)> {
+    let mut edit = VersionEdit::default();
+    let out_run_id = match plan.destination {
+        Destination::Existing { id, .. } => id,
+        Destination::New { order } => {
+            let id = (ctx.alloc_id)();
+            edit.new_runs.push(NewRun {
+                level: plan.output_level,
+                run_id: id,
+                order,
+            });
+            id
+        }
+        // Each output file is a run of its own, named after it.
+        Destination::Tiles => 0,
     };
-    // All or nothing: one failed sub-merge discards every new file (each
-    // failed one removed its own already).
+    // The merged-down files the plan keeps in the output run's buffer.
+    for change in plan.buffer_changes(out_run_id, plan.destination.is_new()) {
+        edit.buffer.push(change.try_map(|file| {
+            inputs
+                .iter()
+                .flatten()
+                .find(|m| m.id == file.id)
+                .map(|m| m.clone_meta())
+                .ok_or_else(|| {
+                    Error::corruption("version", 0, format!("buffered file {} is gone", file.id))
+                })
+        })?);
+    }
+    for (input, files) in plan.inputs.iter().zip(inputs) {
+        for f in files {
+            edit.removed_files.push(RemovedFile {
+                level: input.level,
+                run_id: input.run_id,
+                file_id: f.id,
+            });
+        }
+    }
+    Ok((edit, out_run_id))
+}
+
+/// Runs `sub_merge` over `jobs` on up to `threads` threads; one result per
+/// job, in order.
+fn run_sub_merges(
+    jobs: &[Vec<Arc<FileMeta>>],
+    threads: usize,
+    sub_merge: &(dyn Fn(&[Arc<FileMeta>]) -> Result<Written> + Sync),
+) -> Vec<Result<Written>> {
+    if threads <= 1 {
+        return jobs.iter().map(|files| sub_merge(files)).collect();
+    }
+    // A bounded pool: `threads` workers take sub-merges in turn.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<parking_lot::Mutex<Option<Result<Written>>>> =
+        jobs.iter().map(|_| parking_lot::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(files) = jobs.get(i) else { break };
+                *slots[i].lock() = Some(sub_merge(files));
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|s| {
+            s.into_inner()
+                .unwrap_or_else(|| Err(Error::InvalidArgument("a sub-merge did not run".into())))
+        })
+        .collect()
+}
+
+/// All or nothing: the sub-merges' outputs, made durable together before
+/// the edit that installs them is logged; or, if any sub-merge failed or
+/// the sync fails, the first error, with every new file removed (each
+/// failed sub-merge removed its own already).
+fn collect_outputs(ctx: &CompactionContext<'_>, results: Vec<Result<Written>>) -> Result<Written> {
     let mut written = Written::default();
     let mut failure = None;
     for result in results {
@@ -299,8 +357,6 @@ pub(crate) fn execute(
             Err(e) => failure = failure.or(Some(e)),
         }
     }
-    // The outputs become durable together, before the edit that installs
-    // them is logged.
     let failure = match failure {
         Some(e) => Some(e),
         None => written.make_durable(ctx).err(),
@@ -311,15 +367,7 @@ pub(crate) fn execute(
         }
         return Err(e);
     }
-    for meta in written.metas {
-        outcome.bytes_written += meta.size;
-        outcome.files_written += 1;
-        add_output(&mut outcome.edit, meta);
-    }
-    outcome.edit.new_runs.extend(edit.new_runs);
-    outcome.edit.removed_files = edit.removed_files;
-    outcome.edit.buffer = edit.buffer;
-    Ok(outcome)
+    Ok(written)
 }
 
 /// Merges `files` (of several runs; any two overlapping files of the plan
