@@ -6,7 +6,7 @@ use crate::view::files::Spare;
 use crate::{placement, FileView, Files, InlineKey, RunView, TreeView};
 
 /// The tree after `plan`: its input files leave their runs, `outputs`
-/// (sorted by key; for a [`Action::Move`], the moved files) enter the
+/// (sorted by key; for a [`Action::Move`](crate::plan::Action::Move), the moved files) enter the
 /// destination — a new run named `new_run_id` placed by its rank, the
 /// existing run in key order, or one tile run per file named after it —
 /// and runs left empty disappear, as do empty levels at the bottom. The

@@ -207,7 +207,7 @@ pub struct TreeView {
     /// Compaction buffers (seed 002, LSbM) by host run id.
     pub compaction_buffers: lsbm::Buffers<FileView>,
     /// Least-overlap rankings of runs, kept up to date by
-    /// [`plan::apply`] (see [`index`]); a new view starts with none.
+    /// [`plan::apply`](crate::plan::apply) (see [`index`]); a new view starts with none.
     pub index: index::OverlapIndex,
 }
 

@@ -1,6 +1,6 @@
 //! A text picture of a tree's levels, runs and files (Pebble's
-//! `ParseVersionDebug`): [`parse`] builds a [`TreeView`] from one and
-//! [`print`] writes one, so tests state a tree in a few lines and compare
+//! `ParseVersionDebug`): [`parse`](fn@parse) builds a [`TreeView`] from one and
+//! [`print`](fn@print) writes one, so tests state a tree in a few lines and compare
 //! trees as text.
 //!
 //! ```text
@@ -25,11 +25,11 @@
 //! one-file runs spanning keys `[0-999]` (attributes at their defaults),
 //! files and runs numbered from 1001 on.
 //!
-//! [`print`] writes every run's `order=`, the attributes that differ from
+//! [`print`](fn@print) writes every run's `order=`, the attributes that differ from
 //! their defaults, and integer keys where a key has 8 bytes: parsing its
 //! output gives the same tree, and printing that gives the same text. The
 //! picture holds no MBRs, compaction buffers or tree-wide fields
-//! (`flushes`, `memtable_bytes`, `now_ms`); [`parse`] leaves them at their
+//! (`flushes`, `memtable_bytes`, `now_ms`); [`parse`](fn@parse) leaves them at their
 //! defaults.
 
 use std::fmt::Write as _;

@@ -311,7 +311,7 @@ impl Db {
     }
 
     /// Applies `batch` atomically. Its durability on return is given by
-    /// [`Options::sync`] (see [`SyncMode`]).
+    /// [`Options::sync`] (see [`SyncMode`](crate::SyncMode)).
     ///
     /// ```
     /// use lamina::WriteBatch;
@@ -574,7 +574,7 @@ impl Db {
     /// Flushes the memtable, syncs the write-ahead log, stops background
     /// work and releases the directory lock. An error (a failed flush or
     /// sync) means writes acknowledged before the call may not be durable
-    /// (see [`SyncMode`]); the directory lock is released either way, once
+    /// (see [`SyncMode`](crate::SyncMode)); the directory lock is released either way, once
     /// no [`Snapshot`] of the database is alive (a snapshot holds the
     /// database's state).
     pub fn close(mut self) -> Result<()> {

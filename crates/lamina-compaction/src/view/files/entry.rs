@@ -129,7 +129,7 @@ impl Filed {
 }
 
 /// The boxes of files an edit took out of runs, for the files it adds to
-/// reuse ([`Files::take_all`], [`Files::extend_from`]): a merge takes out
+/// reuse ([`Files::take_all`](super::Files::take_all), [`Files::extend_from`](super::Files::extend_from)): a merge takes out
 /// about as many files as it adds, and a fresh box per added file sent the
 /// allocator searching its pages for free blocks (a tenth of a
 /// simulation's time), where a used one is at hand.
