@@ -106,6 +106,14 @@ pub trait CompactionPolicy: Send + Sync + Debug {
     fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
         self.pick(view).into_iter().next()
     }
+    /// A merge that cuts the sorted runs a read consults, for the engine to
+    /// run once reads have paid for it (its seek-triggered compaction:
+    /// LevelDB's `allowed_seeks`, charged to level 0 as a whole) while
+    /// [`CompactionPolicy::pick`] has nothing to do. Default: none, reads
+    /// trigger nothing.
+    fn pick_for_reads(&self, _view: &TreeView) -> Option<CompactionTask> {
+        None
+    }
     /// The bound `k` on sorted runs that a bounded-depth policy restores once
     /// a flush's merges are done; `None` for unbounded policies. The engine
     /// uses it only to count overshoots (flushes that arrive while runs are

@@ -259,6 +259,20 @@ pub struct Options {
     /// new file. A per-open setting, as lamina has no per-read options:
     /// not persisted in the OPTIONS file.
     pub verify_checksums: bool,
+    /// Seek-triggered compaction (on by default): reads charge level 0
+    /// for the seeks it costs them (a cursor positioning in its runs
+    /// beside the deeper levels', a get reading a level-0 block that does
+    /// not hold its key), and once they have spent its allowance (one
+    /// seek per 16 KiB of level 0, at least 100, LevelDB's
+    /// `allowed_seeks`) the policy's
+    /// [`pick_for_reads`](lamina_compaction::CompactionPolicy::pick_for_reads)
+    /// merges it below its trigger (leveling: into level 1). A database
+    /// read at rest then positions a seek in one run per level instead of
+    /// one per flush (`bench/read-path.md`, "Seeks at rest"), for one more
+    /// merge of level 0 than writes alone would make. A new set of
+    /// level-0 files starts a new allowance. Off: only writes trigger
+    /// compactions. A per-open setting, not persisted.
+    pub seek_compaction: bool,
     /// The largest chunk a scan reads ahead, in bytes (256 KiB by default,
     /// RocksDB's `max_auto_readahead_size`; 0: scans read block by block).
     /// A query's iterator that steps forward into two blocks of a table in
@@ -426,6 +440,7 @@ impl Default for Options {
             mmap_reads: false,
             scan_resistant_cache: true,
             verify_checksums: true,
+            seek_compaction: true,
             max_scan_readahead_bytes: 256 << 10,
             explicit: None,
         }
@@ -499,7 +514,7 @@ macro_rules! setters {
 
 /// Calls `$m!` with every option that describes the database (all but the
 /// per-open `vfs`, `create_if_missing`, `read_only`, `mmap_reads`,
-/// `scan_resistant_cache`, `verify_checksums` and
+/// `scan_resistant_cache`, `verify_checksums`, `seek_compaction` and
 /// `max_scan_readahead_bytes`): the builder's
 /// setters and the OPTIONS file (`options_file.rs`) are generated from
 /// this one list, so a new option cannot be left out of either.
@@ -545,6 +560,7 @@ setters! {
     mmap_reads: bool,
     scan_resistant_cache: bool,
     verify_checksums: bool,
+    seek_compaction: bool,
     max_scan_readahead_bytes: usize,
 }
 

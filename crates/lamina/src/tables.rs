@@ -1,6 +1,7 @@
 //! Opening SST files for the tree, and iterating a sorted run.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -21,6 +22,62 @@ pub use crate::filename::sst_name;
 /// Shards of the open-table map: lookups on different files rarely share a
 /// lock.
 const SHARDS: usize = 16;
+
+/// LevelDB's seek accounting (`version_set.cc`, `allowed_seeks`): one
+/// seek costs about as much as compacting 40 KB, so a file may cost one
+/// wasted seek per 16 KiB before it is merged. Here charged to level 0 as
+/// a whole (its runs are what a seek positions in beside each deeper
+/// level's one run), from the moment its set of files last changed.
+#[derive(Debug)]
+struct SeekCharges {
+    /// Seeks charged since the allowance was set.
+    charged: AtomicU64,
+    /// Seeks allowed; `u64::MAX`: merging level 0 would save nothing.
+    allowed: AtomicU64,
+}
+
+impl Default for SeekCharges {
+    fn default() -> Self {
+        SeekCharges {
+            charged: AtomicU64::new(0),
+            allowed: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl SeekCharges {
+    /// Bytes of level 0 that buy one seek.
+    const BYTES_PER_SEEK: u64 = 16 << 10;
+    /// The fewest seeks allowed (LevelDB's floor).
+    const MIN_SEEKS: u64 = 100;
+
+    /// The seeks `bytes` of level 0 may cost before they are merged.
+    fn allowance(bytes: u64) -> u64 {
+        (bytes / Self::BYTES_PER_SEEK).max(Self::MIN_SEEKS)
+    }
+
+    /// Starts over with `allowed` seeks (`None`: none are counted).
+    fn reset(&self, allowed: Option<u64>) {
+        self.charged.store(0, Ordering::Relaxed);
+        self.allowed
+            .store(allowed.unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// One seek; once the allowance is spent, only a load (no shared
+    /// write for readers to contend on).
+    #[inline]
+    fn charge(&self) {
+        let allowed = self.allowed.load(Ordering::Relaxed);
+        if allowed != u64::MAX && self.charged.load(Ordering::Relaxed) < allowed {
+            self.charged.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn due(&self) -> bool {
+        let allowed = self.allowed.load(Ordering::Relaxed);
+        allowed != u64::MAX && self.charged.load(Ordering::Relaxed) >= allowed
+    }
+}
 
 /// The open tables of a database, keyed by file number. A table opens on
 /// first use and stays open until [`TableCache::evict`] (called when its file
@@ -50,6 +107,8 @@ pub struct TableCache {
     pin_l0: bool,
     /// The files of level 0, as [`TableCache::set_level0`] last saw them.
     level0: RwLock<Vec<u64>>,
+    /// What reads have paid for merging level 0 ([`SeekCharges`]).
+    seeks: SeekCharges,
     /// Keyed by file number with FxHash: every get and seek looks its
     /// tables up here: SipHash made a lookup 238 instructions, about 5% of
     /// a point read (callgrind); FxHash, 95.
@@ -76,6 +135,7 @@ impl TableCache {
             cache_meta: false,
             pin_l0: false,
             level0: RwLock::new(Vec::new()),
+            seeks: SeekCharges::default(),
             open: std::array::from_fn(|_| RwLock::new(FxHashMap::default())),
         }
     }
@@ -122,20 +182,39 @@ impl TableCache {
     }
 
     /// Tells which files are in level 0 of `version`, the one being
-    /// installed: with `pin_l0_filter_and_index_blocks_in_cache`, their
-    /// tables pin their index and filter blocks (on their next lookup),
-    /// and the tables of files that left level 0 unpin them.
+    /// installed: a new set of level-0 files starts a new seek allowance
+    /// ([`TableCache::charge_seek`]); with
+    /// `pin_l0_filter_and_index_blocks_in_cache`, their tables pin their
+    /// index and filter blocks (on their next lookup), and the tables of
+    /// files that left level 0 unpin them.
     pub fn set_level0(&self, version: &Version) {
+        let level0 = version.levels.first();
+        let files = || {
+            level0
+                .into_iter()
+                .flat_map(|l| l.runs.iter().flat_map(|r| r.files.iter()))
+        };
+        let ids: Vec<u64> = files().map(|f| f.id).collect();
+        let mut current = self.level0.write();
+        if *current == ids {
+            return;
+        }
+        let runs = level0.map_or(0, |l| l.runs.len());
+        let below = version
+            .levels
+            .iter()
+            .skip(1)
+            .any(|l| l.runs.iter().any(|r| !r.files.is_empty()));
+        // Merging level 0 saves a seek something only when it leaves fewer
+        // runs to position in: two or more, or one beside deeper data.
+        let worth = runs >= 2 || (runs == 1 && below);
+        self.seeks
+            .reset(worth.then(|| SeekCharges::allowance(files().map(|f| f.size).sum())));
+        let old = std::mem::replace(&mut *current, ids.clone());
+        drop(current);
         if !self.pin_l0 {
             return;
         }
-        let ids: Vec<u64> = version
-            .levels
-            .first()
-            .into_iter()
-            .flat_map(|l| l.runs.iter().flat_map(|r| r.files.iter().map(|f| f.id)))
-            .collect();
-        let old = std::mem::replace(&mut *self.level0.write(), ids.clone());
         for id in old.iter().filter(|id| !ids.contains(id)) {
             if let Some(t) = self.shard(*id).read().get(id) {
                 t.set_pinned(false);
@@ -146,6 +225,20 @@ impl TableCache {
                 t.set_pinned(true);
             }
         }
+    }
+
+    /// Charges level 0 one seek: a read positioned in its runs beside a
+    /// deeper level's (a cursor), or read a level-0 block that did not
+    /// hold its key (a get). Free once the allowance is spent.
+    #[inline]
+    pub fn charge_seek(&self) {
+        self.seeks.charge();
+    }
+
+    /// True once reads have spent level 0's seek allowance: time for the
+    /// policy's [`pick_for_reads`](lamina_compaction::CompactionPolicy::pick_for_reads).
+    pub fn seeks_due(&self) -> bool {
+        self.seeks.due()
     }
 
     /// Path of SST `id`.

@@ -147,6 +147,12 @@ pub struct BenchArgs {
     #[arg(long = "scan_resistant_cache", value_name = "BOOL", num_args = 0..=1,
           default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
     pub scan_resistant_cache: bool,
+    /// Reads that pay for level 0's runs merge it once they have spent its
+    /// allowance (`Options::seek_compaction`; LevelDB's seek-triggered
+    /// compaction). lamina only.
+    #[arg(long = "seek_compaction", value_name = "BOOL", num_args = 0..=1,
+          default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
+    pub seek_compaction: bool,
     /// Reads check the CRC32C of every block they read from a file
     /// (`Options::verify_checksums`; the peers' `ReadOptions::verify_checksums`,
     /// whose defaults differ: RocksDB true, LevelDB false). Compactions

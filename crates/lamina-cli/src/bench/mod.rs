@@ -106,6 +106,7 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
     opts.mmap_reads = args.mmap_read;
     opts.scan_resistant_cache = args.scan_resistant_cache;
     opts.verify_checksums = args.verify_checksums;
+    opts.seek_compaction = args.seek_compaction;
     opts.max_scan_readahead_bytes = args.max_scan_readahead_bytes;
     opts.compression = args.compression_type;
     opts.sync = if args.sync {

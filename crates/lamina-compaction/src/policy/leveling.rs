@@ -175,6 +175,17 @@ impl CompactionPolicy for Leveling {
     fn pick_first(&self, view: &TreeView) -> Option<CompactionTask> {
         self.tasks(view).next()
     }
+
+    /// Level 0, however few runs it holds, merged into level 1: at rest a
+    /// seek then positions in one run per level instead of one per flush.
+    fn pick_for_reads(&self, view: &TreeView) -> Option<CompactionTask> {
+        let runs = view.levels.first()?.runs.len();
+        self.merge_level_down(
+            view,
+            0,
+            format!("reads paid for merging level 0 ({runs} runs)"),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -291,6 +302,37 @@ mod tests {
             ..Default::default()
         };
         assert!(policy().pick(&calm).is_empty());
+    }
+
+    #[test]
+    fn reads_merge_level_0_below_its_trigger() {
+        // One run in level 0 (trigger 2): nothing to pick, but the reads'
+        // merge takes it with the level-1 file it overlaps.
+        let view = TreeView {
+            levels: vec![
+                LevelView {
+                    runs: vec![run(5, vec![file(1, 10, 20, 10)])].into(),
+                },
+                LevelView {
+                    runs: vec![run(1, vec![file(3, 0, 5, 10), file(4, 12, 30, 10)])].into(),
+                },
+            ],
+            memtable_bytes: 100,
+            ..Default::default()
+        };
+        assert!(policy().pick(&view).is_empty());
+        let t = policy().pick_for_reads(&view).unwrap();
+        assert_eq!(t.output_level, 1);
+        assert_eq!(t.output_run, OutputRun::Existing(1));
+        let mut ids: Vec<u64> = t.input_file_ids().collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![1, 4]);
+        let empty = TreeView {
+            levels: vec![LevelView::default(), view.levels[1].clone()],
+            memtable_bytes: 100,
+            ..Default::default()
+        };
+        assert!(policy().pick_for_reads(&empty).is_none());
     }
 
     #[test]

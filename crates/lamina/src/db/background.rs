@@ -423,13 +423,19 @@ impl Inner {
         st.imms.is_empty() && st.compactions_running == 0 && !st.manual && self.pick(st).is_none()
     }
 
+    /// The policy's most urgent task free to run; with nothing to do and
+    /// reads having spent level 0's seek allowance
+    /// ([`crate::Options::seek_compaction`]), its merge for reads.
     pub(super) fn pick(&self, st: &State) -> Option<CompactionTask> {
         let view = self.view(st);
         let policy = Arc::clone(&self.policy.read());
-        policy
-            .pick(&view)
-            .into_iter()
-            .find(|t| t.input_file_ids().all(|id| !st.busy.contains(&id)))
+        let free = |t: &CompactionTask| t.input_file_ids().all(|id| !st.busy.contains(&id));
+        policy.pick(&view).into_iter().find(free).or_else(|| {
+            let due = self.opts.seek_compaction && self.table_cache.seeks_due();
+            due.then(|| policy.pick_for_reads(&view))
+                .flatten()
+                .filter(free)
+        })
     }
 
     /// Executes a task and installs its result.

@@ -130,6 +130,10 @@ impl Inner {
             if let Some(found) = found {
                 return Ok(decide(tomb, found));
             }
+            if level == 0 && filter != crate::stats::FilterOutcome::Negative {
+                // A level-0 block read in vain: LevelDB's wasted seek.
+                self.table_cache.charge_seek();
+            }
         }
         Ok(None)
     }
@@ -191,6 +195,9 @@ impl Inner {
         // One allocation for every child: growing the vector run by run
         // reallocated it two or three times per seek.
         let runs: usize = sv.version.levels.iter().map(|l| l.runs.len()).sum();
+        // The cursor positions in every run of level 0 beside the deeper
+        // levels' (free once level 0's allowance is spent).
+        self.table_cache.charge_seek();
         let mut children = Vec::with_capacity(1 + sv.imms.len() + runs);
         children.extend(memtable_iters(sv));
         let mut tombstones: Vec<RangeTombstone> = std::iter::once(&sv.mem)
