@@ -55,6 +55,32 @@ pub fn key(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
 }
 
+/// Every key `0..space` by `get`, and full scans both ways, equal to
+/// `model`.
+pub fn check_against(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, space: u64) {
+    for i in 0..space {
+        assert_eq!(
+            db.get(&key(i)).unwrap(),
+            model.get(&key(i)).cloned(),
+            "key {i}"
+        );
+    }
+    let all: BTreeMap<_, _> = db
+        .scan(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(&all, model);
+    let rev: Vec<_> = db
+        .scan_rev(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    let mut expected: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    expected.reverse();
+    assert_eq!(rev, expected);
+}
+
 // Independent parsers of the formats of docs/format.md, for oracles.
 
 fn u64_at(b: &[u8], at: usize) -> u64 {

@@ -13,7 +13,7 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{disk_options, key, sst_layout, tiny_options};
+use common::{check_against, disk_options, key, sst_layout, tiny_options};
 use lamina::vfs::fault::{FaultFs, OpKind};
 use lamina::vfs::mem::MemFs;
 use lamina::{Db, Options};
@@ -36,30 +36,6 @@ fn mmap_options(cache: usize) -> Options {
     o.mmap_reads = true;
     o.block_cache_bytes = cache;
     o
-}
-
-fn check_against(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, space: u64) {
-    for i in 0..space {
-        assert_eq!(
-            db.get(&key(i)).unwrap(),
-            model.get(&key(i)).cloned(),
-            "key {i}"
-        );
-    }
-    let all: BTreeMap<_, _> = db
-        .scan(Bound::Unbounded, Bound::Unbounded)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    assert_eq!(&all, model);
-    let rev: Vec<_> = db
-        .scan_rev(Bound::Unbounded, Bound::Unbounded)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    let mut expected: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    expected.reverse();
-    assert_eq!(rev, expected);
 }
 
 /// Random puts, overwrites and deletes with flushes and compactions, the

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use common::key;
+use common::{check_against, key};
 use lamina::vfs::mem::MemFs;
 use lamina::{Db, Options};
 use rand::rngs::StdRng;
@@ -87,19 +87,7 @@ fn blocks_per_seek(db: &Db, rng: &mut StdRng, n: u64) -> f64 {
 }
 
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    for i in 0..KEYS + 10 {
-        assert_eq!(
-            db.get(&key(i)).unwrap(),
-            model.get(&key(i)).cloned(),
-            "key {i}"
-        );
-    }
-    let all: BTreeMap<_, _> = db
-        .scan(Bound::Unbounded, Bound::Unbounded)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
-    assert_eq!(&all, model);
+    check_against(db, model, KEYS + 10);
 }
 
 #[test]
