@@ -102,19 +102,7 @@ impl Db {
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
         let table_cache = Arc::new(table_cache(&opts, &dir, cache, Arc::clone(&io)));
 
-        let started = if opts.read_only {
-            // Nothing is written: the logs stay as they are, replayed into
-            // a memtable that never flushes.
-            recover_read_only(vfs.as_ref(), &dir, &opts, &table_cache)?
-        } else {
-            recover(vfs.as_ref(), &dir, &opts)?.start_writing(
-                vfs.as_ref(),
-                &dir,
-                &opts,
-                policy.as_ref(),
-                &table_cache,
-            )?
-        };
+        let started = start(vfs.as_ref(), &dir, &opts, policy.as_ref(), &table_cache)?;
         let info_log = if opts.read_only {
             InfoLog::disabled()
         } else {
@@ -200,17 +188,34 @@ impl Db {
     }
 }
 
+/// Recovers the database and starts it: writing (a new log, manifest and
+/// OPTIONS file, the garbage deleted) or read-only, where nothing is
+/// written and the logs are replayed into a memtable that never flushes.
+fn start(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    opts: &Options,
+    policy: &dyn CompactionPolicy,
+    table_cache: &Arc<TableCache>,
+) -> Result<Started> {
+    if opts.read_only {
+        recover_read_only(vfs, dir, opts, table_cache)
+    } else {
+        recover(vfs, dir, opts)?.start_writing(vfs, dir, opts, policy, table_cache)
+    }
+}
+
+/// The directory lock (none for a read-only open) and the notes for the
+/// `LOG` about the stored options.
+type LockAndNotes = (Option<Box<dyn DirLock>>, Vec<String>);
+
 /// Locks the database directory (creating it if `create_if_missing` and it
 /// holds no database) and takes the options the caller left open from the
 /// stored OPTIONS file; returns the lock and the notes for the `LOG` about
 /// what was taken or skipped. A read-only open takes no lock (RocksDB's
 /// read-only instances): it writes nothing, so it may run beside the
 /// writer and other readers (see `recover_read_only`).
-fn lock_and_reconcile(
-    vfs: &dyn Vfs,
-    dir: &Path,
-    opts: &mut Options,
-) -> Result<(Option<Box<dyn DirLock>>, Vec<String>)> {
+fn lock_and_reconcile(vfs: &dyn Vfs, dir: &Path, opts: &mut Options) -> Result<LockAndNotes> {
     // Checked before anything is created (not even LOCK), and again
     // under the lock below.
     manifest::refuse_orphaned_files(vfs, dir)?;
