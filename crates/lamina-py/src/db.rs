@@ -163,10 +163,6 @@ fn values<'py>(py: Python<'py>, values: &[Option<Vec<u8>>]) -> PyResult<Bound<'p
 }
 
 /// The keyword arguments `iterator` takes; `stop` is plyvel's name of `end`.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "a Python keyword-argument method: one argument per option"
-)]
 pub(crate) fn iterator_spec(
     start: Option<Vec<u8>>,
     end: Option<Vec<u8>>,
