@@ -3,7 +3,8 @@
 import os
 import pathlib
 from types import TracebackType
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, Union
+import typing
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 __version__: str
 
@@ -12,14 +13,17 @@ _Path = Union[str, "os.PathLike[str]"]
 class Error(Exception):
     """Base class of lamina's errors."""
 
-class IOError(Error):
-    """An operating-system I/O call failed."""
+class StorageIOError(Error, OSError):
+    """An operating-system I/O call of the engine failed; an OSError with its
+    errno (`except OSError` catches it). Not named IOError, which would
+    shadow the builtin."""
 
 class CorruptionError(Error):
     """Stored bytes failed a checksum or could not be decoded."""
 
 class LockedError(Error):
-    """Another process or Db holds the directory lock."""
+    """The directory lock is held: by another process, or by a writing Db
+    of this process (the message says which). Read-only opens take none."""
 
 class InvalidArgumentError(Error):
     """An argument or option the engine cannot honour."""
@@ -71,6 +75,14 @@ def open(
 ) -> Db:
     """Opens (by default creates) the database in directory `path`.
 
+    With create_if_missing=False, or read_only=True, a directory without a
+    database raises InvalidArgumentError having created nothing (no
+    directory, no LOCK). A writing open takes the directory's lock
+    (LockedError if held); read_only=True takes none, so any number of
+    read-only handles run beside each other and beside a writer (another
+    process, a server), each reading the database as of its open while the
+    writer goes on, compactions included (docs/durability.md).
+
     `compaction` is a strategy spec ("leveling", "tiered:b=4",
     "binomial:k=4", ...); `sync` is "none", "always" or "interval:MS";
     `compression` is "none", "lz4", "zstd" or "zstd:LEVEL" (1-22), and
@@ -90,21 +102,48 @@ class WriteBatch:
     def clear(self) -> None: ...
     def __len__(self) -> int: ...
 
-class Scan(Iterator[Tuple[bytes, bytes]]):
-    """A lazy iterator of (key, value) returned by `scan`."""
+_T = TypeVar("_T")
 
-    def __iter__(self) -> Scan: ...
-    def __next__(self) -> Tuple[bytes, bytes]: ...
+class Iterator(typing.Iterator[_T]):
+    """A lazy iterator over a key range of a Db or Snapshot, as of when it
+    was made, returned by `scan` (yielding (key, value)) and `iterator`
+    (yielding (key, value), keys or values). A seek repositions it: `next()`
+    then yields the entry sought and goes on in the iterator's direction."""
+
+    def __iter__(self) -> Iterator[_T]: ...
+    def __next__(self) -> _T: ...
+    def seek(self, key: bytes) -> None:
+        """Next yields the first entry with a key >= `key`."""
+    def seek_for_prev(self, key: bytes) -> None:
+        """Next yields the last entry with a key <= `key`."""
+    def seek_to_first(self) -> None: ...
+    def seek_to_last(self) -> None: ...
+    def close(self) -> None:
+        """Releases the engine's state; nothing more is yielded."""
 
 class Snapshot:
-    """A consistent read view: writes after it was taken are invisible."""
+    """A consistent read view: writes after it was taken are invisible.
+    Closing its Db ends it (ClosedError)."""
 
     @property
     def sequence(self) -> int: ...
-    def get(self, key: bytes) -> Optional[bytes]: ...
+    def get(self, key: bytes, default: Any = None) -> Optional[bytes]: ...
+    def multi_get(self, keys: Sequence[bytes]) -> List[Optional[bytes]]: ...
     def scan(
         self, start: Optional[bytes] = None, end: Optional[bytes] = None, reverse: bool = False
-    ) -> Scan: ...
+    ) -> Iterator[Tuple[bytes, bytes]]: ...
+    def iterator(
+        self,
+        start: Optional[bytes] = None,
+        end: Optional[bytes] = None,
+        *,
+        stop: Optional[bytes] = None,
+        prefix: Optional[bytes] = None,
+        reverse: bool = False,
+        include_key: bool = True,
+        include_value: bool = True,
+    ) -> Iterator[Any]:
+        """Like `Db.iterator`, as of the snapshot."""
 
 class Db:
     """An open database (see `open`). Usable from several threads; the GIL
@@ -118,8 +157,10 @@ class Db:
     def compaction(self) -> str:
         """The spec of the compaction strategy in force."""
     def put(self, key: bytes, value: bytes) -> None: ...
-    def get(self, key: bytes) -> Optional[bytes]:
-        """The value of `key`, or None."""
+    def get(self, key: bytes, default: Any = None) -> Optional[bytes]:
+        """The value of `key`, or `default` (None) if absent."""
+    def multi_get(self, keys: Sequence[bytes]) -> List[Optional[bytes]]:
+        """The values of `keys` (None for an absent one), in their order."""
     def delete(self, key: bytes) -> None: ...
     def delete_range(self, start: bytes, end: bytes) -> None:
         """Deletes every key with start <= key < end (one range tombstone;
@@ -128,21 +169,47 @@ class Db:
         """Applies `batch` atomically; the batch keeps its operations."""
     def scan(
         self, start: Optional[bytes] = None, end: Optional[bytes] = None, reverse: bool = False
-    ) -> Scan:
+    ) -> Iterator[Tuple[bytes, bytes]]:
         """Live entries with start <= key < end (None: unbounded), in key
         order or descending; the database as of this call."""
+    def iterator(
+        self,
+        start: Optional[bytes] = None,
+        end: Optional[bytes] = None,
+        *,
+        stop: Optional[bytes] = None,
+        prefix: Optional[bytes] = None,
+        reverse: bool = False,
+        include_key: bool = True,
+        include_value: bool = True,
+    ) -> Iterator[Any]:
+        """plyvel's `iterator`: the keys with start <= key < end (`stop` is
+        plyvel's name of `end`) or starting with `prefix` (not both),
+        ascending or descending, yielding (key, value), keys
+        (include_value=False) or values (include_key=False); it can seek."""
     def snapshot(self) -> Snapshot: ...
     def flush(self) -> None:
         """Writes the memtable to disk and waits for it."""
     def compact(self) -> None:
         """Flushes, then merges every file into the deepest level."""
+    def compact_range(self, start: Optional[bytes] = None, end: Optional[bytes] = None) -> None:
+        """Flushes, then merges the files overlapping [start, end] (None:
+        unbounded) into the deepest level."""
+    def property(self, name: str) -> Optional[str]:
+        """An engine property ("lamina.num-files-at-level0", "lamina.stats",
+        ...; RocksDB's GetProperty), or None for an unknown name."""
+    def checkpoint(self, path: _Path) -> Dict[str, Any]:
+        """Writes an openable copy of the database as of now to `path` (new
+        or empty; tables hard-linked); returns sequence, files, copied,
+        bytes and manifest."""
     def wait_for_compactions(self) -> None: ...
     def set_compaction(self, spec: str) -> None: ...
     def stats(self) -> Dict[str, Any]:
         """The engine's statistics (write amplification, levels, latencies...)."""
     def close(self) -> None:
-        """Flushes, stops background work and releases the directory lock;
-        later calls raise ClosedError (close itself does nothing)."""
+        """Flushes, stops background work and releases the directory lock,
+        whatever snapshots and iterators are alive; later calls, theirs
+        included, raise ClosedError (close itself does nothing)."""
     def __enter__(self) -> Db: ...
     def __exit__(
         self,

@@ -3,7 +3,9 @@
 //!
 //! Keys and values are given and shown escaped or, with `--hex`, as hex
 //! ([`crate::bytefmt`]). `get`, `scan` and `count` open the database read
-//! only; `put`, `delete` and `delete-range` sync their write; `checkpoint` writes a copy.
+//! only, which takes no lock, so they run beside a server or any writer of
+//! the database and read it as of their open; `put`, `delete` and
+//! `delete-range` sync their write; `checkpoint` writes a copy.
 //! No action creates a database: a directory without one is refused
 //! untouched.
 
@@ -29,7 +31,7 @@ pub const NOT_FOUND: u8 = 3;
 #[command(
     mut_arg("dir", |a| a.help("Database directory (an existing database; never created)")),
     mut_arg("sync", |a| a.help("WAL sync mode: ignored, writes always sync")),
-    mut_arg("read_only", |a| a.help("Refuse put, delete and delete-range (get, scan and count always open the database read only)")),
+    mut_arg("read_only", |a| a.help("Refuse put, delete and delete-range (get, scan and count always open the database read only, which takes no lock: they run beside a server)")),
     after_help = "Keys and values are escaped: printable ASCII as is, `\\\\` for a backslash, \
                   `\\xNN` for any other byte (input also takes upper-case hex digits and any \
                   other character as its UTF-8 bytes); with --hex, two hex digits per byte \

@@ -353,3 +353,51 @@ fn directories_without_a_database_are_refused_untouched() {
     }
     assert!(!missing.exists());
 }
+
+/// `get`, `scan` and `count` open read-only, which takes no lock: they run
+/// beside a writer holding the database (a server, here a `Db` of the
+/// test) and see everything it acknowledged, also after it compacted the
+/// tables they would have read away; a write is still refused with the
+/// lock's holder named.
+#[test]
+fn reads_run_beside_a_writer_that_holds_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut model = build(&dir);
+    let mut opts = Options::default();
+    opts.write_buffer_size = 16 << 10;
+    let writer = Db::open(&dir, opts).unwrap();
+    writer.compact_range(None, None).unwrap();
+    let mut rng = StdRng::seed_from_u64(44);
+    for _ in 0..500 {
+        let key = bytes(&mut rng, 6);
+        writer.delete(&key).unwrap();
+        model.remove(&key);
+        let key = bytes(&mut rng, 6);
+        let value = bytes(&mut rng, 12);
+        writer.put(&key, &value).unwrap();
+        model.insert(key, value);
+    }
+    let line = |(k, v): &(Vec<u8>, Vec<u8>)| format!("{}\t{}\n", show(k, false), show(v, false));
+    for (args, reverse) in [
+        (&["--read-only", "scan"][..], false),
+        (&["scan", "--reverse"], true),
+    ] {
+        let want: String = expected(&model, None, None, None, reverse)
+            .iter()
+            .map(line)
+            .collect();
+        assert_eq!(ok(&dir, args), want, "{args:?}");
+    }
+    assert_eq!(ok(&dir, &["count"]), format!("{}\n", model.len()));
+    let (k, v) = model.iter().next().unwrap();
+    assert_eq!(
+        ok(&dir, &["--hex", "get", &show(k, true)]),
+        format!("{}\n", show(v, true))
+    );
+    let refused = kv(&dir, &["put", "x", "y"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("locked by another process"), "{stderr}");
+    writer.close().unwrap();
+}

@@ -1,36 +1,18 @@
-//! `lamina.open`, `Db`, `WriteBatch`, `Snapshot` and the scan iterator.
+//! `lamina.open`, `Db`, `WriteBatch` and `Snapshot`.
 
-use std::collections::VecDeque;
-use std::ops::Bound as KeyBound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lamina::{Db, DbIterator, DbRevIterator, Options, WriteBatch};
-use parking_lot::{Mutex, RwLock};
+use lamina::{Db, Options, WriteBatch};
+use parking_lot::Mutex;
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::convert::to_py;
 use crate::errors::{engine, invalid};
-
-/// The open database, `None` once closed. Snapshots and scans hold it too,
-/// so that they refuse to go on after `close()`; every engine call holds
-/// the read lock, so `close()` waits for calls in flight.
-type Shared = Arc<RwLock<Option<Db>>>;
-
-/// Runs `f` on the open database with the GIL released.
-fn with_db<T: Send>(
-    py: Python<'_>,
-    shared: &Shared,
-    f: impl FnOnce(&Db) -> lamina::Result<T> + Send,
-) -> PyResult<T> {
-    py.detach(|| match shared.read().as_ref() {
-        Some(db) => f(db),
-        None => Err(lamina::Error::Closed),
-    })
-    .map_err(engine)
-}
+use crate::iter::{PyIterator, Spec};
+use crate::shared::Shared;
 
 /// Keyword arguments of `open`, as `lamina::Options` fields.
 const OPTION_NAMES: &[&str] = &[
@@ -165,15 +147,50 @@ pub fn open(py: Python<'_>, path: PathBuf, options: Option<&Bound<'_, PyDict>>) 
     let opts = self::options(options)?;
     let db = py.detach(|| Db::open(&path, opts)).map_err(engine)?;
     Ok(PyDb {
-        shared: Arc::new(RwLock::new(Some(db))),
+        shared: Shared::new(db),
         path,
+    })
+}
+
+/// Values (or None) as a Python list of bytes.
+fn values<'py>(py: Python<'py>, values: &[Option<Vec<u8>>]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(
+        py,
+        values
+            .iter()
+            .map(|v| v.as_deref().map(|v| PyBytes::new(py, v))),
+    )
+}
+
+/// The keyword arguments `iterator` takes; `stop` is plyvel's name of `end`.
+pub(crate) fn iterator_spec(
+    start: Option<Vec<u8>>,
+    end: Option<Vec<u8>>,
+    stop: Option<Vec<u8>>,
+    prefix: Option<Vec<u8>>,
+    reverse: bool,
+    include_key: bool,
+    include_value: bool,
+) -> PyResult<Spec> {
+    if end.is_some() && stop.is_some() {
+        return Err(PyTypeError::new_err(
+            "give end or stop (its plyvel name), not both",
+        ));
+    }
+    Ok(Spec {
+        start,
+        end: end.or(stop),
+        prefix,
+        reverse,
+        include_key,
+        include_value,
     })
 }
 
 /// An open database (see `lamina.open`).
 #[pyclass(module = "lamina", name = "Db", frozen)]
 pub struct PyDb {
-    shared: Shared,
+    shared: Arc<Shared>,
     path: PathBuf,
 }
 
@@ -181,30 +198,42 @@ pub struct PyDb {
 impl PyDb {
     /// Stores `key` → `value`.
     fn put(&self, py: Python<'_>, key: &[u8], value: &[u8]) -> PyResult<()> {
-        with_db(py, &self.shared, |db| db.put(key, value))
+        self.shared.with_db(py, |db| db.put(key, value))
     }
 
-    /// The value of `key`, or None.
-    fn get<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let v = with_db(py, &self.shared, |db| db.get(key))?;
-        Ok(v.map(|v| PyBytes::new(py, &v)))
+    /// The value of `key`, or `default` (None) if it is absent.
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.shared.with_db(py, |db| db.get(key))?;
+        Ok(or_default(py, v, default))
+    }
+
+    /// The values of `keys` (None for an absent key), in their order.
+    fn multi_get<'py>(&self, py: Python<'py>, keys: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
+        let found = self.shared.with_db(py, |db| db.multi_get(&keys))?;
+        values(py, &found)
     }
 
     /// Deletes `key` (a missing key is no error).
     fn delete(&self, py: Python<'_>, key: &[u8]) -> PyResult<()> {
-        with_db(py, &self.shared, |db| db.delete(key))
+        self.shared.with_db(py, |db| db.delete(key))
     }
 
     /// Deletes every key with `start <= key < end` (one range tombstone,
     /// whatever the number of keys; nothing when `start >= end`).
     fn delete_range(&self, py: Python<'_>, start: &[u8], end: &[u8]) -> PyResult<()> {
-        with_db(py, &self.shared, |db| db.delete_range(start, end))
+        self.shared.with_db(py, |db| db.delete_range(start, end))
     }
 
     /// Applies `batch` atomically; the batch keeps its operations.
     fn write(&self, py: Python<'_>, batch: PyRef<'_, PyWriteBatch>) -> PyResult<()> {
         let batch = batch.batch.clone();
-        with_db(py, &self.shared, |db| db.write(batch))
+        self.shared.with_db(py, |db| db.write(batch))
     }
 
     /// The live entries with `start <= key < end` (None: unbounded), in key
@@ -217,56 +246,121 @@ impl PyDb {
         start: Option<Vec<u8>>,
         end: Option<Vec<u8>>,
         reverse: bool,
-    ) -> PyResult<PyScan> {
-        let cursor = with_db(py, &self.shared, |db| {
-            let (lo, hi) = bounds(&start, &end);
-            Ok(if reverse {
-                Cursor::Reverse(db.scan_rev(lo, hi)?)
-            } else {
-                Cursor::Forward(db.scan(lo, hi)?)
-            })
-        })?;
-        Ok(PyScan::new(&self.shared, cursor))
+    ) -> PyResult<PyIterator> {
+        PyIterator::open(py, &self.shared, None, &Spec::range(start, end, reverse))
+    }
+
+    /// A lazy iterator over the database as of this call (plyvel's
+    /// `iterator`): the keys with `start <= key < end` (`stop` is plyvel's
+    /// name of `end`) or starting with `prefix`, ascending or with
+    /// `reverse=True` descending, yielding `(key, value)`, or only keys
+    /// with `include_value=False`, or only values with `include_key=False`.
+    /// It can `seek`, `seek_for_prev`, `seek_to_first` and `seek_to_last`.
+    #[pyo3(signature = (start=None, end=None, *, stop=None, prefix=None, reverse=false, include_key=true, include_value=true))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a Python keyword-argument method: one argument per option"
+    )]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        start: Option<Vec<u8>>,
+        end: Option<Vec<u8>>,
+        stop: Option<Vec<u8>>,
+        prefix: Option<Vec<u8>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+    ) -> PyResult<PyIterator> {
+        let spec = iterator_spec(
+            start,
+            end,
+            stop,
+            prefix,
+            reverse,
+            include_key,
+            include_value,
+        )?;
+        PyIterator::open(py, &self.shared, None, &spec)
     }
 
     /// A consistent read view: later writes are invisible to it.
     fn snapshot(&self, py: Python<'_>) -> PyResult<PySnapshot> {
-        let snap = with_db(py, &self.shared, |db| Ok(db.snapshot()))?;
+        let (snap, seq) = self.shared.with_db(py, |db| {
+            let snap = db.snapshot();
+            let seq = snap.sequence();
+            Ok((self.shared.adopt(Mutex::new(Some(snap))), seq))
+        })?;
         Ok(PySnapshot {
             shared: Arc::clone(&self.shared),
             snap,
+            seq,
         })
     }
 
     /// Writes the memtable to disk and waits for it.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        with_db(py, &self.shared, Db::flush)
+        self.shared.with_db(py, Db::flush)
     }
 
     /// Flushes, then merges every file into the deepest level.
     fn compact(&self, py: Python<'_>) -> PyResult<()> {
-        with_db(py, &self.shared, |db| db.compact_range(None, None))
+        self.compact_range(py, None, None)
+    }
+
+    /// Flushes, then merges the files overlapping `[start, end]` (None:
+    /// unbounded) into the deepest level.
+    #[pyo3(signature = (start=None, end=None))]
+    fn compact_range(
+        &self,
+        py: Python<'_>,
+        start: Option<Vec<u8>>,
+        end: Option<Vec<u8>>,
+    ) -> PyResult<()> {
+        self.shared
+            .with_db(py, |db| db.compact_range(start.as_deref(), end.as_deref()))
     }
 
     /// Waits until background flushes and compactions have settled.
     fn wait_for_compactions(&self, py: Python<'_>) -> PyResult<()> {
-        with_db(py, &self.shared, Db::wait_for_compactions)
+        self.shared.with_db(py, Db::wait_for_compactions)
     }
 
     /// Replaces the compaction strategy, e.g. "tiered:b=4".
     fn set_compaction(&self, py: Python<'_>, spec: &str) -> PyResult<()> {
-        with_db(py, &self.shared, |db| db.set_compaction(spec))
+        self.shared.with_db(py, |db| db.set_compaction(spec))
     }
 
     /// The spec of the compaction strategy in force.
     #[getter]
     fn compaction(&self, py: Python<'_>) -> PyResult<String> {
-        with_db(py, &self.shared, |db| Ok(db.compaction_spec()))
+        self.shared.with_db(py, |db| Ok(db.compaction_spec()))
+    }
+
+    /// The value of the engine property `name` (RocksDB's `GetProperty`,
+    /// e.g. "lamina.num-files-at-level0", "lamina.stats"), or None for a
+    /// name the engine does not know.
+    fn property(&self, py: Python<'_>, name: &str) -> PyResult<Option<String>> {
+        self.shared.with_db(py, |db| Ok(db.property(name)))
+    }
+
+    /// Writes an openable copy of the database as of now to `path`, a new
+    /// or empty directory (tables hard-linked); returns what was written:
+    /// sequence, files, copied, bytes, manifest.
+    fn checkpoint<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyDict>> {
+        let r = self.shared.with_db(py, |db| db.checkpoint(&path))?;
+        let d = PyDict::new(py);
+        d.set_item("sequence", r.sequence)?;
+        d.set_item("files", r.files)?;
+        d.set_item("copied", r.copied)?;
+        d.set_item("bytes", r.bytes)?;
+        d.set_item("manifest", r.manifest)?;
+        Ok(d)
     }
 
     /// The engine's statistics (`DbStats`) as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stats = with_db(py, &self.shared, |db| Ok(db.stats()))?;
+        let stats = self.shared.with_db(py, |db| Ok(db.stats()))?;
         to_py(py, &stats)
     }
 
@@ -279,17 +373,15 @@ impl PyDb {
     /// True once `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.shared.read().is_none()
+        self.shared.is_closed()
     }
 
     /// Flushes the memtable, stops background work and releases the
-    /// directory lock. Closing a closed database does nothing.
+    /// directory lock, whatever snapshots and iterators of the database are
+    /// alive (they raise ClosedError from then on). Closing a closed
+    /// database does nothing.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match self.shared.write().take() {
-            Some(db) => db.close(),
-            None => Ok(()),
-        })
-        .map_err(engine)
+        self.shared.close(py)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -308,18 +400,16 @@ impl PyDb {
     }
 }
 
-/// The engine's bounds for `[start, end)`.
-fn bounds<'a>(
-    start: &'a Option<Vec<u8>>,
-    end: &'a Option<Vec<u8>>,
-) -> (KeyBound<&'a [u8]>, KeyBound<&'a [u8]>) {
-    (
-        start
-            .as_deref()
-            .map_or(KeyBound::Unbounded, KeyBound::Included),
-        end.as_deref()
-            .map_or(KeyBound::Unbounded, KeyBound::Excluded),
-    )
+/// `v` as bytes, or `default` (None if not given).
+fn or_default<'py>(
+    py: Python<'py>,
+    v: Option<Vec<u8>>,
+    default: Option<Bound<'py, PyAny>>,
+) -> Bound<'py, PyAny> {
+    match v {
+        Some(v) => PyBytes::new(py, &v).into_any(),
+        None => default.unwrap_or_else(|| py.None().into_bound(py)),
+    }
 }
 
 /// Puts, deletes and range deletes applied together by `Db.write`.
@@ -368,16 +458,43 @@ impl PyWriteBatch {
 /// A consistent read view of a `Db` (see `Db.snapshot`).
 #[pyclass(module = "lamina", name = "Snapshot", frozen)]
 pub struct PySnapshot {
-    shared: Shared,
-    snap: lamina::Snapshot,
+    shared: Arc<Shared>,
+    /// Emptied by `Db.close()`.
+    snap: Arc<Mutex<Option<lamina::Snapshot>>>,
+    seq: u64,
+}
+
+impl PySnapshot {
+    /// Runs `f` on the snapshot, with the GIL released.
+    fn with_snap<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&lamina::Snapshot) -> lamina::Result<T> + Send,
+    ) -> PyResult<T> {
+        self.shared.with_state(py, &self.snap, |_, snap| {
+            f(snap.as_ref().ok_or(lamina::Error::Closed)?)
+        })
+    }
 }
 
 #[pymethods]
 impl PySnapshot {
-    /// The value of `key` as of the snapshot, or None.
-    fn get<'py>(&self, py: Python<'py>, key: &[u8]) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let v = with_db(py, &self.shared, |_| self.snap.get(key))?;
-        Ok(v.map(|v| PyBytes::new(py, &v)))
+    /// The value of `key` as of the snapshot, or `default` (None).
+    #[pyo3(signature = (key, default=None))]
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &[u8],
+        default: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.with_snap(py, |s| s.get(key))?;
+        Ok(or_default(py, v, default))
+    }
+
+    /// Like `Db.multi_get`, as of the snapshot.
+    fn multi_get<'py>(&self, py: Python<'py>, keys: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
+        let found = self.with_snap(py, |s| s.multi_get(&keys))?;
+        values(py, &found)
     }
 
     /// Like `Db.scan`, as of the snapshot.
@@ -388,123 +505,47 @@ impl PySnapshot {
         start: Option<Vec<u8>>,
         end: Option<Vec<u8>>,
         reverse: bool,
-    ) -> PyResult<PyScan> {
-        let cursor = with_db(py, &self.shared, |_| {
-            let (lo, hi) = bounds(&start, &end);
-            Ok(if reverse {
-                Cursor::Reverse(self.snap.scan_rev(lo, hi)?)
-            } else {
-                Cursor::Forward(self.snap.scan(lo, hi)?)
-            })
-        })?;
-        Ok(PyScan::new(&self.shared, cursor))
+    ) -> PyResult<PyIterator> {
+        PyIterator::open(
+            py,
+            &self.shared,
+            Some(&self.snap),
+            &Spec::range(start, end, reverse),
+        )
+    }
+
+    /// Like `Db.iterator`, as of the snapshot.
+    #[pyo3(signature = (start=None, end=None, *, stop=None, prefix=None, reverse=false, include_key=true, include_value=true))]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "a Python keyword-argument method: one argument per option"
+    )]
+    fn iterator(
+        &self,
+        py: Python<'_>,
+        start: Option<Vec<u8>>,
+        end: Option<Vec<u8>>,
+        stop: Option<Vec<u8>>,
+        prefix: Option<Vec<u8>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+    ) -> PyResult<PyIterator> {
+        let spec = iterator_spec(
+            start,
+            end,
+            stop,
+            prefix,
+            reverse,
+            include_key,
+            include_value,
+        )?;
+        PyIterator::open(py, &self.shared, Some(&self.snap), &spec)
     }
 
     /// The snapshot's sequence number.
     #[getter]
     fn sequence(&self) -> u64 {
-        self.snap.sequence()
-    }
-}
-
-/// A forward or reverse engine iterator.
-enum Cursor {
-    Forward(DbIterator),
-    Reverse(DbRevIterator),
-}
-
-impl Iterator for Cursor {
-    type Item = lamina::Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Cursor::Forward(it) => it.next(),
-            Cursor::Reverse(it) => it.next(),
-        }
-    }
-}
-
-/// Entries read per release of the GIL: releasing it per entry would cost
-/// more than a memtable step, and a batch stays small.
-const PREFETCH: usize = 64;
-
-/// Iterator of `(key, value)` returned by `scan`.
-#[pyclass(module = "lamina", name = "Scan")]
-pub struct PyScan {
-    shared: Shared,
-    // A Mutex only to make the class Sync; `&mut self` reaches it unlocked.
-    state: Mutex<ScanState>,
-}
-
-struct ScanState {
-    /// `None` once the engine iterator ended or failed.
-    cursor: Option<Cursor>,
-    ready: VecDeque<(Vec<u8>, Vec<u8>)>,
-    /// An error met while prefetching, raised after the entries before it.
-    failed: Option<lamina::Error>,
-}
-
-impl PyScan {
-    fn new(shared: &Shared, cursor: Cursor) -> PyScan {
-        PyScan {
-            shared: Arc::clone(shared),
-            state: Mutex::new(ScanState {
-                cursor: Some(cursor),
-                ready: VecDeque::new(),
-                failed: None,
-            }),
-        }
-    }
-}
-
-impl ScanState {
-    /// Reads up to `PREFETCH` entries.
-    fn fill(&mut self) {
-        let Some(cursor) = self.cursor.as_mut() else {
-            return;
-        };
-        for _ in 0..PREFETCH {
-            match cursor.next() {
-                Some(Ok(kv)) => self.ready.push_back(kv),
-                Some(Err(e)) => {
-                    self.failed = Some(e);
-                    self.cursor = None;
-                    return;
-                }
-                None => {
-                    self.cursor = None;
-                    return;
-                }
-            }
-        }
-    }
-}
-
-#[pymethods]
-impl PyScan {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__<'py>(
-        &mut self,
-        py: Python<'py>,
-    ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-        let state = self.state.get_mut();
-        if state.ready.is_empty() && state.cursor.is_some() {
-            with_db(py, &self.shared, |_| {
-                state.fill();
-                Ok(())
-            })?;
-        } else if self.shared.read().is_none() {
-            return Err(engine(lamina::Error::Closed));
-        }
-        match state.ready.pop_front() {
-            Some((k, v)) => Ok(Some((PyBytes::new(py, &k), PyBytes::new(py, &v)))),
-            None => match state.failed.take() {
-                Some(e) => Err(engine(e)),
-                None => Ok(None),
-            },
-        }
+        self.seq
     }
 }

@@ -150,6 +150,7 @@ fn spec_text(spec: &Bound<'_, PyAny>) -> PyResult<String> {
         Ok(s) => PathBuf::from(s),
         Err(_) => spec.extract()?,
     };
-    std::fs::read_to_string(&path)
-        .map_err(|e| crate::errors::IOError::new_err(format!("reading {}: {e}", path.display())))
+    std::fs::read_to_string(&path).map_err(|e| {
+        crate::errors::storage_io(e.raw_os_error(), format!("reading {}: {e}", path.display()))
+    })
 }

@@ -3,12 +3,14 @@
 //!
 //! Engine calls that may read or write files run with the GIL released, so
 //! other Python threads go on meanwhile. A `Db` is shared by its snapshots
-//! and scans, which refuse to go on once it is closed.
+//! and iterators, which refuse to go on once it is closed (`shared`).
 
 mod convert;
 mod db;
 mod errors;
+mod iter;
 mod lab;
+mod shared;
 
 use pyo3::prelude::*;
 
@@ -22,6 +24,6 @@ fn lamina_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<db::PyDb>()?;
     m.add_class::<db::PyWriteBatch>()?;
     m.add_class::<db::PySnapshot>()?;
-    m.add_class::<db::PyScan>()?;
+    m.add_class::<iter::PyIterator>()?;
     errors::register(m)
 }

@@ -213,7 +213,7 @@ def test_operations_on_a_closed_db_raise(db_path):
 
 def test_errors_are_lamina_exceptions(db_path, tmp_path):
     for cls in [
-        lamina.IOError,
+        lamina.StorageIOError,
         lamina.CorruptionError,
         lamina.LockedError,
         lamina.InvalidArgumentError,
@@ -238,7 +238,7 @@ def test_errors_are_lamina_exceptions(db_path, tmp_path):
             ro.put(b"k", b"w")
     with pytest.raises(lamina.Error):
         lamina.open(str(tmp_path / "missing"), create_if_missing=False)
-    with pytest.raises(lamina.IOError):
+    with pytest.raises(lamina.StorageIOError):
         lamina.open("/proc/version/db")
 
 

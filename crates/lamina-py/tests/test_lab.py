@@ -149,7 +149,7 @@ def test_experiment_reads_a_path_and_refuses_bad_specs(tmp_path):
         lamina.experiment(small.replace('"leveling"', '"nope"'))
     with pytest.raises(lamina.InvalidArgumentError):
         lamina.experiment("this is not toml")
-    with pytest.raises(lamina.IOError):
+    with pytest.raises(lamina.StorageIOError):
         lamina.experiment(pathlib.Path(tmp_path / "missing.toml"))
 
 

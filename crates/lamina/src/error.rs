@@ -36,9 +36,17 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
-    /// Another process (or another `Db` in this process) holds the directory lock.
+    /// Another process holds the directory lock (a writing `Db` of it,
+    /// a server, `lamina repair`).
     #[error("database directory {0} is locked by another process")]
     Locked(PathBuf),
+    /// This process already holds the directory lock: another writing `Db`
+    /// of the directory is open here, or a closed one is still held by a
+    /// [`Snapshot`](crate::Snapshot) or an iterator of it (the lock goes
+    /// with the last of them). Read-only opens take no lock
+    /// ([`Options::read_only`](crate::Options::read_only)).
+    #[error("database directory {0} is already open in this process (another Db of it, or the snapshots and iterators of one, are alive)")]
+    LockedInProcess(PathBuf),
     /// A version edit names a run or file the version does not hold, or
     /// adds a file overlapping one of its run. Read from a manifest, that
     /// is damage (replay reports it as [`Error::Corruption`] at the edit's
@@ -142,6 +150,7 @@ impl Error {
                 reason: reason.clone(),
             },
             Error::Locked(p) => Error::Locked(p.clone()),
+            Error::LockedInProcess(p) => Error::LockedInProcess(p.clone()),
             Error::NeedsRepair { dir, reason } => Error::NeedsRepair {
                 dir: dir.clone(),
                 reason: reason.clone(),

@@ -96,7 +96,10 @@ impl fmt::Display for SyncMode {
 pub struct Options {
     /// Filesystem used for every file operation.
     pub vfs: Arc<dyn Vfs>,
-    /// Create the directory if it holds no database.
+    /// Create the database (and its directory) if the directory holds none
+    /// (on by default). Off, an open of a directory without a database fails
+    /// with `Error::InvalidArgument` having created nothing: no directory,
+    /// no `LOCK`.
     pub create_if_missing: bool,
     /// Memtable size that triggers a flush, in bytes.
     pub write_buffer_size: usize,
@@ -227,6 +230,14 @@ pub struct Options {
     /// writes nothing (no new log, no manifest, no garbage collection, no
     /// flush or compaction), so a database on a full disk can still be read.
     /// Writes, `flush` and `compact_range` fail with `Error::ReadOnly`.
+    ///
+    /// A read-only open takes no lock (RocksDB's read-only instance): any
+    /// number of them may run beside each other and beside the writer (a
+    /// server, a writing `Db`, in this process or another). Each reads the
+    /// database as of its open, holding that version's tables open, so the
+    /// writer's compactions (which delete the tables they replace) do not
+    /// disturb it; later writes are invisible to it until it is opened
+    /// again (docs/durability.md, "Read-only opens").
     pub read_only: bool,
     /// Read SSTs through a read-only memory map of each file (RocksDB's
     /// `allow_mmap_reads`, LevelDB's default on 64-bit systems) where the

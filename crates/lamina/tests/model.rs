@@ -538,10 +538,11 @@ fn model_on_the_real_filesystem() {
         db = Db::open(dir.path(), opts()).unwrap();
         assert_eq!(dump(&db), model);
     }
-    // A second open of a locked directory is refused.
+    // A second open of a locked directory is refused, as open in this
+    // process.
     assert!(matches!(
         Db::open(dir.path(), opts()),
-        Err(lamina::Error::Locked(_))
+        Err(lamina::Error::LockedInProcess(_))
     ));
 }
 

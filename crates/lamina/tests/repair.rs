@@ -212,7 +212,7 @@ fn a_locked_database_is_refused() {
     let before = names(&dir);
     assert!(matches!(
         repair(&dir, &options()),
-        Err(lamina::Error::Locked(_))
+        Err(lamina::Error::LockedInProcess(_))
     ));
     assert_eq!(names(&dir), before);
     drop(db);

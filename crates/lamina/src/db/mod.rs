@@ -121,7 +121,8 @@ struct Inner {
     dir: PathBuf,
     opts: Options,
     vfs: Arc<dyn Vfs>,
-    _lock: Box<dyn DirLock>,
+    /// The directory lock; `None` for a read-only open, which takes none.
+    _lock: Option<Box<dyn DirLock>>,
     table_cache: Arc<TableCache>,
     io: Arc<IoStats>,
     stats: EngineStats,

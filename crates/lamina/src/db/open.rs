@@ -102,14 +102,7 @@ impl Db {
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
         let table_cache = Arc::new(table_cache(&opts, &dir, cache, Arc::clone(&io)));
 
-        let recovered = recover(vfs.as_ref(), &dir, &opts)?;
-        let started = if opts.read_only {
-            // Nothing is written: the logs stay as they are, replayed into
-            // a memtable that never flushes.
-            recovered.read_only(&dir)
-        } else {
-            recovered.start_writing(vfs.as_ref(), &dir, &opts, policy.as_ref(), &table_cache)?
-        };
+        let started = start(vfs.as_ref(), &dir, &opts, policy.as_ref(), &table_cache)?;
         let info_log = if opts.read_only {
             InfoLog::disabled()
         } else {
@@ -195,31 +188,144 @@ impl Db {
     }
 }
 
-/// Locks the database directory (creating it unless read-only) and takes
-/// the options the caller left open from the stored OPTIONS file; returns
-/// the lock and the notes for the `LOG` about what was taken or skipped.
-fn lock_and_reconcile(
+/// Recovers the database and starts it: writing (a new log, manifest and
+/// OPTIONS file, the garbage deleted) or read-only, where nothing is
+/// written and the logs are replayed into a memtable that never flushes.
+fn start(
     vfs: &dyn Vfs,
     dir: &Path,
-    opts: &mut Options,
-) -> Result<(Box<dyn DirLock>, Vec<String>)> {
+    opts: &Options,
+    policy: &dyn CompactionPolicy,
+    table_cache: &Arc<TableCache>,
+) -> Result<Started> {
+    if opts.read_only {
+        recover_read_only(vfs, dir, opts, table_cache)
+    } else {
+        recover(vfs, dir, opts)?.start_writing(vfs, dir, opts, policy, table_cache)
+    }
+}
+
+/// The directory lock (none for a read-only open) and the notes for the
+/// `LOG` about the stored options.
+type LockAndNotes = (Option<Box<dyn DirLock>>, Vec<String>);
+
+/// Locks the database directory (creating it if `create_if_missing` and it
+/// holds no database) and takes the options the caller left open from the
+/// stored OPTIONS file; returns the lock and the notes for the `LOG` about
+/// what was taken or skipped. A read-only open takes no lock (RocksDB's
+/// read-only instances): it writes nothing, so it may run beside the
+/// writer and other readers (see `recover_read_only`).
+fn lock_and_reconcile(vfs: &dyn Vfs, dir: &Path, opts: &mut Options) -> Result<LockAndNotes> {
     // Checked before anything is created (not even LOCK), and again
     // under the lock below.
     manifest::refuse_orphaned_files(vfs, dir)?;
-    if opts.read_only {
-        if !vfs.exists(dir) {
-            return Err(Error::InvalidArgument(format!(
-                "no database in {}",
-                dir.display()
-            )));
-        }
+    if !vfs.exists(&dir.join(filename::CURRENT)) && (opts.read_only || !opts.create_if_missing) {
+        // Nothing is created: not the directory, not LOCK.
+        return Err(no_database(dir));
+    }
+    let lock = if opts.read_only {
+        None
     } else {
         vfs.create_dir_all(dir)?;
-    }
-    let lock = vfs.lock(&dir.join(filename::LOCK))?;
+        Some(vfs.lock(&dir.join(filename::LOCK))?)
+    };
     let (stored, unreadable) = options_file::load_with_failures(vfs, dir)?;
     let option_notes = options_file::reconcile(stored.as_ref(), &unreadable, opts)?;
     Ok((lock, option_notes))
+}
+
+/// The error of an open that may not create the database it did not find.
+fn no_database(dir: &Path) -> Error {
+    Error::InvalidArgument(format!(
+        "no database in {} (create_if_missing is off or the open is read-only); nothing was created",
+        dir.display()
+    ))
+}
+
+/// Attempts of a read-only open before it gives up on a writer that keeps
+/// changing the files under it.
+const READ_ONLY_ATTEMPTS: usize = 8;
+
+/// Recovers a read-only open beside a writer that may be running (another
+/// process, a server, a writing `Db` of this process): the database as of
+/// one moment, its files held open.
+///
+/// * The tables of the recovered version are opened at once, and a read-only
+///   open never evicts a table: the writer deletes a table once a compaction
+///   has replaced it, and an open descriptor (or mapping) keeps an unlinked
+///   file readable (POSIX), so the reader keeps its version whatever the
+///   writer does.
+/// * The logs the manifest does not cover are read after it; a torn tail
+///   (a record the writer is appending) ends a log. Should the manifest's
+///   log number have moved by the time every table is open, a log may have
+///   been flushed and deleted before it was listed, and the open starts over;
+///   so it does when a file vanished under it (a table compacted away, a
+///   manifest rotated, a log deleted).
+///
+/// The result is a prefix of the writer's history: the tables as of the
+/// manifest read, plus the logged writes after them up to the moment each
+/// log was read.
+fn recover_read_only(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    opts: &Options,
+    table_cache: &TableCache,
+) -> Result<Started> {
+    let mut attempt = 1;
+    loop {
+        let failure = match read_only_attempt(vfs, dir, opts, table_cache) {
+            Ok(Some(started)) => return Ok(started),
+            Ok(None) => Error::InvalidArgument(format!(
+                "{} changed under {READ_ONLY_ATTEMPTS} read-only opens in a row (a writer busy \
+                 flushing); try again",
+                dir.display()
+            )),
+            Err(e) if moved_under(&e) => e,
+            Err(e) => return Err(e),
+        };
+        if attempt == READ_ONLY_ATTEMPTS {
+            return Err(failure);
+        }
+        attempt += 1;
+    }
+}
+
+/// One attempt of [`recover_read_only`]: `None` if the writer moved the
+/// manifest's log number meanwhile.
+fn read_only_attempt(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    opts: &Options,
+    table_cache: &TableCache,
+) -> Result<Option<Started>> {
+    let recovered = recover(vfs, dir, opts)?;
+    let held = recovered
+        .version
+        .live_files()
+        .try_for_each(|f| table_cache.table(f).map(drop))
+        .and_then(|()| {
+            let now = manifest::recover(vfs, dir)?.map(|(_, counters, _)| counters.log_number);
+            Ok(now == Some(recovered.old_log_number))
+        });
+    if let Ok(true) = held {
+        return Ok(Some(recovered.read_only(dir)));
+    }
+    // Closes what this attempt opened.
+    for f in recovered.version.live_files() {
+        table_cache.evict(f.id);
+    }
+    held.map(|_| None)
+}
+
+/// True for the errors of a file a writer deleted or replaced while a
+/// read-only open was reading: the open tries again.
+fn moved_under(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        // CURRENT named a manifest the writer has since replaced.
+        Error::NeedsRepair { .. } => true,
+        _ => false,
+    }
 }
 
 /// The table cache `opts` ask for, over the database in `dir`.
@@ -338,10 +444,7 @@ fn recover(vfs: &dyn Vfs, dir: &Path, opts: &Options) -> Result<Recovered> {
     if recovered.is_none() {
         leftovers = manifest::refuse_orphaned_files(vfs, dir)?;
         if !opts.create_if_missing || opts.read_only {
-            return Err(Error::InvalidArgument(format!(
-                "no database in {}",
-                dir.display()
-            )));
+            return Err(no_database(dir));
         }
     }
     let (version, counters, old_manifest) = recovered.map_or(

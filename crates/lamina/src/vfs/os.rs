@@ -2,7 +2,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -108,12 +108,35 @@ pub(super) fn open_sized(
     Ok((file, len))
 }
 
+/// The `LOCK` files (device and inode) this process holds, so that a
+/// refused lock can say whether this process or another one holds it: an
+/// `flock` held through another descriptor of this process refuses a
+/// second one just as another process's does.
+static HELD: parking_lot::Mutex<Vec<(u64, u64)>> = parking_lot::Mutex::new(Vec::new());
+
 #[derive(Debug)]
 struct OsLock {
-    _file: File,
+    /// Holds the `flock`.
+    file: File,
+    /// The file's entry in [`HELD`].
+    id: (u64, u64),
 }
 
 impl DirLock for OsLock {}
+
+impl Drop for OsLock {
+    fn drop(&mut self) {
+        // Released under `HELD`'s mutex (closing the file would release
+        // it too, but after this body, outside the mutex).
+        let mut held = HELD.lock();
+        if let Err(e) = self.file.unlock() {
+            tracing::warn!(target: "lamina", "unlocking a LOCK file failed: {e}; closing it releases the lock");
+        }
+        if let Some(i) = held.iter().position(|id| *id == self.id) {
+            held.swap_remove(i);
+        }
+    }
+}
 
 impl Vfs for OsFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
@@ -205,10 +228,24 @@ impl Vfs for OsFs {
             .write(true)
             .open(path)
             .map_err(|e| Error::io("open", path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io("stat", path, e))?;
+        let id = (meta.dev(), meta.ino());
+        // Under `HELD`'s mutex, so that a lock being taken or released by
+        // another thread of this process is never mistaken for another
+        // process's.
+        let mut held = HELD.lock();
         match file.try_lock() {
-            Ok(()) => Ok(Box::new(OsLock { _file: file })),
+            Ok(()) => {
+                held.push(id);
+                Ok(Box::new(OsLock { file, id }))
+            }
             Err(fs::TryLockError::WouldBlock) => {
-                Err(Error::Locked(path.parent().unwrap_or(path).to_path_buf()))
+                let dir = path.parent().unwrap_or(path).to_path_buf();
+                Err(if held.contains(&id) {
+                    Error::LockedInProcess(dir)
+                } else {
+                    Error::Locked(dir)
+                })
             }
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
         }
