@@ -439,7 +439,10 @@ fn logs_have_no_colour_codes_off_a_terminal() {
     member.wait().unwrap();
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains(" INFO "), "no log line to check: {text}");
-    assert!(!text.contains('\u{1b}'), "ANSI escape in a file log: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "ANSI escape in a file log: {text:?}"
+    );
 }
 
 /// Waits (60 s at most) until the member on client `port` knows a

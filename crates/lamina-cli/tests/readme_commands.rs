@@ -67,7 +67,8 @@ fn program(cmd: &str) -> &str {
 /// in it, such as `fillrandom   :  4.274 micros/op`).
 fn is_command(line: &str) -> bool {
     let first = program(line).split_whitespace().next().unwrap_or("");
-    first.contains('/')
+    first.starts_with("target/")
+        || first.ends_with(".sh")
         || [
             "cargo",
             "for",
@@ -104,7 +105,7 @@ fn block_commands(lines: &[&str]) -> Vec<String> {
         }
         current.push_str(line);
         // A loop over several lines is one command.
-        if current.starts_with("for ") && !line.trim_start().starts_with("done") {
+        if current.starts_with("for ") && !line.trim_end().ends_with("done") {
             current.push('\n');
             continue;
         }
@@ -247,13 +248,21 @@ fn every_command_of_the_readmes_runs() {
                 cmd.contains("target/release/lamina"),
                 "{file}: `{cmd}` is neither run here nor listed as run elsewhere"
             );
-            let cmd = cheap(&cmd)
-                .replace("target/release/lamina", bin())
+            // Scratch paths first (the scratch directory may be in /tmp),
+            // and a scratch database for a bench without --db.
+            let mut cmd = cheap(&cmd)
+                .replace("/tmp/", &format!("{}/", tmp.path().display()))
                 .replace(
                     "experiments/buffer-vs-strategy/spec.toml",
                     spec.to_str().unwrap(),
-                )
-                .replace("/tmp/", &format!("{}/", tmp.path().display()));
+                );
+            if cmd.contains("lamina bench") && !cmd.contains("--db=") {
+                cmd = cmd.replace(
+                    "lamina bench",
+                    &format!("lamina bench --db={}/bench-db", tmp.path().display()),
+                );
+            }
+            let cmd = cmd.replace("target/release/lamina", bin());
             // A fresh clone's working directory: the scratch one.
             run_lamina(&cmd, tmp.path());
             ran += 1;
