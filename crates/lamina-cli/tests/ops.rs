@@ -124,6 +124,28 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Starts `lamina ARGS` and reads the first `n` lines of its stdout
+/// (fewer if it ends first), trimmed.
+fn spawn_lines(args: &[&str], n: usize) -> (std::process::Child, Vec<String>) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..n {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        lines.push(line.trim().to_string());
+    }
+    (child, lines)
+}
+
 #[test]
 fn config_file_values_apply_and_flags_override_them() {
     let tmp = tempfile::tempdir().unwrap();
@@ -140,8 +162,8 @@ fn config_file_values_apply_and_flags_override_them() {
     let config = config.to_str().unwrap();
     // The flags win: --port 0 over the file's 1 (which would need root),
     // and --buffer-pages over the file's buffer-bytes, which it conflicts with.
-    let mut child = Command::new(bin())
-        .args([
+    let (mut child, lines) = spawn_lines(
+        &[
             "serve",
             "--config",
             config,
@@ -149,19 +171,9 @@ fn config_file_values_apply_and_flags_override_them() {
             "0",
             "--buffer-pages",
             "64",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut lines = Vec::new();
-    for _ in 0..2 {
-        let mut line = String::new();
-        out.read_line(&mut line).unwrap();
-        lines.push(line);
-    }
+        ],
+        2,
+    );
     // The file's dir, and a free port rather than the file's 1.
     let dir = std::fs::canonicalize(&from_file).unwrap();
     assert_eq!(
@@ -316,26 +328,11 @@ fn starts(args: &[String], dir: &Path) -> Vec<String> {
     } else {
         &["--host", "127.0.0.1"]
     };
-    let mut child = Command::new(bin())
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .args(["--port", "0", "--resp", "0", "--metrics", "0"])
-        .args(host)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut lines = Vec::new();
-    for _ in 0..4 {
-        let mut line = String::new();
-        if out.read_line(&mut line).unwrap() == 0 {
-            break;
-        }
-        lines.push(line.trim().to_string());
-    }
+    let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+    all.extend(["--dir", dir.to_str().unwrap()]);
+    all.extend(["--port", "0", "--resp", "0", "--metrics", "0"]);
+    all.extend(host);
+    let (mut child, lines) = spawn_lines(&all, 4);
     child.kill().unwrap();
     let st = child.wait_with_output().unwrap();
     assert!(lines.len() == 4, "{args:?}: {lines:?} {st:?}");
