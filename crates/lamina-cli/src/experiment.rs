@@ -3,7 +3,9 @@
 //!
 //! Each finished run appends one row to `results.csv` and one JSON object
 //! (the row plus the full `Db::stats()`) to `results.jsonl` in the output
-//! directory; a run already in `results.csv` (same `run_id`, which ends in
+//! directory (`--out`, by default `lamina-experiments/NAME` in the working
+//! directory, so an example never writes into the repository's committed
+//! results); a run already in `results.csv` (same `run_id`, which ends in
 //! a fingerprint of everything its result depends on: engine options,
 //! workload settings, seed, lamina's version) is skipped, so an interrupted
 //! sweep resumes where it stopped. Rows the spec no longer produces (it or
@@ -28,8 +30,11 @@ pub struct ExperimentArgs {
     /// The experiment spec (TOML).
     #[arg(value_name = "SPEC.toml")]
     pub spec: PathBuf,
-    /// Where results.csv, results.jsonl and the plots go [default: the
-    /// spec's directory].
+    /// Where results.csv, results.jsonl and the plots go [default:
+    /// `lamina-experiments/NAME` in the working directory, NAME the spec's
+    /// file name without `.toml`, or its directory's name for a
+    /// `spec.toml`; never the spec's own directory, whose committed results
+    /// only `--out` replaces].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Parent of the per-run database directories [default: the system
@@ -52,14 +57,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         Experiment::parse(&text).with_context(|| format!("parsing {}", args.spec.display()))?;
     let header = exp.header();
     let (spec, runs) = (&exp.spec, &exp.runs);
-    let out = match &args.out {
-        Some(d) => d.clone(),
-        None => args
-            .spec
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-    };
+    let out = args.out.clone().unwrap_or_else(|| default_out(&args.spec));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let csv_path = out.join("results.csv");
     let json_path = out.join("results.jsonl");
@@ -103,7 +101,27 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         draw_plot(spec, p, &csv_path, &path)?;
         eprintln!("plot: {}", path.display());
     }
+    eprintln!("results: {}", csv_path.display());
     Ok(())
+}
+
+/// Where a spec's results go without `--out`: `lamina-experiments/NAME`,
+/// NAME the spec's file stem, or for a `spec.toml` its directory's name
+/// (`experiments/buffer-vs-strategy/spec.toml` ->
+/// `lamina-experiments/buffer-vs-strategy`).
+fn default_out(spec: &Path) -> PathBuf {
+    let stem = spec.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let dir_name = spec.canonicalize().ok().and_then(|p| {
+        p.parent()?
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    });
+    let name = match (stem, dir_name) {
+        (Some(stem), Some(dir)) if stem == "spec" => dir,
+        (Some(stem), _) => stem,
+        (None, _) => "experiment".to_string(),
+    };
+    Path::new("lamina-experiments").join(name)
 }
 
 /// The run ids in results.csv; fails if its header is not `header` (the

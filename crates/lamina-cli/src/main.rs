@@ -7,6 +7,7 @@ mod bench;
 mod bytefmt;
 mod client;
 mod cluster;
+mod config_file;
 mod dbdir;
 mod engine_opts;
 mod exec;
@@ -14,6 +15,7 @@ mod experiment;
 mod gen;
 mod inspect;
 mod kv;
+mod manual;
 mod mixedhot;
 mod pace;
 mod progress;
@@ -22,6 +24,8 @@ mod serve;
 mod sim;
 mod spatial;
 mod verify;
+
+use std::io::IsTerminal;
 
 use clap::{Command as ClapCommand, CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -42,7 +46,9 @@ struct Cli {
 enum Command {
     /// Serve a database over TCP (one thread per connection).
     Serve(serve::ServeArgs),
-    /// Send DSL from stdin to a server and print the replies.
+    /// Send DSL from stdin to a server and print the replies (on a
+    /// terminal: line editing, history and `help`).
+    #[command(after_help = client::COMMANDS)]
     Client(client::ClientArgs),
     /// Run DSL from stdin against an embedded database.
     Exec(exec::ExecArgs),
@@ -68,6 +74,10 @@ enum Command {
     Cluster(cluster::ClusterArgs),
     /// Jepsen-style fault test of a local 3-member cluster (kills, partitions, a linearizability checker).
     ClusterTest(cluster::ClusterTestArgs),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    Completions(manual::CompletionsArgs),
+    /// Print the man page on stdout, or write every command's to --dir.
+    Man(manual::ManArgs),
 }
 
 /// Errors print as `lamina: <error>: <cause>...` (no backtrace) and exit 1
@@ -75,17 +85,25 @@ enum Command {
 fn main() -> std::process::ExitCode {
     // The engine reports through `tracing` (a background flush or
     // compaction that failed, ...): to stderr, `RUST_LOG` choosing the
-    // level, warnings and errors by default.
+    // level, warnings and errors by default; colours only on a terminal
+    // (a journal, a file or a pipe gets plain text) and never with
+    // NO_COLOR set.
+    let stderr = std::io::stderr();
+    let colour = stderr.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER)),
         )
         .init();
-    let cli = match Cli::from_arg_matches(&command().get_matches()) {
+    let cli = match parse() {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        Err(e) => {
+            eprintln!("lamina: {}", error_chain(&e));
+            return std::process::ExitCode::FAILURE;
+        }
     };
     match run(cli) {
         Ok(code) => code,
@@ -94,6 +112,25 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The log filter without `RUST_LOG`: warnings and errors, but not
+/// openraft's own warnings, which it logs for the ordinary course of an
+/// election (a vote request to a member that is still starting, a vote
+/// refused for a newer term); lamina's cluster code logs what an operator
+/// must see about its members at WARN itself.
+const DEFAULT_LOG_FILTER: &str = "warn,openraft=error";
+
+/// The command line, parsed; `lamina serve --config FILE` with the file's
+/// settings under the command line's (`config_file`). A usage error exits
+/// as clap does.
+fn parse() -> anyhow::Result<Cli> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cmd = command();
+    let matches = cmd.clone().get_matches_from(argv.clone());
+    let argv = config_file::with_config_file(&cmd, &matches, argv)?;
+    let matches = cmd.get_matches_from(argv);
+    Cli::from_arg_matches(&matches).map_err(|e| e.exit())
 }
 
 /// The command line, with every value-taking flag accepting a leading `-`
@@ -147,6 +184,8 @@ fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Spatial(args) => spatial::run(args),
         // `kv get` of an absent key has an exit status of its own.
         Command::Kv(args) => return kv::run(args),
+        Command::Completions(args) => manual::completions(&args, command()),
+        Command::Man(args) => manual::man(&args, command()),
     }?;
     Ok(std::process::ExitCode::SUCCESS)
 }

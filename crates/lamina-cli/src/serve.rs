@@ -1,9 +1,10 @@
 //! `lamina serve`: the TCP server.
 
 use std::io::{self, IsTerminal, Read, Write};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,12 @@ const RELEASE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Flags of `lamina serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Read flags from a TOML file: each key a flag of `lamina serve`
+    /// without its `--` (`port = 7878`, `buffer_bytes = "64M"`,
+    /// `read_only = true`, `bloom_bits_per_level = [12, 8]`); a flag given
+    /// on the command line overrides the file's (deploy/lamina.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Port to listen on (0 picks a free one; the start-up line shows it).
     #[arg(long, default_value_t = 7878)]
     pub port: u16,
@@ -78,11 +85,12 @@ pub struct ServeArgs {
     /// Let Redis clients' FLUSHALL delete every key of the database.
     #[arg(long, requires = "resp")]
     pub allow_flushall: bool,
-    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9187;
-    /// port 0 picks a free one): the engine's statistics, per level, the
-    /// latency percentiles, and each server's connections, commands by kind
-    /// and error replies.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve Prometheus metrics at http://ADDR/metrics: ADDR is HOST:PORT
+    /// (e.g. 127.0.0.1:9187) or a bare PORT on --host, like --resp (port 0
+    /// picks a free one): the engine's statistics, per level, the latency
+    /// percentiles, and each server's connections, commands by kind and
+    /// error replies.
+    #[arg(long, value_name = "[HOST:]PORT")]
     pub metrics: Option<String>,
     #[command(flatten)]
     pub engine: EngineOpts,
@@ -165,6 +173,15 @@ impl SpatialServeArgs {
 pub fn run(args: ServeArgs) -> Result<()> {
     let mut config = server_config(&args)?;
     let descriptor_limit = fd_limit::raise_nofile_limit().context("cannot read RLIMIT_NOFILE")?;
+    // Counted only when someone can read the counts: counting costs every
+    // command a lookup.
+    let counters = args
+        .metrics
+        .as_ref()
+        .map(|_| Arc::new(ServerCounters::default()));
+    // Every port first: one that cannot be had stops the start before the
+    // database or the dataset is opened (or created).
+    let listeners = Listeners::bind(&args, counters.as_ref())?;
     let db = Arc::new(args.engine.open()?);
     let spatial = args
         .spatial
@@ -191,64 +208,43 @@ pub fn run(args: ServeArgs) -> Result<()> {
         eprintln!("lamina: {w}");
     }
     config.max_connections = cap;
-    // Counted only when someone can read the counts: counting costs every
-    // command a lookup.
-    let counters = args
-        .metrics
-        .as_ref()
-        .map(|_| Arc::new(ServerCounters::default()));
     let counted = |s: Server| match &counters {
         Some(c) => s.with_counters(Arc::clone(c)),
         None => s,
     };
+    let Listeners {
+        dsl,
+        resp,
+        spatial: spatial_listener,
+        metrics,
+    } = listeners;
     let server = counted(
-        Server::bind(Arc::clone(&db), (args.host.as_str(), args.port))
-            .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?
+        Server::dsl_on(Arc::clone(&db), dsl)
+            .context("cannot serve the DSL port")?
             .with_config(config.clone()),
     );
-    let metrics = match (&args.metrics, &counters) {
-        (Some(addr), Some(counters)) => {
-            // A scrape reads the statistics of a database still open; the
-            // endpoint never keeps it open.
-            let (weak, counters) = (Arc::downgrade(&db), Arc::clone(counters));
-            let render = Box::new(move || {
-                weak.upgrade()
-                    .map_or_else(String::new, |db| metrics::render(&db.stats(), &counters))
-            });
-            Some(
-                MetricsServer::bind(addr.as_str(), render)
-                    .with_context(|| format!("--metrics {addr}: cannot listen"))?,
-            )
-        }
-        _ => None,
-    };
-    let resp = match args.resp {
-        Some(port) => Some(counted(
-            Server::bind_resp(
-                Arc::clone(&db),
-                (args.host.as_str(), port),
-                args.allow_flushall,
-            )
-            .with_context(|| format!("cannot listen on {}:{port}", args.host))?
-            .with_config(config.clone()),
+    let metrics = metrics.map(|(server, slot)| {
+        // A scrape reads the statistics of a database still open; the
+        // endpoint never keeps it open.
+        let _ = slot.set(Arc::downgrade(&db));
+        server
+    });
+    let resp = match resp {
+        Some(listener) => Some(counted(
+            Server::resp_on(Arc::clone(&db), listener, args.allow_flushall)
+                .context("cannot serve the redis port")?
+                .with_config(config.clone()),
         )),
         None => None,
     };
-    let spatial = match spatial {
-        Some((dir, ds)) => {
-            let addr = (args.host.as_str(), args.spatial.spatial_port);
-            let server = Server::bind_spatial(Arc::clone(&ds), addr)
-                .with_context(|| {
-                    format!(
-                        "cannot listen on {}:{}",
-                        args.host, args.spatial.spatial_port
-                    )
-                })?
+    let spatial = match (spatial, spatial_listener) {
+        (Some((dir, ds)), Some(listener)) => {
+            let server = Server::spatial_on(Arc::clone(&ds), listener)
+                .context("cannot serve the spatial port")?
                 .with_config(config);
-            let server = counted(server);
-            Some((dir, ds, server))
+            Some((dir, ds, counted(server)))
         }
-        None => None,
+        _ => None,
     };
     let dir = std::fs::canonicalize(&args.engine.dir).unwrap_or_else(|_| args.engine.dir.clone());
     {
@@ -347,6 +343,71 @@ pub fn run(args: ServeArgs) -> Result<()> {
     spatial_closed?;
     eprintln!("lamina: shut down cleanly");
     Ok(())
+}
+
+/// The database of a metrics endpoint bound before the database opened:
+/// set once it is open (a scrape before that answers nothing).
+type DbSlot = Arc<OnceLock<Weak<Db>>>;
+
+/// Every port `lamina serve` listens on, bound before anything is opened.
+struct Listeners {
+    dsl: TcpListener,
+    resp: Option<TcpListener>,
+    spatial: Option<TcpListener>,
+    metrics: Option<(MetricsServer, DbSlot)>,
+}
+
+impl Listeners {
+    /// Binds the DSL port, then `--resp`, `--spatial-dir`'s port and
+    /// `--metrics`; the first that fails is the error.
+    fn bind(args: &ServeArgs, counters: Option<&Arc<ServerCounters>>) -> Result<Listeners> {
+        let listen = |port: u16| {
+            TcpListener::bind((args.host.as_str(), port))
+                .with_context(|| format!("cannot listen on {}:{port}", args.host))
+        };
+        let dsl = listen(args.port)?;
+        let resp = args.resp.map(listen).transpose()?;
+        let spatial = match &args.spatial.spatial_dir {
+            Some(_) => Some(listen(args.spatial.spatial_port)?),
+            None => None,
+        };
+        let metrics = match (&args.metrics, counters) {
+            (Some(addr), Some(counters)) => {
+                let addr = metrics_addr(addr, &args.host);
+                let slot = DbSlot::default();
+                let (db, counters) = (Arc::clone(&slot), Arc::clone(counters));
+                let render = Box::new(move || {
+                    db.get()
+                        .and_then(Weak::upgrade)
+                        .map_or_else(String::new, |db| metrics::render(&db.stats(), &counters))
+                });
+                let server = MetricsServer::bind(addr.as_str(), render)
+                    .with_context(|| format!("--metrics {addr}: cannot listen"))?;
+                Some((server, slot))
+            }
+            _ => None,
+        };
+        Ok(Listeners {
+            dsl,
+            resp,
+            spatial,
+            metrics,
+        })
+    }
+}
+
+/// `--metrics`'s address: `HOST:PORT`, or a bare port on `--host` (as
+/// `--resp` and `--spatial-port` take theirs).
+fn metrics_addr(value: &str, host: &str) -> String {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        if host.contains(':') {
+            format!("[{host}]:{value}")
+        } else {
+            format!("{host}:{value}")
+        }
+    } else {
+        value.to_string()
+    }
 }
 
 /// A server running on its own thread.

@@ -32,6 +32,8 @@ fn experiment(dir: &Path, extra: &[&str]) -> Output {
         .arg(dir.join("spec.toml"))
         .arg("--work-dir")
         .arg(dir.join("work"))
+        .arg("--out")
+        .arg(dir)
         .args(extra)
         .output()
         .unwrap()

@@ -305,13 +305,13 @@ pub static STRATEGIES: &[Strategy] = &[
     preset!(
         "cs265-tiered",
         "T, file",
-        "tiering, whole levels merge down (seed 004's tiered)",
+        "tiering, whole levels merge down (the CS265 project's tiering, seed 004)",
         "seed 004 (CS265)"
     ),
     preset!(
         "cs265-leveled",
         "T, file",
-        "leveling, whole levels merge with the next (seed 004's leveled)",
+        "leveling, whole levels merge with the next (the CS265 project's leveling, seed 004)",
         "seed 004 (CS265)"
     ),
     preset!(
@@ -386,7 +386,8 @@ pub fn preset_names() -> impl Iterator<Item = &'static str> {
 pub fn help_text() -> String {
     let mut out = String::from(
         "Compaction strategy, `name[:key=value,...]` or `toml:FILE` (docs/compaction.md).\n\
-         T and b default to --size-ratio, file to --target-file-size.\n\
+         T and b default to --size-ratio, file to the target file size (Options::target_file_size,\n\
+          16 MiB; `lamina bench --target_file_size`, `target_file_size` in an experiment spec).\n\
          The stack policies (stack-tiered, binomial .. concurrent) also take partitioned merges\n\
          (seed 000 ch. 5): partition=none|size|local|global, theta=BYTES [file],\n\
          subcompactions=N [1], image=lambda|be [lambda].\n",
@@ -399,7 +400,9 @@ pub fn help_text() -> String {
         };
         out.push_str(&format!("  {}{params}: {}\n", s.name, s.summary));
     }
-    out.push_str("Old spellings, kept as aliases:\n");
+    out.push_str(
+        "Old spellings, kept as aliases; each names one of two strategies, by its parameters:\n",
+    );
     for a in ALIASES {
         out.push_str(&format!("  {}: {}\n", a.name, a.rule.replace('`', "")));
     }

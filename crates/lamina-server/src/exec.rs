@@ -21,11 +21,11 @@
 //! | `p`, `d`, `l` | nothing on success |
 //! | `g K` | the value, or an empty line if absent |
 //! | `r LO HI` | `k:v` pairs of `[LO, HI)` in key order, space separated, on one line (empty line if none, or if `LO >= HI`) |
-//! | `s [N]` | see [`Session`]'s `stats` section below |
-//! | `info` | `LVL1 buffer bytes=B entries=E`, then one line per disk level: `LVLn runs=R files=F bytes=B entries=E level=L compactions=C compaction_seconds=S write_amplification=W` (`level` is the engine's number, from 0, as in `lamina bench`, `inspect` and `stats-json`; the merges counted are those into the level, the write amplification its bytes written per byte that came in from above), then `merges compactions=C trivial_moves=T sub_merges=S max_sub_merges=M bytes_per_sec=R files_written=F moved_files=N moved_bytes=B` |
-//! | `bloom` | one line per disk level: `LVLn filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
+//! | `s [N]` | the CS265 course's stats format (`LVLn` numbering, see below) |
+//! | `info` | `buffer bytes=B entries=E`, then one line per disk level: `Ln runs=R files=F bytes=B entries=E compactions=C compaction_seconds=S write_amplification=W` (`L0` the first on-disk level; the merges counted are those into the level, the write amplification its bytes written per byte that came in from above), then `merges compactions=C trivial_moves=T sub_merges=S max_sub_merges=M bytes_per_sec=R files_written=F moved_files=N moved_bytes=B` |
+//! | `bloom` | one line per disk level: `Ln filter_bytes=.. bits_per_key=.. fpr_theoretical=..`, then `probes=P negatives=N false_positives=F measured_fpr=M` |
 //! | `misses` | `gets=G hits=H misses=M`: the engine's lookups (every `g`) |
-//! | `io` | one line per disk level: `LVLn bytes_read=R bytes_written=W level=L bytes_read_level=RL bytes_moved=M` (bytes flushed or merged into the level from above, written into it, read by its merges from its own files, moved into it unchanged), then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
+//! | `io` | one line per disk level: `Ln bytes_read=R bytes_written=W bytes_read_level=RL bytes_moved=M` (bytes flushed or merged into the level from above, written into it, read by its merges from its own files, moved into it unchanged), then `ingested=.. flush_written=.. compaction_read=.. compaction_written=.. write_amplification=..` |
 //! | `stats-json` | the engine's `DbStats` as one line of JSON |
 //! | `flush`, `compact` | `OK` once done |
 //! | `quit`, `@end` | ends the session (the transport decides what to send) |
@@ -48,14 +48,17 @@
 //!
 //! # Level numbering
 //!
-//! The DSL keeps seed 004's numbering: `LVL1` is the in-memory buffer
-//! (memtables) and `LVLn` the engine's disk level `n - 2` (the engine, its
-//! statistics and `lamina bench` number disk levels from 0). The mapping
-//! lives in `DslLevel` and nowhere else.
+//! `info`, `bloom` and `io` number levels as the engine, `stats-json`,
+//! `lamina inspect`, `/metrics` and `lamina bench` do: `L0` is the first
+//! on-disk level, and the in-memory buffer (memtables) is `buffer`. Only
+//! `s` keeps the CS265 course's format (seed 004), numbering with the
+//! buffer: `LVL1` is the buffer and `LVLn` the disk level `L(n - 2)`. That
+//! mapping lives in `CourseLevel` and nowhere else.
 //!
 //! # `s [N]`
 //!
-//! Line 1: `Logical Pairs: C`, the number of live keys (a full scan).
+//! The CS265 course's format, kept as the course's tools read it (its
+//! `LVLn` numbering included). Line 1: `Logical Pairs: C`, the number of live keys (a full scan).
 //! Line 2: the number of entries stored at each non-empty level,
 //! `LVL1: 3, LVL3: 9` (entries counts the newest version of each key within
 //! the level, tombstones included; for a disk level of more than
@@ -551,7 +554,7 @@ impl<'a> Session<'a> {
         let mut shown = Vec::new();
         let stats = db.stats();
         let levels =
-            std::iter::once(DslLevel::Buffer).chain((0..db.num_levels()).map(DslLevel::Disk));
+            std::iter::once(CourseLevel::Buffer).chain((0..db.num_levels()).map(CourseLevel::Disk));
         for level in levels {
             let entries = level.iter(db).map_err(err)?;
             let count = self.level_count(level, &stats).map_err(err)?;
@@ -593,8 +596,8 @@ impl<'a> Session<'a> {
     /// level, tombstones included, counted in constant memory. A disk level
     /// holding more than [`EXACT_COUNT_LIMIT`] entries reports its stored
     /// entry count instead (all versions), which saves reading the level.
-    fn level_count(&self, level: DslLevel, stats: &lamina::DbStats) -> lamina::Result<u64> {
-        if let DslLevel::Disk(i) = level {
+    fn level_count(&self, level: CourseLevel, stats: &lamina::DbStats) -> lamina::Result<u64> {
+        if let CourseLevel::Disk(i) = level {
             if let Some(l) = stats.levels.iter().find(|l| l.level == i) {
                 if l.entries > EXACT_COUNT_LIMIT {
                     return Ok(l.entries);
@@ -613,7 +616,7 @@ impl<'a> Session<'a> {
         let s = self.db.stats();
         out.extend_from_slice(
             format!(
-                "LVL1 buffer bytes={} entries={}\n",
+                "buffer bytes={} entries={}\n",
                 s.memtable_bytes, s.memtable_entries
             )
             .as_bytes(),
@@ -621,14 +624,13 @@ impl<'a> Session<'a> {
         for l in &s.levels {
             out.extend_from_slice(
                 format!(
-                    "LVL{} runs={} files={} bytes={} entries={} level={} compactions={} \
+                    "L{} runs={} files={} bytes={} entries={} compactions={} \
                      compaction_seconds={:.3} write_amplification={:.3}\n",
-                    DslLevel::Disk(l.level).number(),
+                    l.level,
                     l.runs,
                     l.files,
                     l.bytes,
                     l.entries,
-                    l.level,
                     l.compactions,
                     l.compaction_seconds,
                     l.write_amplification
@@ -658,11 +660,8 @@ impl<'a> Session<'a> {
         for l in &s.levels {
             out.extend_from_slice(
                 format!(
-                    "LVL{} filter_bytes={} bits_per_key={:.2} fpr_theoretical={:.6}\n",
-                    DslLevel::Disk(l.level).number(),
-                    l.filter_bytes,
-                    l.bloom_bits_per_key,
-                    l.bloom_fpr_theoretical
+                    "L{} filter_bytes={} bits_per_key={:.2} fpr_theoretical={:.6}\n",
+                    l.level, l.filter_bytes, l.bloom_bits_per_key, l.bloom_fpr_theoretical
                 )
                 .as_bytes(),
             );
@@ -684,13 +683,8 @@ impl<'a> Session<'a> {
         for l in &s.levels {
             out.extend_from_slice(
                 format!(
-                    "LVL{} bytes_read={} bytes_written={} level={} bytes_read_level={} bytes_moved={}\n",
-                    DslLevel::Disk(l.level).number(),
-                    l.bytes_read,
-                    l.bytes_written,
-                    l.level,
-                    l.bytes_read_level,
-                    l.bytes_moved
+                    "L{} bytes_read={} bytes_written={} bytes_read_level={} bytes_moved={}\n",
+                    l.level, l.bytes_read, l.bytes_written, l.bytes_read_level, l.bytes_moved
                 )
                 .as_bytes(),
             );
@@ -755,29 +749,29 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// A level as the DSL names it (`LVLn`, seed 004's numbering).
+/// A level as `s` names it (`LVLn`, the CS265 course's numbering, seed 004).
 #[derive(Debug, Clone, Copy)]
-enum DslLevel {
+enum CourseLevel {
     /// The in-memory buffer, `LVL1`.
     Buffer,
     /// Engine disk level `i` (from 0), `LVL{i + 2}`.
     Disk(usize),
 }
 
-impl DslLevel {
+impl CourseLevel {
     /// The `n` of `LVLn`.
     fn number(self) -> usize {
         match self {
-            DslLevel::Buffer => 1,
-            DslLevel::Disk(i) => i + 2,
+            CourseLevel::Buffer => 1,
+            CourseLevel::Disk(i) => i + 2,
         }
     }
 
     /// The level's entries, newest version per key.
     fn iter(self, db: &Db) -> lamina::Result<lamina::LevelIter> {
         match self {
-            DslLevel::Buffer => db.memtable_iter(),
-            DslLevel::Disk(i) => db.level_iter(i),
+            CourseLevel::Buffer => db.memtable_iter(),
+            CourseLevel::Disk(i) => db.level_iter(i),
         }
     }
 }

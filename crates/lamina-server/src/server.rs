@@ -181,14 +181,14 @@ impl Server {
     /// Binds `addr` for DSL clients of `db` (port 0 picks a free port; see
     /// [`Server::local_addr`]).
     pub fn bind(db: Arc<Db>, addr: impl ToSocketAddrs) -> io::Result<Server> {
-        Server::bind_service(Service::Dsl(db), addr)
+        Server::dsl_on(db, TcpListener::bind(addr)?)
     }
 
     /// Binds `addr` for spatial clients of `dataset`: the commands of
     /// [`crate::spatial`], framed like the DSL (`@end` / `quit` answered
     /// with `@bye`, `@sync` echoed), so [`crate::run_client`] speaks it too.
     pub fn bind_spatial(dataset: Arc<Dataset>, addr: impl ToSocketAddrs) -> io::Result<Server> {
-        Server::bind_service(Service::Spatial(dataset), addr)
+        Server::spatial_on(dataset, TcpListener::bind(addr)?)
     }
 
     /// Binds `addr` for Redis clients of `db` ([`crate::resp`]);
@@ -198,14 +198,30 @@ impl Server {
         addr: impl ToSocketAddrs,
         allow_flushall: bool,
     ) -> io::Result<Server> {
-        Server::bind_service(
+        Server::resp_on(db, TcpListener::bind(addr)?, allow_flushall)
+    }
+
+    /// [`Server::bind`] on a listener bound earlier: `lamina serve` binds
+    /// every port before it opens (maybe creates) the database, so a port
+    /// it cannot have leaves nothing behind.
+    pub fn dsl_on(db: Arc<Db>, listener: TcpListener) -> io::Result<Server> {
+        Server::on_listener(Service::Dsl(db), listener)
+    }
+
+    /// [`Server::bind_spatial`] on a listener bound earlier.
+    pub fn spatial_on(dataset: Arc<Dataset>, listener: TcpListener) -> io::Result<Server> {
+        Server::on_listener(Service::Spatial(dataset), listener)
+    }
+
+    /// [`Server::bind_resp`] on a listener bound earlier.
+    pub fn resp_on(db: Arc<Db>, listener: TcpListener, allow_flushall: bool) -> io::Result<Server> {
+        Server::on_listener(
             Service::Resp(Arc::new(RespState::new(db, allow_flushall))),
-            addr,
+            listener,
         )
     }
 
-    fn bind_service(service: Service, addr: impl ToSocketAddrs) -> io::Result<Server> {
-        let listener = TcpListener::bind(addr)?;
+    fn on_listener(service: Service, listener: TcpListener) -> io::Result<Server> {
         let local_addr = listener.local_addr()?;
         let wake_ip = match local_addr.ip() {
             IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),

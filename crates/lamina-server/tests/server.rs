@@ -234,20 +234,37 @@ fn stats_format() {
         b"info\nbloom\nmisses\nio\nstats-json\ng 1\ng 99\nmisses",
     );
     let lines: Vec<&str> = out.lines().collect();
-    assert!(lines[0].starts_with("LVL1 buffer "), "{out}");
+    // One numbering outside `s`: the buffer by name, disk levels from L0
+    // as `stats-json` (and inspect, metrics, bench) number them.
+    assert!(lines[0].starts_with("buffer bytes="), "{out}");
+    assert!(!out.contains("LVL"), "{out}");
     assert!(
-        lines.iter().any(|l| l.starts_with("LVL2 runs=1 files=1 ")),
+        lines.iter().any(|l| l.starts_with("L0 runs=1 files=1 ")),
         "{out}"
     );
     assert!(
-        lines.iter().any(|l| l.starts_with("LVL2 filter_bytes=")),
+        lines.iter().any(|l| l.starts_with("L0 filter_bytes=")),
+        "{out}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("L0 bytes_read=")),
         "{out}"
     );
     assert!(lines.iter().any(|l| l.starts_with("probes=")), "{out}");
     assert!(lines.iter().any(|l| l.starts_with("ingested=")), "{out}");
     let json = lines.iter().find(|l| l.starts_with('{')).unwrap();
     let v: serde_json::Value = serde_json::from_str(json).unwrap();
-    assert!(v.get("levels").is_some());
+    let levels = v["levels"].as_array().unwrap();
+    assert!(!levels.is_empty());
+    for l in levels {
+        let (n, files) = (&l["level"], &l["files"]);
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.starts_with(&format!("L{n} runs={} files={files} ", l["runs"]))),
+            "stats-json level {n} is not `L{n}` in info: {out}"
+        );
+    }
     assert_eq!(lines.last(), Some(&"gets=2 hits=1 misses=1"));
 }
 
