@@ -80,6 +80,7 @@ pub mod lines;
 pub mod log_limit;
 pub mod metrics;
 pub mod parse;
+pub mod password;
 pub mod protocol;
 pub mod request_budget;
 pub mod resp;
