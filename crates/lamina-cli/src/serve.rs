@@ -71,9 +71,10 @@ pub struct ServeArgs {
         value_parser = parse_count
     )]
     pub request_timeout: usize,
-    /// Also serve the database to Redis clients on PORT (RESP2: GET, SET,
-    /// DEL, EXISTS, MGET, MSET, SCAN, DBSIZE, PING, INFO, ...; 0 picks a
-    /// free port). Keys are the same as the DSL's.
+    /// Also serve the database to Redis clients on PORT (RESP2, and RESP3
+    /// after HELLO 3: GET, SET, INCR, DEL, EXISTS, MGET, MSET, MULTI/EXEC,
+    /// SCAN, DBSIZE, PING, INFO, ...: docs/redis.md; 0 picks a free port).
+    /// Keys are the same as the DSL's.
     #[arg(long, value_name = "PORT")]
     pub resp: Option<u16>,
     /// Let Redis clients' FLUSHALL delete every key of the database.
