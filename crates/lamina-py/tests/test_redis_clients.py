@@ -9,8 +9,7 @@ import subprocess
 import threading
 
 import pytest
-
-redis = pytest.importorskip("redis")
+import redis  # scripts/python-tests.sh installs it (pinned)
 
 
 class Served:

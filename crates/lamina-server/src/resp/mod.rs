@@ -101,11 +101,10 @@ mod session;
 mod table;
 
 use keys::{KeyError, Keys};
-use reply::{error, simple};
+use reply::{error, simple, Proto};
 use request::MAX_INLINE;
 use scan::Cursors;
 
-pub use reply::Proto;
 pub use request::{parse_request, Args, Request, RequestParser, MAX_ARGS, MAX_REQUEST};
 pub use scan::{MAX_CURSORS, SCAN_REPLY, SCAN_WORK};
 pub(crate) use session::Conn;
