@@ -5,12 +5,13 @@ time from SIGTERM to exit while a client loads a large file; the same for
 the Redis port (idle connections, a slowly read pipeline of GETs, one big
 MGET) and the metrics port (a crowd of silent connections, a slow scrape);
 descriptors per connection, a crowd of idle Redis clients under `ulimit -n
-1024` while the engine writes, and the memory of unfinished requests.
+1024` while the engine writes, the memory of unfinished requests, and the
+Redis port's transactions and password (MULTI queues, EXEC replies, NOAUTH).
 
     scripts/hostile.py [LAMINA_BINARY]      # default: target/release/lamina
     ONLY=redis,metrics scripts/hostile.py   # some of idle,slow,load,redis,metrics,
                                             # post,slowloris,metrics-slow,scan,
-                                            # descriptors,crowd,unfinished
+                                            # descriptors,crowd,unfinished,multi
 
 Only loopback connections; every loop is bounded.
 """
@@ -248,6 +249,123 @@ def redis_port(tmp, n=1000):
         got, peak = slow_read(p, s, 64 * (len(big) + 12) + 5, base)
     print(f"redis: one MGET reply of {got / 1e6:.1f} MB read slowly, server RSS {base} KiB "
           f"before, peak {peak} KiB (+{(peak - base) / 1024:.1f} MiB)")
+    stop(p)
+
+
+def redis_transactions(tmp):
+    """MULTI queues, EXEC replies and clients without the password: a queue
+    of 100,001 commands (one past the cap) is refused and EXEC aborts; the
+    server's RSS while a connection queues 60 MiB and while EXEC gathers 60
+    reads of a 1 MiB value; 20,000 pipelined commands without the password
+    are all answered NOAUTH and write nothing."""
+    os.environ["LAMINA_REQUIREPASS"] = "hostile-test-password"
+    try:
+        p, ports = start_ports(os.path.join(tmp, "multi"), "--resp", "0", want=("dsl", "redis"))
+    finally:
+        del os.environ["LAMINA_REQUIREPASS"]
+    port = ports["redis"]
+    auth = resp_request("AUTH", "hostile-test-password")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp_request("SET", "k", "v") * 10_000 + resp_request("MULTI") * 10_000
+                  + resp_request("QUIT"))
+        noauth = b"-NOAUTH Authentication required.\r\n"
+        got = recv_exactly(s, 20_000 * len(noauth) + 5)
+        assert got == noauth * 20_000 + b"+OK\r\n", got[-200:]
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("DBSIZE"))
+        assert recv_exactly(s, 9) == b"+OK\r\n:0\r\n"
+    time.sleep(1)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("MULTI") + resp_request("INCR", "n") * 100_001
+                  + resp_request("EXEC") + resp_request("GET", "n"))
+        head = recv_exactly(s, 10 + 9 * 100_000)
+        assert head == b"+OK\r\n+OK\r\n" + b"+QUEUED\r\n" * 100_000
+        rest = b""
+        while rest.count(b"\r\n") < 3:
+            rest += s.recv(4096)
+        lines = rest.split(b"\r\n")
+        assert lines[0].startswith(b"-ERR MULTI queues at most") and lines[1].startswith(
+            b"-EXECABORT") and lines[2] == b"$-1", rest
+    print("redis: MULTI of 100,001 commands: the last refused, EXEC aborted, nothing written; "
+          "20,000 commands without the password: all NOAUTH, nothing written")
+    value = b"q" * (1 << 20)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("SET", "q0", value))
+        assert recv_exactly(s, 10) == b"+OK\r\n+OK\r\n"
+    time.sleep(1)
+    base = rss_kib(p.pid)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.sendall(resp_request("MGET", *[f"m{i}" for i in range(64)]))
+        got, peak = slow_read(p, s, 64 * (len(big) + 12) + 5, base)
+    print(f"redis: one MGET reply of {got / 1e6:.1f} MB read slowly, server RSS {base} KiB "
+          f"before, peak {peak} KiB (+{(peak - base) / 1024:.1f} MiB)")
+    stop(p)
+
+
+def redis_transactions(tmp):
+    """MULTI queues, EXEC replies and clients without the password: a queue
+    of 100,001 commands (one past the cap) is refused and EXEC aborts; the
+    server's RSS while a connection queues 60 MiB and while EXEC gathers 60
+    reads of a 1 MiB value; 20,000 pipelined commands without the password
+    are all answered NOAUTH and write nothing."""
+    os.environ["LAMINA_REQUIREPASS"] = "hostile-test-password"
+    try:
+        p, ports = start_ports(os.path.join(tmp, "multi"), "--resp", "0", want=("dsl", "redis"))
+    finally:
+        del os.environ["LAMINA_REQUIREPASS"]
+    port = ports["redis"]
+    auth = resp_request("AUTH", "hostile-test-password")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp_request("SET", "k", "v") * 10_000 + resp_request("MULTI") * 10_000
+                  + resp_request("QUIT"))
+        noauth = b"-NOAUTH Authentication required.\r\n"
+        got = recv_exactly(s, 20_000 * len(noauth) + 5)
+        assert got == noauth * 20_000 + b"+OK\r\n", got[-200:]
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("DBSIZE"))
+        assert recv_exactly(s, 9) == b"+OK\r\n:0\r\n"
+    time.sleep(1)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("MULTI") + resp_request("INCR", "n") * 100_001
+                  + resp_request("EXEC") + resp_request("GET", "n"))
+        head = recv_exactly(s, 10 + 9 * 100_000)
+        assert head == b"+OK\r\n+OK\r\n" + b"+QUEUED\r\n" * 100_000
+        rest = b""
+        while rest.count(b"\r\n") < 3:
+            rest += s.recv(4096)
+        lines = rest.split(b"\r\n")
+        assert lines[0].startswith(b"-ERR MULTI queues at most") and lines[1].startswith(
+            b"-EXECABORT") and lines[2] == b"$-1", rest
+    print("redis: MULTI of 100,001 commands: the last refused, EXEC aborted, nothing written; "
+          "20,000 commands without the password: all NOAUTH, nothing written")
+    value = b"q" * (1 << 20)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("SET", "q0", value))
+        assert recv_exactly(s, 10) == b"+OK\r\n+OK\r\n"
+    time.sleep(1)
+    base = rss_kib(p.pid)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        s.sendall(auth + resp_request("MULTI") + resp_request("GET", "q0") * 60 + resp_request("EXEC"))
+        total = 10 + 60 * 9 + len(b"*60\r\n") + 60 * (len(value) + 11)
+        got, peak = slow_read(p, s, total, base)
+    print(f"redis: an EXEC of 60 GETs of 1 MiB read slowly ({got / 1e6:.1f} MB): server RSS "
+          f"{base} KiB before, peak {peak} KiB (+{(peak - base) / 1024:.1f} MiB; "
+          f"the reply is gathered until the batch is written, at most 64 MiB)")
+    time.sleep(1)
+    base = rss_kib(p.pid)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(auth + resp_request("MULTI"))
+        assert recv_exactly(s, 10) == b"+OK\r\n+OK\r\n"
+        for i in range(60):
+            s.sendall(resp_request("SET", f"q{i}", value))
+            assert recv_exactly(s, 9) == b"+QUEUED\r\n"
+        queued = rss_kib(p.pid)
+        s.sendall(resp_request("EXEC"))
+        recv_exactly(s, 5 + 60 * 5)
+    print(f"redis: a MULTI queue of 60 MiB: server RSS {base} KiB -> {queued} KiB "
+          f"(+{(queued - base) / 1024:.1f} MiB, counted in the request budget)")
     stop(p)
 
 
@@ -689,7 +807,8 @@ def main():
                         ("metrics", metrics_port), ("post", http_post),
                         ("slowloris", slowloris), ("metrics-slow", metrics_slow),
                         ("scan", scan_bomb), ("descriptors", descriptors),
-                        ("crowd", descriptor_crowd), ("unfinished", unfinished_requests)]:
+                        ("crowd", descriptor_crowd), ("unfinished", unfinished_requests),
+                        ("multi", redis_transactions)]:
             if not only or name in only.split(","):
                 f(tmp)
 

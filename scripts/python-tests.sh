@@ -14,6 +14,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
     -r crates/lamina-py/requirements-dev.txt
+"$venv/bin/python" -m pip install -q --disable-pip-version-check redis==8.1.0  # tests/test_redis_clients.py
 # The wheel a user would install (release profile, abi3), not an editable
 # build: the tests see exactly what `pip install` gives.
 rm -rf "$wheels"

@@ -62,6 +62,19 @@ expect "ERR unknown command 'frob', with args beginning with: 'x'" frob x
 expect "ERR wrong number of arguments for 'get' command" get
 expect OK flushall
 expect 0 dbsize
+# Counters; a transaction in one redis-cli session (queued, then applied
+# at EXEC); INFO keyspace; RESP3 (redis-cli -3 says HELLO 3).
+expect 5 incrby n 5
+expect 4 decr n
+got=$(printf 'MULTI\nSET t 1\nINCR t\nGET t\nEXEC\n' | cli)
+[ "$got" = "$(printf 'OK\nQUEUED\nQUEUED\nQUEUED\nOK\n2\n2')" ] || { printf 'MULTI session: got %q\n' "$got" >&2; exit 1; }
+got=$(printf 'MULTI\nSET t 9\nNOSUCH\nEXEC\nGET t\n' | cli 2>&1)
+[ "$(echo "$got" | tail -1)" = 2 ] || { printf 'aborted MULTI applied: %q\n' "$got" >&2; exit 1; }
+cli info keyspace | tr -d '\r' | grep -qx 'db0:keys=2,expires=0,avg_ttl=0' || { echo "INFO keyspace" >&2; exit 1; }
+[ "$(cli -3 --no-raw get missing)" = "(nil)" ] || { echo "RESP3 null" >&2; exit 1; }
+# redis-cli's HELP reads COMMAND DOCS: the summary is this server's.
+cli help set | grep -q "lamina: no expiry options" || { cli help set >&2; echo "HELP from COMMAND DOCS" >&2; exit 1; }
+expect OK flushall
 # The README's redis-cli session, as a terminal shows it (--no-raw).
 python3 - "$port" README.md <<'PY'
 import shlex, subprocess, sys

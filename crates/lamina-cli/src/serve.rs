@@ -15,6 +15,7 @@ use lamina::Db;
 use lamina_dataset::Dataset;
 use lamina_server::fd_limit;
 use lamina_server::metrics::{self, MetricsServer, ServerCounters};
+use lamina_server::password::Password;
 use lamina_server::request_budget::RequestBudget;
 use lamina_server::server::DEFAULT_REQUEST_TIMEOUT;
 use lamina_server::{run_console, LoadAccess, Server, ServerConfig, ShutdownHandle};
@@ -77,14 +78,21 @@ pub struct ServeArgs {
         value_parser = parse_count
     )]
     pub request_timeout: usize,
-    /// Also serve the database to Redis clients on PORT (RESP2: GET, SET,
-    /// DEL, EXISTS, MGET, MSET, SCAN, DBSIZE, PING, INFO, ...; 0 picks a
-    /// free port). Keys are the same as the DSL's.
+    /// Also serve the database to Redis clients on PORT (RESP2, and RESP3
+    /// after HELLO 3: GET, SET, INCR, DEL, EXISTS, MGET, MSET, MULTI/EXEC,
+    /// SCAN, DBSIZE, PING, INFO, ...: docs/redis.md; 0 picks a free port).
+    /// Keys are the same as the DSL's.
     #[arg(long, value_name = "PORT")]
     pub resp: Option<u16>,
     /// Let Redis clients' FLUSHALL delete every key of the database.
     #[arg(long, requires = "resp")]
     pub allow_flushall: bool,
+    /// Redis clients must first give the password in FILE (AUTH; one
+    /// trailing line break ignored). Without it, the environment variable
+    /// LAMINA_REQUIREPASS, if set, is the password. Never a flag's value:
+    /// anyone can read those in `ps`.
+    #[arg(long, value_name = "FILE", requires = "resp")]
+    pub requirepass_file: Option<std::path::PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics: ADDR is HOST:PORT
     /// (e.g. 127.0.0.1:9187) or a bare PORT on --host, like --resp (port 0
     /// picks a free one): the engine's statistics, per level, the latency
@@ -601,6 +609,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
             args.max_request_bytes_total
                 .map_or_else(RequestBudget::default, RequestBudget::new),
         ),
+        requirepass: Password::configured(args.requirepass_file.as_deref())?,
     })
 }
 

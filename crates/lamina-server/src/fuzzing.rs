@@ -17,7 +17,7 @@ use crate::lines::{Line, LineReader};
 use crate::parse::{parse_line, Command};
 use crate::request_budget::RequestBudget;
 use crate::resp::{
-    drain_requests, parse_request, Args, Drained, Incoming, Pending, Request, RequestParser,
+    drain_requests, parse_request, Args, Conn, Drained, Incoming, Pending, Request, RequestParser,
     RespState,
 };
 use crate::stream::drain_lines;
@@ -249,6 +249,7 @@ fn resp_requests(input: &[u8], piece: usize) -> Option<(Drained, Contents, bool)
     let mut incoming = Incoming::new(
         LineReader::new(MAX_LINE, 61),
         Arc::new(RequestBudget::new(usize::MAX)).share(),
+        Conn::new(&state, None, None),
     );
     let mut reader = Pieces { data: input, piece };
     let mut pending = Pending::default();
@@ -268,7 +269,7 @@ fn resp_requests(input: &[u8], piece: usize) -> Option<(Drained, Contents, bool)
             None,
         )
         .ok()?;
-        pending.apply(&db, &mut out);
+        pending.apply(&state, &mut out);
         sent.append(&mut out);
     }
     let unfinished = incoming.input.has_partial();

@@ -12,7 +12,7 @@
 //!   described below; [`client`] is the pipelined client.
 //! * The spatial commands ([`spatial`]): point records in a
 //!   [`lamina_dataset::Dataset`], window and count queries.
-//! * The Redis protocol, RESP2 ([`resp`]), so `redis-cli`,
+//! * The Redis protocol, RESP2 and RESP3 ([`resp`]), so `redis-cli`,
 //!   `redis-benchmark` and client libraries can use the database.
 //!
 //! Every line protocol closes a connection at a line of an HTTP request
@@ -80,6 +80,7 @@ pub mod lines;
 pub mod log_limit;
 pub mod metrics;
 pub mod parse;
+pub mod password;
 pub mod protocol;
 pub mod request_budget;
 pub mod resp;

@@ -51,10 +51,13 @@ impl Protocol {
     }
 }
 
-/// Every Redis command served (for arity errors, `COMMAND COUNT` and metrics).
+/// Every Redis command served, counted by name in the metrics: the names
+/// of the Redis port's command table (a unit test of [`crate::resp`]
+/// checks it).
 pub(crate) const RESP_COMMANDS: &[&str] = &[
-    "ping", "echo", "quit", "get", "set", "del", "unlink", "exists", "mget", "mset", "scan",
-    "dbsize", "flushall", "flushdb", "select", "info", "command", "config", "client", "hello",
+    "ping", "echo", "quit", "get", "set", "del", "unlink", "exists", "mget", "mset", "incr",
+    "incrby", "decr", "decrby", "scan", "dbsize", "flushall", "flushdb", "select", "info",
+    "command", "config", "client", "hello", "auth", "multi", "exec", "discard", "watch", "unwatch",
 ];
 
 /// The first word of a command line.

@@ -19,6 +19,7 @@ use lamina_dataset::Dataset;
 use crate::exec::{Control, LoadAccess, Mode, Session};
 use crate::lines::{LineReader, MAX_LINE, READ_CHUNK};
 use crate::metrics::ServerCounters;
+use crate::password::Password;
 use crate::protocol::Protocol;
 use crate::request_budget::RequestBudget;
 use crate::resp::{serve_resp_connection, RespState};
@@ -73,6 +74,9 @@ pub struct ServerConfig {
     /// ([`crate::request_budget`]; default: a quarter of physical memory),
     /// shared with every server given the same budget.
     pub request_budget: Arc<RequestBudget>,
+    /// The password Redis clients must give (`AUTH`) before any other
+    /// command ([`crate::resp`]; default: none).
+    pub requirepass: Option<Password>,
 }
 
 /// The default [`ServerConfig::request_timeout`].
@@ -86,6 +90,7 @@ impl Default for ServerConfig {
             idle_timeout: None,
             request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
             request_budget: Arc::new(RequestBudget::default()),
+            requirepass: None,
         }
     }
 }
@@ -287,6 +292,7 @@ impl Server {
             request_budget: Arc::clone(&self.config.request_budget),
             cancel: Arc::clone(&self.shutdown.flag),
             counters: self.counters.clone(),
+            requirepass: self.config.requirepass.clone(),
         };
         let protocol = self.service.protocol();
         let count = |f: fn(&ServerCounters, Protocol)| {

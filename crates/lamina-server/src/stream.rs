@@ -14,6 +14,7 @@ use crate::exec::{push_error, Control, LoadAccess, Mode, Session, STREAM_CHUNK};
 use crate::lines::{Line, LineReader, MAX_LINE, READ_CHUNK};
 use crate::log_limit::{self, LogLimit};
 use crate::metrics::ServerCounters;
+use crate::password::Password;
 use crate::protocol::{first_word, Protocol};
 use crate::request_budget::{RequestBudget, Share};
 
@@ -102,6 +103,8 @@ pub struct ConnectionConfig {
     pub cancel: Arc<AtomicBool>,
     /// Where connections count their commands (`lamina serve --metrics`).
     pub counters: Option<Arc<ServerCounters>>,
+    /// The password Redis clients must give first ([`crate::resp`]).
+    pub requirepass: Option<Password>,
 }
 
 /// After this long without input a connection gives its buffers back: an

@@ -270,7 +270,7 @@ fn errors_read_like_redis_and_bad_framing_closes() {
     assert!(matches!(c.cmd(&[b"SET", b"k", b"v", b"NX", b"XX"]), Error(e) if e.contains("syntax")));
     assert!(matches!(c.cmd(&[b"SCAN", b"12345"]), Error(e) if e.contains("invalid cursor")));
     assert!(matches!(c.cmd(&[b"FLUSHALL"]), Error(e) if e.contains("--allow-flushall")));
-    assert!(matches!(c.cmd(&[b"HELLO", b"3"]), Error(e) if e.starts_with("NOPROTO")));
+    assert!(matches!(c.cmd(&[b"HELLO", b"4"]), Error(e) if e.starts_with("NOPROTO")));
     assert_eq!(c.cmd(&[b"SELECT", b"0"]), ok());
     assert!(matches!(c.cmd(&[b"SELECT", b"1"]), Error(_)));
     // Inline commands, as typed into telnet.

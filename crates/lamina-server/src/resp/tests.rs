@@ -63,3 +63,33 @@ fn hostile_requests_are_refused_before_they_are_buffered() {
     assert_eq!(waiting.0, Request::Incomplete);
     assert_eq!(parser.awaited(), 1013);
 }
+
+#[test]
+fn the_metrics_count_every_command_of_the_table() {
+    let mut table: Vec<&str> = table::COMMANDS.iter().map(|c| c.name).collect();
+    let mut counted = crate::protocol::RESP_COMMANDS.to_vec();
+    table.sort_unstable();
+    counted.sort_unstable();
+    assert_eq!(table, counted);
+}
+
+#[test]
+fn integers_parse_as_redis_reads_them() {
+    for (s, want) in [
+        (&b"0"[..], Some(0)),
+        (b"-1", Some(-1)),
+        (b"9223372036854775807", Some(i64::MAX)),
+        (b"-9223372036854775808", Some(i64::MIN)),
+        (b"9223372036854775808", None),
+        (b"007", None),
+        (b"-0", None),
+        (b"+1", None),
+        (b" 1", None),
+        (b"1 ", None),
+        (b"", None),
+        (b"-", None),
+        (b"1e3", None),
+    ] {
+        assert_eq!(keys::parse_i64(s), want, "{s:?}");
+    }
+}

@@ -14,6 +14,8 @@ use std::time::Duration;
 use lamina::{Db, Options};
 use lamina_server::{Server, ShutdownHandle};
 
+pub mod resp3;
+
 pub struct Running {
     pub addr: SocketAddr,
     pub handle: ShutdownHandle,
