@@ -50,7 +50,15 @@ struct Scale {
     scans: u64,
     buffer: usize,
     theta: u64,
+    /// `Options::recycle_table_files` of every configuration.
+    recycle: usize,
 }
+
+/// Obsolete tables' files every configuration keeps for new tables to
+/// take over (`Options::recycle_table_files`) unless `--recycle=N` says
+/// otherwise: file creation was the largest cost of Global-Range's many
+/// small files (`perf`), and 128 covers most of a merge's outputs here.
+pub const DEFAULT_RECYCLE: usize = 128;
 
 fn keys_of(set: &str, n: u64, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -94,6 +102,7 @@ fn measure(
     opts.compaction_threads = threads;
     opts.sync = SyncMode::None;
     opts.block_cache_bytes = 8 << 20;
+    opts.recycle_table_files = scale.recycle;
     let db = Db::open(dir, opts)?;
     let mut rng = StdRng::seed_from_u64(42);
     let mut value = vec![0u8; RECORD];
@@ -134,7 +143,7 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
     let Some(out) = args.iter().find(|a| !a.starts_with("--")) else {
-        bail!("usage: partitioned_merges OUT_DIR [--quick] [--theta=BYTES] [--keys=random,semiseq,zipf,str]");
+        bail!("usage: partitioned_merges OUT_DIR [--quick] [--theta=BYTES] [--recycle=FILES] [--keys=random,semiseq,zipf,str]");
     };
     let theta = match args.iter().find_map(|a| a.strip_prefix("--theta=")) {
         Some(t) => Some(t.parse().with_context(|| format!("--theta={t}"))?),
@@ -147,7 +156,11 @@ fn main() -> Result<()> {
     if let Some(bad) = sets.iter().find(|s| !KEY_SETS.contains(s)) {
         bail!("unknown key set {bad:?} (known: {})", KEY_SETS.join(", "));
     }
-    run_experiment(Path::new(out), quick, theta, &sets)
+    let recycle = match args.iter().find_map(|a| a.strip_prefix("--recycle=")) {
+        Some(r) => r.parse().with_context(|| format!("--recycle={r}"))?,
+        None => DEFAULT_RECYCLE,
+    };
+    run_experiment(Path::new(out), quick, theta, recycle, &sets)
 }
 
 /// The key sets of seed 000 §5.5.
@@ -155,8 +168,15 @@ pub const KEY_SETS: [&str; 4] = ["random", "semiseq", "zipf", "str"];
 
 /// Runs every configuration and writes `out/summary.json` and
 /// `out/results.md` (the quick scale runs in seconds, for CI).
-/// `theta` overrides θ (the output file size) of the chosen scale.
-pub fn run_experiment(out: &Path, quick: bool, theta: Option<u64>, sets: &[&str]) -> Result<()> {
+/// `theta` overrides θ (the output file size) of the chosen scale;
+/// `recycle` is every configuration's `Options::recycle_table_files`.
+pub fn run_experiment(
+    out: &Path,
+    quick: bool,
+    theta: Option<u64>,
+    recycle: usize,
+    sets: &[&str],
+) -> Result<()> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut scale = if quick {
         Scale {
@@ -165,6 +185,7 @@ pub fn run_experiment(out: &Path, quick: bool, theta: Option<u64>, sets: &[&str]
             scans: 50,
             buffer: 256 << 10,
             theta: 64 << 10,
+            recycle,
         }
     } else {
         Scale {
@@ -173,6 +194,7 @@ pub fn run_experiment(out: &Path, quick: bool, theta: Option<u64>, sets: &[&str]
             scans: 500,
             buffer: 2 << 20,
             theta: 512 << 10,
+            recycle,
         }
     };
     if let Some(t) = theta {
@@ -246,6 +268,7 @@ fn run(scratch: &Path, out: &Path, scale: &Scale, quick: bool, sets: &[&str]) ->
         "record_bytes": RECORD,
         "write_buffer_bytes": scale.buffer,
         "theta_bytes": scale.theta,
+        "recycle_table_files": scale.recycle,
         "subcompactions": 2,
         "gets": scale.gets,
         "scans_of_1000": scale.scans,

@@ -16,8 +16,14 @@ use serde_json::Value;
 #[test]
 fn quick_partitioned_merges_summary_has_every_row() {
     let out = tempfile::tempdir().unwrap();
-    partitioned_merges::run_experiment(out.path(), true, None, &partitioned_merges::KEY_SETS)
-        .unwrap();
+    partitioned_merges::run_experiment(
+        out.path(),
+        true,
+        None,
+        partitioned_merges::DEFAULT_RECYCLE,
+        &partitioned_merges::KEY_SETS,
+    )
+    .unwrap();
     assert!(out.path().join("results.md").exists());
     let text = std::fs::read_to_string(out.path().join("summary.json")).unwrap();
     let v: Value = serde_json::from_str(&text).unwrap();

@@ -153,7 +153,7 @@ macro_rules! persisted {
 
 // Every option but the per-open ones (`vfs`, `create_if_missing`,
 // `read_only`, `mmap_reads`, `scan_resistant_cache`, `verify_checksums`,
-// `seek_compaction`, `max_scan_readahead_bytes`),
+// `seek_compaction`, `max_scan_readahead_bytes`, `recycle_table_files`),
 // which describe how this process opens and reads the database rather than
 // the database.
 crate::options::with_database_options!(persisted);

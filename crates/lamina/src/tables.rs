@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
@@ -15,7 +15,7 @@ use crate::sst::cache::BlockCache;
 use crate::sst::{Table, TableIterOptions, TableIterator};
 use crate::stats::{IoStats, LevelStats};
 use crate::version::{FileMeta, Level, Version};
-use crate::vfs::Vfs;
+use crate::vfs::{Vfs, WritableFile};
 
 pub use crate::filename::sst_name;
 
@@ -113,6 +113,10 @@ pub struct TableCache {
     /// tables up here: SipHash made a lookup 238 instructions, about 5% of
     /// a point read (callgrind); FxHash, 95.
     open: [RwLock<FxHashMap<u64, Arc<Table>>>; SHARDS],
+    /// Obsolete tables whose files are kept for new tables to take over
+    /// ([`crate::Options::recycle_table_files`]), and how many may be.
+    recycled: Mutex<Vec<u64>>,
+    recycle_limit: usize,
 }
 
 impl TableCache {
@@ -137,7 +141,50 @@ impl TableCache {
             level0: RwLock::new(Vec::new()),
             seeks: SeekCharges::default(),
             open: std::array::from_fn(|_| RwLock::new(FxHashMap::default())),
+            recycled: Mutex::new(Vec::new()),
+            recycle_limit: 0,
         }
+    }
+
+    /// How many obsolete tables' files are kept for reuse
+    /// ([`crate::Options::recycle_table_files`]; 0, the default here).
+    pub fn with_recycled_files(mut self, limit: usize) -> Self {
+        self.recycle_limit = limit;
+        self
+    }
+
+    /// Creates the file of new table `id`: an obsolete table's file taken
+    /// over if one is kept ([`crate::vfs::Vfs::reuse`]), a new file
+    /// otherwise (and if the takeover fails, after deleting the file it
+    /// failed on).
+    pub fn create_file(&self, id: u64) -> Result<Box<dyn WritableFile>> {
+        let path = self.path(id);
+        let kept = self.recycled.lock().pop();
+        if let Some(old) = kept {
+            match self.vfs.reuse(&self.path(old), &path) {
+                Ok(file) => return Ok(file),
+                Err(_) => {
+                    // Under either name, it is no table's any more.
+                    let _ = self.vfs.remove(&self.path(old));
+                    let _ = self.vfs.remove(&path);
+                }
+            }
+        }
+        self.vfs.create(&path)
+    }
+
+    /// Disposes of the file of obsolete table `id`, no longer referenced
+    /// by any version or reader: kept for a new table to take over while
+    /// fewer than the limit are kept, deleted otherwise.
+    pub fn retire_file(&self, id: u64) {
+        {
+            let mut kept = self.recycled.lock();
+            if kept.len() < self.recycle_limit {
+                kept.push(id);
+                return;
+            }
+        }
+        let _ = self.vfs.remove(&self.path(id));
     }
 
     /// Whether tables are read through a read-only mapping of their file,
@@ -527,6 +574,17 @@ impl InternalIterator for RunIterator {
     fn seek_to_last(&mut self) -> Result<()> {
         self.start::<false>(self.files.len().saturating_sub(1), false)?;
         self.skip_empty::<false>()
+    }
+}
+
+/// The files kept for reuse are deleted with the cache (the database's
+/// close); a crash leaves them to the next open, which deletes every
+/// unreferenced table.
+impl Drop for TableCache {
+    fn drop(&mut self) {
+        for id in std::mem::take(self.recycled.get_mut()) {
+            let _ = self.vfs.remove(&self.path(id));
+        }
     }
 }
 

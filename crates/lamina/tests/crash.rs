@@ -160,10 +160,12 @@ fn crash_options_compressed(
 /// Returns the crash points checked and the merges (compactions and trivial
 /// moves) the database ran meanwhile.
 fn power_loss(seed: u64, sync: SyncMode, spec: &str, ops: usize, crashes: usize) -> (usize, u64) {
-    power_loss_compressed(seed, sync, spec, ops, crashes, Compression::None)
+    power_loss_compressed(seed, sync, spec, ops, crashes, Compression::None, 0)
 }
 
-/// [`power_loss`] with the tables written with `compression`.
+/// [`power_loss`] with the tables written with `compression`, and up to
+/// `recycle` obsolete tables' files kept for new tables to take over
+/// (`Options::recycle_table_files`).
 fn power_loss_compressed(
     seed: u64,
     sync: SyncMode,
@@ -171,9 +173,12 @@ fn power_loss_compressed(
     ops: usize,
     crashes: usize,
     compression: Compression,
+    recycle: usize,
 ) -> (usize, u64) {
     let crash_options = |fs: &MemFs, sync: SyncMode, spec: &str| {
-        crash_options_compressed(fs, sync, spec, compression)
+        let mut o = crash_options_compressed(fs, sync, spec, compression);
+        o.recycle_table_files = recycle;
+        o
     };
     let fs = MemFs::new();
     let mut rng = StdRng::seed_from_u64(seed);
@@ -234,6 +239,7 @@ fn power_loss_with_lz4_tables() {
             1_500,
             60,
             Compression::Lz4,
+            0,
         )
         .0;
         points += power_loss_compressed(
@@ -243,10 +249,40 @@ fn power_loss_with_lz4_tables() {
             1_500,
             60,
             Compression::Lz4,
+            0,
         )
         .0;
     }
     assert!(points >= 400, "only {points} crash points");
+}
+
+/// With obsolete tables' files taken over by new tables
+/// (`recycle_table_files`), under leveling and under Global-Range
+/// partitioned merges (many small files), in both sync modes: every crash
+/// clone opens to a prefix of the history.
+#[test]
+fn power_loss_with_recycled_table_files() {
+    let mut points = 0;
+    let mut merges = 0;
+    for (i, spec) in [
+        LEVELING,
+        "tiered:b=3,partition=global,theta=2048,subcompactions=2",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for seed in 0..3u64 {
+            let seed = 500 + 10 * i as u64 + seed;
+            for sync in [SyncMode::Always, SyncMode::None] {
+                let (p, m) =
+                    power_loss_compressed(seed, sync, spec, 1_500, 60, Compression::None, 8);
+                points += p;
+                merges += m;
+            }
+        }
+    }
+    assert!(points >= 600, "only {points} crash points");
+    assert!(merges >= 50, "only {merges} merges");
 }
 
 #[test]
@@ -510,6 +546,9 @@ fn crash_child_writer() {
     opts.target_file_size = 8 * 1024;
     opts.compaction = "leveling:T=3,l0=2".parse().unwrap();
     opts.sync = SyncMode::Always;
+    // Every other round takes obsolete tables' files over for new ones
+    // (renamed and overwritten in place on the real file system).
+    opts.recycle_table_files = if seed % 2 == 1 { 8 } else { 0 };
     let db = Db::open(&dir, opts).unwrap();
     let mut out = std::io::stdout().lock();
     for i in 0.. {

@@ -265,7 +265,7 @@ impl BenchArgs {
                     &params,
                     PolicyDefaults {
                         size_ratio: defaults.size_ratio,
-                        target_file_size: defaults.target_file_size,
+                        target_file_size: args.target_file_size.unwrap_or(defaults.target_file_size),
                     },
                 )
                 .map_err(|e| anyhow!("--compaction: {e}"))?

@@ -149,11 +149,7 @@ impl<'a> OutputWriter<'a> {
     pub(super) fn builder(&mut self) -> Result<&mut TableBuilder> {
         if self.builder.is_none() {
             let id = (self.ctx.alloc_id)();
-            let file = self
-                .ctx
-                .table_cache
-                .vfs
-                .create(&self.ctx.table_cache.path(id))?;
+            let file = self.ctx.table_cache.create_file(id)?;
             self.builder = Some((
                 id,
                 TableBuilder::new(file, self.ctx.table_options.clone(), sst_name(id)),

@@ -210,8 +210,8 @@ impl Inner {
         let mut keep = Vec::new();
         for (f, holder) in st.obsolete.drain(..) {
             if Arc::strong_count(&f) == 1 {
-                let _ = self.vfs.remove(&self.table_cache.path(f.id));
                 let blocks = self.table_cache.evict(f.id);
+                self.table_cache.retire_file(f.id);
                 self.io.cache_invalidated_blocks.add(blocks);
                 match holder {
                     Some(Holder {

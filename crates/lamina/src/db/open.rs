@@ -340,6 +340,7 @@ fn table_cache(
         .with_scan_resistant_cache(opts.scan_resistant_cache)
         .with_verify_checksums(opts.verify_checksums)
         .with_max_scan_readahead(opts.max_scan_readahead_bytes)
+        .with_recycled_files(opts.recycle_table_files)
         .with_cached_index_and_filter(
             opts.cache_index_and_filter_blocks,
             opts.pin_l0_filter_and_index_blocks_in_cache,

@@ -114,6 +114,10 @@ impl Vfs for DirectReads {
         OsFs.rename(from, to)
     }
 
+    fn reuse(&self, from: &Path, to: &Path) -> Result<Box<dyn WritableFile>> {
+        OsFs.reuse(from, to)
+    }
+
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
         OsFs.hard_link(from, to)
     }

@@ -90,6 +90,20 @@ pub trait Vfs: Send + Sync + Debug + 'static {
     fn remove(&self, path: &Path) -> Result<()>;
     /// Atomically renames `from` to `to`, replacing `to`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Renames the file `from` (one no longer needed) to the absent `to`
+    /// and opens it for appending from its start, as [`Vfs::create`]
+    /// would: what is written replaces the old bytes, and whatever old
+    /// bytes lie beyond the written length are cut off at the file's
+    /// [`WritableFile::flush`] or [`WritableFile::sync`]. Before it is
+    /// synced, the file's content after a crash is undefined. The default
+    /// renames and then creates (truncates); the real file system
+    /// overwrites the file's blocks in place instead, which spares the
+    /// allocation and freeing of an inode and of its blocks
+    /// ([`crate::Options::recycle_table_files`]).
+    fn reuse(&self, from: &Path, to: &Path) -> Result<Box<dyn WritableFile>> {
+        self.rename(from, to)?;
+        self.create(to)
+    }
     /// Makes `to` a second name of the file `from` (a hard link); fails if
     /// `to` exists or the two are on different file systems. Like a
     /// creation, the new name is durable once its directory is synced.

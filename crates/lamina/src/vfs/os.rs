@@ -22,6 +22,10 @@ struct OsWritable {
     path: PathBuf,
     buf: Vec<u8>,
     len: u64,
+    /// The length of the old content of a file opened by [`Vfs::reuse`]
+    /// while it exceeds what has been written (0 otherwise): cut off at
+    /// the next flush or sync.
+    stale: u64,
 }
 
 impl OsWritable {
@@ -32,6 +36,19 @@ impl OsWritable {
                 .map_err(|e| Error::io("write", &self.path, e))?;
             self.buf.clear();
         }
+        Ok(())
+    }
+
+    /// Writes the buffer out and cuts off a reused file's old bytes beyond
+    /// what has been written.
+    fn settle(&mut self) -> Result<()> {
+        self.write_out()?;
+        if self.stale > self.len {
+            self.file
+                .set_len(self.len)
+                .map_err(|e| Error::io("truncate", &self.path, e))?;
+        }
+        self.stale = 0;
         Ok(())
     }
 }
@@ -53,11 +70,11 @@ impl WritableFile for OsWritable {
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.write_out()
+        self.settle()
     }
 
     fn sync(&mut self) -> Result<()> {
-        self.write_out()?;
+        self.settle()?;
         self.file
             .sync_data()
             .map_err(|e| Error::io("fdatasync", &self.path, e))
@@ -146,6 +163,34 @@ impl Vfs for OsFs {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER),
             len: 0,
+            stale: 0,
+        }))
+    }
+
+    /// Renames and overwrites in place: no `O_TRUNC`, which on ext4 frees
+    /// the blocks (and, for a file cut to nothing, forces its new blocks
+    /// out at close), and no new inode. 512 KiB files written and then
+    /// synced 32 at a time on the development machine's ext4: 3.7–5.0 ms a
+    /// file created (after an unlink), 0.8–0.9 ms reused
+    /// (`experiments/partitioned-merges`). A file with another name (a
+    /// checkpoint's hard link) shares its blocks with that name: it is
+    /// deleted and `to` created anew instead.
+    fn reuse(&self, from: &Path, to: &Path) -> Result<Box<dyn WritableFile>> {
+        let links = fs::metadata(from)
+            .map_err(|e| Error::io("stat", from, e))?
+            .nlink();
+        if links > 1 {
+            self.remove(from)?;
+            return self.create(to);
+        }
+        self.rename(from, to)?;
+        let (file, stale) = open_sized(OpenOptions::new().write(true), to, "open")?;
+        Ok(Box::new(OsWritable {
+            file,
+            path: to.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len: 0,
+            stale,
         }))
     }
 
@@ -163,6 +208,7 @@ impl Vfs for OsFs {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER),
             len,
+            stale: 0,
         }))
     }
 
@@ -249,5 +295,79 @@ impl Vfs for OsFs {
             }
             Err(fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(file: &mut Box<dyn WritableFile>, bytes: &[u8]) {
+        file.append(bytes).unwrap();
+        file.sync().unwrap();
+    }
+
+    /// A reused file holds exactly what was written to it, shorter or
+    /// longer than its old content, under its new name only, and keeps
+    /// its inode (it was overwritten, not created).
+    #[test]
+    fn a_reused_file_holds_exactly_its_new_bytes_in_the_same_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = OsFs;
+        let path = |n: u32| dir.path().join(format!("{n}.sst"));
+        let mut f = fs.create(&path(1)).unwrap();
+        write(&mut f, &[b'a'; 10_000]);
+        drop(f);
+        let inode = fs::metadata(path(1)).unwrap().ino();
+        // Shorter: the old tail is cut at the sync.
+        let mut f = fs.reuse(&path(1), &path(2)).unwrap();
+        write(&mut f, b"short");
+        drop(f);
+        assert!(!fs.exists(&path(1)));
+        assert_eq!(fs.read_all(&path(2)).unwrap(), b"short");
+        assert_eq!(fs::metadata(path(2)).unwrap().ino(), inode);
+        // Longer, in pieces larger than the write buffer: the file grows.
+        let long: Vec<u8> = (0..3 * WRITE_BUFFER + 7).map(|i| (i % 251) as u8).collect();
+        let mut f = fs.reuse(&path(2), &path(3)).unwrap();
+        f.append(&long[..WRITE_BUFFER + 1]).unwrap();
+        f.append(&long[WRITE_BUFFER + 1..]).unwrap();
+        assert_eq!(f.len(), long.len() as u64);
+        f.flush().unwrap();
+        drop(f);
+        assert_eq!(fs.read_all(&path(3)).unwrap(), long);
+        // Flushed without a sync, a shorter content is cut all the same.
+        let mut f = fs.reuse(&path(3), &path(4)).unwrap();
+        f.append(b"0123").unwrap();
+        f.flush().unwrap();
+        drop(f);
+        assert_eq!(fs.read_all(&path(4)).unwrap(), b"0123");
+        assert_eq!(fs::metadata(path(4)).unwrap().ino(), inode);
+    }
+
+    /// A file with a second name (a checkpoint's hard link) is never
+    /// overwritten: the other name keeps its bytes.
+    #[test]
+    fn a_hard_linked_file_is_not_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = OsFs;
+        let (a, b, c) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+        );
+        let mut f = fs.create(&a).unwrap();
+        write(&mut f, b"checkpointed bytes");
+        drop(f);
+        fs.hard_link(&a, &b).unwrap();
+        let mut f = fs.reuse(&a, &c).unwrap();
+        write(&mut f, b"new");
+        drop(f);
+        assert!(!fs.exists(&a));
+        assert_eq!(fs.read_all(&b).unwrap(), b"checkpointed bytes");
+        assert_eq!(fs.read_all(&c).unwrap(), b"new");
+        assert_ne!(
+            fs::metadata(&b).unwrap().ino(),
+            fs::metadata(&c).unwrap().ino()
+        );
     }
 }

@@ -103,6 +103,10 @@ impl Vfs for SlowReads {
         self.inner.rename(from, to)
     }
 
+    fn reuse(&self, from: &Path, to: &Path) -> Result<Box<dyn WritableFile>> {
+        self.inner.reuse(from, to)
+    }
+
     fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
         self.inner.hard_link(from, to)
     }
