@@ -22,7 +22,8 @@
 //! arrival in the level, last read), `tomb-ms` (the oldest tombstone's
 //! time) and `mbr` (a spatial file's bounding rectangle,
 //! `x0:y0:x1:y1`), then `*` if a running compaction owns it. A key is an integer,
-//! stored as 8 big-endian bytes (as the DSL stores integers), or `x`
+//! stored as 8 big-endian bytes (as the DSL stores integers), ASCII
+//! letters and digits in single quotes (`'abc'`, those bytes), or `x`
 //! followed by the key's bytes in hex. Runs without `order=` are ranked by
 //! their place in the picture: the first listed is the newest (ranks count
 //! down to 1). `L<n> sizes: S S ...` is a shorthand for a stack of
@@ -60,8 +61,16 @@ fn number(text: &str, what: &str) -> Result<u64> {
     text.trim().parse().map_err(|_| bad(what, text))
 }
 
-/// Parses a key: an integer (8 big-endian bytes) or `x<hex>`.
+/// Parses a key: an integer (8 big-endian bytes), `'<text>'` (its bytes)
+/// or `x<hex>`.
 fn parse_key(text: &str) -> Result<Vec<u8>> {
+    if let Some(quoted) = text.strip_prefix('\'') {
+        return quoted
+            .strip_suffix('\'')
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .map(|t| t.as_bytes().to_vec())
+            .ok_or_else(|| bad("key", text));
+    }
     match text.strip_prefix('x') {
         Some(hex) if hex.len() % 2 == 0 => (0..hex.len())
             .step_by(2)
@@ -76,15 +85,19 @@ fn parse_key(text: &str) -> Result<Vec<u8>> {
     }
 }
 
-/// Writes a key as [`parse_key`] reads it.
+/// Writes a key as [`parse_key`] reads it: 8 bytes as an integer, ASCII
+/// letters and digits quoted, anything else in hex.
 fn print_key(key: &[u8]) -> String {
-    match <[u8; 8]>::try_from(key) {
-        Ok(bytes) => u64::from_be_bytes(bytes).to_string(),
-        Err(_) => key.iter().fold(String::from("x"), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        }),
+    if let Ok(bytes) = <[u8; 8]>::try_from(key) {
+        return u64::from_be_bytes(bytes).to_string();
     }
+    if !key.is_empty() && key.iter().all(u8::is_ascii_alphanumeric) {
+        return format!("'{}'", String::from_utf8_lossy(key));
+    }
+    key.iter().fold(String::from("x"), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 /// Parses a rectangle `x0:y0:x1:y1`.
@@ -304,6 +317,13 @@ fn shorthand_runs(sizes: &str, next_id: &mut u64) -> Result<Vec<RunView>> {
         .collect()
 }
 
+/// One file of a picture (`5[10-20]=100{seq=3}*`), for unit tests that
+/// build files one by one.
+#[cfg(test)]
+pub(crate) fn file(text: &str) -> FileView {
+    parse_file(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
 /// Parses a tree picture (see the module docs).
 pub fn parse(text: &str) -> Result<TreeView> {
     // (level, run, explicit order) in picture order.
@@ -427,16 +447,10 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn a_picture_round_trips_through_its_canonical_form() {
-        let text = "\
-L0
-  r7: 7[0-999]=1
-  r8 order=1: 8[5-6]=2*
-L1
-L2
-  r5: 5[10-20]=100{entries=7,tomb=2,seq=3,created=4,arrived=5,read=6,tomb-ms=8} 6[x61-x6263]=9
-L3 sizes: 4 16
+    /// A level already in canonical form: a file with an MBR, a run with
+    /// a buffer of two tables (one marker) and one with an empty
+    /// incomplete buffer.
+    const SPATIAL_AND_BUFFERED: &str = "\
 L4
   r9 order=1: 9[0-9]=10{mbr=0:0.5:1.5:2}
     buffer base=100 round=40
@@ -445,7 +459,20 @@ L4
   r10 order=1: 11[0-9]=1
     buffer incomplete
 ";
-        let view = parse(text).unwrap();
+
+    #[test]
+    fn a_picture_round_trips_through_its_canonical_form() {
+        let text = "\
+L0
+  r7: 7[0-999]=1
+  r8 order=1: 8[5-6]=2*
+L1
+L2
+  r5: 5[10-20]=100{entries=7,tomb=2,seq=3,created=4,arrived=5,read=6,tomb-ms=8} 6['a'-'bc']=9{entries=1} 7[x7f-xff]=1
+L3 sizes: 4 16
+";
+        let text = format!("{text}{SPATIAL_AND_BUFFERED}");
+        let view = parse(&text).unwrap();
         // Ranks count down in picture order where not given.
         let orders: Vec<(u64, u64)> = view
             .levels
@@ -516,18 +543,13 @@ L0
   r8 order=1: 8[5-6]=2*
 L1
 L2
-  r5 order=5: 5[10-20]=100{entries=7,tomb=2,seq=3,created=4,arrived=5,read=6,tomb-ms=8} 6[x61-x6263]=9
+  r5 order=5: 5[10-20]=100{entries=7,tomb=2,seq=3,created=4,arrived=5,read=6,tomb-ms=8} 6['a'-'bc']=9{entries=1} 7[x7f-xff]=1
 L3
   r1001 order=4: 1001[0-999]=4
   r1002 order=3: 1002[0-999]=16
-L4
-  r9 order=1: 9[0-9]=10{mbr=0:0.5:1.5:2}
-    buffer base=100 round=40
-      b8: 1[0-4]=10 ~2[5-9]=10
-      b7: 3[0-9]=5{seq=2}
-  r10 order=1: 11[0-9]=1
-    buffer incomplete
 "
+            .to_string()
+                + SPATIAL_AND_BUFFERED
         );
         assert_eq!(print(&parse(&printed).unwrap()), printed);
     }
@@ -540,6 +562,8 @@ L4
             "L0\n  r1: 1[0-1]",
             "L0\n  r1: 1[0-1]=1{nosuch=1}",
             "L0\n  r1: 1[x6-1]=1",
+            "L0\n  r1: 1['a-'b']=1",
+            "L0\n  r1: 1[''-'b']=1",
             "Lx",
             "L0\n  buffer",
             "L0\n  r1: 1[0-1]=1\n  b2: 3[0-1]=1",
