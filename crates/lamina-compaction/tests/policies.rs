@@ -11,9 +11,11 @@
 //! * `define [flushes=N] [buffer=B] [now=MS]` with a tree picture as input
 //!   (`lamina_compaction::view::notation`: levels `L0`, `L1`, ..., under
 //!   each its runs newest first, `r<id> [order=<o>]: <file> ...`, a file
-//!   `<id>[<lo>-<hi>]=<size>` with optional attributes and `*` if busy),
+//!   `<id>[<lo>-<hi>]=<size>` with optional attributes and `*` if busy,
+//!   a run's compaction buffer on the lines below it),
 //!   prints the tree back in canonical form.
-//! * `pick <spec>`: the tasks the policy picks on the last defined tree.
+//! * `pick <spec>`: the tasks the policy picks on the last defined tree,
+//!   each with its LSbM buffer task, if any, on the line below.
 //! * `stalls <spec>`: whether the policy holds writes on that tree.
 //! * `plan <task>`: what `plan::plan` makes of a task on that tree, the
 //!   task written as `pick` prints one (`L1/r5[5 6] + L2/r3[3] -> L2/r3`,
@@ -21,8 +23,7 @@
 //!   older runs, or the refusal (`tests/testdata/plan/`).
 //!
 //! `every_registered_strategy_has_a_case` fails when a registered strategy
-//! has no `pick` or `stalls` case and is not in its list of those still
-//! without one.
+//! has no `pick` or `stalls` case.
 #![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::fmt::Write as _;
@@ -51,34 +52,8 @@ fn planner() {
     run_dir("plan");
 }
 
-/// Strategies with no `pick` or `stalls` case yet. The list may only
-/// shrink: a strategy not in it needs a case, and one in it that has a case
-/// must leave it.
-const NO_CASE_YET: &[&str] = &[
-    "lsbm",
-    "stack-leveled",
-    "binomial",
-    "minlatency",
-    "exploring",
-    "lo1",
-    "lo2",
-    "rr",
-    "cold",
-    "old",
-    "tsd",
-    "tsa",
-    "tier",
-    "smtree",
-    "1-leveling",
-    "lazy-leveling",
-    "cs265-tiered",
-    "cs265-leveled",
-    "lazy-leveled",
-    "partial",
-];
-
 /// Every registered strategy has a data-driven case (by its name or an
-/// alias), or is listed in [`NO_CASE_YET`].
+/// alias).
 #[test]
 fn every_registered_strategy_has_a_case() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/policies");
@@ -93,17 +68,15 @@ fn every_registered_strategy_has_a_case() {
             }
         }
     }
-    for s in STRATEGIES {
-        assert!(
-            covered.contains(s.name) != NO_CASE_YET.contains(&s.name),
-            "{}: {}",
-            s.name,
-            match covered.contains(s.name) {
-                true => "has a case now: take it out of NO_CASE_YET",
-                false => "no data-driven case: add one to tests/testdata/policies/",
-            }
-        );
-    }
+    let missing: Vec<&str> = STRATEGIES
+        .iter()
+        .map(|s| s.name)
+        .filter(|name| !covered.contains(name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no data-driven case (add one to tests/testdata/policies/): {missing:?}"
+    );
 }
 
 /// Runs every file of `tests/testdata/<name>/`.
@@ -242,6 +215,19 @@ fn run_command(
                     t.target_file_size,
                     t.reason
                 );
+                if let Some(b) = &t.buffer {
+                    let opt = |v: Option<u64>| v.map_or("none".to_string(), |v| v.to_string());
+                    let retire: Vec<String> = b.retire.iter().map(u64::to_string).collect();
+                    let _ = writeln!(
+                        s,
+                        "  buffer task: source=r{} frozen={} retire=[{}] base={} round_base={}",
+                        b.source,
+                        b.frozen,
+                        retire.join(" "),
+                        opt(b.base),
+                        opt(b.round_base)
+                    );
+                }
             }
             Ok(s)
         }

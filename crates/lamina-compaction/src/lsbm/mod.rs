@@ -725,24 +725,15 @@ pub struct TrimRule {
 mod tests {
 
     use super::*;
+    use crate::view::notation::file;
     use crate::FileView;
-
-    fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
-        FileView {
-            id,
-            size,
-            smallest: lo.as_bytes().into(),
-            largest: hi.as_bytes().into(),
-            ..FileView::default()
-        }
-    }
 
     #[test]
     fn rounds_make_tables_newest_first_and_removal_leaves_a_marker() {
         let mut b = Buffer::new(true);
-        b.append(1, Slot::Live(file(11, "a", "c", 5)));
-        b.append(1, Slot::Live(file(10, "m", "p", 5)));
-        b.append(2, Slot::Live(file(20, "b", "n", 7)));
+        b.append(1, Slot::Live(file("11['a'-'c']=5")));
+        b.append(1, Slot::Live(file("10['m'-'p']=5")));
+        b.append(2, Slot::Live(file("20['b'-'n']=7")));
         assert_eq!(
             b.tables.iter().map(|t| t.source).collect::<Vec<_>>(),
             [2, 1]
@@ -750,7 +741,7 @@ mod tests {
         assert_eq!(b.tables[1].slots[0].id(), 11);
         // A run that drains again from below its progress starts a round.
         let mut again = b.clone();
-        again.append(2, Slot::Live(file(21, "a", "b", 1)));
+        again.append(2, Slot::Live(file("21['a'-'b']=1")));
         assert_eq!(
             again.tables.iter().map(|t| t.source).collect::<Vec<_>>(),
             [2, 2, 1]
@@ -776,7 +767,7 @@ mod tests {
     fn pace_keeps_the_buffer_share_at_or_below_the_host_share() {
         let mut b = Buffer::new(true);
         for (i, k) in ["b", "d", "f", "h"].iter().enumerate() {
-            b.append(1, Slot::Live(file(i as u64, k, k, 10)));
+            b.append(1, Slot::Live(file(&format!("{i}['{k}'-'{k}']=10"))));
         }
         b.base = Some(40);
         // Host at 100 of 100: nothing goes; at 75: one file (30/40 <= 0.75);
@@ -939,12 +930,12 @@ mod tests {
                 BufferChange::Keep {
                     host: 7,
                     source: 3,
-                    file: file(1, "a", "b", 4),
+                    file: file("1['a'-'b']=4"),
                 },
                 BufferChange::Mark {
                     host: 7,
                     source: 3,
-                    removed: Marker::of(&file(2, "c", "d", 4)),
+                    removed: Marker::of(&file("2['c'-'d']=4")),
                 },
                 BufferChange::Remove { host: 9, file: 1 },
                 BufferChange::Base { host: 7, bytes: 4 },

@@ -1,17 +1,8 @@
 //! Tests of [`plan`](super::plan) and [`apply`](super::apply).
 
 use super::*;
+use crate::view::notation::file;
 use crate::{placement, LevelView, OutputRun, TaskInput};
-
-fn file(id: u64, lo: &[u8], hi: &[u8]) -> FileView {
-    FileView {
-        id,
-        size: 10,
-        smallest: lo.into(),
-        largest: hi.into(),
-        ..FileView::default()
-    }
-}
 
 /// Runs `(level, run id, files)` newest first; orders count down.
 fn tree(runs: Vec<(usize, u64, Vec<FileView>)>) -> TreeView {
@@ -60,7 +51,7 @@ fn refused(view: &TreeView, t: &CompactionTask, why: &str) {
 fn many_runs_are_found_and_checked_as_few_are() {
     // Twelve overlapping one-file runs of level 0, newest first.
     let runs: Vec<(usize, u64, Vec<FileView>)> = (0..12u64)
-        .map(|i| (0, 100 + i, vec![file(1 + i, b"a", b"z")]))
+        .map(|i| (0, 100 + i, vec![file(&format!("{}['a'-'z']=10", 1 + i))]))
         .collect();
     let view = tree(runs);
     let all: Vec<(usize, u64, Vec<u64>)> = (0..12u64).map(|i| (0, 100 + i, vec![1 + i])).collect();
@@ -98,8 +89,8 @@ fn many_runs_are_found_and_checked_as_few_are() {
 #[test]
 fn a_push_past_an_overlapping_neighbour_is_allowed() {
     let view = tree(vec![
-        (1, 10, vec![file(1, b"a", b"c"), file(2, b"k", b"p")]),
-        (2, 11, vec![file(11, b"b", b"m")]),
+        (1, 10, vec![file("1['a'-'c']=10"), file("2['k'-'p']=10")]),
+        (2, 11, vec![file("11['b'-'m']=10")]),
     ]);
     let p = plan(
         &view,
@@ -116,9 +107,9 @@ fn a_push_past_an_overlapping_neighbour_is_allowed() {
 #[test]
 fn a_push_past_an_overlapping_newer_file_is_refused() {
     let view = tree(vec![
-        (1, 10, vec![file(1, b"a", b"c")]),
-        (2, 11, vec![file(21, b"b", b"d")]),
-        (3, 12, vec![file(31, b"x", b"z")]),
+        (1, 10, vec![file("1['a'-'c']=10")]),
+        (2, 11, vec![file("21['b'-'d']=10")]),
+        (3, 12, vec![file("31['x'-'z']=10")]),
     ]);
     let reorder = "reorder versions";
     refused(
@@ -132,9 +123,9 @@ fn a_push_past_an_overlapping_newer_file_is_refused() {
     assert_eq!(p.action, Action::Move);
     // Without shared keys the push is safe, and a move.
     let view = tree(vec![
-        (1, 10, vec![file(1, b"a", b"c")]),
-        (2, 11, vec![file(21, b"d", b"f")]),
-        (3, 12, vec![file(31, b"x", b"z")]),
+        (1, 10, vec![file("1['a'-'c']=10")]),
+        (2, 11, vec![file("21['d'-'f']=10")]),
+        (3, 12, vec![file("31['x'-'z']=10")]),
     ]);
     let p = plan(&view, &task(&[(1, 10, &[1])], 3, OutputRun::Existing(12))).unwrap();
     assert_eq!(p.action, Action::Move);
@@ -145,9 +136,9 @@ fn a_push_past_an_overlapping_newer_file_is_refused() {
 #[test]
 fn lifting_an_older_input_above_a_newer_file_is_refused() {
     let view = tree(vec![
-        (1, 10, vec![file(1, b"a", b"c")]),
-        (1, 11, vec![file(21, b"m", b"n")]),
-        (1, 12, vec![file(31, b"l", b"o")]),
+        (1, 10, vec![file("1['a'-'c']=10")]),
+        (1, 11, vec![file("21['m'-'n']=10")]),
+        (1, 12, vec![file("31['l'-'o']=10")]),
     ]);
     let inputs: &[(usize, u64, &[u64])] = &[(1, 10, &[1]), (1, 12, &[31])];
     refused(&view, &task(inputs, 1, OutputRun::New), "reorder versions");
@@ -164,8 +155,8 @@ fn lifting_an_older_input_above_a_newer_file_is_refused() {
 #[test]
 fn bad_tasks_are_refused() {
     let mut view = tree(vec![
-        (0, 10, vec![file(1, b"a", b"c")]),
-        (1, 11, vec![file(2, b"a", b"b"), file(3, b"x", b"z")]),
+        (0, 10, vec![file("1['a'-'c']=10")]),
+        (1, 11, vec![file("2['a'-'b']=10"), file("3['x'-'z']=10")]),
     ]);
     refused(&view, &task(&[(0, 9, &[1])], 1, OutputRun::New), "no run 9");
     refused(
@@ -219,7 +210,7 @@ fn bad_tasks_are_refused() {
 fn the_repeat_check_is_linear_in_the_ids() {
     let n = 2000u64;
     let files = (1..=n)
-        .map(|id| file(id, &id.to_be_bytes(), &id.to_be_bytes()))
+        .map(|id| file(&format!("{id}[{id}-{id}]=10")))
         .collect();
     let view = tree(vec![(0, 10, files)]);
     let ids: Vec<u64> = (1..=n).rev().collect();
@@ -262,8 +253,7 @@ fn the_repeat_check_is_linear_in_the_ids() {
 /// tree after it is the one a rebuild from scratch gives.
 #[test]
 fn a_merge_costs_searches_per_run_not_per_file() {
-    let key = |k: u64| k.to_be_bytes();
-    let span = |id: u64, lo: u64, hi: u64| file(id, &key(lo), &key(hi));
+    let span = |id: u64, lo: u64, hi: u64| file(&format!("{id}[{lo}-{hi}]=10"));
     // Level 2: files [10k, 10k + 9] for k < 5000; level 1: one file
     // over 300 of them.
     let lower: Vec<FileView> = (0..5000).map(|k| span(k + 1, 10 * k, 10 * k + 9)).collect();
@@ -319,13 +309,6 @@ fn a_merge_costs_searches_per_run_not_per_file() {
     }
 }
 
-fn spatial(id: u64, lo: &[u8], hi: &[u8], mbr: (f64, f64, f64, f64)) -> FileView {
-    FileView {
-        mbr: Some(crate::geometry::Rect::new(mbr.0, mbr.1, mbr.2, mbr.3)),
-        ..file(id, lo, hi)
-    }
-}
-
 /// Level 1 holds tiles 20 and 21 (key ranges overlapping, MBRs apart);
 /// level 2 tiles 30 (under 20) and 31 (touching 21's MBR). Pushing tile
 /// 20 down with tile 30 passes over tile 21 (a peer) and tile 31 (MBR
@@ -334,10 +317,10 @@ fn spatial(id: u64, lo: &[u8], hi: &[u8], mbr: (f64, f64, f64, f64)) -> FileView
 fn tiles_need_no_order_among_peers_and_mbrs_prove_disjoint_keys() {
     let tile = |level, f: FileView| (level, f.id, vec![f]);
     let mut view = tree(vec![
-        tile(1, spatial(20, b"a", b"m", (0.0, 0.0, 1.0, 1.0))),
-        tile(1, spatial(21, b"b", b"n", (5.0, 5.0, 6.0, 6.0))),
-        tile(2, spatial(30, b"a", b"z", (0.5, 0.5, 2.0, 2.0))),
-        tile(2, spatial(31, b"c", b"y", (6.0, 6.0, 7.0, 7.0))),
+        tile(1, file("20['a'-'m']=10{mbr=0:0:1:1}")),
+        tile(1, file("21['b'-'n']=10{mbr=5:5:6:6}")),
+        tile(2, file("30['a'-'z']=10{mbr=0.5:0.5:2:2}")),
+        tile(2, file("31['c'-'y']=10{mbr=6:6:7:7}")),
     ]);
     for level in &mut view.levels {
         for run in &mut level.runs {
@@ -366,8 +349,8 @@ fn tiles_need_no_order_among_peers_and_mbrs_prove_disjoint_keys() {
         &mut view,
         &p,
         vec![
-            spatial(40, b"a", b"k", (0.0, 0.0, 1.0, 2.0)),
-            spatial(41, b"b", b"m", (1.5, 0.0, 2.0, 2.0)),
+            file("40['a'-'k']=10{mbr=0:0:1:2}"),
+            file("41['b'-'m']=10{mbr=1.5:0:2:2}"),
         ],
         0,
     );
@@ -386,9 +369,9 @@ fn tiles_need_no_order_among_peers_and_mbrs_prove_disjoint_keys() {
 #[test]
 fn apply_places_outputs_and_drops_what_emptied() {
     let mut view = tree(vec![
-        (0, 10, vec![file(1, b"a", b"c")]),
-        (0, 11, vec![file(2, b"b", b"d")]),
-        (1, 12, vec![file(3, b"a", b"b"), file(4, b"x", b"z")]),
+        (0, 10, vec![file("1['a'-'c']=10")]),
+        (0, 11, vec![file("2['b'-'d']=10")]),
+        (1, 12, vec![file("3['a'-'b']=10"), file("4['x'-'z']=10")]),
     ]);
     // Merge level 0 with file 3 into level 1's run.
     let p = plan(
@@ -401,7 +384,7 @@ fn apply_places_outputs_and_drops_what_emptied() {
     )
     .unwrap();
     assert_eq!(p.input_bytes(), 30);
-    apply(&mut view, &p, vec![file(5, b"a", b"d")], 0);
+    apply(&mut view, &p, vec![file("5['a'-'d']=10")], 0);
     assert_eq!(view.levels[0].runs.len(), 0);
     let ids: Vec<u64> = view.levels[1].runs[0].files.iter().map(|f| f.id).collect();
     assert_eq!(ids, [5, 4]);
@@ -424,8 +407,8 @@ fn apply_places_outputs_and_drops_what_emptied() {
 #[test]
 fn apply_recreates_an_output_run_a_concurrent_merge_emptied() {
     let mut view = tree(vec![
-        (1, 11, vec![file(1, b"a", b"c")]),
-        (2, 12, vec![file(2, b"m", b"p")]),
+        (1, 11, vec![file("1['a'-'c']=10")]),
+        (2, 12, vec![file("2['m'-'p']=10")]),
     ]);
     let into = plan(&view, &task(&[(1, 11, &[1])], 2, OutputRun::Existing(12))).unwrap();
     let down = plan(&view, &task(&[(2, 12, &[2])], 3, OutputRun::New)).unwrap();

@@ -329,17 +329,8 @@ mod tests {
 
     use super::*;
     use crate::lsbm::{apply_changes, BufferChange};
+    use crate::view::notation::file;
     use crate::{FileView, LevelView};
-
-    fn file(id: u64, lo: &str, hi: &str, size: u64) -> FileView {
-        FileView {
-            id,
-            size,
-            smallest: lo.as_bytes().into(),
-            largest: hi.as_bytes().into(),
-            ..FileView::default()
-        }
-    }
 
     /// A worked example of the freeze rule, with memtables of 10 bytes,
     /// `l0=1` and `T=2` (`S_1` = 20, `S_2` = 40): level 1 holds `C_1` (run
@@ -371,15 +362,15 @@ mod tests {
         ];
         view.levels[1]
             .runs
-            .push(run(50, 5, vec![file(51, "a", "z", 10)]));
+            .push(run(50, 5, vec![file("51['a'-'z']=10")]));
         view.levels[1].runs.push(run(
             40,
             4,
-            vec![file(41, "m", "n", 10), file(42, "o", "p", 10)],
+            vec![file("41['m'-'n']=10"), file("42['o'-'p']=10")],
         ));
         view.levels[2]
             .runs
-            .push(run(30, 3, vec![file(31, "a", "z", host_bytes)]));
+            .push(run(30, 3, vec![file(&format!("31['a'-'z']={host_bytes}"))]));
         let mut changes = vec![BufferChange::New {
             host: 30,
             complete: true,
@@ -392,7 +383,7 @@ mod tests {
             changes.push(BufferChange::Keep {
                 host: 30,
                 source: 40,
-                file: file(39, "a", "l", bytes_in),
+                file: file(&format!("39['a'-'l']={bytes_in}")),
             });
         } else {
             // An earlier round, of run 20, that was all repeated.
@@ -403,7 +394,7 @@ mod tests {
             changes.push(BufferChange::Keep {
                 host: 30,
                 source: 20,
-                file: file(19, "a", "z", 20),
+                file: file("19['a'-'z']=20"),
             });
         }
         apply_changes(&mut view.compaction_buffers, changes, |_| true);

@@ -191,22 +191,8 @@ impl CompactionPolicy for Leveling {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::view::notation::file;
     use crate::{FileView, LevelView, OutputRun, RunView};
-
-    fn file(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
-        FileView {
-            id,
-            size,
-            entries: 1,
-            tombstones: 0,
-            smallest: vec![lo].into(),
-            largest: vec![hi].into(),
-            created_ms: 0,
-            oldest_tombstone_ms: None,
-            busy: false,
-            ..Default::default()
-        }
-    }
 
     fn run(id: u64, files: Vec<FileView>) -> RunView {
         RunView {
@@ -233,15 +219,15 @@ mod tests {
             levels: vec![
                 LevelView {
                     runs: vec![
-                        run(5, vec![file(1, 10, 20, 10)]),
-                        run(4, vec![file(2, 15, 40, 10)]),
+                        run(5, vec![file("1[10-20]=10")]),
+                        run(4, vec![file("2[15-40]=10")]),
                     ]
                     .into(),
                 },
                 LevelView {
                     runs: vec![run(
                         1,
-                        vec![file(3, 0, 5, 10), file(4, 12, 30, 10), file(5, 50, 60, 10)],
+                        vec![file("3[0-5]=10"), file("4[12-30]=10"), file("5[50-60]=10")],
                     )]
                     .into(),
                 },
@@ -266,10 +252,10 @@ mod tests {
             levels: vec![
                 LevelView::default(),
                 LevelView {
-                    runs: vec![run(1, vec![file(1, 0, 9, 600), file(2, 20, 29, 600)])].into(),
+                    runs: vec![run(1, vec![file("1[0-9]=600"), file("2[20-29]=600")])].into(),
                 },
                 LevelView {
-                    runs: vec![run(2, vec![file(3, 0, 9, 5000), file(4, 25, 26, 10)])].into(),
+                    runs: vec![run(2, vec![file("3[0-9]=5000"), file("4[25-26]=10")])].into(),
                 },
             ],
             memtable_bytes: 100,
@@ -284,11 +270,11 @@ mod tests {
 
     #[test]
     fn busy_files_are_never_picked_and_small_trees_need_nothing() {
-        let mut f = file(1, 0, 9, 10);
+        let mut f = file("1[0-9]=10");
         f.busy = true;
         let view = TreeView {
             levels: vec![LevelView {
-                runs: vec![run(2, vec![f]), run(1, vec![file(2, 0, 9, 10)])].into(),
+                runs: vec![run(2, vec![f]), run(1, vec![file("2[0-9]=10")])].into(),
             }],
             memtable_bytes: 100,
             ..Default::default()
@@ -296,7 +282,7 @@ mod tests {
         assert!(policy().pick(&view).is_empty());
         let calm = TreeView {
             levels: vec![LevelView {
-                runs: vec![run(1, vec![file(2, 0, 9, 10)])].into(),
+                runs: vec![run(1, vec![file("2[0-9]=10")])].into(),
             }],
             memtable_bytes: 100,
             ..Default::default()

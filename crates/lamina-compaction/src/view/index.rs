@@ -524,17 +524,8 @@ impl TreeView {
 mod tests {
 
     use super::*;
+    use crate::view::notation::file;
     use crate::work::searches;
-
-    fn file(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
-        FileView {
-            id,
-            size,
-            smallest: lo.to_be_bytes().to_vec().into(),
-            largest: hi.to_be_bytes().to_vec().into(),
-            ..FileView::default()
-        }
-    }
 
     fn run(id: u64, files: Vec<FileView>) -> LevelView {
         LevelView {
@@ -552,10 +543,26 @@ mod tests {
     /// `j`th of `lower(j)` bytes (sizes varied so that scores differ).
     fn two_levels(n: u64, upper: impl Fn(u64) -> u64, lower: impl Fn(u64) -> u64) -> TreeView {
         let upper = (0..n)
-            .map(|k| file(k + 1, 100 * k, 100 * k + 99, upper(k)))
+            .map(|k| {
+                file(&format!(
+                    "{}[{}-{}]={}",
+                    k + 1,
+                    100 * k,
+                    100 * k + 99,
+                    upper(k)
+                ))
+            })
             .collect();
         let lower = (0..10 * n)
-            .map(|j| file(100_000 + j, 10 * j, 10 * j + 9, lower(j)))
+            .map(|j| {
+                file(&format!(
+                    "{}[{}-{}]={}",
+                    100_000 + j,
+                    10 * j,
+                    10 * j + 9,
+                    lower(j)
+                ))
+            })
             .collect();
         TreeView {
             levels: vec![LevelView::default(), run(1, upper), run(2, lower)],

@@ -109,21 +109,49 @@ impl Runs {
         Some(run)
     }
 
-    /// Keeps the runs `keep` accepts, in order.
-    pub fn retain(&mut self, mut keep: impl FnMut(&RunView) -> bool) {
-        // Kept runs move down over dropped ones; [kept, read) holds only
-        // dropped runs.
-        let mut kept = self.room;
-        for read in self.room..self.slots.len() {
-            if keep(&self.slots[read]) {
-                if kept != read {
+    /// Keeps the runs `keep` accepts, in order. The kept runs on the
+    /// shorter side of the dropped ones move: toward the front over them
+    /// (the room at the back is freed), or toward the back (the dropped
+    /// runs become room in front). A stack merge drops the newest runs, so
+    /// the older ones stay where they are; a tiered merge of the oldest
+    /// runs leaves the newer ones. `keep` must answer the same for a run
+    /// every time it is asked.
+    pub fn retain(&mut self, keep: impl Fn(&RunView) -> bool) {
+        let (room, end) = (self.room, self.slots.len());
+        let dropped = |i: &usize| !keep(&self.slots[*i]);
+        let (Some(first), Some(last)) =
+            ((room..end).find(dropped), (room..end).rev().find(dropped))
+        else {
+            return;
+        };
+        let kept_after = (first..end).filter(|i| !dropped(i)).count();
+        let kept_before = (room..last).filter(|i| !dropped(i)).count();
+        if kept_after <= kept_before {
+            // [kept, read) holds only dropped runs.
+            let mut kept = first;
+            for read in first..end {
+                if keep(&self.slots[read]) {
+                    shifted(1);
+                    self.slots.swap(kept, read);
+                    kept += 1;
+                }
+            }
+            self.slots.truncate(kept);
+        } else {
+            // (read, kept) holds only dropped runs.
+            let mut kept = last + 1;
+            for read in (room..=last).rev() {
+                if keep(&self.slots[read]) {
+                    kept -= 1;
                     shifted(1);
                     self.slots.swap(kept, read);
                 }
-                kept += 1;
             }
+            for slot in &mut self.slots[room..kept] {
+                *slot = placeholder();
+            }
+            self.room = kept;
         }
-        self.slots.truncate(kept);
     }
 
     /// Room in front for as many runs as there are (at least four).
@@ -211,6 +239,10 @@ mod tests {
         Pop,
         Remove(usize),
         Retain(u8),
+        /// Drops the `n` newest runs (a stack merge's inputs).
+        DropNewest(usize),
+        /// Drops the `n` oldest runs (a tiered merge's inputs).
+        DropOldest(usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -221,6 +253,8 @@ mod tests {
             1 => Just(Op::Pop),
             2 => (0usize..40).prop_map(Op::Remove),
             1 => (2u8..5).prop_map(Op::Retain),
+            1 => (0usize..6).prop_map(Op::DropNewest),
+            1 => (0usize..6).prop_map(Op::DropOldest),
         ]
     }
 
@@ -242,7 +276,8 @@ mod tests {
                     }
                     Op::InsertAll(at, n) => {
                         let at = at.min(model.len());
-                        let new: Vec<u64> = (0..u64::from(n)).map(|k| next * 10 + k).collect();
+                        // Ids stay unique, so that dropping runs by id drops them by place.
+                        let new: Vec<u64> = (0..u64::from(n)).map(|k| 1_000_000 + next * 10 + k).collect();
                         runs.insert_all(at, new.iter().map(|&id| run(id)));
                         model.splice(at..at, new);
                     }
@@ -261,6 +296,14 @@ mod tests {
                     Op::Retain(m) => {
                         runs.retain(|r| r.id % u64::from(m) != 0);
                         model.retain(|id| id % u64::from(m) != 0);
+                    }
+                    Op::DropNewest(n) | Op::DropOldest(n) => {
+                        let n = n.min(model.len());
+                        let gone: Vec<u64> = match op {
+                            Op::DropNewest(_) => model.drain(..n).collect(),
+                            _ => model.drain(model.len() - n..).collect(),
+                        };
+                        runs.retain(|r| !gone.contains(&r.id));
                     }
                 }
                 prop_assert_eq!(ids(&runs), model.clone());

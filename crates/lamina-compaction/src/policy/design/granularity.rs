@@ -130,11 +130,11 @@ mod tests {
     fn segment_picks_the_narrowest_consecutive_runs() {
         // Spans (newest first): 100, 10, 20, 100, 100.
         let level = level_of(vec![
-            vec![file(1, 0, 100, 1)],
-            vec![file(2, 50, 60, 1)],
-            vec![file(3, 40, 60, 1)],
-            vec![file(4, 0, 100, 1)],
-            vec![file(5, 0, 100, 1)],
+            vec![file("1[0-100]=1")],
+            vec![file("2[50-60]=1")],
+            vec![file("3[40-60]=1")],
+            vec![file("4[0-100]=1")],
+            vec![file("5[0-100]=1")],
         ]);
         // c = 0.2 of 5 runs is 1, raised to 2: runs 1..3 (spans 10 + 20).
         assert_eq!(segment(&level.runs, 0.2, false), Some(1..3));
@@ -143,10 +143,10 @@ mod tests {
         assert_eq!(segment(&level.runs, 0.5, false), Some(1..4));
         // Equal spans: the window of fewest bytes.
         let mut equal = level_of(vec![
-            vec![file(1, 0, 100, 5)],
-            vec![file(2, 0, 100, 1)],
-            vec![file(3, 0, 100, 1)],
-            vec![file(4, 0, 100, 9)],
+            vec![file("1[0-100]=5")],
+            vec![file("2[0-100]=1")],
+            vec![file("3[0-100]=1")],
+            vec![file("4[0-100]=9")],
         ]);
         assert_eq!(segment(&equal.runs, 0.2, false), Some(1..3));
         let first = equal.runs[2].files.first().unwrap().id;

@@ -111,9 +111,9 @@ mod tests {
     fn fold_merges_newer_runs_into_the_oldest_overlap_only() {
         let view = view_of(
             vec![level_of(vec![
-                vec![file(1, 10, 20, 5)],
-                vec![file(2, 15, 30, 5)],
-                vec![file(3, 0, 9, 50), file(4, 12, 25, 50), file(5, 40, 50, 50)],
+                vec![file("1[10-20]=5")],
+                vec![file("2[15-30]=5")],
+                vec![file("3[0-9]=50"), file("4[12-25]=50"), file("5[40-50]=50")],
             ])],
             100,
         );
@@ -125,7 +125,7 @@ mod tests {
         ids.sort();
         assert_eq!(ids, [1, 2, 4]);
         // One run: nothing to fold.
-        let calm = view_of(vec![level_of(vec![vec![file(3, 0, 9, 50)]])], 100);
+        let calm = view_of(vec![level_of(vec![vec![file("3[0-9]=50")]])], 100);
         assert!(fold(&calm, 0, 1).is_none());
     }
 
@@ -133,8 +133,8 @@ mod tests {
     fn destination_depends_on_the_layout_below() {
         let view = view_of(
             vec![
-                level_of(vec![vec![file(1, 10, 20, 5)]]),
-                level_of(vec![vec![file(2, 0, 12, 5), file(3, 30, 40, 5)]]),
+                level_of(vec![vec![file("1[10-20]=5")]]),
+                level_of(vec![vec![file("2[0-12]=5"), file("3[30-40]=5")]]),
             ],
             100,
         );

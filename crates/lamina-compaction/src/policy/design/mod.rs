@@ -551,8 +551,8 @@ mod tests {
         // Level 0 is leveled, holds two runs and is saturated.
         let view = view_of(
             vec![level_of(vec![
-                vec![file(1, 0, 9, 600)],
-                vec![file(2, 0, 9, 600)],
+                vec![file("1[0-9]=600")],
+                vec![file("2[0-9]=600")],
             ])],
             100,
         );
@@ -573,7 +573,7 @@ mod tests {
         let mut three = view.clone();
         three.levels[0].runs.insert(
             0,
-            level_of(vec![vec![file(9, 0, 9, 600)]])
+            level_of(vec![vec![file("9[0-9]=600")]])
                 .runs
                 .remove(0)
                 .unwrap(),
@@ -589,10 +589,10 @@ mod tests {
         // flushed runs (fold score 3 against 1.2 × capacity).
         let view = view_of(
             vec![level_of(vec![
-                vec![file(7, 0, 9, 10)],
-                vec![file(8, 0, 9, 10)],
-                vec![file(9, 0, 9, 10)],
-                vec![file(1, 0, 9, 1170)],
+                vec![file("7[0-9]=10")],
+                vec![file("8[0-9]=10")],
+                vec![file("9[0-9]=10")],
+                vec![file("1[0-9]=1170")],
             ])],
             100,
         );
@@ -623,8 +623,8 @@ mod tests {
     fn file_granularity_pushes_marked_files_with_their_overlap() {
         let mut view = view_of(
             vec![
-                level_of(vec![vec![file(1, 0, 9, 100), file(2, 10, 19, 100)]]),
-                level_of(vec![vec![file(3, 0, 5, 900), file(4, 12, 15, 10)]]),
+                level_of(vec![vec![file("1[0-9]=100"), file("2[10-19]=100")]]),
+                level_of(vec![vec![file("3[0-5]=900"), file("4[12-15]=10")]]),
             ],
             10,
         );
@@ -667,11 +667,11 @@ mod tests {
         let view = view_of(
             vec![
                 level_of(vec![
-                    vec![file(1, 0, 9, 10)],
-                    vec![file(2, 0, 9, 10)],
-                    vec![file(3, 0, 9, 10)],
+                    vec![file("1[0-9]=10")],
+                    vec![file("2[0-9]=10")],
+                    vec![file("3[0-9]=10")],
                 ]),
-                level_of(vec![vec![file(4, 0, 9, 30)]]),
+                level_of(vec![vec![file("4[0-9]=30")]]),
             ],
             10,
         );
@@ -703,8 +703,8 @@ mod tests {
         let p = composed(vec![tiered.clone()], Some(leveled.clone()));
         let view = view_of(
             vec![
-                level_of(vec![vec![file(1, 0, 9, 10)], vec![file(2, 0, 9, 10)]]),
-                level_of(vec![vec![file(3, 0, 9, 30)]]),
+                level_of(vec![vec![file("1[0-9]=10")], vec![file("2[0-9]=10")]]),
+                level_of(vec![vec![file("3[0-9]=30")]]),
             ],
             10,
         );
@@ -725,10 +725,10 @@ mod tests {
     fn segments_merge_in_place_unless_they_end_at_the_oldest_run() {
         let view = view_of(
             vec![level_of(vec![
-                vec![file(1, 0, 100, 10)],
-                vec![file(2, 50, 60, 10)],
-                vec![file(3, 40, 60, 10)],
-                vec![file(4, 0, 100, 10)],
+                vec![file("1[0-100]=10")],
+                vec![file("2[50-60]=10")],
+                vec![file("3[40-60]=10")],
+                vec![file("4[0-100]=10")],
             ])],
             10,
         );
@@ -762,8 +762,8 @@ mod tests {
     fn busy_files_are_never_picked_and_blocking_reports_pending_work() {
         let mut view = view_of(
             vec![level_of(vec![
-                vec![file(1, 0, 9, 10)],
-                vec![file(2, 0, 9, 10)],
+                vec![file("1[0-9]=10")],
+                vec![file("2[0-9]=10")],
             ])],
             100,
         );
@@ -791,8 +791,8 @@ mod tests {
         // buffer 100, T = 10: level 0 holds up to 1000 bytes.
         let within = view_of(
             vec![level_of(vec![
-                vec![file(1, 0, 9, 300)],
-                vec![file(2, 0, 9, 600)],
+                vec![file("1[0-9]=300")],
+                vec![file("2[0-9]=600")],
             ])],
             100,
         );

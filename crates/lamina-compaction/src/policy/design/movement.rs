@@ -316,14 +316,14 @@ mod tests {
         view_of(
             vec![
                 level_of(vec![vec![
-                    file(1, 0, 9, 100),
-                    file(2, 10, 19, 100),
-                    file(3, 20, 29, 100),
+                    file("1[0-9]=100"),
+                    file("2[10-19]=100"),
+                    file("3[20-29]=100"),
                 ]]),
                 // Parent: heavy under file 1, light under 2, nothing under 3.
-                level_of(vec![vec![file(10, 0, 9, 900), file(11, 10, 12, 50)]]),
+                level_of(vec![vec![file("10[0-9]=900"), file("11[10-12]=50")]]),
                 // Grandparent: heavy under 3, nothing under 2.
-                level_of(vec![vec![file(20, 0, 5, 10), file(21, 20, 29, 5000)]]),
+                level_of(vec![vec![file("20[0-5]=10"), file("21[20-29]=5000")]]),
             ],
             100,
         )
@@ -432,9 +432,9 @@ mod tests {
         let mut view = view_of(
             vec![
                 level_of(vec![vec![
-                    file(1, 0, 9, 100),
-                    file(2, 10, 19, 100),
-                    file(3, 20, 29, 100),
+                    file("1[0-9]=100"),
+                    file("2[10-19]=100"),
+                    file("3[20-29]=100"),
                 ]]),
                 level_of(vec![]),
             ],

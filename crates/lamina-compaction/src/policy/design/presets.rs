@@ -298,12 +298,12 @@ mod tests {
         let view = view_of(
             vec![
                 level_of(vec![vec![
-                    file(1, 0, 9, 400),
-                    file(2, 10, 19, 400),
-                    file(3, 20, 29, 400),
+                    file("1[0-9]=400"),
+                    file("2[10-19]=400"),
+                    file("3[20-29]=400"),
                 ]]),
-                level_of(vec![vec![file(4, 5, 12, 100), file(5, 50, 60, 100)]]),
-                level_of(vec![vec![file(6, 0, 99, 50_000)]]),
+                level_of(vec![vec![file("4[5-12]=100"), file("5[50-60]=100")]]),
+                level_of(vec![vec![file("6[0-99]=50000")]]),
             ],
             100,
         );
@@ -337,13 +337,13 @@ mod tests {
         let mut view = view_of(
             vec![
                 level_of(vec![vec![
-                    at(file(1, 0, 9, 400), 1),
-                    at(file(2, 10, 19, 400), 1),
-                    at(file(3, 20, 29, 400), 1),
+                    at(file("1[0-9]=400"), 1),
+                    at(file("2[10-19]=400"), 1),
+                    at(file("3[20-29]=400"), 1),
                 ]]),
                 level_of(vec![vec![
-                    at(file(4, 5, 12, 100), 0),
-                    at(file(5, 50, 60, 100), 0),
+                    at(file("4[5-12]=100"), 0),
+                    at(file("5[50-60]=100"), 0),
                 ]]),
             ],
             100,
@@ -360,7 +360,7 @@ mod tests {
         view.levels[1].runs[0].files.remove(4).unwrap();
         view.levels[1].runs[0]
             .files
-            .insert(at(file(6, 0, 12, 500), 2));
+            .insert(at(file("6[0-12]=500"), 2));
         assert!(!p.out_of_shape(&view), "800 bytes against 1000");
         assert_eq!(ids(&view), [2, 6], "B is marked too");
         assert!(
@@ -371,24 +371,24 @@ mod tests {
         view.levels[1].runs[0].files.remove(6).unwrap();
         view.levels[1].runs[0]
             .files
-            .insert(at(file(7, 0, 19, 900), 3));
+            .insert(at(file("7[0-19]=900"), 3));
         assert_eq!(ids(&view), [3], "C overlaps nothing below");
         view.levels[0].runs[0].files.remove(3).unwrap();
         view.levels[1].runs[0]
             .files
-            .insert(at(file(3, 20, 29, 400), 4));
+            .insert(at(file("3[20-29]=400"), 4));
         // Level 0 is empty; level 1 (1400 bytes of 10,000) rests.
         assert!(p.pick(&view).is_empty());
         assert!(!p.stalls_writes(&view));
         // A flush arriving later is not part of the drain.
         view.levels[0].runs[0]
             .files
-            .insert(at(file(8, 0, 99, 100), 5));
+            .insert(at(file("8[0-99]=100"), 5));
         assert!(p.pick(&view).is_empty());
         // The flush that saturates a level is folded into its run first.
         let mut flushed = view.clone();
         flushed.levels[0].runs[0].files.update(8, |f| f.size = 950);
-        let run = level_of(vec![vec![at(file(9, 0, 99, 100), 6)]])
+        let run = level_of(vec![vec![at(file("9[0-99]=100"), 6)]])
             .runs
             .remove(0)
             .unwrap();
@@ -406,14 +406,14 @@ mod tests {
     #[test]
     fn tsa_persists_a_delete_within_its_threshold() {
         let p = build("tsa:threshold=1110").unwrap();
-        let mut tomb = file(1, 0, 9, 10);
+        let mut tomb = file("1[0-9]=10");
         tomb.tombstones = 1;
         tomb.oldest_tombstone_ms = Some(0);
         let mut view = view_of(
             vec![
                 level_of(vec![vec![tomb]]),
-                level_of(vec![vec![file(2, 20, 29, 10)]]),
-                level_of(vec![vec![file(3, 30, 39, 10)]]),
+                level_of(vec![vec![file("2[20-29]=10")]]),
+                level_of(vec![vec![file("3[30-39]=10")]]),
             ],
             1 << 20,
         );

@@ -1,25 +1,9 @@
 //! Hand-built tree views for the design-space unit tests.
 
 use super::LevelCtx;
-use crate::{FileView, InlineKey, LevelView, RunView, TreeView};
+use crate::{FileView, LevelView, RunView, TreeView};
 
-/// A key as the engine's integer encoding would give it: big-endian.
-pub fn k(n: u64) -> InlineKey {
-    InlineKey::new(&n.to_be_bytes())
-}
-
-/// A file over keys `[lo, hi]` of `size` bytes, one entry per byte.
-pub fn file(id: u64, lo: u64, hi: u64, size: u64) -> FileView {
-    FileView {
-        id,
-        size,
-        entries: size,
-        smallest: k(lo),
-        largest: k(hi),
-        smallest_seq: id,
-        ..FileView::default()
-    }
-}
+pub(crate) use crate::view::notation::file;
 
 /// A level of runs given newest first; run ids and orders count down so
 /// that the first run is the newest.

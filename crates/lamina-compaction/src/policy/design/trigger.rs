@@ -198,8 +198,8 @@ mod tests {
         // buffer 100, T = 10: level 0 holds up to 1000 bytes.
         let view = view_of(
             vec![
-                level_of(vec![vec![file(1, 0, 9, 600), file(2, 10, 19, 500)]]),
-                level_of(vec![vec![file(3, 0, 9, 100)]]),
+                level_of(vec![vec![file("1[0-9]=600"), file("2[10-19]=500")]]),
+                level_of(vec![vec![file("3[0-9]=100")]]),
             ],
             100,
         );
@@ -217,9 +217,9 @@ mod tests {
     #[test]
     fn run_count_trigger_counts_runs() {
         let l = level_of(vec![
-            vec![file(1, 0, 9, 1)],
-            vec![file(2, 0, 9, 1)],
-            vec![file(3, 0, 9, 1)],
+            vec![file("1[0-9]=1")],
+            vec![file("2[0-9]=1")],
+            vec![file("3[0-9]=1")],
         ]);
         let view = view_of(vec![l], 100);
         let ctx = ctx_of(&view, 0, 10, 10);
@@ -229,11 +229,11 @@ mod tests {
 
     #[test]
     fn file_triggers_mark_only_qualifying_files_above_the_deepest_level() {
-        let mut dense = file(1, 0, 9, 10);
+        let mut dense = file("1[0-9]=10");
         dense.entries = 10;
         dense.tombstones = 5;
         dense.oldest_tombstone_ms = Some(0);
-        let mut sparse = file(2, 10, 19, 10);
+        let mut sparse = file("2[10-19]=10");
         sparse.entries = 10;
         sparse.tombstones = 1;
         sparse.oldest_tombstone_ms = Some(9_000);
@@ -241,7 +241,7 @@ mod tests {
         let mut view = view_of(
             vec![
                 level_of(vec![vec![dense, sparse]]),
-                level_of(vec![vec![file(3, 0, 99, 10)]]),
+                level_of(vec![vec![file("3[0-99]=10")]]),
             ],
             100,
         );
@@ -279,8 +279,8 @@ mod tests {
     fn space_amp_trigger_compares_upper_levels_with_the_deepest() {
         let view = view_of(
             vec![
-                level_of(vec![vec![file(1, 0, 9, 30)]]),
-                level_of(vec![vec![file(2, 0, 9, 100)]]),
+                level_of(vec![vec![file("1[0-9]=30")]]),
+                level_of(vec![vec![file("2[0-9]=100")]]),
             ],
             100,
         );

@@ -385,22 +385,8 @@ impl CompactionPolicy for Leveled {
 mod tests {
     use super::*;
     use crate::policy::stack::testutil::defaults;
+    use crate::view::notation::file;
     use crate::LevelView;
-
-    fn f(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
-        FileView {
-            id,
-            size,
-            entries: 1,
-            tombstones: 0,
-            smallest: vec![lo].into(),
-            largest: vec![hi].into(),
-            created_ms: 0,
-            oldest_tombstone_ms: None,
-            busy: false,
-            ..Default::default()
-        }
-    }
 
     fn run(id: u64, files: Vec<FileView>) -> RunView {
         RunView {
@@ -417,16 +403,16 @@ mod tests {
             levels: vec![
                 LevelView {
                     runs: vec![
-                        run(9, vec![f(1, 0, 255, 10)]),
-                        run(8, vec![f(2, 0, 255, 10)]),
-                        run(7, vec![f(3, 20, 60, 10)]),
+                        run(9, vec![file("1[0-255]=10")]),
+                        run(8, vec![file("2[0-255]=10")]),
+                        run(7, vec![file("3[20-60]=10")]),
                     ]
                     .into(),
                 },
                 LevelView {
                     runs: vec![run(
                         5,
-                        vec![f(4, 0, 10, 10), f(5, 30, 40, 10), f(6, 50, 90, 10)],
+                        vec![file("4[0-10]=10"), file("5[30-40]=10"), file("6[50-90]=10")],
                     )]
                     .into(),
                 },
@@ -451,7 +437,11 @@ mod tests {
                 LevelView {
                     runs: vec![run(
                         1,
-                        vec![f(1, 0, 40, 10), f(2, 50, 90, 10), f(3, 100, 140, 10)],
+                        vec![
+                            file("1[0-40]=10"),
+                            file("2[50-90]=10"),
+                            file("3[100-140]=10"),
+                        ],
                     )]
                     .into(),
                 },
@@ -459,11 +449,11 @@ mod tests {
                     runs: vec![run(
                         2,
                         vec![
-                            f(4, 0, 10, 1),
-                            f(5, 20, 30, 1),
-                            f(6, 60, 70, 15),
-                            f(7, 100, 110, 1),
-                            f(8, 120, 130, 1),
+                            file("4[0-10]=1"),
+                            file("5[20-30]=1"),
+                            file("6[60-70]=15"),
+                            file("7[100-110]=1"),
+                            file("8[120-130]=1"),
                         ],
                     )]
                     .into(),
@@ -482,7 +472,7 @@ mod tests {
     }
 
     fn tile(id: u64, lo: u8, hi: u8, mbr: (f64, f64, f64, f64)) -> RunView {
-        let mut file = f(id, lo, hi, 10);
+        let mut file = file(&format!("{id}[{lo}-{hi}]=10"));
         file.mbr = Some(crate::geometry::Rect::new(mbr.0, mbr.1, mbr.2, mbr.3));
         RunView {
             id,
@@ -545,9 +535,9 @@ mod tests {
         // Level 0 over b0 pushes its oldest run into the tiles it touches.
         view.levels[1].runs = std::mem::take(&mut view.levels[2].runs);
         view.levels[0].runs = vec![
-            run(9, vec![f(5, 0, 90, 10)]),
-            run(8, vec![f(6, 0, 90, 10)]),
-            run(7, vec![f(7, 0, 90, 10)]),
+            run(9, vec![file("5[0-90]=10")]),
+            run(8, vec![file("6[0-90]=10")]),
+            run(7, vec![file("7[0-90]=10")]),
         ]
         .into();
         let first = view.levels[0].runs[2].files.first().unwrap().id;
@@ -570,7 +560,11 @@ mod tests {
         let p = Leveled::from_params(&[("b0", "1")], defaults()).unwrap();
         let view = TreeView {
             levels: vec![LevelView {
-                runs: vec![run(2, vec![f(1, 0, 9, 1)]), run(1, vec![f(2, 0, 9, 1)])].into(),
+                runs: vec![
+                    run(2, vec![file("1[0-9]=1")]),
+                    run(1, vec![file("2[0-9]=1")]),
+                ]
+                .into(),
             }],
             memtable_bytes: 1,
             ..Default::default()

@@ -10,19 +10,9 @@ pub fn defaults() -> PolicyDefaults {
     }
 }
 
+/// A one-file run's file over keys `a`..`z`, in the tree notation.
 pub fn file(id: u64, size: u64) -> FileView {
-    FileView {
-        id,
-        size,
-        entries: size,
-        tombstones: 0,
-        smallest: b"a".to_vec().into(),
-        largest: b"z".to_vec().into(),
-        created_ms: 0,
-        oldest_tombstone_ms: None,
-        busy: false,
-        ..Default::default()
-    }
+    crate::view::notation::file(&format!("{id}['a'-'z']={size}"))
 }
 
 /// A level-0 stack with the given run sizes, newest first.

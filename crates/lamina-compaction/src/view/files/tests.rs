@@ -2,14 +2,12 @@
 
 use super::*;
 
-fn file(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
-    FileView {
-        id,
-        size,
-        smallest: vec![lo].into(),
-        largest: vec![hi].into(),
-        ..FileView::default()
-    }
+use crate::view::notation::file;
+
+/// A file over one-byte keys `[lo, hi]` (computed keys), in the tree
+/// notation.
+fn file_at(id: u64, lo: u8, hi: u8, size: u64) -> FileView {
+    file(&format!("{id}[x{lo:02x}-x{hi:02x}]={size}"))
 }
 
 fn ids<'a>(files: impl IntoIterator<Item = &'a FileView>) -> Vec<u64> {
@@ -29,7 +27,7 @@ fn scan(files: &[FileView], lo: u8, hi: u8) -> Vec<u64> {
 fn overlapping_matches_a_scan() {
     // Files [10k, 10k + 5] for k = 1..=9, inserted out of order.
     let mut all: Vec<FileView> = (1..=9)
-        .map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, k))
+        .map(|k| file_at(k, 10 * k as u8, 10 * k as u8 + 5, k))
         .collect();
     let run: Files = all.iter().rev().cloned().collect();
     assert_eq!(ids(&run), (1..=9).collect::<Vec<_>>());
@@ -52,12 +50,17 @@ fn overlapping_matches_a_scan() {
 
 #[test]
 fn edits_keep_order_ids_and_bytes() {
-    let mut run: Files = vec![file(1, 0, 9, 10), file(2, 10, 19, 20), file(3, 20, 29, 30)].into();
+    let mut run: Files = vec![
+        file("1[x00-x09]=10"),
+        file("2[x0a-x13]=20"),
+        file("3[x14-x1d]=30"),
+    ]
+    .into();
     assert_eq!(*run.get(2).unwrap().smallest, [10]);
     assert_eq!(run.remove(2).unwrap().id, 2);
     assert!(run.get(2).is_none() && run.remove(2).is_none());
     assert_eq!((run.len(), run.bytes()), (2, 40));
-    run.insert(file(4, 12, 15, 5));
+    run.insert(file("4[x0c-x0f]=5"));
     assert_eq!(ids(&run), [1, 4, 3]);
     assert!(run.update(4, |f| {
         f.smallest = vec![30].into();
@@ -70,14 +73,14 @@ fn edits_keep_order_ids_and_bytes() {
     assert!(run.at(&[31]).is_none());
     assert_eq!((run.first().unwrap().id, run.last().unwrap().id), (1, 4));
     // Re-inserting an id replaces the file.
-    run.insert(file(1, 0, 5, 1));
+    run.insert(file("1[x00-x05]=1"));
     assert_eq!((run.len(), run.bytes()), (3, 38));
     // Tombstones are counted as files come and go, by each path.
     assert_eq!(run.tombstones(), 0);
     assert!(run.update(3, |f| f.tombstones = 5));
     run.extend([FileView {
         tombstones: 2,
-        ..file(7, 40, 45, 1)
+        ..file("7[x28-x2d]=1")
     }]);
     assert_eq!(run.tombstones(), 7);
     run.remove_all(&[3, 4]);
@@ -189,7 +192,7 @@ proptest::proptest! {
                 last_read_ms: time % 2,
                 smallest_seq: seq,
                 busy,
-                ..file(id, lo, hi, 1)
+                ..file_at(id, lo, hi, 1)
             };
             match op {
                 // One file into a free key (files are disjoint).
@@ -255,7 +258,7 @@ proptest::proptest! {
             match op {
                 // One file into a free key.
                 0 if run.overlapping(&[at], &[at]).next().is_none() => {
-                    run.insert(file(next_id, at, at, 1));
+                    run.insert(file_at(next_id, at, at, 1));
                     model.insert(next_id, (at, at));
                     next_id += 1;
                 }
@@ -279,7 +282,7 @@ proptest::proptest! {
                         .map(|k| {
                             next_id += 1;
                             model.insert(next_id, (k, k.saturating_add(1).min(top)));
-                            file(next_id, k, k.saturating_add(1).min(top), 1)
+                            file_at(next_id, k, k.saturating_add(1).min(top), 1)
                         })
                         .collect();
                     run.extend_from(outputs, &mut spare);
@@ -294,7 +297,7 @@ proptest::proptest! {
                 // `Extend` with a file the run holds: replaced.
                 4 => {
                     if let Some(&(lo, hi)) = model.get(&probe) {
-                        run.extend([file(probe, lo, hi, 3)]);
+                        run.extend([file_at(probe, lo, hi, 3)]);
                     }
                 }
                 // Searches that leave a position behind.
@@ -345,18 +348,18 @@ fn ids_hash_in_groups_of_eight() {
 #[test]
 fn windows_slide_back_at_the_end() {
     let run: Files = (1..=5)
-        .map(|k| file(k, 10 * k as u8, 10 * k as u8 + 5, 1))
+        .map(|k| file_at(k, 10 * k as u8, 10 * k as u8 + 5, 1))
         .collect();
     let anchor = |id| run.get(id).unwrap().clone();
     assert_eq!(ids(run.window(&anchor(2), 2)), [2, 3]);
     assert_eq!(ids(run.window(&anchor(5), 3)), [3, 4, 5]);
     assert_eq!(ids(run.window(&anchor(1), 9)), [1, 2, 3, 4, 5]);
-    assert!(run.window(&file(9, 0, 0, 1), 2).is_empty());
+    assert!(run.window(&file("9[x00-x00]=1"), 2).is_empty());
 }
 
 #[test]
 fn visits_count_files_handed_out() {
-    let run: Files = (1..=50).map(|k| file(k, k as u8, k as u8, 1)).collect();
+    let run: Files = (1..=50).map(|k| file_at(k, k as u8, k as u8, 1)).collect();
     let before = crate::work::file_visits();
     assert_eq!(run.overlapping(&[10], &[12]).count(), 3);
     assert_eq!(crate::work::file_visits() - before, 3);
