@@ -19,12 +19,14 @@ mod builder;
 pub(crate) mod cache;
 mod check;
 mod format;
-pub mod monkey;
 mod reader;
 mod table_iter;
 #[cfg(test)]
 mod tests;
 
+/// Monkey's Bloom allocation, a tree-level computation kept with the
+/// policies (the tuner uses it too).
+pub use lamina_compaction::monkey;
 use crate::compression::Compression;
 use crate::spatial::{Comparator, Rect};
 pub use block::Block;
