@@ -111,7 +111,7 @@ pub fn simulate(spec: &str, buffer_bytes: u64, w: &Workload) -> Result<Shape> {
         (n_load + 1, n_phase)
     };
     let step = measured.div_ceil(SAMPLES as u64).max(1);
-    let keep = |k: u64, last: bool| k >= first && ((k - first + 1) % step == 0 || last);
+    let keep = |k: u64, last: bool| k >= first && ((k - first + 1).is_multiple_of(step) || last);
     let mut samples = Vec::new();
     feed(&mut sim, load_bytes, buffer_bytes, |i, last, sim| {
         if keep(1 + i, last) {

@@ -3,6 +3,8 @@
 //! strategy and buffer once and shares it across Bloom settings) must find
 //! the same candidates with the same costs and the same best.
 
+#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
+
 use lamina_tune::model::{BloomAlloc, Candidate};
 use lamina_tune::search::{predict_one, search};
 use lamina_tune::{CostModel, KeyDist, Space, Workload};
