@@ -201,8 +201,7 @@ pub fn run(args: TuneArgs) -> Result<()> {
         let path = calibration_path(args.calibration.as_deref())?;
         let c = calibrate::measure()?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         std::fs::write(&path, c.to_toml())
             .with_context(|| format!("writing {}", path.display()))?;
@@ -226,14 +225,23 @@ pub fn run(args: TuneArgs) -> Result<()> {
     let space = Space::full(w.memory_bytes);
     let outcome = search(&w, &space, &cost, args.uncertainty, threads);
     if outcome.ranked.is_empty() {
-        bail!("no candidate fits a memory budget of {} bytes", w.memory_bytes);
+        bail!(
+            "no candidate fits a memory budget of {} bytes",
+            w.memory_bytes
+        );
     }
     for (spec, why) in &outcome.skipped {
         eprintln!("lamina tune: skipped {spec}: {why}");
     }
     let default = validate::engine_default(&w, &cost)?.map(|p| rank_one(p, &w, args.uncertainty));
     let measured = match args.validate {
-        Some(seconds) => Some(validate::run(&args, &w, &outcome.ranked, default.as_ref(), seconds)?),
+        Some(seconds) => Some(validate::run(
+            &args,
+            &w,
+            &outcome.ranked,
+            default.as_ref(),
+            seconds,
+        )?),
         None => None,
     };
     let report = Report::new(&w, &args, &source, outcome.ranked, default, measured);
@@ -291,7 +299,8 @@ impl Report {
                 .unwrap_or(robust);
             Drift {
                 nominal_best_loses_at_worst: nominal.worst_cost_ns / robust.worst_cost_ns - 1.0,
-                robust_best_loses_at_nominal: robust.prediction.cost_ns / nominal.prediction.cost_ns
+                robust_best_loses_at_nominal: robust.prediction.cost_ns
+                    / nominal.prediction.cost_ns
                     - 1.0,
                 nominal_best: describe(&nominal.prediction),
             }
@@ -334,7 +343,17 @@ impl Report {
         );
         println!(
             "{:>4}  {:<24} {:>7} {:>12} {:>7} {:>9} {:>9} {:>6} {:>9} {:>6} {:>6}",
-            "rank", "compaction", "buffer", "bloom", "cache", "us/op", "worst", "WA", "reads/get", "runs", "space"
+            "rank",
+            "compaction",
+            "buffer",
+            "bloom",
+            "cache",
+            "us/op",
+            "worst",
+            "WA",
+            "reads/get",
+            "runs",
+            "space"
         );
         let rows = self.candidates.iter().take(top).enumerate();
         for (i, r) in rows {
@@ -364,7 +383,12 @@ impl Report {
 /// `spec buffer bloom`, for one-line mentions.
 fn describe(p: &Prediction) -> String {
     let c = &p.candidate;
-    format!("{} buffer {} MiB {}", c.spec, c.buffer_bytes >> 20, bloom_text(c.bloom_bits, c.bloom))
+    format!(
+        "{} buffer {} MiB {}",
+        c.spec,
+        c.buffer_bytes >> 20,
+        bloom_text(c.bloom_bits, c.bloom)
+    )
 }
 
 fn bloom_text(bits: f64, alloc: BloomAlloc) -> String {

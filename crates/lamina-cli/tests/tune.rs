@@ -69,7 +69,11 @@ fn the_json_recommendation_runs_in_the_bench_with_its_flags() {
         stdin.write_all(b"p 1 2\ng 1\n").unwrap();
     }
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -137,6 +141,9 @@ fn bad_input_is_refused() {
     ] {
         let o = lamina(args);
         assert!(!o.status.success(), "{args:?}");
-        assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"), "{args:?}");
+        assert!(
+            !String::from_utf8_lossy(&o.stderr).contains("panicked"),
+            "{args:?}"
+        );
     }
 }

@@ -93,7 +93,9 @@ fn measure_in(scratch: &std::path::Path) -> Result<CostModel> {
     db.close()?;
     // 3. Probes and block reads, with a cache too small to matter.
     let db = open(&dir, 1 << 20, 64 << 10)?;
-    let miss = per_call(ENTRIES, |i| db.get(&missing(i)).map(|_| ()).map_err(Into::into))?;
+    let miss = per_call(ENTRIES, |i| {
+        db.get(&missing(i)).map(|_| ()).map_err(Into::into)
+    })?;
     c.probe_ns = ((miss - c.op_ns) / runs).max(0.0);
     let hit = per_call(ENTRIES, |i| db.get(&key(i)).map(|_| ()).map_err(Into::into))?;
     c.block_ns = (hit - c.op_ns - runs * c.probe_ns).max(0.0);

@@ -10,7 +10,9 @@ use anyhow::{bail, Context, Result};
 use lamina_tune::model::predict_with_cache;
 use lamina_tune::search::predict_one;
 use lamina_tune::shape::simulate;
-use lamina_tune::{rank_correlation, BloomAlloc, Candidate, CostModel, Prediction, Ranked, Workload};
+use lamina_tune::{
+    rank_correlation, BloomAlloc, Candidate, CostModel, Prediction, Ranked, Workload,
+};
 use serde::Serialize;
 
 use super::TuneArgs;
@@ -88,7 +90,15 @@ impl Validation {
         );
         println!(
             "  {:<8} {:<24} {:>7} {:>12} {:>10} {:>10} {:>11} {:>8} {:>8}",
-            "", "compaction", "buffer", "bloom", "pred us/op", "meas us/op", "meas ops/s", "pred WA", "meas WA"
+            "",
+            "compaction",
+            "buffer",
+            "bloom",
+            "pred us/op",
+            "meas us/op",
+            "meas ops/s",
+            "pred WA",
+            "meas WA"
         );
         for m in &self.measured {
             let c = &m.prediction.candidate;
@@ -122,7 +132,9 @@ pub fn run(
 ) -> Result<Validation> {
     let letter = args.workload.as_deref().unwrap_or_default();
     if lamina_workload::YcsbWorkload::from_name(letter).is_none() {
-        bail!("--validate runs YCSB workloads through lamina bench: give --workload a ... f or load");
+        bail!(
+            "--validate runs YCSB workloads through lamina bench: give --workload a ... f or load"
+        );
     }
     let mut picks: Vec<(String, Prediction)> = Vec::new();
     for r in ranked {
@@ -130,7 +142,10 @@ pub fn run(
             break;
         }
         let p = &r.prediction;
-        if !picks.iter().any(|(_, q)| q.candidate.spec == p.candidate.spec) {
+        if !picks
+            .iter()
+            .any(|(_, q)| q.candidate.spec == p.candidate.spec)
+        {
             picks.push((format!("rank {}", picks.len() + 1), p.clone()));
         }
     }
@@ -240,7 +255,10 @@ fn bench(
     let wa = std::fs::read_to_string(&stats)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.get("write_amplification").and_then(serde_json::Value::as_f64));
+        .and_then(|v| {
+            v.get("write_amplification")
+                .and_then(serde_json::Value::as_f64)
+        });
     Ok((ops_per_sec, wa))
 }
 
