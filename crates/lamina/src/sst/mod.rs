@@ -24,9 +24,6 @@ mod table_iter;
 #[cfg(test)]
 mod tests;
 
-/// Monkey's Bloom allocation, a tree-level computation kept with the
-/// policies (the tuner uses it too).
-pub use lamina_compaction::monkey;
 use crate::compression::Compression;
 use crate::spatial::{Comparator, Rect};
 pub use block::Block;
@@ -37,6 +34,9 @@ pub(crate) use format::{
     block_trailer, check_block, decode_index, decode_properties, encode_index, get_rect, put_rect,
     BlockHandle, FenceIndex, Footer, IndexEntry, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
+/// Monkey's Bloom allocation, a tree-level computation kept with the
+/// policies (the tuner uses it too).
+pub use lamina_compaction::monkey;
 use lamina_compaction::partition::{KeyImage, StreamHist};
 pub use reader::{thread_blocks_read, thread_data_cache, Table};
 pub use table_iter::{TableIterOptions, TableIterator};
