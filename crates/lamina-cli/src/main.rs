@@ -23,6 +23,7 @@ mod repair;
 mod serve;
 mod sim;
 mod spatial;
+mod tune;
 mod verify;
 
 use std::io::IsTerminal;
@@ -58,6 +59,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate compaction policies over a model tree (WA, sorted runs).
     Sim(sim::SimArgs),
+    /// Recommend a compaction design for a workload and memory budget.
+    Tune(tune::TuneArgs),
     /// Check every block of every file and the manifest of a database.
     Verify(verify::VerifyArgs),
     /// Show an SST, the manifest, a WAL or the tree (sst_dump, manifest_dump, dump_wal).
@@ -177,6 +180,7 @@ fn run(cli: Cli) -> anyhow::Result<std::process::ExitCode> {
         Command::Gen(args) => gen::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Tune(args) => tune::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Repair(args) => repair::run(args),

@@ -13,6 +13,7 @@ use std::fmt::Debug;
 pub mod error;
 pub mod geometry;
 pub mod lsbm;
+pub mod monkey;
 pub mod partition;
 pub mod plan;
 pub mod policy;

@@ -19,7 +19,6 @@ mod builder;
 pub(crate) mod cache;
 mod check;
 mod format;
-pub mod monkey;
 mod reader;
 mod table_iter;
 #[cfg(test)]
@@ -35,6 +34,9 @@ pub(crate) use format::{
     block_trailer, check_block, decode_index, decode_properties, encode_index, get_rect, put_rect,
     BlockHandle, FenceIndex, Footer, IndexEntry, BLOCK_TRAILER_LEN, FOOTER_LEN,
 };
+/// Monkey's Bloom allocation, a tree-level computation kept with the
+/// policies (the tuner uses it too).
+pub use lamina_compaction::monkey;
 use lamina_compaction::partition::{KeyImage, StreamHist};
 pub use reader::{thread_blocks_read, thread_data_cache, Table};
 pub use table_iter::{TableIterOptions, TableIterator};

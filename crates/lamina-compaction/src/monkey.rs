@@ -12,7 +12,6 @@ use std::f64::consts::LN_2;
 
 const LN2_SQ: f64 = LN_2 * LN_2;
 
-#[cfg(test)]
 /// False-positive rate of a filter with `bits` bits per key (optimal probe
 /// count, continuous approximation).
 pub fn fpr(bits: f64) -> f64 {
