@@ -107,7 +107,7 @@ fn significant_digits(v: &str) -> usize {
 
 /// Labels of a series `{a="x",b="y"}` (after the name), unescaping
 /// values; panics on anything the format does not allow.
-fn parse_labels(line: &str, mut rest: &str) -> (Vec<(String, String)>, &str) {
+fn parse_labels<'a>(line: &str, mut rest: &'a str) -> (Vec<(String, String)>, &'a str) {
     let mut labels = Vec::new();
     let Some(r) = rest.strip_prefix('{') else {
         return (labels, rest);
@@ -361,7 +361,9 @@ fn promql_metrics(expr: &str) -> BTreeSet<String> {
                 }
             }
         } else if t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == ':')
-            && next != Some("(")
+            // A call, or an aggregation with its grouping first (`sum by
+            // (le) (...)`).
+            && !matches!(next, Some("(" | "by" | "without"))
             && !matches!(t, "and" | "or" | "unless" | "bool" | "offset")
         {
             names.insert(t.to_string());
