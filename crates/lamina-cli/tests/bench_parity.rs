@@ -40,6 +40,10 @@ fn section<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one bench run, each benchmark's effect checked in order"
+)]
 fn db_bench_benchmarks_change_the_database_as_defined() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

@@ -146,6 +146,24 @@ fn parse_labels<'a>(line: &str, mut rest: &'a str) -> (Vec<(String, String)>, &'
     }
 }
 
+/// A HELP text with its escapes (only `\\` and `\n`) undone.
+fn unescape_help(line: &str, help: &str) -> String {
+    let mut chars = help.chars();
+    let mut text = String::new();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\\') => text.push('\\'),
+                Some('n') => text.push('\n'),
+                other => panic!("bad HELP escape {other:?}: {line}"),
+            }
+        } else {
+            text.push(c);
+        }
+    }
+    text
+}
+
 /// Parses `body` strictly as the text format (version 0.0.4).
 fn parse_exposition(body: &str) -> Scrape {
     let mut scrape = Scrape::default();
@@ -162,20 +180,7 @@ fn parse_exposition(body: &str) -> Scrape {
             let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
             assert!(is_name(name), "{line}");
             assert!(helped.insert(name.to_string()), "HELP twice: {line}");
-            // Only \\ and \n are escapes in HELP.
-            let mut chars = help.chars();
-            let mut text = String::new();
-            while let Some(c) = chars.next() {
-                if c == '\\' {
-                    match chars.next() {
-                        Some('\\') => text.push('\\'),
-                        Some('n') => text.push('\n'),
-                        other => panic!("bad HELP escape {other:?}: {line}"),
-                    }
-                } else {
-                    text.push(c);
-                }
-            }
+            let text = unescape_help(line, help);
             scrape.families.entry(name.to_string()).or_default().help = text;
             if current.as_deref() != Some(name) {
                 if let Some(c) = current.replace(name.to_string()) {
@@ -454,6 +459,10 @@ fn unix_now() -> f64 {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one server, one scrape, every check against it in order"
+)]
 fn scraped_metrics_follow_the_format_and_count_what_was_sent() {
     let started = unix_now();
     let tmp = tempfile::tempdir().unwrap();

@@ -148,145 +148,146 @@ pub fn render_with(
     out
 }
 
+/// A figure of [`DbStats`].
+type StatsField = fn(&DbStats) -> f64;
+
+/// The engine's counters and gauges: name, kind, HELP, value.
+const ENGINE: [(&str, Kind, &str, StatsField); 22] = [
+    (
+        "lamina_writes_total",
+        Kind::Counter,
+        "Entries written (puts and deletes; each entry of a batch counts).",
+        |s| s.writes as f64,
+    ),
+    (
+        "lamina_ingested_bytes_total",
+        Kind::Counter,
+        "Key and value bytes written by users.",
+        |s| s.bytes_ingested as f64,
+    ),
+    ("lamina_gets_total", Kind::Counter, "Point lookups.", |s| {
+        s.gets as f64
+    }),
+    (
+        "lamina_get_hits_total",
+        Kind::Counter,
+        "Point lookups that found the key.",
+        |s| s.get_hits as f64,
+    ),
+    (
+        "lamina_get_misses_total",
+        Kind::Counter,
+        "Point lookups that found nothing.",
+        |s| s.get_misses as f64,
+    ),
+    (
+        "lamina_flushes_total",
+        Kind::Counter,
+        "Memtable flushes.",
+        |s| s.flushes as f64,
+    ),
+    (
+        "lamina_flush_written_bytes_total",
+        Kind::Counter,
+        "Bytes written by flushes.",
+        |s| s.flush_bytes_written as f64,
+    ),
+    (
+        "lamina_compactions_total",
+        Kind::Counter,
+        "Merges (trivial moves excluded).",
+        |s| s.compactions as f64,
+    ),
+    (
+        "lamina_trivial_moves_total",
+        Kind::Counter,
+        "Files moved to another level unchanged.",
+        |s| s.trivial_moves as f64,
+    ),
+    (
+        "lamina_compaction_read_bytes_total",
+        Kind::Counter,
+        "Bytes read by merges.",
+        |s| s.compaction_bytes_read as f64,
+    ),
+    (
+        "lamina_compaction_written_bytes_total",
+        Kind::Counter,
+        "Bytes written by merges.",
+        |s| s.compaction_bytes_written as f64,
+    ),
+    (
+        "lamina_compaction_errors_total",
+        Kind::Counter,
+        "Merges that failed (the tree was left unchanged).",
+        |s| s.compaction_errors as f64,
+    ),
+    (
+        "lamina_stalls_total",
+        Kind::Counter,
+        "Times writes waited for flushes or compactions.",
+        |s| s.stalls as f64,
+    ),
+    (
+        "lamina_stall_seconds_total",
+        Kind::Counter,
+        "Time writes waited.",
+        |s| s.stall_micros as f64 / 1e6,
+    ),
+    (
+        "lamina_read_blocks_total",
+        Kind::Counter,
+        "Blocks read from table files (cache misses, scans and merges).",
+        |s| s.blocks_read as f64,
+    ),
+    (
+        "lamina_read_bytes_total",
+        Kind::Counter,
+        "Bytes read from table files.",
+        |s| s.bytes_read as f64,
+    ),
+    (
+        "lamina_write_amplification",
+        Kind::Gauge,
+        "Bytes written by flushes and merges per byte flushed.",
+        |s| s.write_amplification,
+    ),
+    (
+        "lamina_space_amplification",
+        Kind::Gauge,
+        "Bytes on disk per byte of the oldest sorted run.",
+        |s| s.space_amplification,
+    ),
+    (
+        "lamina_disk_bytes",
+        Kind::Gauge,
+        "Bytes of all tables (compaction buffers included).",
+        |s| s.disk_bytes as f64,
+    ),
+    (
+        "lamina_memtable_bytes",
+        Kind::Gauge,
+        "Bytes in memtables (active and immutable).",
+        |s| s.memtable_bytes as f64,
+    ),
+    (
+        "lamina_memtable_entries",
+        Kind::Gauge,
+        "Entries in memtables.",
+        |s| s.memtable_entries as f64,
+    ),
+    (
+        "lamina_sorted_runs",
+        Kind::Gauge,
+        "Sorted runs in the tree.",
+        |s| s.sorted_runs as f64,
+    ),
+];
+
 /// The engine's counters and gauges.
 fn render_engine(out: &mut String, s: &DbStats) {
-    use Kind::{Counter, Gauge};
-    let engine: [(&str, Kind, &str, f64); 22] = [
-        (
-            "lamina_writes_total",
-            Counter,
-            "Entries written (puts and deletes; each entry of a batch counts).",
-            s.writes as f64,
-        ),
-        (
-            "lamina_ingested_bytes_total",
-            Counter,
-            "Key and value bytes written by users.",
-            s.bytes_ingested as f64,
-        ),
-        (
-            "lamina_gets_total",
-            Counter,
-            "Point lookups.",
-            s.gets as f64,
-        ),
-        (
-            "lamina_get_hits_total",
-            Counter,
-            "Point lookups that found the key.",
-            s.get_hits as f64,
-        ),
-        (
-            "lamina_get_misses_total",
-            Counter,
-            "Point lookups that found nothing.",
-            s.get_misses as f64,
-        ),
-        (
-            "lamina_flushes_total",
-            Counter,
-            "Memtable flushes.",
-            s.flushes as f64,
-        ),
-        (
-            "lamina_flush_written_bytes_total",
-            Counter,
-            "Bytes written by flushes.",
-            s.flush_bytes_written as f64,
-        ),
-        (
-            "lamina_compactions_total",
-            Counter,
-            "Merges (trivial moves excluded).",
-            s.compactions as f64,
-        ),
-        (
-            "lamina_trivial_moves_total",
-            Counter,
-            "Files moved to another level unchanged.",
-            s.trivial_moves as f64,
-        ),
-        (
-            "lamina_compaction_read_bytes_total",
-            Counter,
-            "Bytes read by merges.",
-            s.compaction_bytes_read as f64,
-        ),
-        (
-            "lamina_compaction_written_bytes_total",
-            Counter,
-            "Bytes written by merges.",
-            s.compaction_bytes_written as f64,
-        ),
-        (
-            "lamina_compaction_errors_total",
-            Counter,
-            "Merges that failed (the tree was left unchanged).",
-            s.compaction_errors as f64,
-        ),
-        (
-            "lamina_stalls_total",
-            Counter,
-            "Times writes waited for flushes or compactions.",
-            s.stalls as f64,
-        ),
-        (
-            "lamina_stall_seconds_total",
-            Counter,
-            "Time writes waited.",
-            s.stall_micros as f64 / 1e6,
-        ),
-        (
-            "lamina_read_blocks_total",
-            Counter,
-            "Blocks read from table files (cache misses, scans and merges).",
-            s.blocks_read as f64,
-        ),
-        (
-            "lamina_read_bytes_total",
-            Counter,
-            "Bytes read from table files.",
-            s.bytes_read as f64,
-        ),
-        (
-            "lamina_write_amplification",
-            Gauge,
-            "Bytes written by flushes and merges per byte flushed.",
-            s.write_amplification,
-        ),
-        (
-            "lamina_space_amplification",
-            Gauge,
-            "Bytes on disk per byte of the oldest sorted run.",
-            s.space_amplification,
-        ),
-        (
-            "lamina_disk_bytes",
-            Gauge,
-            "Bytes of all tables (compaction buffers included).",
-            s.disk_bytes as f64,
-        ),
-        (
-            "lamina_memtable_bytes",
-            Gauge,
-            "Bytes in memtables (active and immutable).",
-            s.memtable_bytes as f64,
-        ),
-        (
-            "lamina_memtable_entries",
-            Gauge,
-            "Entries in memtables.",
-            s.memtable_entries as f64,
-        ),
-        (
-            "lamina_sorted_runs",
-            Gauge,
-            "Sorted runs in the tree.",
-            s.sorted_runs as f64,
-        ),
-    ];
-    for (name, kind, help, value) in engine {
-        Family::new(out, name, kind, help).sample(&[], value);
+    for (name, kind, help, value) in ENGINE {
+        Family::new(out, name, kind, help).sample(&[], value(s));
     }
 }
 
