@@ -3,7 +3,6 @@
 //! levelstats; --histogram, --statistics, --report_interval_seconds),
 //! each checked by its effect on the database against what its definition
 //! implies (the keys a fill wrote, counted by the test), never by timings.
-#![expect(clippy::unwrap_used, reason = "a test may panic on a failed setup")]
 
 use std::collections::BTreeSet;
 use std::ops::Bound;

@@ -51,6 +51,9 @@ fn is_label_name(s: &str) -> bool {
     is_name(s) && !s.contains(':')
 }
 
+/// A sample's labels, in order.
+type Labels = Vec<(String, String)>;
+
 /// A metric family as declared.
 #[derive(Debug, Clone, Default)]
 struct FamilyDecl {
@@ -66,7 +69,7 @@ struct Scrape {
     samples: BTreeMap<String, f64>,
     texts: BTreeMap<String, String>,
     /// (sample name, labels in order, value) in order.
-    series: Vec<(String, Vec<(String, String)>, f64)>,
+    series: Vec<(String, Labels, f64)>,
 }
 
 impl Scrape {
@@ -107,7 +110,7 @@ fn significant_digits(v: &str) -> usize {
 
 /// Labels of a series `{a="x",b="y"}` (after the name), unescaping
 /// values; panics on anything the format does not allow.
-fn parse_labels<'a>(line: &str, mut rest: &'a str) -> (Vec<(String, String)>, &'a str) {
+fn parse_labels<'a>(line: &str, mut rest: &'a str) -> (Labels, &'a str) {
     let mut labels = Vec::new();
     let Some(r) = rest.strip_prefix('{') else {
         return (labels, rest);
@@ -270,7 +273,7 @@ fn check_histograms(scrape: &Scrape) {
             continue;
         }
         // Buckets grouped by their other labels.
-        let mut groups: BTreeMap<Vec<(String, String)>, Vec<(f64, f64)>> = BTreeMap::new();
+        let mut groups: BTreeMap<Labels, Vec<(f64, f64)>> = BTreeMap::new();
         for (name, labels, value) in &scrape.series {
             if *name == format!("{family}_bucket") {
                 let le = &labels.iter().find(|(n, _)| n == "le").unwrap().1;
@@ -568,7 +571,7 @@ fn scraped_metrics_follow_the_format_and_count_what_was_sent() {
     // The engine: 120 DSL puts and one Redis SET, 7 lookups that all hit
     // (keys 0..6 were put).
     assert_eq!(get("lamina_writes_total"), 121.0);
-    assert_eq!(get("lamina_ingested_bytes_total") > 0.0, true);
+    assert!(get("lamina_ingested_bytes_total") > 0.0);
     assert_eq!(get("lamina_gets_total"), 7.0);
     assert_eq!(get("lamina_get_hits_total"), 7.0);
     assert_eq!(get("lamina_get_misses_total"), 0.0);

@@ -296,7 +296,7 @@ fn render_caches(out: &mut String, s: &DbStats) {
     use Kind::{Counter, Gauge};
     let kinds =
         |c: &lamina::BlockCounts| vec![("data", c.data), ("index", c.index), ("filter", c.filter)];
-    let by_kind: [(&str, &str, Vec<(&str, u64)>); 3] = [
+    let by_kind = [
         (
             "lamina_block_cache_hits_total",
             "Queries' block cache hits by block kind (index and filter blocks held by their tables count as hits).",
