@@ -197,12 +197,17 @@ impl Histogram {
 mod tests {
     use super::*;
 
-    /// The first limits as RocksDB's mapper makes them.
+    /// The first limits as RocksDB's mapper makes them (the ×1.5 runs on
+    /// unrounded values: 115.3 gives 110, 172.9 gives 170; db_bench's
+    /// `( 76, 110 ]` buckets).
     #[test]
     fn bucket_limits_are_rocksdbs() {
         assert_eq!(
             &limits()[..20],
-            &[1, 2, 3, 4, 6, 9, 13, 19, 28, 42, 63, 94, 140, 210, 310, 470, 700, 1000, 1600, 2400]
+            &[
+                1, 2, 3, 4, 6, 10, 15, 22, 34, 51, 76, 110, 170, 250, 380, 580, 870, 1300, 1900,
+                2900
+            ]
         );
         assert!(limits().windows(2).all(|w| w[0] < w[1]));
     }
