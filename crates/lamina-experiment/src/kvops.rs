@@ -126,6 +126,22 @@ pub trait Store: Sync {
     fn stats(&self) -> Option<lamina::DbStats> {
         None
     }
+    /// Writes `key` -> `value` and makes it durable before returning
+    /// (db_bench's `fillsync`: `WriteOptions::sync`).
+    fn put_sync(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let _ = (key, value);
+        anyhow::bail!("this engine has no synced write in this bench")
+    }
+    /// Compacts the whole key range (db_bench's `compact`: `CompactRange`
+    /// over everything).
+    fn compact_all(&self) -> Result<()> {
+        anyhow::bail!("this engine has no full compaction in this bench")
+    }
+    /// Files and megabytes per level as RocksDB's `rocksdb.levelstats`
+    /// prints them (db_bench's `levelstats`), if the engine keeps levels.
+    fn level_stats(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Calls `visit` on the first `limit` pairs of `entries`; returns how many.
@@ -155,6 +171,19 @@ impl Store for Db {
 
     fn stats(&self) -> Option<lamina::DbStats> {
         Some(Db::sample_stats(self))
+    }
+
+    fn put_sync(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Db::put(self, key, value)?;
+        Ok(Db::sync_wal(self)?)
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        Ok(Db::compact_range(self, None, None)?)
+    }
+
+    fn level_stats(&self) -> Option<String> {
+        Db::property(self, "lamina.levelstats")
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {

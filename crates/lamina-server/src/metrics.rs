@@ -1,34 +1,25 @@
 //! Prometheus metrics (`lamina serve --metrics ADDR`): the servers' counts
 //! of connections, commands by kind and error replies ([`ServerCounters`]),
-//! and the engine's statistics, in the text exposition format (version
-//! 0.0.4) at `GET /metrics` ([`MetricsServer`]).
-//!
-//! The HTTP side is the least a scraper needs: one request per connection,
-//! answered and closed; a request head bounded to 8 KiB (431 beyond) and
-//! to 1 s from the connection; at most 16 scrapes answered at once (503
-//! beyond), each reply written within 2 s; anything but `GET /metrics` is
-//! a 404 (405 for another method, 400 for a malformed request line).
-//!
-//! Request heads are read by the accepting thread itself, from up to 256
-//! connections at once (the oldest is dropped for a new one beyond), and
-//! a connection takes one of the 16 scrape slots only once its head is
-//! whole: clients that connect and send slowly, or nothing, hold no slot,
-//! and a real scrape is answered among hundreds of them.
+//! the engine's statistics (counters named with their unit before
+//! `_total`, latency histograms and percentiles, block cache, row cache and
+//! Bloom filter hits and misses, per level), `lamina_build_info` and the
+//! `process_*` metrics every Prometheus client exports, in the text
+//! exposition format (version 0.0.4, numbers spelled as the Go client
+//! spells them) at `GET /metrics` ([`MetricsServer`], `http`).
 
-use std::collections::VecDeque;
-use std::fmt::Write as _;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use lamina::{DbStats, LatencySummary};
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use lamina::{DbStats, LatencyHistogram, LatencySummary, LATENCY_BUCKETS_NS};
 
 use crate::protocol::Protocol;
+
+mod exposition;
+mod http;
+mod process;
+
+use exposition::{Family, Kind};
+pub use http::{MetricsServer, MAX_CONNECTIONS, MAX_PENDING, MAX_SCRAPES};
+pub use process::ProcessStats;
 
 /// Counters of one protocol's server.
 #[derive(Debug)]
@@ -106,338 +97,388 @@ impl ServerCounters {
     }
 }
 
-/// One metric family being written.
-struct Family<'a> {
-    out: &'a mut String,
+/// Seconds from nanoseconds, in one correctly rounded division (so 300 ms
+/// prints `0.3`).
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
 }
 
-impl Family<'_> {
-    fn new<'a>(out: &'a mut String, name: &str, kind: &str, help: &str) -> Family<'a> {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        Family { out }
-    }
-
-    /// A sample: `labels` are `(name, value)` pairs (values escaped here).
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let v = v
-                    .replace('\\', "\\\\")
-                    .replace('"', "\\\"")
-                    .replace('\n', "\\n");
-                let _ = write!(self.out, "{k}=\"{v}\"");
-            }
-            self.out.push('}');
-        }
-        let _ = writeln!(self.out, " {}", number(value));
-    }
+/// Seconds from a [`LatencySummary`] figure in microseconds (whole
+/// nanoseconds divided by 1000), without the artefacts of a second
+/// division.
+fn seconds_of_us(us: f64) -> f64 {
+    seconds((us * 1000.0).round() as u64)
 }
 
-/// A sample value: integers without a fraction, `NaN` and infinities as
-/// the format spells them.
-fn number(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
-    }
-}
-
-/// The exposition of `stats` and `counters`.
-#[expect(
-    clippy::too_many_lines,
-    reason = "predates the lint; one long sequence of steps, to be cut like `plan`"
-)]
+/// The exposition of `stats`, `counters` and this process.
 pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
+    render_with(stats, counters, ProcessStats::read())
+}
+
+/// The exposition of `stats`, `counters` and `process` (none: no
+/// `process_*` families, as on a system without `/proc`).
+pub fn render_with(
+    stats: &DbStats,
+    counters: &ServerCounters,
+    process: Option<ProcessStats>,
+) -> String {
     let mut out = String::new();
-    let engine: [(&str, &str, &str, f64); 20] = [
-        (
-            "lamina_writes_total",
-            "counter",
-            "Writes (puts and deletes) applied.",
-            stats.writes as f64,
-        ),
-        (
-            "lamina_bytes_ingested_total",
-            "counter",
-            "Key and value bytes written by users.",
-            stats.bytes_ingested as f64,
-        ),
-        (
-            "lamina_gets_total",
-            "counter",
-            "Point lookups.",
-            stats.gets as f64,
-        ),
-        (
-            "lamina_get_hits_total",
-            "counter",
-            "Point lookups that found the key.",
-            stats.get_hits as f64,
-        ),
-        (
-            "lamina_flushes_total",
-            "counter",
-            "Memtable flushes.",
-            stats.flushes as f64,
-        ),
-        (
-            "lamina_flush_bytes_written_total",
-            "counter",
-            "Bytes written by flushes.",
-            stats.flush_bytes_written as f64,
-        ),
-        (
-            "lamina_compactions_total",
-            "counter",
-            "Merges (trivial moves excluded).",
-            stats.compactions as f64,
-        ),
-        (
-            "lamina_trivial_moves_total",
-            "counter",
-            "Files moved to another level unchanged.",
-            stats.trivial_moves as f64,
-        ),
-        (
-            "lamina_compaction_bytes_read_total",
-            "counter",
-            "Bytes read by merges.",
-            stats.compaction_bytes_read as f64,
-        ),
-        (
-            "lamina_compaction_bytes_written_total",
-            "counter",
-            "Bytes written by merges.",
-            stats.compaction_bytes_written as f64,
-        ),
-        (
-            "lamina_compaction_errors_total",
-            "counter",
-            "Merges that failed.",
-            stats.compaction_errors as f64,
-        ),
-        (
-            "lamina_stalls_total",
-            "counter",
-            "Times writes waited for flushes or compactions.",
-            stats.stalls as f64,
-        ),
-        (
-            "lamina_stall_seconds_total",
-            "counter",
-            "Time writes waited.",
-            stats.stall_micros as f64 / 1e6,
-        ),
-        (
-            "lamina_write_amplification",
-            "gauge",
-            "Bytes written by flushes and merges per byte flushed.",
-            stats.write_amplification,
-        ),
-        (
-            "lamina_space_amplification",
-            "gauge",
-            "Bytes on disk per byte of the oldest sorted run.",
-            stats.space_amplification,
-        ),
-        (
-            "lamina_disk_bytes",
-            "gauge",
-            "Bytes of all tables (compaction buffers included).",
-            stats.disk_bytes as f64,
-        ),
-        (
-            "lamina_memtable_bytes",
-            "gauge",
-            "Bytes in memtables.",
-            stats.memtable_bytes as f64,
-        ),
-        (
-            "lamina_sorted_runs",
-            "gauge",
-            "Sorted runs in the tree.",
-            stats.sorted_runs as f64,
-        ),
-        (
-            "lamina_block_cache_bytes",
-            "gauge",
-            "Bytes held by the block cache.",
-            stats.block_cache_usage as f64,
-        ),
-        (
-            "lamina_blocks_read_total",
-            "counter",
-            "Blocks read from table files.",
-            stats.blocks_read as f64,
-        ),
-    ];
-    for (name, kind, help, value) in engine {
-        Family::new(&mut out, name, kind, help).sample(name, &[], value);
+    Family::new(
+        &mut out,
+        "lamina_build_info",
+        Kind::Gauge,
+        "Always 1; the labels say which lamina this is.",
+    )
+    .sample(
+        &[
+            ("version", env!("CARGO_PKG_VERSION")),
+            ("os", std::env::consts::OS),
+            ("arch", std::env::consts::ARCH),
+        ],
+        1.0,
+    );
+    if let Some(p) = process {
+        p.render(&mut out);
     }
+    render_engine(&mut out, stats);
+    render_caches(&mut out, stats);
+    render_levels(&mut out, stats);
+    render_latencies(&mut out, stats);
+    render_servers(&mut out, counters);
+    out
+}
+
+/// A figure of [`DbStats`].
+type StatsField = fn(&DbStats) -> f64;
+
+/// The engine's counters and gauges: name, kind, HELP, value.
+const ENGINE: [(&str, Kind, &str, StatsField); 22] = [
+    (
+        "lamina_writes_total",
+        Kind::Counter,
+        "Entries written (puts and deletes; each entry of a batch counts).",
+        |s| s.writes as f64,
+    ),
+    (
+        "lamina_ingested_bytes_total",
+        Kind::Counter,
+        "Key and value bytes written by users.",
+        |s| s.bytes_ingested as f64,
+    ),
+    ("lamina_gets_total", Kind::Counter, "Point lookups.", |s| {
+        s.gets as f64
+    }),
+    (
+        "lamina_get_hits_total",
+        Kind::Counter,
+        "Point lookups that found the key.",
+        |s| s.get_hits as f64,
+    ),
+    (
+        "lamina_get_misses_total",
+        Kind::Counter,
+        "Point lookups that found nothing.",
+        |s| s.get_misses as f64,
+    ),
+    (
+        "lamina_flushes_total",
+        Kind::Counter,
+        "Memtable flushes.",
+        |s| s.flushes as f64,
+    ),
+    (
+        "lamina_flush_written_bytes_total",
+        Kind::Counter,
+        "Bytes written by flushes.",
+        |s| s.flush_bytes_written as f64,
+    ),
+    (
+        "lamina_compactions_total",
+        Kind::Counter,
+        "Merges (trivial moves excluded).",
+        |s| s.compactions as f64,
+    ),
+    (
+        "lamina_trivial_moves_total",
+        Kind::Counter,
+        "Files moved to another level unchanged.",
+        |s| s.trivial_moves as f64,
+    ),
+    (
+        "lamina_compaction_read_bytes_total",
+        Kind::Counter,
+        "Bytes read by merges.",
+        |s| s.compaction_bytes_read as f64,
+    ),
+    (
+        "lamina_compaction_written_bytes_total",
+        Kind::Counter,
+        "Bytes written by merges.",
+        |s| s.compaction_bytes_written as f64,
+    ),
+    (
+        "lamina_compaction_errors_total",
+        Kind::Counter,
+        "Merges that failed (the tree was left unchanged).",
+        |s| s.compaction_errors as f64,
+    ),
+    (
+        "lamina_stalls_total",
+        Kind::Counter,
+        "Times writes waited for flushes or compactions.",
+        |s| s.stalls as f64,
+    ),
+    (
+        "lamina_stall_seconds_total",
+        Kind::Counter,
+        "Time writes waited.",
+        |s| s.stall_micros as f64 / 1e6,
+    ),
+    (
+        "lamina_read_blocks_total",
+        Kind::Counter,
+        "Blocks read from table files (cache misses, scans and merges).",
+        |s| s.blocks_read as f64,
+    ),
+    (
+        "lamina_read_bytes_total",
+        Kind::Counter,
+        "Bytes read from table files.",
+        |s| s.bytes_read as f64,
+    ),
+    (
+        "lamina_write_amplification",
+        Kind::Gauge,
+        "Bytes written by flushes and merges per byte flushed.",
+        |s| s.write_amplification,
+    ),
+    (
+        "lamina_space_amplification",
+        Kind::Gauge,
+        "Bytes on disk per byte of the oldest sorted run.",
+        |s| s.space_amplification,
+    ),
+    (
+        "lamina_disk_bytes",
+        Kind::Gauge,
+        "Bytes of all tables (compaction buffers included).",
+        |s| s.disk_bytes as f64,
+    ),
+    (
+        "lamina_memtable_bytes",
+        Kind::Gauge,
+        "Bytes in memtables (active and immutable).",
+        |s| s.memtable_bytes as f64,
+    ),
+    (
+        "lamina_memtable_entries",
+        Kind::Gauge,
+        "Entries in memtables.",
+        |s| s.memtable_entries as f64,
+    ),
+    (
+        "lamina_sorted_runs",
+        Kind::Gauge,
+        "Sorted runs in the tree.",
+        |s| s.sorted_runs as f64,
+    ),
+];
+
+/// The engine's counters and gauges.
+fn render_engine(out: &mut String, s: &DbStats) {
+    for (name, kind, help, value) in ENGINE {
+        Family::new(out, name, kind, help).sample(&[], value(s));
+    }
+}
+
+/// The block cache, row cache and Bloom filters: hits and misses.
+fn render_caches(out: &mut String, s: &DbStats) {
+    use Kind::{Counter, Gauge};
     let kinds =
-        |c: &lamina::BlockCounts| [("data", c.data), ("index", c.index), ("filter", c.filter)];
-    // Counters by block kind.
-    let cache = [
+        |c: &lamina::BlockCounts| vec![("data", c.data), ("index", c.index), ("filter", c.filter)];
+    let by_kind = [
         (
             "lamina_block_cache_hits_total",
             "Queries' block cache hits by block kind (index and filter blocks held by their tables count as hits).",
-            kinds(&stats.cache_hits).to_vec(),
+            kinds(&s.cache_hits),
         ),
         (
             "lamina_block_cache_misses_total",
             "Queries' block cache misses by block kind (index and filter: also one per table opened).",
-            kinds(&stats.cache_misses).to_vec(),
+            kinds(&s.cache_misses),
         ),
         (
             "lamina_block_cache_read_bytes_total",
             "Bytes of index and filter blocks read from table files (at open and on misses).",
-            vec![
-                ("index", stats.index_bytes_read),
-                ("filter", stats.filter_bytes_read),
-            ],
+            vec![("index", s.index_bytes_read), ("filter", s.filter_bytes_read)],
         ),
     ];
-    for (name, help, values) in cache {
-        let mut f = Family::new(&mut out, name, "counter", help);
+    for (name, help, values) in by_kind {
+        let mut f = Family::new(out, name, Counter, help);
         for (k, v) in values {
-            f.sample(name, &[("kind", k)], v as f64);
+            f.sample(&[("kind", k)], v as f64);
         }
     }
-    Family::new(
-        &mut out,
-        "lamina_block_cache_pinned_bytes",
-        "gauge",
-        "Bytes of index and filter blocks level-0 tables pin in the block cache.",
-    )
-    .sample(
-        "lamina_block_cache_pinned_bytes",
-        &[],
-        stats.block_cache_pinned_usage as f64,
-    );
+    let plain: [(&str, Kind, &str, u64); 9] = [
+        ("lamina_block_cache_bytes", Gauge, "Bytes held by the block cache (pinned blocks included).", s.block_cache_usage),
+        ("lamina_block_cache_pinned_bytes", Gauge, "Bytes of index and filter blocks level-0 tables pin in the block cache.", s.block_cache_pinned_usage),
+        ("lamina_row_cache_hits_total", Counter, "Point lookups the row cache answered.", s.row_cache_hits),
+        ("lamina_row_cache_misses_total", Counter, "Point lookups that looked in the row cache and read the tree.", s.row_cache_misses),
+        ("lamina_row_cache_bytes", Gauge, "Bytes held by the row cache.", s.row_cache_usage),
+        ("lamina_bloom_probes_total", Counter, "Bloom filter probes by point lookups (one per table consulted).", s.bloom_probes),
+        ("lamina_bloom_negatives_total", Counter, "Probes the filter answered \"absent\": table reads saved (its hits; RocksDB's bloom.filter.useful).", s.bloom_negatives),
+        ("lamina_bloom_positives_total", Counter, "Probes the filter answered \"maybe\": the table was read.", s.bloom_probes.saturating_sub(s.bloom_negatives)),
+        ("lamina_bloom_false_positives_total", Counter, "Probes answered \"maybe\" for a key the table does not hold (its misses).", s.bloom_false_positives),
+    ];
+    for (name, kind, help, value) in plain {
+        Family::new(out, name, kind, help).sample(&[], value as f64);
+    }
+}
+
+/// Per level (numbered from 0, the first on-disk level).
+fn render_levels(out: &mut String, s: &DbStats) {
+    use Kind::{Counter, Gauge};
     type LevelField = fn(&lamina::LevelStats) -> f64;
-    let levels: [(&str, &str, &str, LevelField); 9] = [
+    let levels: [(&str, Kind, &str, LevelField); 9] = [
         (
             "lamina_level_runs",
-            "gauge",
+            Gauge,
             "Sorted runs of the level.",
             |l| l.runs as f64,
         ),
-        ("lamina_level_files", "gauge", "Files of the level.", |l| {
+        ("lamina_level_files", Gauge, "Files of the level.", |l| {
             l.files as f64
         }),
         (
             "lamina_level_bytes",
-            "gauge",
+            Gauge,
             "Bytes of the level's files.",
             |l| l.bytes as f64,
         ),
         (
             "lamina_level_compactions_total",
-            "counter",
+            Counter,
             "Merges into the level.",
             |l| l.compactions as f64,
         ),
         (
             "lamina_level_compaction_seconds_total",
-            "counter",
+            Counter,
             "Wall time of merges into the level.",
             |l| l.compaction_seconds,
         ),
         (
-            "lamina_level_bytes_in_total",
-            "counter",
+            "lamina_level_in_bytes_total",
+            Counter,
             "Bytes that came into the level from above (flushes for level 0).",
             |l| l.bytes_read as f64,
         ),
         (
-            "lamina_level_bytes_written_total",
-            "counter",
+            "lamina_level_written_bytes_total",
+            Counter,
             "Bytes written into the level.",
             |l| l.bytes_written as f64,
         ),
         (
-            "lamina_level_bytes_moved_total",
-            "counter",
+            "lamina_level_moved_bytes_total",
+            Counter,
             "Bytes moved into the level unchanged.",
             |l| l.bytes_moved as f64,
         ),
         (
             "lamina_level_write_amplification",
-            "gauge",
+            Gauge,
             "Bytes written into the level per byte that came in.",
             |l| l.write_amplification,
         ),
     ];
     for (name, kind, help, field) in levels {
-        let mut f = Family::new(&mut out, name, kind, help);
-        for l in &stats.levels {
-            f.sample(name, &[("level", &l.level.to_string())], field(l));
+        let mut f = Family::new(out, name, kind, help);
+        for l in &s.levels {
+            f.sample(&[("level", &l.level.to_string())], field(l));
         }
     }
-    let mut f = Family::new(
-        &mut out,
-        "lamina_latency_seconds",
-        "summary",
-        "Operation latency (percentiles within 0.8%).",
-    );
-    let ops: [(&str, &LatencySummary); 4] = [
-        ("put", &stats.put_latency),
-        ("get", &stats.get_latency),
-        ("scan", &stats.scan_latency),
-        ("compaction", &stats.compaction_latency),
+}
+
+/// The latencies: a histogram per operation, and their percentiles as one
+/// summary.
+fn render_latencies(out: &mut String, s: &DbStats) {
+    let h = &s.latency_histograms;
+    let ops: [(&str, &str, &str, &LatencyHistogram, &LatencySummary); 4] = [
+        (
+            "put",
+            "lamina_put_latency_seconds",
+            "Latency of each write call, per batch: one put, delete or WriteBatch, however many entries it holds.",
+            &h.put,
+            &s.put_latency,
+        ),
+        ("get", "lamina_get_latency_seconds", "Latency of point lookups.", &h.get, &s.get_latency),
+        (
+            "scan",
+            "lamina_scan_latency_seconds",
+            "Latency of setting a scan up (until its first entry can be read).",
+            &h.scan,
+            &s.scan_latency,
+        ),
+        (
+            "compaction",
+            "lamina_compaction_duration_seconds",
+            "Wall time of merges (trivial moves excluded).",
+            &h.compaction,
+            &s.compaction_latency,
+        ),
     ];
-    for (op, l) in ops {
+    let bounds: Vec<f64> = LATENCY_BUCKETS_NS.iter().map(|&ns| seconds(ns)).collect();
+    for (_, name, help, hist, _) in ops {
+        let help = format!("{help} Buckets within 0.8% of their bounds.");
+        Family::new(out, name, Kind::Histogram, &help).histogram(
+            &[],
+            &bounds,
+            &hist.cumulative,
+            hist.count,
+            seconds(hist.sum_ns),
+        );
+    }
+    let mut f = Family::new(
+        out,
+        "lamina_latency_seconds",
+        Kind::Summary,
+        "Latency percentiles (within 0.8%) by operation: put is per write call (per batch), compaction per merge.",
+    );
+    for (op, _, _, hist, l) in ops {
         for (q, v) in [
             ("0.5", l.p50_us),
             ("0.9", l.p90_us),
             ("0.99", l.p99_us),
             ("0.999", l.p999_us),
         ] {
-            f.sample(
-                "lamina_latency_seconds",
-                &[("op", op), ("quantile", q)],
-                v / 1e6,
-            );
+            f.sample(&[("op", op), ("quantile", q)], seconds_of_us(v));
         }
-        f.sample(
-            "lamina_latency_seconds_sum",
-            &[("op", op)],
-            l.mean_us * l.count as f64 / 1e6,
-        );
-        f.sample(
-            "lamina_latency_seconds_count",
-            &[("op", op)],
-            l.count as f64,
-        );
+        f.sample_suffixed("_sum", &[("op", op)], seconds(hist.sum_ns));
+        f.sample_suffixed("_count", &[("op", op)], l.count as f64);
     }
+}
+
+/// Each protocol's connections, commands and errors.
+fn render_servers(out: &mut String, counters: &ServerCounters) {
+    use Kind::{Counter, Gauge};
     type ProtocolField = fn(&ProtocolCounters) -> f64;
-    let per_protocol: [(&str, &str, &str, ProtocolField); 5] = [
+    let per_protocol: [(&str, Kind, &str, ProtocolField); 5] = [
         (
             "lamina_server_connections_total",
-            "counter",
+            Counter,
             "Connections accepted.",
             |c| c.accepted.load(Ordering::Relaxed) as f64,
         ),
         (
             "lamina_server_connections_refused_total",
-            "counter",
+            Counter,
             "Connections refused at the connection cap.",
             |c| c.refused.load(Ordering::Relaxed) as f64,
         ),
         (
             "lamina_server_connections_active",
-            "gauge",
+            Gauge,
             "Connections open now.",
             |c| {
                 c.accepted
@@ -447,13 +488,13 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
         ),
         (
             "lamina_server_errors_total",
-            "counter",
+            Counter,
             "Commands answered with an error.",
             |c| c.errors.load(Ordering::Relaxed) as f64,
         ),
         (
             "lamina_server_commands_seen_total",
-            "counter",
+            Counter,
             "Commands received.",
             |c| {
                 c.commands
@@ -464,318 +505,23 @@ pub fn render(stats: &DbStats, counters: &ServerCounters) -> String {
         ),
     ];
     for (name, kind, help, field) in per_protocol {
-        let mut f = Family::new(&mut out, name, kind, help);
+        let mut f = Family::new(out, name, kind, help);
         for p in Protocol::ALL {
-            f.sample(name, &[("protocol", p.name())], field(counters.of(p)));
+            f.sample(&[("protocol", p.name())], field(counters.of(p)));
         }
     }
     let name = "lamina_server_commands_total";
-    let mut f = Family::new(&mut out, name, "counter", "Commands received, by kind.");
+    let mut f = Family::new(out, name, Counter, "Commands received, by kind.");
     for p in Protocol::ALL {
         let c = counters.of(p);
         let names = p.commands().iter().copied().chain(std::iter::once("other"));
         for (cmd, n) in names.zip(c.commands.iter()) {
             let n = n.load(Ordering::Relaxed);
             if n > 0 {
-                f.sample(name, &[("protocol", p.name()), ("command", cmd)], n as f64);
+                f.sample(&[("protocol", p.name()), ("command", cmd)], n as f64);
             }
         }
     }
-    out
-}
-
-/// Largest HTTP request head read; a longer one is answered 431.
-const MAX_REQUEST: usize = 8 << 10;
-/// Longest time from accepting a connection to its whole request head.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(1);
-/// Longest time to write a reply.
-const IO_TIMEOUT: Duration = Duration::from_secs(2);
-/// Connections whose request head is being read, at most; a new one
-/// beyond drops the oldest.
-pub const MAX_PENDING: usize = 256;
-/// Scrapes answered at once; a whole request over it is answered 503.
-pub const MAX_SCRAPES: usize = 16;
-/// Descriptors the endpoint's connections hold at most: the heads being
-/// read, the scrapes being answered, and for a moment one just accepted
-/// before the oldest head is dropped.
-pub const MAX_CONNECTIONS: usize = MAX_PENDING + MAX_SCRAPES + 1;
-/// Stack of a scrape's thread (it renders a few KiB of text).
-const SCRAPE_STACK: usize = 128 * 1024;
-/// Longest wait of the accepting thread between looks at the stop flag.
-const POLL_INTERVAL: Duration = Duration::from_millis(50);
-
-/// The `/metrics` endpoint.
-pub struct MetricsServer {
-    listener: TcpListener,
-    render: Arc<dyn Fn() -> String + Send + Sync>,
-    stop: Arc<AtomicBool>,
-}
-
-/// A connection whose request head is still arriving.
-struct Unread {
-    stream: TcpStream,
-    head: Vec<u8>,
-    deadline: Instant,
-}
-
-impl MetricsServer {
-    /// Binds `addr`; each scrape calls `render` for the body.
-    pub fn bind(
-        addr: impl ToSocketAddrs,
-        render: Box<dyn Fn() -> String + Send + Sync>,
-    ) -> io::Result<MetricsServer> {
-        let listener = TcpListener::bind(addr)?;
-        // Polled, so the stop flag ends the loop within one interval.
-        listener.set_nonblocking(true)?;
-        Ok(MetricsServer {
-            listener,
-            render: Arc::from(render),
-            stop: Arc::new(AtomicBool::new(false)),
-        })
-    }
-
-    /// The address bound.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.listener.local_addr()
-    }
-
-    /// A flag that stops [`MetricsServer::run`] when set.
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.stop)
-    }
-
-    /// Answers scrapes until the stop flag is set: this thread accepts
-    /// connections and reads their request heads (without blocking on
-    /// any); each whole head is answered on its own thread (at most 16 at
-    /// once). A client that sends its request slowly, or never, holds up
-    /// only itself, for 1 s at most.
-    pub fn run(self) {
-        let busy = Arc::new(AtomicUsize::new(0));
-        let mut unread: VecDeque<Unread> = VecDeque::new();
-        while !self.stop.load(Ordering::Acquire) {
-            let ready = match self.wait(&unread) {
-                Ok(ready) => ready,
-                Err(e) => {
-                    tracing::warn!("metrics: poll failed: {e}");
-                    thread::sleep(POLL_INTERVAL);
-                    continue;
-                }
-            };
-            let now = Instant::now();
-            // Oldest first; a finished or expired one leaves the queue.
-            let mut kept = VecDeque::with_capacity(unread.len());
-            for (mut u, ready) in unread.into_iter().zip(ready.iter().skip(1)) {
-                let outcome = if *ready { read_more(&mut u) } else { None };
-                match outcome {
-                    Some(Some(head)) => self.dispatch(u.stream, head, &busy),
-                    // The client closed, or sent what is not a request.
-                    Some(None) => {}
-                    None if u.deadline <= now => {}
-                    None => kept.push_back(u),
-                }
-            }
-            unread = kept;
-            if ready.first() == Some(&true) {
-                self.accept(&mut unread, now);
-            }
-        }
-    }
-
-    /// Waits until the listener or an unread connection is readable, or the
-    /// next head deadline, or [`POLL_INTERVAL`]: which are readable (the
-    /// listener first).
-    fn wait(&self, unread: &VecDeque<Unread>) -> io::Result<Vec<bool>> {
-        let mut fds: Vec<PollFd<'_>> = std::iter::once(&self.listener as &dyn AsFd)
-            .chain(unread.iter().map(|u| &u.stream as &dyn AsFd))
-            .map(|fd| PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN))
-            .collect();
-        let next_deadline = unread.iter().map(|u| u.deadline).min();
-        let wait = next_deadline.map_or(POLL_INTERVAL, |d| {
-            d.saturating_duration_since(Instant::now())
-                .min(POLL_INTERVAL)
-        });
-        let timeout = Timespec::try_from(wait).unwrap_or(Timespec {
-            tv_sec: 0,
-            tv_nsec: 50_000_000,
-        });
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-        Ok(fds.iter().map(|f| !f.revents().is_empty()).collect())
-    }
-
-    /// Accepts every waiting connection, to have its head read.
-    fn accept(&self, unread: &mut VecDeque<Unread>, now: Instant) {
-        for _ in 0..MAX_PENDING {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if let Err(e) = stream.set_nonblocking(true) {
-                        tracing::warn!("metrics: {e}");
-                        continue;
-                    }
-                    if unread.len() >= MAX_PENDING {
-                        unread.pop_front();
-                    }
-                    unread.push_back(Unread {
-                        stream,
-                        head: Vec::new(),
-                        deadline: now + HEAD_TIMEOUT,
-                    });
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
-                    // Out of descriptors and the like: try again later.
-                    tracing::warn!("metrics: accept failed: {e}");
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Answers a whole request on a thread of its own, in one of the
-    /// scrape slots; 503 when all are taken.
-    fn dispatch(&self, stream: TcpStream, head: Head, busy: &Arc<AtomicUsize>) {
-        if busy.fetch_add(1, Ordering::AcqRel) >= MAX_SCRAPES {
-            busy.fetch_sub(1, Ordering::AcqRel);
-            let _ = reply(
-                &stream,
-                "503 Service Unavailable",
-                "too many scrapes at once\n",
-                "text/plain",
-            );
-            return;
-        }
-        let render = Arc::clone(&self.render);
-        let done = Arc::clone(busy);
-        let spawned = thread::Builder::new()
-            .name("lamina-metrics".into())
-            .stack_size(SCRAPE_STACK)
-            .spawn(move || {
-                let _ = answer(&stream, head, render.as_ref());
-                done.fetch_sub(1, Ordering::AcqRel);
-            });
-        if let Err(e) = spawned {
-            busy.fetch_sub(1, Ordering::AcqRel);
-            tracing::warn!("metrics: cannot spawn a scrape thread: {e}");
-        }
-    }
-}
-
-/// A whole request head, or one too large to read.
-enum Head {
-    /// The head, up to its blank line.
-    Complete(Vec<u8>),
-    /// Longer than [`MAX_REQUEST`].
-    TooLarge,
-}
-
-/// Reads what `u`'s client sent (without blocking): `Some(Some(head))`
-/// once a whole head (or too much) arrived, `Some(None)` if the client
-/// closed or failed before, `None` to wait for more.
-fn read_more(u: &mut Unread) -> Option<Option<Head>> {
-    let mut buf = [0u8; 1024];
-    loop {
-        if let Some(end) = head_end(&u.head) {
-            u.head.truncate(end);
-            return Some(Some(Head::Complete(std::mem::take(&mut u.head))));
-        }
-        if u.head.len() > MAX_REQUEST {
-            return Some(Some(Head::TooLarge));
-        }
-        match (&u.stream).read(&mut buf) {
-            Ok(0) => return Some(None),
-            Ok(n) => u.head.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-            Err(_) => return Some(None),
-        }
-    }
-}
-
-/// Where a request head ends (after `\r\n\r\n`, or `\n\n` from a client
-/// that sends bare newlines).
-fn head_end(req: &[u8]) -> Option<usize> {
-    let crlf = req.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-    let lf = req.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Answers one scrape: `GET /metrics` gets the exposition; a bad request
-/// line 400, another method 405, another path 404, a head over
-/// [`MAX_REQUEST`] 431. One request per connection, always closed after
-/// it (`Connection: close`): whatever follows the head (a body, a second
-/// request) is never read as a request, so nothing can be smuggled
-/// behind it.
-fn answer(
-    stream: &TcpStream,
-    head: Head,
-    render: &(dyn Fn() -> String + Send + Sync),
-) -> io::Result<()> {
-    let head = match head {
-        Head::Complete(head) => head,
-        Head::TooLarge => {
-            return reply(
-                stream,
-                "431 Request Header Fields Too Large",
-                "request head over 8 KiB\n",
-                "text/plain",
-            )
-        }
-    };
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let words: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-    let [method, target, version] = words.as_slice() else {
-        return reply(
-            stream,
-            "400 Bad Request",
-            "bad request line\n",
-            "text/plain",
-        );
-    };
-    if !version.starts_with(b"HTTP/1.") {
-        return reply(
-            stream,
-            "400 Bad Request",
-            "bad request line\n",
-            "text/plain",
-        );
-    }
-    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
-    if *method != b"GET" {
-        reply(stream, "405 Method Not Allowed", "only GET\n", "text/plain")
-    } else if path == b"/metrics" {
-        reply(
-            stream,
-            "200 OK",
-            &render(),
-            "text/plain; version=0.0.4; charset=utf-8",
-        )
-    } else {
-        reply(stream, "404 Not Found", "try /metrics\n", "text/plain")
-    }
-}
-
-/// Writes a whole response (within [`IO_TIMEOUT`]) and closes the
-/// connection.
-fn reply(mut stream: &TcpStream, status: &str, body: &str, kind: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.set_nonblocking(false)?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body.as_bytes())?;
-    stream.flush()?;
-    // Whatever else the client sent stays unread: shut our side down
-    // first, so the reply is delivered before the close resets.
-    let _ = stream.shutdown(Shutdown::Write);
-    Ok(())
 }
 
 #[cfg(test)]
@@ -802,7 +548,7 @@ mod tests {
             block_cache_pinned_usage: 900,
             ..DbStats::default()
         };
-        let text = render(&stats, &ServerCounters::default());
+        let text = render_with(&stats, &ServerCounters::default(), None);
         for line in [
             "lamina_block_cache_hits_total{kind=\"data\"} 1",
             "lamina_block_cache_hits_total{kind=\"filter\"} 3",
@@ -814,5 +560,69 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
         }
+    }
+
+    /// Figures computed from integers print as the decimals they are: a
+    /// stall of 300,000 µs is `0.3` s, a latency sum of 1.1 s is `1.1`.
+    #[test]
+    fn seconds_print_without_artefacts() {
+        let mut stats = DbStats {
+            stall_micros: 300_000,
+            ..DbStats::default()
+        };
+        stats.latency_histograms.get = LatencyHistogram {
+            cumulative: vec![0; LATENCY_BUCKETS_NS.len()],
+            count: 3,
+            sum_ns: 1_100_000_000,
+        };
+        stats.get_latency.p50_us = 0.3;
+        let text = render_with(&stats, &ServerCounters::default(), None);
+        for line in [
+            "lamina_stall_seconds_total 0.3",
+            "lamina_get_latency_seconds_sum 1.1",
+            "lamina_get_latency_seconds_bucket{le=\"2.5e-06\"} 0",
+            "lamina_get_latency_seconds_bucket{le=\"+Inf\"} 3",
+            "lamina_latency_seconds{op=\"get\",quantile=\"0.5\"} 3e-07",
+            "lamina_latency_seconds_sum{op=\"get\"} 1.1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        assert!(!text.contains("0000000"), "{text}");
+    }
+
+    /// The build info and, given them, the process figures.
+    #[test]
+    fn build_info_and_process_families() {
+        let p = ProcessStats {
+            cpu_seconds: 3.8,
+            resident_bytes: 1_234_567,
+            virtual_bytes: 9_000_000,
+            start_time_seconds: 1_700_000_123.45,
+            open_fds: 12,
+            max_fds: None,
+        };
+        let text = render_with(&DbStats::default(), &ServerCounters::default(), Some(p));
+        for line in [
+            "# TYPE process_cpu_seconds_total counter",
+            "process_cpu_seconds_total 3.8",
+            "process_resident_memory_bytes 1.234567e+06",
+            "process_start_time_seconds 1.70000012345e+09",
+            "process_open_fds 12",
+            "process_max_fds +Inf",
+            "# TYPE lamina_build_info gauge",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        let info = text
+            .lines()
+            .find(|l| l.starts_with("lamina_build_info{"))
+            .unwrap();
+        assert!(
+            info.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION")))
+                && info.ends_with("} 1"),
+            "{info}"
+        );
+        let bare = render_with(&DbStats::default(), &ServerCounters::default(), None);
+        assert!(!bare.contains("process_"));
     }
 }

@@ -426,6 +426,20 @@ fn metrics_endpoint_survives_slow_huge_and_smuggled_requests() {
         assert_eq!(reply.matches("HTTP/1.1 ").count(), 1, "{reply}");
         assert!(reply.ends_with(BODY));
     }
+    // HEAD: the headers a GET gets, its Content-Length included, and no
+    // body; a request behind it is never read.
+    let head = http(
+        m.addr,
+        b"HEAD /metrics HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n",
+    );
+    assert_eq!(status(&head), "HTTP/1.1 200 OK");
+    assert_eq!(head.matches("HTTP/1.1 ").count(), 1, "{head}");
+    assert!(head.ends_with("\r\n\r\n"), "a body after HEAD: {head}");
+    assert!(head.contains(&format!("Content-Length: {}\r\n", BODY.len())));
+    assert_eq!(
+        status(&http(m.addr, b"HEAD /admin HTTP/1.1\r\n\r\n")),
+        "HTTP/1.1 404 Not Found"
+    );
     // Half-closed before the blank line: no whole request, no reply.
     assert_eq!(http(m.addr, b"GET /metrics HTTP/1.1\r\n"), "");
 

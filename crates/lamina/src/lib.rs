@@ -64,7 +64,7 @@ pub use error::{Error, Result};
 pub use options::{Compaction, InvalidOption, Options, OptionsBuilder, SyncMode, MAX_SCAN_THREADS};
 pub use repair::{repair, RepairReport};
 pub use stats::{
-    compaction_stats_table, BlockCounts, BufferLevelStats, BufferStats, DbStats, LatencySummary,
-    LevelStats, WindowStats,
+    compaction_stats_table, BlockCounts, BufferLevelStats, BufferStats, DbStats, LatencyHistogram,
+    LatencyHistograms, LatencySummary, LevelStats, WindowStats, LATENCY_BUCKETS_NS,
 };
 pub use verify::{verify, VerifyReport};

@@ -14,8 +14,11 @@ use super::peers::PeerSettings;
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Comma-separated benchmarks, run in order on one database: fillseq,
-    /// fillrandom, overwrite, readrandom, readseq, readreverse, seekrandom,
-    /// readwhilewriting, deleterandom, stats, ycsb-load, ycsb-a ... ycsb-f.
+    /// fillrandom, fillsync, overwrite, readrandom, readmissing, readseq,
+    /// readreverse, seekrandom, updaterandom, readrandomwriterandom,
+    /// readwhilewriting, mixedhot, deleterandom, compact, stats,
+    /// levelstats, ycsb-load, ycsb-a ... ycsb-f (bench/README.md says what
+    /// each does).
     #[arg(
         long = "benchmarks",
         value_name = "LIST",
@@ -77,6 +80,41 @@ pub struct BenchArgs {
     #[arg(long = "disable_wal", value_name = "BOOL", num_args = 0..=1,
           default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     pub disable_wal: bool,
+    /// readrandomwriterandom: percent of its operations that are reads
+    /// (the rest are writes).
+    #[arg(long = "readwritepercent", value_name = "PERCENT", default_value_t = 90,
+          value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub readwritepercent: u8,
+    /// After each benchmark's line, a histogram of the microseconds each
+    /// operation took, per operation type (`Microseconds per read:` ...),
+    /// as db_bench prints it.
+    #[arg(long = "histogram", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+    /// At the end, `STATISTICS:` and the engine's counters and latency
+    /// histograms in RocksDB's `Statistics::ToString` format, under
+    /// RocksDB's ticker names where lamina counts the same thing
+    /// (bench/README.md lists them).
+    #[arg(long = "statistics", value_name = "BOOL", num_args = 0..=1,
+          default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
+    pub statistics: bool,
+    /// Every N seconds of each benchmark, write the operations done in
+    /// the interval to --report_file (`secs_elapsed,interval_qps`, as
+    /// db_bench); 0: no report.
+    #[arg(
+        long = "report_interval_seconds",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub report_interval_seconds: u64,
+    /// The file --report_interval_seconds writes (each benchmark rewrites
+    /// it, as db_bench does).
+    #[arg(
+        long = "report_file",
+        value_name = "FILE",
+        default_value = "report.csv"
+    )]
+    pub report_file: PathBuf,
     /// Database directory.
     #[arg(long = "db", value_name = "DIR", default_value = "/tmp/lamina-bench")]
     pub db: PathBuf,

@@ -1,12 +1,12 @@
-//! The benchmarks: what each name runs, on how many threads, and the
-//! db_bench-style report line of what they measured.
+//! The benchmarks: what each name runs, on how many threads, and what
+//! they count for the db_bench-style report ([`measure`](super::measure)).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use lamina_workload::{YcsbGenerator, YcsbSpec, YcsbWorkload};
+use lamina_workload::{KvOp, YcsbGenerator, YcsbSpec, YcsbWorkload};
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
@@ -17,21 +17,28 @@ use lamina_experiment::kvops::{
 };
 
 use super::args::BenchArgs;
+use super::measure::{with_reporter, Counts, Meter, OpType, Report, ThreadStats};
 
 /// The benchmarks `--benchmarks` accepts (besides `ycsb-load`, `ycsb-a` ...
 /// `ycsb-f`).
 pub(super) const KNOWN: &[&str] = &[
     "fillseq",
     "fillrandom",
+    "fillsync",
     "overwrite",
     "readrandom",
+    "readmissing",
     "readseq",
     "readreverse",
     "seekrandom",
+    "updaterandom",
+    "readrandomwriterandom",
     "readwhilewriting",
     "mixedhot",
     "deleterandom",
+    "compact",
     "stats",
+    "levelstats",
 ];
 
 /// Prefix of the YCSB benchmark names.
@@ -41,98 +48,6 @@ const YCSB_PREFIX: &str = "ycsb-";
 pub(super) fn ycsb_workload(name: &str) -> Option<YcsbWorkload> {
     name.strip_prefix(YCSB_PREFIX)
         .and_then(YcsbWorkload::from_name)
-}
-
-/// What one thread measured.
-#[derive(Debug, Clone, Copy)]
-struct ThreadStats {
-    ops: u64,
-    bytes: u64,
-    found: u64,
-    start: Instant,
-    finish: Instant,
-}
-
-impl ThreadStats {
-    fn new() -> ThreadStats {
-        let now = Instant::now();
-        ThreadStats {
-            ops: 0,
-            bytes: 0,
-            found: 0,
-            start: now,
-            finish: now,
-        }
-    }
-}
-
-/// Merged measurements of one benchmark.
-#[derive(Debug)]
-pub(super) struct Report {
-    ops: u64,
-    bytes: u64,
-    found: u64,
-    /// Sum of the threads' busy seconds.
-    thread_seconds: f64,
-    /// First start to last finish.
-    wall_seconds: f64,
-    /// Print "(found of ops found)".
-    show_found: bool,
-}
-
-impl Report {
-    fn merge(threads: &[ThreadStats], show_found: bool) -> Report {
-        let mut r = Report {
-            ops: 0,
-            bytes: 0,
-            found: 0,
-            thread_seconds: 0.0,
-            wall_seconds: 0.0,
-            show_found,
-        };
-        let (Some(first), Some(last)) = (
-            threads.iter().map(|t| t.start).min(),
-            threads.iter().map(|t| t.finish).max(),
-        ) else {
-            return r;
-        };
-        for t in threads {
-            r.ops += t.ops;
-            r.bytes += t.bytes;
-            r.found += t.found;
-            r.thread_seconds += t.finish.duration_since(t.start).as_secs_f64();
-        }
-        r.wall_seconds = last.duration_since(first).as_secs_f64();
-        r
-    }
-
-    /// One db_bench-style line.
-    fn line(&self, name: &str) -> String {
-        let done = self.ops.max(1);
-        let elapsed = self.wall_seconds.max(1e-9);
-        let mut extra = String::new();
-        if self.bytes > 0 {
-            extra = format!("{:6.1} MB/s", self.bytes as f64 / 1_048_576.0 / elapsed);
-        }
-        if self.show_found {
-            if !extra.is_empty() {
-                extra.push(' ');
-            }
-            extra.push_str(&format!("({} of {} found)", self.found, self.ops));
-        }
-        format!(
-            "{:<12} : {:11.3} micros/op {} ops/sec;{}{}",
-            name,
-            self.thread_seconds * 1e6 / done as f64,
-            (done as f64 / elapsed) as u64,
-            if extra.is_empty() { "" } else { " " },
-            extra
-        )
-    }
-
-    pub(super) fn print(&self, name: &str) {
-        println!("{}", self.line(name));
-    }
 }
 
 /// State shared by every benchmark of a run.
@@ -146,6 +61,8 @@ pub(super) struct Bench<'a> {
     /// benchmark seeds its generator with `seed + this count`, so that a
     /// readrandom after a fillrandom does not replay the fill's keys.
     threads_started: AtomicU64,
+    /// Operations of the running benchmark, for `--report_interval_seconds`.
+    ops_done: AtomicU64,
 }
 
 /// What a worker thread does.
@@ -153,10 +70,19 @@ pub(super) struct Bench<'a> {
 enum Work {
     FillSeq,
     FillRandom,
+    /// `num / 1000` random writes, each durable before the next (LevelDB's
+    /// fillsync: keys over the whole `[0, num)`).
+    FillSync,
     ReadRandom,
+    /// readrandom of keys one byte longer than any written: none is found.
+    ReadMissing,
     ReadSeq,
     ReadReverse,
     SeekRandom,
+    /// Read-modify-write: a get, then a put of a new value.
+    UpdateRandom,
+    /// `readwritepercent` gets, then the rest of 100 puts, over and over.
+    ReadRandomWriteRandom,
     DeleteRandom,
     Ycsb(YcsbWorkload),
 }
@@ -174,20 +100,52 @@ impl<'a> Bench<'a> {
             reads: args.reads.unwrap_or(args.num),
             pool: compressible_value_pool(args.seed, args.value_size, args.compression_ratio),
             threads_started: AtomicU64::new(0),
+            ops_done: AtomicU64::new(0),
         }
     }
 
+    /// Runs benchmark `name`; with `--report_interval_seconds`, while
+    /// db_bench's interval reporter writes `--report_file` (rewritten by
+    /// each benchmark, as db_bench does).
     pub(super) fn run(&self, name: &str) -> Result<Report> {
+        self.ops_done.store(0, Ordering::Relaxed);
+        match self.args.report_interval_seconds {
+            0 => self.run_measured(name),
+            secs => with_reporter(
+                &self.args.report_file,
+                Duration::from_secs(secs),
+                &self.ops_done,
+                || self.run_measured(name),
+            )?,
+        }
+    }
+
+    /// A meter for a thread starting now.
+    fn meter<'b>(&'b self, bar: &'b indicatif::ProgressBar) -> Meter<'b> {
+        let reporting = self.args.report_interval_seconds > 0;
+        Meter::new(
+            bar,
+            self.args.histogram,
+            reporting.then_some(&self.ops_done),
+        )
+    }
+
+    fn run_measured(&self, name: &str) -> Result<Report> {
         let work = match name {
             "fillseq" => Work::FillSeq,
             "fillrandom" | "overwrite" => Work::FillRandom,
+            "fillsync" => Work::FillSync,
             "readrandom" => Work::ReadRandom,
+            "readmissing" => Work::ReadMissing,
             "readseq" => Work::ReadSeq,
             "readreverse" => Work::ReadReverse,
             "seekrandom" => Work::SeekRandom,
+            "updaterandom" => Work::UpdateRandom,
+            "readrandomwriterandom" => Work::ReadRandomWriteRandom,
             "deleterandom" => Work::DeleteRandom,
             "readwhilewriting" => return self.read_while_writing(),
             "mixedhot" => return self.mixed_hot(),
+            "compact" => return self.compact(),
             other => match ycsb_workload(other) {
                 Some(w) => Work::Ycsb(w),
                 None => bail!("unknown benchmark {other:?}"),
@@ -197,6 +155,7 @@ impl<'a> Bench<'a> {
         // Operations all threads will do (a scan's entries for readseq).
         let total = match work {
             Work::FillSeq | Work::FillRandom | Work::DeleteRandom => self.args.num * threads as u64,
+            Work::FillSync => self.args.num / 1000 * threads as u64,
             Work::Ycsb(YcsbWorkload::Load) => self.args.num,
             _ => self.reads * threads as u64,
         };
@@ -208,7 +167,7 @@ impl<'a> Bench<'a> {
                     let (barrier, bar) = (&barrier, &bar);
                     s.spawn(move || {
                         barrier.wait();
-                        self.worker(work, tid, &mut progress::Ticker::new(bar))
+                        self.worker(work, tid, self.meter(bar))
                     })
                 })
                 .collect();
@@ -225,12 +184,20 @@ impl<'a> Bench<'a> {
             .into_iter()
             .collect::<Result<Vec<_>>>()
             .with_context(|| format!("benchmark {name}"))?;
-        let show_found = match work {
-            Work::ReadRandom | Work::SeekRandom => true,
-            Work::Ycsb(w) => w != YcsbWorkload::Load,
-            _ => false,
+        let report = Report::merge(&stats);
+        let c = report.counts;
+        let message = match work {
+            Work::ReadRandom | Work::ReadMissing | Work::SeekRandom => report.found_message(),
+            Work::Ycsb(w) if w != YcsbWorkload::Load => report.found_message(),
+            Work::UpdateRandom => format!("( updates:{} found:{})", c.ops, c.found),
+            Work::ReadRandomWriteRandom => format!(
+                "( reads:{} writes:{} total:{} found:{})",
+                c.reads, c.writes, c.ops, c.found
+            ),
+            Work::FillSync => format!("({} ops)", c.ops),
+            _ => return Ok(report),
         };
-        Ok(Report::merge(&stats, show_found))
+        Ok(report.with_message(message))
     }
 
     /// The key generator of a newly started thread.
@@ -239,24 +206,30 @@ impl<'a> Bench<'a> {
         SmallRng::seed_from_u64(self.args.seed.wrapping_add(n))
     }
 
-    /// Runs thread `tid`'s share of `work`, counting operations on `t`.
-    fn worker(&self, work: Work, tid: usize, t: &mut progress::Ticker) -> Result<ThreadStats> {
-        match work {
-            Work::FillSeq | Work::FillRandom => self.fill(work == Work::FillRandom, tid, t),
-            Work::ReadRandom => self.read_random(t),
-            Work::ReadSeq => self.read_seq(false, t),
-            Work::ReadReverse => self.read_seq(true, t),
-            Work::SeekRandom => self.seek_random(t),
-            Work::DeleteRandom => self.delete_random(t),
-            Work::Ycsb(w) => self.ycsb(w, tid, t),
-        }
+    /// Runs thread `tid`'s share of `work`, measuring on `m`.
+    fn worker(&self, work: Work, tid: usize, mut m: Meter) -> Result<ThreadStats> {
+        let counts = match work {
+            Work::FillSeq => self.fill(Fill::Seq, tid, &mut m),
+            Work::FillRandom => self.fill(Fill::Random, tid, &mut m),
+            Work::FillSync => self.fill(Fill::Sync, tid, &mut m),
+            Work::ReadRandom => self.read_random(false, &mut m),
+            Work::ReadMissing => self.read_random(true, &mut m),
+            Work::ReadSeq => self.read_seq(false, &mut m),
+            Work::ReadReverse => self.read_seq(true, &mut m),
+            Work::SeekRandom => self.seek_random(&mut m),
+            Work::UpdateRandom => self.update_random(tid, &mut m),
+            Work::ReadRandomWriteRandom => self.read_random_write_random(tid, &mut m),
+            Work::DeleteRandom => self.delete_random(&mut m),
+            Work::Ycsb(w) => self.ycsb(w, tid, &mut m),
+        }?;
+        Ok(m.finish(counts))
     }
 
     /// A YCSB workload over records `0..num`: `ycsb-load` splits the records
     /// among the threads; `ycsb-a`...`ycsb-f` run `reads` transactions per
     /// thread, each thread inserting its own record numbers. "found" counts
     /// reads, scans and read-modify-writes that found data.
-    fn ycsb(&self, w: YcsbWorkload, tid: usize, t: &mut progress::Ticker) -> Result<ThreadStats> {
+    fn ycsb(&self, w: YcsbWorkload, tid: usize, m: &mut Meter) -> Result<Counts> {
         let (num, threads) = (self.args.num, self.args.threads as u64);
         let seed = self.rng().next_u64();
         let spec = if w == YcsbWorkload::Load {
@@ -274,91 +247,146 @@ impl<'a> Bench<'a> {
         let ops = YcsbGenerator::new(&spec)?;
         let mut key = key_buffer(self.args.key_size);
         let mut values = ValueGen::new(&self.pool, self.args.value_size, tid * 4099);
-        let mut st = ThreadStats::new();
-        let (mut n, mut found, mut bytes) = (0u64, 0u64, 0u64);
+        let mut c = Counts::default();
         for op in ops {
+            let kind = match op {
+                KvOp::Insert(_) => OpType::Write,
+                KvOp::Update(_) | KvOp::ReadModifyWrite(_) => OpType::Update,
+                KvOp::Read(_) => OpType::Read,
+                KvOp::Scan { .. } => OpType::Seek,
+                KvOp::Delete(_) => OpType::Delete,
+            };
             let out = apply(self.db, op, &mut key, &mut values)?;
-            n += 1;
-            t.tick();
-            found += u64::from(out.found);
-            bytes += out.bytes;
+            c.ops += 1;
+            m.done(kind);
+            c.found += u64::from(out.found);
+            c.bytes += out.bytes;
         }
-        st.finish = Instant::now();
-        st.ops = n;
-        st.found = found;
-        st.bytes = bytes;
-        Ok(st)
+        Ok(c)
     }
 
-    fn fill(&self, random: bool, tid: usize, t: &mut progress::Ticker) -> Result<ThreadStats> {
+    fn fill(&self, how: Fill, tid: usize, m: &mut Meter) -> Result<Counts> {
         let num = self.args.num;
+        let writes = if how == Fill::Sync { num / 1000 } else { num };
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
         let mut values = ValueGen::new(&self.pool, self.args.value_size, tid * 4099);
         let per_op = (self.args.key_size + self.args.value_size) as u64;
-        let mut st = ThreadStats::new();
-        for i in 0..num {
-            let k = if random { rng.next_u64() % num } else { i };
+        for i in 0..writes {
+            let k = if how == Fill::Seq {
+                i
+            } else {
+                rng.next_u64() % num
+            };
             encode_key(&mut key, k);
-            self.db.put(&key, values.next_value())?;
-            t.tick();
+            if how == Fill::Sync {
+                self.db.put_sync(&key, values.next_value())?;
+            } else {
+                self.db.put(&key, values.next_value())?;
+            }
+            m.done(OpType::Write);
         }
-        st.finish = Instant::now();
-        st.ops = num;
-        st.bytes = num * per_op;
-        Ok(st)
+        Ok(Counts {
+            ops: writes,
+            bytes: writes * per_op,
+            ..Counts::default()
+        })
     }
 
-    /// `reads` gets of random keys.
-    fn read_random(&self, t: &mut progress::Ticker) -> Result<ThreadStats> {
+    /// `reads` gets of random keys; `missing`: of keys one byte longer
+    /// than `--key_size` (db_bench's readmissing), which no fill wrote.
+    fn read_random(&self, missing: bool, m: &mut Meter) -> Result<Counts> {
         let num = self.args.num;
         let mut rng = self.rng();
-        let mut key = key_buffer(self.args.key_size);
-        let mut st = ThreadStats::new();
-        let mut found = 0u64;
-        let mut bytes = 0u64;
-        let mut ops = 0u64;
+        let mut key = key_buffer(self.args.key_size + usize::from(missing));
+        let mut c = Counts::default();
         for _ in 0..self.reads {
             encode_key(&mut key, rng.next_u64() % num);
             if let Some(v) = self.db.get(&key)? {
-                found += 1;
-                bytes += (key.len() + v) as u64;
+                c.found += 1;
+                c.bytes += (key.len() + v) as u64;
             }
-            ops += 1;
-            t.tick();
+            c.ops += 1;
+            m.done(OpType::Read);
         }
-        st.finish = Instant::now();
-        st.ops = ops;
-        st.found = found;
-        st.bytes = bytes;
-        Ok(st)
+        Ok(c)
+    }
+
+    /// `reads` read-modify-writes of random keys: a get, then a put of a
+    /// new value (db_bench's updaterandom; bytes of both count).
+    fn update_random(&self, tid: usize, m: &mut Meter) -> Result<Counts> {
+        let num = self.args.num;
+        let mut rng = self.rng();
+        let mut key = key_buffer(self.args.key_size);
+        let mut values = ValueGen::new(&self.pool, self.args.value_size, tid * 4099);
+        let mut c = Counts::default();
+        for _ in 0..self.reads {
+            encode_key(&mut key, rng.next_u64() % num);
+            if let Some(v) = self.db.get(&key)? {
+                c.found += 1;
+                c.bytes += (key.len() + v) as u64;
+            }
+            let value = values.next_value();
+            self.db.put(&key, value)?;
+            c.bytes += (key.len() + value.len()) as u64;
+            c.ops += 1;
+            m.done(OpType::Update);
+        }
+        Ok(c)
+    }
+
+    /// `reads` operations on random keys, in rounds of
+    /// `--readwritepercent` gets then `100 - readwritepercent` puts
+    /// (db_bench's readrandomwriterandom).
+    fn read_random_write_random(&self, tid: usize, m: &mut Meter) -> Result<Counts> {
+        let num = self.args.num;
+        let percent = u64::from(self.args.readwritepercent);
+        let mut rng = self.rng();
+        let mut key = key_buffer(self.args.key_size);
+        let mut values = ValueGen::new(&self.pool, self.args.value_size, tid * 4099);
+        let mut c = Counts::default();
+        for i in 0..self.reads {
+            encode_key(&mut key, rng.next_u64() % num);
+            if i % 100 < percent {
+                if self.db.get(&key)?.is_some() {
+                    c.found += 1;
+                }
+                c.reads += 1;
+                m.done(OpType::Read);
+            } else {
+                self.db.put(&key, values.next_value())?;
+                c.writes += 1;
+                m.done(OpType::Write);
+            }
+            c.ops += 1;
+        }
+        Ok(c)
     }
 
     /// One full scan of at most `reads` entries, in key order or (readreverse)
     /// in descending key order.
-    fn read_seq(&self, reverse: bool, t: &mut progress::Ticker) -> Result<ThreadStats> {
-        let mut st = ThreadStats::new();
+    fn read_seq(&self, reverse: bool, m: &mut Meter) -> Result<Counts> {
         let mut bytes = 0u64;
         let mut visit = |k: &[u8], v: &[u8]| {
             bytes += (k.len() + v.len()) as u64;
-            t.tick();
+            m.done(OpType::Read);
         };
         let ops = if reverse {
             self.db.scan_rev(None, self.reads, &mut visit)?
         } else {
             self.db.scan(None, None, self.reads, &mut visit)?
         };
-        st.finish = Instant::now();
-        st.ops = ops;
-        st.bytes = bytes;
-        Ok(st)
+        Ok(Counts {
+            ops,
+            bytes,
+            ..Counts::default()
+        })
     }
 
-    fn seek_random(&self, t: &mut progress::Ticker) -> Result<ThreadStats> {
+    fn seek_random(&self, m: &mut Meter) -> Result<Counts> {
         let num = self.args.num;
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
-        let mut st = ThreadStats::new();
         let mut found = 0u64;
         let mut bytes = 0u64;
         for _ in 0..self.reads {
@@ -380,28 +408,43 @@ impl<'a> Bench<'a> {
                     i += 1;
                 },
             )?;
-            t.tick();
+            m.done(OpType::Seek);
         }
-        st.finish = Instant::now();
-        st.ops = self.reads;
-        st.found = found;
-        st.bytes = bytes;
-        Ok(st)
+        Ok(Counts {
+            ops: self.reads,
+            found,
+            bytes,
+            ..Counts::default()
+        })
     }
 
-    fn delete_random(&self, t: &mut progress::Ticker) -> Result<ThreadStats> {
+    fn delete_random(&self, m: &mut Meter) -> Result<Counts> {
         let num = self.args.num;
         let mut rng = self.rng();
         let mut key = key_buffer(self.args.key_size);
-        let mut st = ThreadStats::new();
         for _ in 0..num {
             encode_key(&mut key, rng.next_u64() % num);
             self.db.delete(&key)?;
-            t.tick();
+            m.done(OpType::Delete);
         }
-        st.finish = Instant::now();
-        st.ops = num;
-        Ok(st)
+        Ok(Counts {
+            ops: num,
+            ..Counts::default()
+        })
+    }
+
+    /// db_bench's compact: one compaction of the whole key range (lamina:
+    /// `Db::compact_range(None, None)`, a flush then everything merged into
+    /// the deepest level), timed as one operation.
+    fn compact(&self) -> Result<Report> {
+        let bar = progress::spinner("compact");
+        let m = self.meter(&bar);
+        self.db.compact_all().context("benchmark compact")?;
+        bar.finish_and_clear();
+        Ok(Report::merge(&[m.finish(Counts {
+            ops: 1,
+            ..Counts::default()
+        })]))
     }
 
     /// seed 002's mixed workload (`mixedhot.rs`); the report covers the
@@ -449,10 +492,16 @@ impl<'a> Bench<'a> {
             "mixedhot: {} reads and {} writes in {:.1} s",
             totals.reads, totals.writes, totals.seconds
         );
-        let mut st = ThreadStats::new();
-        st.start = st.finish - std::time::Duration::from_secs_f64(totals.seconds);
-        st.ops = totals.reads;
-        Ok(Report::merge(&[st], false))
+        let finish = Instant::now();
+        Ok(Report::merge(&[ThreadStats {
+            counts: Counts {
+                ops: totals.reads,
+                ..Counts::default()
+            },
+            start: finish - std::time::Duration::from_secs_f64(totals.seconds),
+            finish,
+            hist: Vec::new(),
+        }]))
     }
 
     /// `threads` readers do readrandom while one more thread writes random
@@ -494,7 +543,9 @@ impl<'a> Bench<'a> {
                     let (barrier, bar) = (&barrier, &bar);
                     s.spawn(move || {
                         barrier.wait();
-                        self.read_random(&mut progress::Ticker::new(bar))
+                        let mut m = self.meter(bar);
+                        let counts = self.read_random(false, &mut m)?;
+                        Ok(m.finish(counts))
                     })
                 })
                 .collect();
@@ -517,38 +568,20 @@ impl<'a> Bench<'a> {
             .into_iter()
             .collect::<Result<Vec<_>>>()
             .context("readwhilewriting readers")?;
-        let report = Report::merge(&stats, true);
+        let report = Report::merge(&stats);
+        let message = report.found_message();
         eprintln!("readwhilewriting: the writer did {writes} writes meanwhile, in {seconds:.3} s");
-        Ok(report)
+        Ok(report.with_message(message))
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn report_line_has_db_bench_format() {
-        let r = Report {
-            ops: 1_000_000,
-            bytes: 1_000_000 * 116,
-            found: 0,
-            thread_seconds: 4.274,
-            wall_seconds: 4.274,
-            show_found: false,
-        };
-        assert_eq!(
-            r.line("fillrandom"),
-            "fillrandom   :       4.274 micros/op 233972 ops/sec;   25.9 MB/s"
-        );
-        let r = Report {
-            found: 5,
-            bytes: 0,
-            show_found: true,
-            ..r
-        };
-        assert!(r
-            .line("seekrandom")
-            .ends_with("ops/sec; (5 of 1000000 found)"));
-    }
+/// How a fill writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// Keys 0, 1, ... num - 1.
+    Seq,
+    /// `num` random keys of `[0, num)`.
+    Random,
+    /// `num / 1000` random keys, each write durable before the next.
+    Sync,
 }

@@ -13,6 +13,12 @@
 //!   ops/sec and MB/s use the wall time from the first thread's start to the
 //!   last thread's finish.
 //!
+//! `--histogram` prints each benchmark's per-operation latencies as
+//! db_bench does, `--statistics` the engine's counters in RocksDB's
+//! `STATISTICS:` format, `levelstats` the files and megabytes per level,
+//! and `--report_interval_seconds` writes db_bench's per-interval
+//! throughput file.
+//!
 //! Beyond db_bench's names, `ycsb-load` and `ycsb-a` ... `ycsb-f` run the
 //! YCSB generators of `lamina-workload`. Every benchmark drives a
 //! [`Store`], so `--engine fjall|rocksdb|leveldb` (features `peer-fjall`,
@@ -22,7 +28,10 @@
 
 mod args;
 mod benchmarks;
+mod histogram;
+mod measure;
 mod peers;
+mod statistics;
 
 use anyhow::{anyhow, bail, Context, Result};
 use lamina::{Db, DbStats, Options, SyncMode};
@@ -193,6 +202,9 @@ fn run_lamina(args: &BenchArgs, benchmarks: &[&str]) -> Result<()> {
             args.read_miss_latency_us
         );
     }
+    if args.statistics {
+        println!("STATISTICS:\n{}", statistics::render(&db.stats()));
+    }
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(&db.stats())?;
         std::fs::write(path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -226,6 +238,7 @@ fn run_peer<S: Store>(
             "--stats-json",
         ),
         (args.row_cache_size > 0, "--row_cache_size"),
+        (args.statistics, "--statistics"),
         (args.compaction_warm_up, "--compaction_warm_up"),
         (args.read_miss_latency_us > 0, "--read_miss_latency_us"),
         (args.direct_io, "--direct_io"),
@@ -334,6 +347,12 @@ fn run_benchmarks(
     for &name in benchmarks {
         if name == "stats" {
             print_stats();
+            continue;
+        }
+        if name == "levelstats" {
+            // db_bench prints the property between blank lines.
+            let table = store.level_stats();
+            println!("\n{}", table.as_deref().unwrap_or("(failed)"));
             continue;
         }
         // The emulated disk's latency is off while a fill loads the data.

@@ -497,6 +497,18 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
+    /// `fdatasync`s the write-ahead log: every write that returned before
+    /// the call is on stable storage when it returns, whatever the
+    /// [`SyncMode`](crate::SyncMode) (RocksDB's `SyncWAL`; a put followed
+    /// by this is a put with `WriteOptions::sync`). Without a log
+    /// (`Options::write_ahead_log = false`) there is nothing to sync.
+    pub fn sync_wal(&self) -> Result<()> {
+        if self.inner.opts.read_only || !self.inner.opts.write_ahead_log {
+            return Ok(());
+        }
+        self.inner.wal.lock().file.sync()
+    }
+
     /// Merges every file overlapping `[lo, hi]` (None = unbounded) into the
     /// deepest level, after a flush, together with every file overlapping
     /// those (the range widens until it covers all the files it touches).

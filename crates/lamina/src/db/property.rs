@@ -89,7 +89,7 @@ impl Db {
                 let mut out = String::from("Level Files Size(MB)\n--------------------\n");
                 for (i, l) in sv.version.levels.iter().enumerate() {
                     out.push_str(&format!(
-                        "{i:>5} {:>5} {:>8.0}\n",
+                        "{i:>3} {:>8} {:>8.0}\n",
                         l.file_count(),
                         l.bytes() as f64 / 1_048_576.0
                     ));

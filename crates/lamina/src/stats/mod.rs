@@ -12,7 +12,9 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-pub use histogram::{Histogram, LatencySummary};
+pub use histogram::{
+    Histogram, LatencyHistogram, LatencyHistograms, LatencySummary, LATENCY_BUCKETS_NS,
+};
 pub use report::{
     compaction_stats_table, BlockCounts, BufferLevelStats, BufferStats, DbStats, FilterOutcome,
     LevelStats, WindowStats,
@@ -499,6 +501,12 @@ impl EngineStats {
             get_empty_latency: self.get_empty_latency.summary(),
             scan_latency: self.scan_latency.summary(),
             compaction_latency: self.compaction_latency.summary(),
+            latency_histograms: LatencyHistograms {
+                put: self.put_latency.buckets(),
+                get: self.get_latency.buckets(),
+                scan: self.scan_latency.buckets(),
+                compaction: self.compaction_latency.buckets(),
+            },
             compaction_cpu_latency: self.compaction_cpu_latency.summary(),
             compaction_io_latency: self.compaction_io_latency.summary(),
             delete_persistence_latency: self.delete_persistence_latency.summary(),

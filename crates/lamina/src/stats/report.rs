@@ -250,6 +250,10 @@ pub struct DbStats {
     pub scan_latency: LatencySummary,
     /// Compaction latency (merges; trivial moves excluded).
     pub compaction_latency: LatencySummary,
+    /// The put, get, scan and compaction latencies as cumulative buckets
+    /// (`lamina serve --metrics`' histograms).
+    #[serde(default)]
+    pub latency_histograms: super::LatencyHistograms,
     /// CPU time of the compaction thread per merge.
     #[serde(default)]
     pub compaction_cpu_latency: LatencySummary,
