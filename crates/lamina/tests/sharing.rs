@@ -225,7 +225,7 @@ fn readers_opened_during_flushes_and_compactions_see_a_prefix_of_the_history() {
             w.put(&key(i % KEYS), &i.to_be_bytes()).unwrap();
             i += 1;
             progress.store(i, Ordering::Relaxed);
-            if i % 5000 == 0 {
+            if i.is_multiple_of(5000) {
                 w.compact_range(None, None).unwrap();
             }
         }
