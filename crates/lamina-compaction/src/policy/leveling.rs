@@ -297,10 +297,10 @@ mod tests {
         let view = TreeView {
             levels: vec![
                 LevelView {
-                    runs: vec![run(5, vec![file(1, 10, 20, 10)])].into(),
+                    runs: vec![run(5, vec![file("1[10-20]=10")])].into(),
                 },
                 LevelView {
-                    runs: vec![run(1, vec![file(3, 0, 5, 10), file(4, 12, 30, 10)])].into(),
+                    runs: vec![run(1, vec![file("3[0-5]=10"), file("4[12-30]=10")])].into(),
                 },
             ],
             memtable_bytes: 100,
