@@ -2,7 +2,7 @@
 //! database, so Redis clients (`redis-cli`, `redis-benchmark`, redis-py,
 //! redis-rs, go-redis) can use it: `lamina serve --resp PORT`. Every
 //! command, its replies and what is refused: `docs/redis.md`; the command
-//! table, with Redis 7's documentation of each, is [`table`]'s (`COMMAND
+//! table, with Redis 7's documentation of each, is `table`'s (`COMMAND
 //! DOCS`).
 //!
 //! | command | reply |
@@ -13,7 +13,7 @@
 //! | `DEL key...`, `EXISTS key...` | how many of the keys existed |
 //! | `MGET key...` | the values (null where missing), from one snapshot |
 //! | `MSET key value...` | `OK`, all written in one atomic batch |
-//! | `MULTI`, `EXEC`, `DISCARD`, `WATCH`, `UNWATCH` | a transaction applied as one atomic batch ([`session`]) |
+//! | `MULTI`, `EXEC`, `DISCARD`, `WATCH`, `UNWATCH` | a transaction applied as one atomic batch (`session`) |
 //! | `SCAN cursor [MATCH pattern] [COUNT n] [TYPE string]` | the next cursor and the keys matching `pattern` (Redis's glob, case-sensitive) among up to `n` (10) examined, in key order (at most about [`SCAN_REPLY`] bytes of keys, and [`SCAN_WORK`] steps of matching) |
 //! | `DBSIZE` | the number of keys (a full scan) |
 //! | `FLUSHALL [SYNC\|ASYNC]` | deletes every key; refused unless the server runs with `--allow-flushall` |
