@@ -1,7 +1,9 @@
 //! The device and CPU cost model: what one step of an operation costs on
 //! this machine, in nanoseconds. `lamina tune --calibrate` measures it with
-//! the engine and stores it as TOML (`docs/tuning.md` says where); the
-//! defaults below are what it measured on the development machine.
+//! the engine and stores it as TOML (`docs/tuning.md` says where). The
+//! defaults below are round estimates for a 2-core VM with the data in the
+//! page cache, not measurements: without a calibration file, predicted
+//! costs rank candidates but their absolute values are not to be trusted.
 
 use serde::{Deserialize, Serialize};
 
