@@ -133,8 +133,9 @@ fn cheap(cmd: &str) -> String {
 
 /// Commands a test here cannot run, each with the test that runs it.
 fn covered_elsewhere(cmd: &str) -> Option<&'static str> {
-    let table: [(&str, &str); 13] = [
+    let table: [(&str, &str); 14] = [
         ("cargo run --release -p lamina-cli -- serve", "readme.rs: the quick start's client session (a server, then `client`)"),
+        ("cargo run --release -p lamina-cli -- tune", "tune.rs: the same options on fewer records (a million simulates every design for seconds, and --validate runs the bench per design)"),
         ("cargo test --release -p lamina-cli --features", "nothing in CI: the peer build needs cmake, a C++ compiler and libclang (bench/README.md)"),
         ("cargo test", "this test, running"),
         ("cargo build --release -p lamina-cli --features", "nothing in CI: the peer builds need cmake, a C++ compiler and libclang; their `lamina bench --engine` commands are run here and refused by name"),
